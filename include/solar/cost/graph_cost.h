@@ -1,0 +1,25 @@
+// Whole-graph work and traffic: per-op work, totals, and compulsory (fused) traffic.
+#pragma once
+
+#include <vector>
+
+#include "solar/cost/work.h"
+#include "solar/ir/graph.h"
+
+namespace solar::cost {
+
+struct GraphCost {
+  std::vector<Work> per_op;  // indexed by OpId
+  Work total;                // sum over analyzed ops (bytes = unfused traffic)
+  // Compulsory DRAM traffic of the whole graph fused into one kernel with unlimited
+  // on-chip memory: each graph input/weight/constant read once (its largest footprint
+  // over its consumers, through free views) + each graph output written once.
+  Count compulsory_bytes_read;
+  Count compulsory_bytes_written;
+  int num_unanalyzed = 0;
+  Count compulsory_bytes() const { return compulsory_bytes_read + compulsory_bytes_written; }
+};
+
+GraphCost graph_cost(const ir::Graph& g);
+
+}  // namespace solar::cost

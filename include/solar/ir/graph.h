@@ -1,0 +1,189 @@
+// The EinsumGraph: a DAG of ops over tensors (DESIGN.md §2).
+//
+// Semantics
+// - A tensor is produced by at most one op; graph inputs, weights and constants by none.
+// - Ops are stored in a topological order (every input defined before its use); the
+//   verifier enforces it.
+// - Einsum: out[o...] = REDUCE_{reduced} COMBINE(in0[f0(i...)], in1[f1(i...)], ...).
+//   The iteration space is the box of all index extents, minus the points where a mask
+//   constraint fails. Reduced indices are those not in the output subscript. An operand
+//   read outside its tensor yields its `pad` value (zero-padding of a convolution,
+//   -inf for max pooling); without a pad value such a read is a verifier error.
+// - Data-movement ops copy or re-view data; a view is free (no bytes move).
+// - Opaque ops carry their own cost and the assumption behind it.
+// - Unanalyzed ops are framework ops no lowering table knows: kept, counted, reported.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "solar/ir/affine.h"
+#include "solar/ir/dtype.h"
+#include "solar/ir/expr.h"
+#include "solar/util/count.h"
+#include "solar/util/errors.h"
+
+namespace solar::ir {
+
+struct TensorId {
+  std::uint32_t value = UINT32_MAX;
+  bool valid() const { return value != UINT32_MAX; }
+  friend auto operator<=>(TensorId, TensorId) = default;
+};
+struct OpId {
+  std::uint32_t value = UINT32_MAX;
+  bool valid() const { return value != UINT32_MAX; }
+  friend auto operator<=>(OpId, OpId) = default;
+};
+
+enum class Role { Input, Weight, Constant, Intermediate, Output };
+std::string_view role_name(Role r);  // input weight constant intermediate output
+std::optional<Role> parse_role(std::string_view name);
+// Inputs, weights and constants come from outside the graph (no producer).
+inline bool is_graph_source(Role r) {
+  return r == Role::Input || r == Role::Weight || r == Role::Constant;
+}
+
+struct Sparsity {
+  double zero_fraction = 0;     // fraction of elements that are zero, in [0, 1]
+  bool structured_2_4 = false;  // 2:4 structured (implies zero_fraction >= 0.5)
+  friend bool operator==(const Sparsity&, const Sparsity&) = default;
+};
+
+struct Tensor {
+  TensorId id;
+  std::string name;                 // unique within the graph
+  std::vector<std::int64_t> shape;  // every extent >= 0; rank 0 is a scalar
+  DType dtype = DType::F32;
+  Role role = Role::Intermediate;
+  std::optional<Sparsity> sparsity;
+  std::vector<std::string> dim_names;  // empty, or one name per dimension
+
+  Count num_elements() const;
+  // Storage size at the tensor's own width, rounded up to whole bytes.
+  Count size_bytes() const;
+};
+
+enum class Reduce { None, Sum, Max, Min, Prod, Any, All };
+std::string_view reduce_name(Reduce r);  // none sum max min prod any all
+std::optional<Reduce> parse_reduce(std::string_view name);
+
+struct IndexDim {
+  std::string name;
+  std::int64_t extent = 0;  // >= 1
+  friend bool operator==(const IndexDim&, const IndexDim&) = default;
+};
+
+struct Operand {
+  std::vector<AffineExpr> subscript;  // one expression per tensor dimension
+  std::optional<double> pad;          // value read outside the tensor, if allowed
+  friend bool operator==(const Operand&, const Operand&) = default;
+};
+
+struct EinsumOp {
+  std::vector<IndexDim> indices;          // the iteration space
+  std::vector<Operand> operands;          // one per op input, same order
+  std::vector<AffineExpr> output;         // output subscript, one per output dimension
+  Expr combine;                           // over $0..$n-1
+  Reduce reduce = Reduce::None;
+  std::vector<AffineConstraint> mask;     // live points satisfy every constraint
+  friend bool operator==(const EinsumOp&, const EinsumOp&) = default;
+
+  // Indices that appear in no output subscript (summed/maxed over).
+  std::vector<IndexPos> reduced_indices() const;
+  std::vector<std::int64_t> extents() const;
+  std::optional<IndexPos> find_index(std::string_view name) const;
+};
+
+enum class MoveKind {
+  View,     // reshape/view/squeeze/unsqueeze/expand/as_strided without a copy: free
+  Copy,     // materialize (contiguous, clone, repeat, expand-copy): read input, write output
+  Permute,  // attrs: perm
+  Slice,    // attrs: starts, ends, steps (one per dim); reads its slice
+  Concat,   // attrs: axis
+  Pad,      // attrs: pads (before/after per dim, 2*rank), value
+  Gather,   // inputs (data, index); attrs: axis; reads the gathered elements + the index
+  Scatter,  // inputs (data, index, src); attrs: axis; writes what it touches
+  Cast,     // dtype conversion
+};
+std::string_view move_kind_name(MoveKind k);
+std::optional<MoveKind> parse_move_kind(std::string_view name);
+
+// Attribute values of data-movement and opaque ops.
+using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>>;
+using Attrs = std::map<std::string, AttrValue>;
+
+struct MoveOp {
+  MoveKind kind = MoveKind::Copy;
+  Attrs attrs;
+  friend bool operator==(const MoveOp&, const MoveOp&) = default;
+};
+
+// An op that is not an einsum, with an explicit cost and the assumption behind it.
+struct OpaqueOp {
+  std::string function;   // e.g. "sort", "topk", "nonzero"
+  Count vector_flops;     // per the stated assumption
+  Count special_ops;
+  Count bytes;            // bytes moved (reads + writes)
+  std::string assumption; // e.g. "bitonic sort: n log2 n compare-exchanges"
+  Attrs attrs;
+  friend bool operator==(const OpaqueOp&, const OpaqueOp&) = default;
+};
+
+// A framework op no lowering table knows. Never a silent zero: reports count and show it.
+struct UnanalyzedOp {
+  std::string framework_op;  // e.g. "aten::_fft_r2c"
+  std::string reason;
+  friend bool operator==(const UnanalyzedOp&, const UnanalyzedOp&) = default;
+};
+
+enum class OpKind { Einsum, Move, Opaque, Unanalyzed };
+std::string_view op_kind_name(OpKind k);  // einsum move opaque unanalyzed
+
+struct Op {
+  OpId id;
+  std::string name;  // unique within the graph; defaults to the first output's name
+  std::vector<TensorId> inputs;
+  std::vector<TensorId> outputs;
+  std::variant<EinsumOp, MoveOp, OpaqueOp, UnanalyzedOp> body;
+  Origin origin;  // where it came from (framework file/line, framework op)
+
+  OpKind kind() const { return static_cast<OpKind>(body.index()); }
+  const EinsumOp& einsum() const { return std::get<EinsumOp>(body); }
+  const MoveOp& move() const { return std::get<MoveOp>(body); }
+  const OpaqueOp& opaque() const { return std::get<OpaqueOp>(body); }
+  const UnanalyzedOp& unanalyzed() const { return std::get<UnanalyzedOp>(body); }
+};
+
+// Owns tensors and ops; everything else refers to them by id.
+class Graph {
+ public:
+  std::string name = "graph";
+  std::string frontend = "einsum";  // who produced it: einsum (hand-written), torch, jax, loopir
+  std::string source;               // file the graph was read from, if any
+
+  TensorId add_tensor(Tensor t);  // assigns the id; throws UserError on a duplicate name
+  OpId add_op(Op op);             // assigns the id (and a name when empty)
+
+  const Tensor& tensor(TensorId id) const;
+  Tensor& tensor(TensorId id);
+  const Op& op(OpId id) const;
+  const std::vector<Tensor>& tensors() const { return tensors_; }
+  const std::vector<Op>& ops() const { return ops_; }
+  std::optional<TensorId> find_tensor(std::string_view name) const;
+
+  // The op that produces a tensor, if any.
+  std::optional<OpId> producer(TensorId id) const;
+
+ private:
+  std::vector<Tensor> tensors_;
+  std::vector<Op> ops_;
+  std::map<std::string, TensorId, std::less<>> by_name_;
+  std::map<std::uint32_t, OpId> producer_;
+};
+
+}  // namespace solar::ir

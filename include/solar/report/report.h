@@ -1,0 +1,32 @@
+// The analysis report: totals, coverage, per-device SOL levels, per-op rows; as JSON
+// ("solar.report.v1") and as a readable table.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "solar/bound/sol.h"
+#include "solar/cost/graph_cost.h"
+#include "solar/ir/graph.h"
+
+namespace solar::report {
+
+inline constexpr const char* kReportSchema = "solar.report.v1";
+
+struct Report {
+  const ir::Graph* graph = nullptr;
+  cost::GraphCost cost;
+  std::vector<bound::DeviceBounds> devices;
+};
+
+// Costs the graph and bounds it on every device.
+Report analyze(const ir::Graph& g, const std::vector<const hw::Device*>& devices,
+               const bound::Options& options);
+
+nlohmann::json to_json(const Report& r);
+// The readable table: totals, per-device SOL per level with bottleneck, top ops by share.
+std::string to_table(const Report& r, int top_ops = 10);
+
+}  // namespace solar::report

@@ -1,0 +1,67 @@
+// The error taxonomy every Solar module throws: user errors, unsupported constructs, bugs.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace solar {
+
+// Where a problem came from: a file and line, and/or the op it concerns. Any part may be empty.
+struct Origin {
+  std::string file;
+  int line = 0;  // 1-based; 0 when unknown
+  std::string op;
+
+  // "file:line: op 'name'" with the empty parts left out.
+  std::string describe() const;
+};
+
+// Base of all Solar errors; what() is one line that names the problem and its origin.
+class Error : public std::runtime_error {
+ public:
+  Error(const std::string& message, Origin origin = {});
+  const Origin& origin() const { return origin_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  std::string message_;
+  Origin origin_;
+};
+
+// Bad input: a malformed file, an invalid graph, an unknown device. Says what is wrong and
+// how to fix it.
+class UserError : public Error {
+ public:
+  enum class Kind {
+    Io,          // a file cannot be read or written
+    Parse,       // malformed text or JSON
+    InvalidGraph,// the verifier rejected the graph
+    UnknownDevice,
+    BadArgument, // a bad option value
+  };
+  UserError(Kind kind, const std::string& message, Origin origin = {})
+      : Error(message, std::move(origin)), kind_(kind) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+// A construct Solar cannot model; frontends turn it into a reported `unanalyzed` op.
+class Unsupported : public Error {
+ public:
+  using Error::Error;
+};
+
+// A bug in Solar. Carries the C++ file and line that detected it.
+class InternalError : public Error {
+ public:
+  InternalError(const std::string& message, const char* file, int line);
+};
+
+}  // namespace solar
+
+#define SOLAR_CHECK(cond, msg)                                        \
+  do {                                                                \
+    if (!(cond)) throw ::solar::InternalError((msg), __FILE__, __LINE__); \
+  } while (0)

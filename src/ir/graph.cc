@@ -1,0 +1,161 @@
+#include "solar/ir/graph.h"
+
+#include <fmt/format.h>
+
+namespace solar::ir {
+
+std::string_view role_name(Role r) {
+  switch (r) {
+    case Role::Input: return "input";
+    case Role::Weight: return "weight";
+    case Role::Constant: return "constant";
+    case Role::Intermediate: return "intermediate";
+    case Role::Output: return "output";
+  }
+  return "?";
+}
+
+std::optional<Role> parse_role(std::string_view name) {
+  for (Role r : {Role::Input, Role::Weight, Role::Constant, Role::Intermediate, Role::Output})
+    if (role_name(r) == name) return r;
+  return std::nullopt;
+}
+
+std::string_view reduce_name(Reduce r) {
+  switch (r) {
+    case Reduce::None: return "none";
+    case Reduce::Sum: return "sum";
+    case Reduce::Max: return "max";
+    case Reduce::Min: return "min";
+    case Reduce::Prod: return "prod";
+    case Reduce::Any: return "any";
+    case Reduce::All: return "all";
+  }
+  return "?";
+}
+
+std::optional<Reduce> parse_reduce(std::string_view name) {
+  for (Reduce r : {Reduce::None, Reduce::Sum, Reduce::Max, Reduce::Min, Reduce::Prod, Reduce::Any,
+                   Reduce::All})
+    if (reduce_name(r) == name) return r;
+  return std::nullopt;
+}
+
+std::string_view move_kind_name(MoveKind k) {
+  switch (k) {
+    case MoveKind::View: return "view";
+    case MoveKind::Copy: return "copy";
+    case MoveKind::Permute: return "permute";
+    case MoveKind::Slice: return "slice";
+    case MoveKind::Concat: return "concat";
+    case MoveKind::Pad: return "pad";
+    case MoveKind::Gather: return "gather";
+    case MoveKind::Scatter: return "scatter";
+    case MoveKind::Cast: return "cast";
+  }
+  return "?";
+}
+
+std::optional<MoveKind> parse_move_kind(std::string_view name) {
+  for (MoveKind k : {MoveKind::View, MoveKind::Copy, MoveKind::Permute, MoveKind::Slice,
+                     MoveKind::Concat, MoveKind::Pad, MoveKind::Gather, MoveKind::Scatter,
+                     MoveKind::Cast})
+    if (move_kind_name(k) == name) return k;
+  return std::nullopt;
+}
+
+std::string_view op_kind_name(OpKind k) {
+  switch (k) {
+    case OpKind::Einsum: return "einsum";
+    case OpKind::Move: return "move";
+    case OpKind::Opaque: return "opaque";
+    case OpKind::Unanalyzed: return "unanalyzed";
+  }
+  return "?";
+}
+
+Count Tensor::num_elements() const {
+  Count n = 1;
+  for (std::int64_t d : shape) n *= Count::from_signed(d);
+  return n;
+}
+
+Count Tensor::size_bytes() const {
+  return (num_elements() * Count(static_cast<std::uint64_t>(dtype_bits(dtype)))).ceil_div(8);
+}
+
+std::vector<IndexPos> EinsumOp::reduced_indices() const {
+  std::vector<bool> in_output(indices.size(), false);
+  for (const AffineExpr& e : output)
+    for (const AffineTerm& t : e.terms())
+      if (t.index >= 0 && t.index < static_cast<int>(indices.size())) in_output[t.index] = true;
+  std::vector<IndexPos> out;
+  for (std::size_t i = 0; i < indices.size(); ++i)
+    if (!in_output[i]) out.push_back(static_cast<IndexPos>(i));
+  return out;
+}
+
+std::vector<std::int64_t> EinsumOp::extents() const {
+  std::vector<std::int64_t> out;
+  out.reserve(indices.size());
+  for (const IndexDim& d : indices) out.push_back(d.extent);
+  return out;
+}
+
+std::optional<IndexPos> EinsumOp::find_index(std::string_view name) const {
+  for (std::size_t i = 0; i < indices.size(); ++i)
+    if (indices[i].name == name) return static_cast<IndexPos>(i);
+  return std::nullopt;
+}
+
+TensorId Graph::add_tensor(Tensor t) {
+  if (t.name.empty()) t.name = fmt::format("t{}", tensors_.size());
+  if (by_name_.contains(t.name))
+    throw UserError(UserError::Kind::InvalidGraph,
+                    fmt::format("tensor '{}' is defined twice", t.name));
+  t.id = TensorId{static_cast<std::uint32_t>(tensors_.size())};
+  by_name_.emplace(t.name, t.id);
+  tensors_.push_back(std::move(t));
+  return tensors_.back().id;
+}
+
+OpId Graph::add_op(Op op) {
+  op.id = OpId{static_cast<std::uint32_t>(ops_.size())};
+  if (op.name.empty())
+    op.name = op.outputs.empty() || !op.outputs[0].valid() || op.outputs[0].value >= tensors_.size()
+                  ? fmt::format("op{}", op.id.value)
+                  : tensors_[op.outputs[0].value].name;
+  for (TensorId out : op.outputs)
+    if (out.valid()) producer_.try_emplace(out.value, op.id);  // the verifier reports a second producer
+  ops_.push_back(std::move(op));
+  return ops_.back().id;
+}
+
+const Tensor& Graph::tensor(TensorId id) const {
+  SOLAR_CHECK(id.value < tensors_.size(), fmt::format("tensor id {} out of range", id.value));
+  return tensors_[id.value];
+}
+
+Tensor& Graph::tensor(TensorId id) {
+  SOLAR_CHECK(id.value < tensors_.size(), fmt::format("tensor id {} out of range", id.value));
+  return tensors_[id.value];
+}
+
+const Op& Graph::op(OpId id) const {
+  SOLAR_CHECK(id.value < ops_.size(), fmt::format("op id {} out of range", id.value));
+  return ops_[id.value];
+}
+
+std::optional<TensorId> Graph::find_tensor(std::string_view name) const {
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<OpId> Graph::producer(TensorId id) const {
+  auto it = producer_.find(id.value);
+  if (it == producer_.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace solar::ir
