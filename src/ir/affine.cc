@@ -11,19 +11,27 @@ AffineExpr AffineExpr::index(IndexPos i) { return make({{i, 1}}, 0); }
 AffineExpr AffineExpr::constant(std::int64_t c) { return make({}, c); }
 
 AffineExpr AffineExpr::make(std::vector<AffineTerm> terms, std::int64_t constant) {
-  std::sort(terms.begin(), terms.end(),
-            [](const AffineTerm& a, const AffineTerm& b) { return a.index < b.index; });
-  AffineExpr e;
-  e.constant_ = constant;
-  for (const AffineTerm& t : terms) {
+  // Canonicalized in place: the common plain subscript costs one allocation, not three.
+  if (!std::is_sorted(terms.begin(), terms.end(),
+                      [](const AffineTerm& a, const AffineTerm& b) { return a.index < b.index; }))
+    std::sort(terms.begin(), terms.end(),
+              [](const AffineTerm& a, const AffineTerm& b) { return a.index < b.index; });
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < terms.size(); ++i) {
+    const AffineTerm t = terms[i];
     SOLAR_CHECK(t.index >= 0, "negative index position in an affine expression");
-    if (!e.terms_.empty() && e.terms_.back().index == t.index) {
-      e.terms_.back().coef += t.coef;
+    if (n > 0 && terms[n - 1].index == t.index) {
+      SOLAR_CHECK(!__builtin_add_overflow(terms[n - 1].coef, t.coef, &terms[n - 1].coef),
+                  "affine coefficient overflows 64 bits");
     } else {
-      e.terms_.push_back(t);
+      terms[n++] = t;
     }
   }
-  std::erase_if(e.terms_, [](const AffineTerm& t) { return t.coef == 0; });
+  terms.resize(n);
+  std::erase_if(terms, [](const AffineTerm& t) { return t.coef == 0; });
+  AffineExpr e;
+  e.terms_ = std::move(terms);
+  e.constant_ = constant;
   return e;
 }
 
@@ -32,18 +40,34 @@ std::optional<IndexPos> AffineExpr::as_plain_index() const {
   return std::nullopt;
 }
 
-std::int64_t AffineExpr::min_value(const std::vector<std::int64_t>& extents) const {
-  std::int64_t v = constant_;
-  for (const AffineTerm& t : terms_)
-    if (t.coef < 0) v += t.coef * (extents.at(t.index) - 1);
+namespace {
+// Bounds are summed in 128 bits and saturated to the 64-bit range: a huge coefficient or
+// extent gives a bound at the limit (still outside any real tensor) instead of wrapping.
+std::int64_t saturate(__int128 v) {
+  if (v > INT64_MAX) return INT64_MAX;
+  if (v < INT64_MIN) return INT64_MIN;
+  return static_cast<std::int64_t>(v);
+}
+
+__int128 bound(const std::vector<AffineTerm>& terms, std::int64_t constant,
+               const std::vector<std::int64_t>& extents, bool upper) {
+  __int128 v = constant;
+  for (const AffineTerm& t : terms) {
+    if ((t.coef > 0) != upper) continue;
+    __int128 term = static_cast<__int128>(t.coef) * (extents.at(t.index) - 1);
+    v += term;  // |term| < 2^126 and v is back in 64-bit range before each add: no overflow
+    if (v > INT64_MAX || v < INT64_MIN) return v;
+  }
   return v;
+}
+}  // namespace
+
+std::int64_t AffineExpr::min_value(const std::vector<std::int64_t>& extents) const {
+  return saturate(bound(terms_, constant_, extents, false));
 }
 
 std::int64_t AffineExpr::max_value(const std::vector<std::int64_t>& extents) const {
-  std::int64_t v = constant_;
-  for (const AffineTerm& t : terms_)
-    if (t.coef > 0) v += t.coef * (extents.at(t.index) - 1);
-  return v;
+  return saturate(bound(terms_, constant_, extents, true));
 }
 
 std::int64_t AffineExpr::evaluate(const std::int64_t* index_values) const {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace solar::ir {
 
 std::string_view role_name(Role r) {
@@ -84,6 +86,24 @@ Count Tensor::size_bytes() const {
   return (num_elements() * Count(static_cast<std::uint64_t>(dtype_bits(dtype)))).ceil_div(8);
 }
 
+bool operator==(const Operand& a, const Operand& b) {
+  if (a.subscript != b.subscript || a.pad.has_value() != b.pad.has_value()) return false;
+  if (!a.pad) return true;
+  return *a.pad == *b.pad || (std::isnan(*a.pad) && std::isnan(*b.pad));
+}
+
+bool attrs_equal(const Attrs& a, const Attrs& b) {
+  if (a.size() != b.size()) return false;
+  for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j) {
+    if (i->first != j->first || i->second.index() != j->second.index()) return false;
+    const auto* x = std::get_if<double>(&i->second);
+    const auto* y = std::get_if<double>(&j->second);
+    if (x && y ? !(*x == *y || (std::isnan(*x) && std::isnan(*y))) : i->second != j->second)
+      return false;
+  }
+  return true;
+}
+
 std::vector<IndexPos> EinsumOp::reduced_indices() const {
   std::vector<bool> in_output(indices.size(), false);
   for (const AffineExpr& e : output)
@@ -110,11 +130,11 @@ std::optional<IndexPos> EinsumOp::find_index(std::string_view name) const {
 
 TensorId Graph::add_tensor(Tensor t) {
   if (t.name.empty()) t.name = fmt::format("t{}", tensors_.size());
-  if (by_name_.contains(t.name))
+  t.id = TensorId{static_cast<std::uint32_t>(tensors_.size())};
+  if (!by_name_.try_emplace(t.name, t.id).second)
     throw UserError(UserError::Kind::InvalidGraph,
                     fmt::format("tensor '{}' is defined twice", t.name));
-  t.id = TensorId{static_cast<std::uint32_t>(tensors_.size())};
-  by_name_.emplace(t.name, t.id);
+  producer_.push_back(OpId{});
   tensors_.push_back(std::move(t));
   return tensors_.back().id;
 }
@@ -126,7 +146,8 @@ OpId Graph::add_op(Op op) {
                   ? fmt::format("op{}", op.id.value)
                   : tensors_[op.outputs[0].value].name;
   for (TensorId out : op.outputs)
-    if (out.valid()) producer_.try_emplace(out.value, op.id);  // the verifier reports a second producer
+    // The first producer wins; the verifier reports a second one (and unknown ids).
+    if (out.value < producer_.size() && !producer_[out.value].valid()) producer_[out.value] = op.id;
   ops_.push_back(std::move(op));
   return ops_.back().id;
 }
@@ -153,9 +174,8 @@ std::optional<TensorId> Graph::find_tensor(std::string_view name) const {
 }
 
 std::optional<OpId> Graph::producer(TensorId id) const {
-  auto it = producer_.find(id.value);
-  if (it == producer_.end()) return std::nullopt;
-  return it->second;
+  if (id.value >= producer_.size() || !producer_[id.value].valid()) return std::nullopt;
+  return producer_[id.value];
 }
 
 }  // namespace solar::ir

@@ -1,4 +1,18 @@
 // Math policy (which unit may execute a contraction of a dtype) and cache state.
+//
+// Routes (docs/bounds.md): a contraction of dtype d runs on the first route below that the
+// device publishes a rate for; the rate is the peak of that unit at the route's dtype.
+//   f32   pytorch-default: Matmul -> vector f32; Convolution -> tensor tf32, else vector f32
+//         tf32:            any contraction -> tensor tf32, else vector f32
+//         strict-fp32:     vector f32
+//   f64   tensor f64, vector f64
+//   tf32 / bf16 / f16      tensor d, vector d, vector f32
+//   f8e4m3 / f8e5m2        tensor d, then the f16/bf16 route (upcast)
+//   f6 / f4                tensor d, then the fp8 route
+//   i8    tensor i8, vector i8;   i4: tensor i4, then the i8 route
+//   other integers, bool   vector d
+// Vector work of dtype d runs on the vector unit at d, else at f32 when d is at most 32 bits
+// wide (computing in f32 is always possible); special-function ops on the special unit.
 #pragma once
 
 #include <optional>
@@ -38,7 +52,11 @@ struct Route {
 };
 std::optional<Route> contraction_route(const hw::Device& device, MathPolicy policy,
                                        cost::ContractionClass cls, ir::DType dtype);
+// Where elementwise/reduction FLOPs of `dtype` run: the vector unit at `dtype`, else at f32
+// for dtypes of at most 32 bits. nullopt when neither rate is published.
 std::optional<Route> vector_route(const hw::Device& device, ir::DType dtype);
+// The special-function unit (its fastest published rate, in ops/s); label is the unit name
+// ("mufu"). nullopt when the device publishes none (TPU, MI300X, most CPUs).
 std::optional<Route> special_route(const hw::Device& device);
 
 }  // namespace solar::bound

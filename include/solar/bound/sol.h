@@ -1,6 +1,24 @@
 // The SOL levels (DESIGN.md §5): per-op roofline, unfused SOL, fused SOL.
+//
+// Semantics (docs/bounds.md). Times are seconds at dense peak rates.
+// - A term is the time one resource needs for its work: FLOP / (FLOP/s) for a compute unit
+//   (1 MAC = 2 FLOP), bytes / (bytes/s) for a memory level. Terms are named
+//   "<unit>.<rate dtype>" ("tensor_core.bf16"), the special unit by its name ("mufu"), memory
+//   "dram" or "l2". The concurrent resources are the unit kinds (tensor, vector, special)
+//   and memory: work on several routes of one kind (two dtypes, or units of one kind split
+//   by clock) adds up, in one term named by the route labels joined with '+'
+//   ("fp32_simt.f32+fp32_simt.bf16").
+// - Per-op roofline: max over terms (unit kinds and memory run concurrently).
+// - Unfused SOL: the sum of the per-op rooflines of analyzed ops (the eager reference).
+// - Fused SOL: max over units of the whole graph's work, and the compulsory bytes over
+//   bandwidth (a hard lower bound for any implementation).
+// - Work whose unit publishes no rate is left out of the max (the result is still a lower
+//   bound) and described in `unknown`; nothing is priced at zero silently.
+// - Unanalyzed ops: seconds 0, bottleneck "unanalyzed", not in the sums.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,26 +37,38 @@ struct Term {
 
 struct OpBound {
   double seconds = 0;           // max over terms (units run concurrently)
-  std::string bottleneck;       // the resource of the largest term
-  std::vector<Term> terms;
+  std::string bottleneck;       // the resource of the largest term; "none" for an op with no
+                                // work and no bytes (a free view); "unanalyzed"
+  std::vector<Term> terms;      // nonzero terms, largest first
   std::vector<std::string> unknown;  // work whose unit has no published rate (left out)
+  double share = 0;             // seconds / unfused seconds (0 when the unfused SOL is 0)
 };
 
 struct LevelBound {
   double seconds = 0;
+  // Unfused: the resource that bounds the ops carrying the most time (op seconds grouped by
+  // each op's bottleneck). Fused: the largest term. "none" when the level is 0.
   std::string bottleneck;
-  std::vector<Term> terms;   // per resource: summed over ops (unfused) or whole graph (fused)
-  std::vector<std::string> unknown;
+  std::vector<Term> terms;   // per resource: summed over ops (unfused) or whole graph (fused);
+                             // largest first
+  std::vector<std::string> unknown;  // one sentence per kind of unpriced work, graph totals
 };
 
 struct DeviceBounds {
   std::string device_id;
+  std::string device_name;  // "NVIDIA H100 SXM5 80GB"
   Options options;
+  // The peak of every route that priced some work: "tensor_core.bf16" -> FLOP/s,
+  // "dram"/"l2" -> bytes/s.
+  std::map<std::string, double> peaks_used;
+  std::optional<double> dram_bandwidth;  // bytes/s, when published
   std::vector<OpBound> per_op;  // indexed by OpId; unanalyzed ops have seconds 0 and bottleneck "unanalyzed"
   LevelBound unfused;           // sum over ops of the per-op roofline
   LevelBound fused;             // whole graph, compulsory traffic
 };
 
+// Bounds `g` (whose per-op work is `cost`, indexed by OpId) on `device`. O(ops).
+// Throws InternalError when `cost` does not match `g`.
 DeviceBounds compute_bounds(const ir::Graph& g, const cost::GraphCost& cost,
                             const hw::Device& device, const Options& options);
 

@@ -1,10 +1,21 @@
 // The `solar` command line: shared by the C++ executable and the Python console script.
 #pragma once
 
+#include <exception>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
+#include "solar/hw/database.h"
+#include "solar/hw/device.h"
+
 namespace solar::cli {
+
+// The release of Solar; pyproject.toml and the top-level CMakeLists.txt carry the same
+// number (tests check it).
+inline constexpr const char* kVersion = "0.1.0";
 
 // Exit codes (docs/cli.md).
 enum ExitCode : int {
@@ -21,5 +32,27 @@ enum ExitCode : int {
 // Runs the CLI with argv-style arguments (args[0] is the program name); returns the exit
 // code. Writes results to stdout, one clear error line to stderr.
 int run(const std::vector<std::string>& args);
+
+// The same, writing results to `out` and errors to `err` (tests capture both).
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// The exit code for an exception thrown while running a command (UserError kinds map to
+// 2..6, Unsupported to 7, anything else to kInternal).
+ExitCode exit_code_for(const std::exception& e);
+
+// A device as JSON ("solar.device.v1"): every number with its unit, source and flag.
+nlohmann::json device_to_json(const hw::Device& d);
+
+// `solar arch show ID`: every number of the device with its source and flag, readable.
+std::string device_text(const hw::Device& d);
+
+// `solar arch list`: one row per device (id, name, key dense peaks, DRAM bandwidth). The
+// run-time `host` is listed without being detected (detection probes the memory).
+std::string device_list_table(const hw::DeviceDb& db);
+
+// Writes `contents` to `path` atomically: into a temporary file in the same folder, renamed
+// over `path` only when complete (removed on failure), so no partial file is ever left.
+// Throws UserError(Io) when the folder is missing or not writable.
+void write_file_atomically(const std::string& path, const std::string& contents);
 
 }  // namespace solar::cli

@@ -2,6 +2,7 @@
 // dtype, special-function ops, and bytes from footprints at each tensor's own width.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -39,11 +40,19 @@ struct Work {
   Work& operator+=(const Work& o);  // sums every field (contraction class kept if equal)
 };
 
-// Number of iteration points of an einsum that satisfy its mask (exact).
-// Throws Unsupported when the mask is too complex to count exactly.
+// Number of iteration points of an einsum that satisfy its mask (exact). Indices in no
+// constraint multiply in as their extents; each group of indices linked by constraints is
+// counted by enumerating all but its largest index and solving that one as an integer
+// interval (causal q >= k over 8192 x 8192 takes 8192 steps). Throws Unsupported when that
+// needs more than kMaxMaskEnumeration steps.
+inline constexpr std::uint64_t kMaxMaskEnumeration = std::uint64_t{1} << 27;
 Count live_points(const ir::EinsumOp& e);
 
-// Elements of `tensor` an operand reads: its footprint (distinct in-range elements touched).
+// Elements of `tensor` an operand reads: its footprint (distinct in-range elements touched
+// over the whole iteration box; the mask is ignored, so a causal mask still reads every row
+// of Q and K). Exact for plain, constant, single-term and window (conv) subscripts and for
+// small diagonal groups; for huge irregular affine subscripts it falls back to a lower
+// bound, never an overestimate (docs/cost.md).
 Count operand_footprint(const ir::EinsumOp& e, const ir::Operand& operand,
                         const ir::Tensor& tensor);
 
@@ -51,8 +60,25 @@ Count operand_footprint(const ir::EinsumOp& e, const ir::Operand& operand,
 // sparsity stores half the values plus 2-bit indices).
 Count tensor_bytes(const ir::Tensor& t, Count elements);
 
-// The classification used by math policies.
+// The classification used by math policies, from the op's structure alone: reduce sum,
+// combine mul($0,$1), at least one reduced index. Convolution when an operand (or output)
+// subscript is neither a plain index nor a constant (strided, dilated, padded, grouped or
+// transposed windows); Matmul otherwise. Outer products (no reduced index) are None.
 ContractionClass classify_contraction(const ir::EinsumOp& e);
+
+// The same for an einsum op of `g`, also requiring non-bool operands (a bool "product" is a
+// logical and, not tensor-unit work). This is the class op_work records in Work::contraction.
+ContractionClass classify_contraction(const ir::Graph& g, const ir::Op& op);
+
+// Per-live-point cost of a combine expression, from the function table in docs/cost.md:
+// arithmetic, comparisons and select are 1 vector FLOP; exp, log, tanh, erf, rsqrt, sqrt,
+// recip, sin, cos are 1 special op; sigmoid is 2 special + 1 vector; pow is 2 special +
+// 1 vector. Operands and constants are free.
+struct CombineCost {
+  std::uint64_t vector_flops = 0;  // vector FLOPs per live point
+  std::uint64_t special_ops = 0;   // special-function ops per live point
+};
+CombineCost combine_cost(const ir::Expr& combine);
 
 // The work of one op of `g`.
 Work op_work(const ir::Graph& g, const ir::Op& op);

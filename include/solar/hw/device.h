@@ -2,23 +2,31 @@
 //
 // Units: every rate is in FLOP/s (operations per second for integer and special-function
 // units), dense (no 2:4 sparsity), 1 MAC = 2 FLOP. Bandwidths in bytes/s, capacities in
-// bytes (decimal units as vendors publish them).
+// bytes (decimal units as vendors publish them; binary where the source is binary, e.g.
+// 228 KiB of shared memory per SM). Clocks in MHz.
+//
+// A device has at most a few units of each kind. Units of one kind may be one physical pipe
+// split by clock (H100's tensor cores run FP64 at the 1980 MHz vector clock and the other
+// dtypes at 1830 MHz, so the file has `tensor_core` and `tensor_core_fp64`): treat a kind,
+// not a unit, as the resource that runs concurrently with the other kinds.
 #pragma once
 
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "solar/ir/dtype.h"
 
 namespace solar::hw {
 
-// A number with where it comes from. `flag` is V (vendor), V-rev, D (derived, arithmetic
-// in `note`), E (estimate) or M (measured on this machine).
+// A number with where it comes from. `flag` is V (vendor), V-rev (vendor revised the figure;
+// the old one in `note`), D (derived, arithmetic in `note`), E (estimate or third party,
+// reason in `note`) or M (measured or read on this machine, how in `note`).
 struct Sourced {
-  double value = 0;
-  std::string source;  // a key of Device::sources, or a free-text provenance
+  double value = 0;    // in the unit the field states (FLOP/s, bytes/s, bytes, MHz, a count)
+  std::string source;  // a key of Device::sources
   std::string flag;
   std::string note;
 };
@@ -29,16 +37,17 @@ enum class UnitKind {
   Special, // special-function units (MUFU): exp, log, rsqrt, ...
 };
 std::string_view unit_kind_name(UnitKind k);  // tensor vector special
+std::optional<UnitKind> parse_unit_kind(std::string_view name);
 
 struct ComputeUnit {
   UnitKind kind = UnitKind::Vector;
-  std::string name;                     // "tensor_core", "fp32_simt", "mufu", "avx512_fma"
+  std::string name;                     // "tensor_core", "fp32_simt", "mufu", "simd_fma"
   std::map<ir::DType, Sourced> peak;    // dense FLOP/s (ops/s) per dtype it executes
-  std::optional<Sourced> clock_mhz;     // the clock its peaks are quoted at
+  std::optional<Sourced> clock_mhz;     // the clock its peaks are quoted at, in MHz
 };
 
 struct MemoryLevel {
-  std::string name;                 // "dram", "l2", "smem", "rf", "l3"
+  std::string name;                 // "dram", "llc", "l3", "l2", "l1", "smem", "tmem", "vmem", "rf"
   std::optional<Sourced> capacity;  // bytes (per device; per-SM values in `note`)
   std::optional<Sourced> bandwidth; // bytes/s; absent when not published
 };
@@ -49,8 +58,9 @@ struct Device {
   std::string vendor;
   std::string kind;      // gpu, tpu, cpu
   int num_sms = 0;       // SMs / CUs / TensorCores / CPU cores
+  std::optional<Sourced> num_sms_source;  // provenance of num_sms (value == num_sms)
   std::vector<ComputeUnit> units;
-  std::vector<MemoryLevel> memory;  // outermost first: dram, then l2/llc, ...
+  std::vector<MemoryLevel> memory;  // outermost first: dram, then llc/l2, ...
   std::map<std::string, std::string> sources;  // key -> URL or citation
   std::string notes;
   std::string file;      // where it was loaded from ("builtin:arch/H100_SXM.yaml", a path)

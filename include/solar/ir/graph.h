@@ -18,6 +18,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -81,7 +83,8 @@ struct IndexDim {
 struct Operand {
   std::vector<AffineExpr> subscript;  // one expression per tensor dimension
   std::optional<double> pad;          // value read outside the tensor, if allowed
-  friend bool operator==(const Operand&, const Operand&) = default;
+  // NaN pads compare equal (as Expr constants do), so the text round trip is exact.
+  friend bool operator==(const Operand&, const Operand&);
 };
 
 struct EinsumOp {
@@ -117,10 +120,16 @@ std::optional<MoveKind> parse_move_kind(std::string_view name);
 using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>>;
 using Attrs = std::map<std::string, AttrValue>;
 
+// Attribute maps compare equal when their float values are equal or both NaN (as Expr
+// constants and pad values do), so a text or JSON round trip compares exact.
+bool attrs_equal(const Attrs& a, const Attrs& b);
+
 struct MoveOp {
   MoveKind kind = MoveKind::Copy;
   Attrs attrs;
-  friend bool operator==(const MoveOp&, const MoveOp&) = default;
+  friend bool operator==(const MoveOp& a, const MoveOp& b) {
+    return a.kind == b.kind && attrs_equal(a.attrs, b.attrs);
+  }
 };
 
 // An op that is not an einsum, with an explicit cost and the assumption behind it.
@@ -131,7 +140,11 @@ struct OpaqueOp {
   Count bytes;            // bytes moved (reads + writes)
   std::string assumption; // e.g. "bitonic sort: n log2 n compare-exchanges"
   Attrs attrs;
-  friend bool operator==(const OpaqueOp&, const OpaqueOp&) = default;
+  friend bool operator==(const OpaqueOp& a, const OpaqueOp& b) {
+    return a.function == b.function && a.vector_flops == b.vector_flops &&
+           a.special_ops == b.special_ops && a.bytes == b.bytes &&
+           a.assumption == b.assumption && attrs_equal(a.attrs, b.attrs);
+  }
 };
 
 // A framework op no lowering table knows. Never a silent zero: reports count and show it.
@@ -167,7 +180,7 @@ class Graph {
   std::string source;               // file the graph was read from, if any
 
   TensorId add_tensor(Tensor t);  // assigns the id; throws UserError on a duplicate name
-  OpId add_op(Op op);             // assigns the id (and a name when empty)
+  OpId add_op(Op op);             // assigns the id (and a name when empty); add its outputs first
 
   const Tensor& tensor(TensorId id) const;
   Tensor& tensor(TensorId id);
@@ -182,8 +195,13 @@ class Graph {
  private:
   std::vector<Tensor> tensors_;
   std::vector<Op> ops_;
-  std::map<std::string, TensorId, std::less<>> by_name_;
-  std::map<std::uint32_t, OpId> producer_;
+  // Hashed, with string_view lookup: a 100,000-op graph looks names up once per use.
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, TensorId, NameHash, std::equal_to<>> by_name_;
+  std::vector<OpId> producer_;  // by tensor id; invalid when none
 };
 
 }  // namespace solar::ir

@@ -1,0 +1,36 @@
+// solar._core: the CLI entry shared with the C++ executable.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "solar/cli/cli.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace solar::python {
+
+void bind_cli(nb::module_& m) {
+  m.attr("__version__") = cli::kVersion;
+  m.def(
+      "cli_run",
+      [](const std::vector<std::string>& args) {
+        nb::gil_scoped_release release;  // a long analysis need not hold the interpreter
+        return cli::run(args);
+      },
+      "args"_a, "Runs `solar` with argv-style args (args[0] is the program name); returns the exit code.");
+
+  nb::dict codes;
+  codes["ok"] = int(cli::kOk);
+  codes["usage"] = int(cli::kUsage);
+  codes["io"] = int(cli::kIoError);
+  codes["parse"] = int(cli::kParseError);
+  codes["invalid_graph"] = int(cli::kInvalidGraph);
+  codes["unknown_device"] = int(cli::kUnknownDevice);
+  codes["unsupported"] = int(cli::kUnsupported);
+  codes["internal"] = int(cli::kInternal);
+  m.attr("EXIT_CODES") = codes;
+}
+
+}  // namespace solar::python

@@ -1,0 +1,115 @@
+"""Solar: speed-of-light (SOL) performance analysis of deep-learning programs.
+
+    import solar
+    g = solar.load_graph("examples/gemm.solar")
+    r = solar.analyze(g, arch=["H100_SXM", "B200"])
+    print(r.totals.macs, r.devices["H100_SXM"].fused.seconds)
+    print(r.table())
+
+Everything after the graph is C++ (solar._core); this package is a thin layer over it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Union
+
+from . import _core
+from ._core import (
+    DType,
+    Device,
+    Error,
+    Graph,
+    InternalError,
+    Op,
+    OpKind,
+    Role,
+    Tensor,
+    UnitKind,
+    UnsupportedError,
+    UserError,
+)
+from .builder import GraphBuilder
+from .report import Record, Report
+
+__version__ = _core.__version__
+
+__all__ = [
+    "DType",
+    "Device",
+    "Error",
+    "Graph",
+    "GraphBuilder",
+    "InternalError",
+    "Op",
+    "OpKind",
+    "Record",
+    "Report",
+    "Role",
+    "Tensor",
+    "UnitKind",
+    "UnsupportedError",
+    "UserError",
+    "analyze",
+    "device",
+    "device_ids",
+    "devices",
+    "load_graph",
+    "parse_graph",
+    "parse_graph_json",
+    "__version__",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def load_graph(path: PathLike) -> Graph:
+    """Reads a graph file: JSON (solar.graph.v1) when it starts with '{', the text form
+    otherwise. Raises solar.UserError (kind "io", "parse" or "invalid_graph")."""
+    return _core.load_graph(os.fspath(path))
+
+
+def parse_graph(text: str, file: str = "<text>") -> Graph:
+    """Parses and verifies the text form (docs/ir-text.md); `file` names it in errors."""
+    return _core.parse_graph(text, file)
+
+
+def parse_graph_json(text: str, file: str = "<json>") -> Graph:
+    """Parses and verifies the JSON form (solar.graph.v1)."""
+    return _core.parse_graph_json(text, file)
+
+
+def analyze(
+    graph: Union[Graph, PathLike],
+    arch: Union[str, Iterable[str]] = "H100_SXM",
+    policy: str = "pytorch-default",
+    cache_state: str = "cold",
+) -> Report:
+    """Costs `graph` and bounds it on each device in `arch` (one id or several).
+
+    policy: "pytorch-default", "tf32" or "strict-fp32" (which unit may run fp32
+    contractions); cache_state: "cold" or "warm". A path is loaded with load_graph.
+    """
+    if not isinstance(graph, Graph):
+        graph = load_graph(graph)
+    archs = [arch] if isinstance(arch, str) else list(arch)
+    if not archs:
+        raise UserError("analyze() needs at least one device id in `arch`")
+    return Report(_core.analyze(graph, archs, policy, cache_state))
+
+
+def device_ids() -> list[str]:
+    """The ids of every known device, sorted, plus "host"."""
+    return _core.device_ids()
+
+
+def device(id: str) -> Device:
+    """The device with this id (case-insensitive). `host` is detected on first use.
+    Raises solar.UserError (kind "unknown_device") listing the known ids."""
+    return _core.device(id)
+
+
+def devices(include_host: bool = False) -> list[Device]:
+    """Every device of the database; the detected host only when asked (detection probes
+    the memory bandwidth, which takes a moment)."""
+    return [device(i) for i in device_ids() if include_host or i != "host"]

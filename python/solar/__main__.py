@@ -1,0 +1,7 @@
+"""`python -m solar ...` is the `solar` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main(["solar", *sys.argv[1:]]))

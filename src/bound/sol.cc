@@ -1,0 +1,476 @@
+#include "solar/bound/sol.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <iterator>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "solar/util/errors.h"
+
+namespace solar::bound {
+
+namespace {
+
+using ir::DType;
+
+constexpr std::size_t kNumDTypes = std::size(ir::kAllDTypes);
+constexpr std::size_t kNumClasses = 3;  // cost::ContractionClass
+
+std::size_t dtype_index(DType d) { return static_cast<std::size_t>(d); }
+
+std::size_t class_index(cost::ContractionClass c) {
+  switch (c) {
+    case cost::ContractionClass::None: return 0;
+    case cost::ContractionClass::Matmul: return 1;
+    case cost::ContractionClass::Convolution: return 2;
+  }
+  return 0;
+}
+
+std::string_view class_word(cost::ContractionClass c) {
+  switch (c) {
+    case cost::ContractionClass::None: return "contraction";
+    case cost::ContractionClass::Matmul: return "matmul";
+    case cost::ContractionClass::Convolution: return "convolution";
+  }
+  return "?";
+}
+
+// A large count for a sentence: exact below a million, else three significant digits
+// ("2.1e9").
+std::string short_count(Count c) {
+  if (c < Count(1000000)) return c.str();
+  double v = c.to_double();
+  int e = static_cast<int>(std::floor(std::log10(v)));
+  double m = v / std::pow(10.0, e);
+  std::string ms = fmt::format("{:.3g}", m);
+  if (ms == "10") {
+    ms = "1";
+    ++e;
+  }
+  return fmt::format("{}e{}", ms, e);
+}
+
+std::string in_ops(int ops) { return ops == 1 ? "" : fmt::format(" in {} ops", ops); }
+
+const hw::MemoryLevel* find_level(const hw::Device& device, std::string_view name) {
+  for (const hw::MemoryLevel& m : device.memory)
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+std::optional<double> positive(const std::optional<hw::Sourced>& s) {
+  if (s && s->value > 0) return s->value;
+  return std::nullopt;
+}
+
+// An interned route: the unit it occupies and its label.
+struct RouteInfo {
+  const hw::ComputeUnit* unit = nullptr;
+  DType rate_dtype = DType::F32;
+  double rate = 0;  // FLOP/s
+  std::string label;
+};
+
+// Every route the device offers under the options, computed once so that bounding an op
+// is a few table lookups (compute_bounds is O(ops)).
+class RouteTable {
+ public:
+  RouteTable(const hw::Device& device, MathPolicy policy) {
+    for (DType d : ir::kAllDTypes) {
+      for (cost::ContractionClass c : {cost::ContractionClass::None, cost::ContractionClass::Matmul,
+                                       cost::ContractionClass::Convolution})
+        contraction_[class_index(c)][dtype_index(d)] =
+            intern(contraction_route(device, policy, c, d));
+      vector_[dtype_index(d)] = intern(vector_route(device, d));
+    }
+    special_ = intern(special_route(device));
+  }
+
+  int contraction(cost::ContractionClass c, DType d) const {
+    return contraction_[class_index(c)][dtype_index(d)];
+  }
+  int vector(DType d) const { return vector_[dtype_index(d)]; }
+  int special() const { return special_; }
+  const RouteInfo& route(int id) const { return routes_[static_cast<std::size_t>(id)]; }
+  std::size_t size() const { return routes_.size(); }
+
+  // The concurrent resource a route occupies: its unit kind. Units of one kind may be one
+  // physical pipe split by clock (H100's tensor_core and tensor_core_fp64), so work on them
+  // adds up rather than overlapping.
+  static constexpr std::size_t kNumKinds = 3;
+  std::size_t kind_of(int id) const { return kind_index(route(id).unit->kind); }
+  static std::size_t kind_index(hw::UnitKind k) {
+    switch (k) {
+      case hw::UnitKind::Tensor: return 0;
+      case hw::UnitKind::Vector: return 1;
+      case hw::UnitKind::Special: return 2;
+    }
+    return 0;
+  }
+
+ private:
+  int intern(const std::optional<Route>& r) {
+    if (!r) return -1;
+    for (std::size_t i = 0; i < routes_.size(); ++i)
+      if (routes_[i].unit == r->unit && routes_[i].rate_dtype == r->rate_dtype)
+        return static_cast<int>(i);
+    routes_.push_back(RouteInfo{r->unit, r->rate_dtype, r->flops_per_s, r->label});
+    return static_cast<int>(routes_.size() - 1);
+  }
+
+  std::array<std::array<int, kNumDTypes>, kNumClasses> contraction_{};
+  std::array<int, kNumDTypes> vector_{};
+  int special_ = -1;
+  std::vector<RouteInfo> routes_;
+};
+
+// The name of a unit kind's term from the routes that put work on it: the route's own
+// label when there is one, else the labels joined by '+' ("fp32_simt.f32+fp32_simt.bf16"),
+// ordered by unit name and dtype.
+std::string kind_label(const RouteTable& table, const std::vector<int>& route_ids) {
+  if (route_ids.size() == 1) return table.route(route_ids[0]).label;
+  std::vector<int> ids = route_ids;
+  std::sort(ids.begin(), ids.end(), [&](int a, int b) {
+    const RouteInfo& x = table.route(a);
+    const RouteInfo& y = table.route(b);
+    if (x.unit->name != y.unit->name) return x.unit->name < y.unit->name;
+    return x.rate_dtype < y.rate_dtype;
+  });
+  std::string label;
+  for (int id : ids) label += (label.empty() ? "" : "+") + table.route(id).label;
+  return label;
+}
+
+void sort_terms(std::vector<Term>& terms) {
+  std::sort(terms.begin(), terms.end(), [](const Term& a, const Term& b) {
+    if (a.seconds != b.seconds) return a.seconds > b.seconds;
+    return a.resource < b.resource;
+  });
+}
+
+// Adds `seconds` to the entry named `name` (few distinct names: linear search is fastest).
+void accumulate(std::vector<Term>& sums, const std::string& name, double seconds) {
+  for (Term& t : sums)
+    if (t.resource == name) {
+      t.seconds += seconds;
+      return;
+    }
+  sums.push_back(Term{name, seconds});
+}
+
+// Work left unpriced, summed over ops for the level sentences.
+struct Unpriced {
+  Count amount;
+  int ops = 0;
+  void add(Count c) {
+    amount += c;
+    ++ops;
+  }
+};
+
+class Bounder {
+ public:
+  Bounder(const hw::Device& device, const Options& options)
+      : device_(device), options_(options), table_(device, options.policy) {
+    const hw::MemoryLevel* dram = find_level(device, "dram");
+    if (dram) dram_bw_ = positive(dram->bandwidth);
+    const hw::MemoryLevel* l2 = find_level(device, "l2");
+    // Warm state needs to know what fits: an L2 without a published capacity is treated as
+    // absent (warm = cold for that device).
+    if (options.cache_state == CacheState::Warm && l2 && positive(l2->capacity)) {
+      l2_capacity_ = l2->capacity->value;
+      l2_bw_ = positive(l2->bandwidth);
+    }
+    route_used_.assign(table_.size(), false);
+  }
+
+  OpBound bound_op(const cost::Work& w) {
+    OpBound ob;
+    if (!w.analyzed) {
+      ob.bottleneck = "unanalyzed";
+      return ob;
+    }
+    std::fill(unit_seconds_.begin(), unit_seconds_.end(), 0.0);
+    for (std::vector<int>& r : unit_routes_) r.clear();
+
+    for (const auto& [dtype, macs] : w.macs) {
+      if (macs == Count(0)) continue;
+      int id = table_.contraction(w.contraction, dtype);
+      if (id < 0) {
+        ob.unknown.push_back(contraction_unknown(macs, w.contraction, dtype, 1));
+        unknown_macs_[{w.contraction, dtype}].add(macs);
+        continue;
+      }
+      charge(id, 2.0 * macs.to_double());  // 1 MAC = 2 FLOP
+    }
+    for (const auto& [dtype, flops] : w.vector_flops) {
+      if (flops == Count(0)) continue;
+      int id = table_.vector(dtype);
+      if (id < 0) {
+        ob.unknown.push_back(vector_unknown(flops, dtype, 1));
+        unknown_vector_[dtype_index(dtype)].add(flops);
+        continue;
+      }
+      charge(id, flops.to_double());
+    }
+    if (w.special_ops != Count(0)) {
+      int id = table_.special();
+      if (id < 0) {
+        ob.unknown.push_back(special_unknown(w.special_ops, 1));
+        unknown_special_.add(w.special_ops);
+      } else {
+        charge(id, w.special_ops.to_double());
+      }
+    }
+
+    for (std::size_t u = 0; u < unit_seconds_.size(); ++u) {
+      if (unit_routes_[u].empty()) continue;
+      ob.terms.push_back(Term{kind_label(table_, unit_routes_[u]), unit_seconds_[u]});
+      // Summed op by op, in op order, so that each fused unit term stays <= the unfused sum
+      // under floating-point rounding too.
+      fused_unit_seconds_[u] += unit_seconds_[u];
+      for (int id : unit_routes_[u]) add_unique(fused_unit_routes_[u], id);
+    }
+
+    Count bytes = w.bytes();
+    if (bytes != Count(0)) {
+      bool resident = l2_capacity_ && bytes.to_double() <= *l2_capacity_;
+      if (resident) {
+        l2_resident_bytes_ += bytes;
+        if (l2_bw_) {
+          ob.terms.push_back(Term{"l2", bytes.to_double() / *l2_bw_});
+          l2_used_ = true;
+        } else {
+          ob.unknown.push_back(l2_unknown(bytes, 1));
+          unknown_l2_.add(bytes);
+        }
+      } else {
+        dram_bytes_ += bytes;
+        if (dram_bw_) {
+          ob.terms.push_back(Term{"dram", bytes.to_double() / *dram_bw_});
+          dram_used_ = true;
+        } else {
+          ob.unknown.push_back(dram_unknown(bytes, 1));
+          unknown_dram_.add(bytes);
+        }
+      }
+    }
+
+    sort_terms(ob.terms);
+    if (ob.terms.empty() || !(ob.terms[0].seconds > 0)) {
+      ob.bottleneck = "none";
+    } else {
+      ob.seconds = ob.terms[0].seconds;
+      ob.bottleneck = ob.terms[0].resource;
+    }
+    return ob;
+  }
+
+  // The whole graph as one kernel: per-unit sums of the work, compulsory bytes.
+  LevelBound fused(const cost::GraphCost& cost, const LevelBound& unfused) {
+    LevelBound lb;
+    for (std::size_t u = 0; u < fused_unit_seconds_.size(); ++u)
+      if (!fused_unit_routes_[u].empty())
+        lb.terms.push_back(Term{kind_label(table_, fused_unit_routes_[u]), fused_unit_seconds_[u]});
+
+    // Memory. Cold: every compulsory byte from DRAM. Warm: compulsory bytes that fit in L2
+    // stream at L2 bandwidth; when they do not fit, the graph as one kernel still cannot need
+    // more DRAM traffic than the op-by-op schedule does under the same cache model, so at most
+    // the DRAM bytes of the ops that did not fit come from DRAM and the rest from L2.
+    Count compulsory = cost.compulsory_bytes();
+    Count from_dram = compulsory;
+    Count from_l2 = 0;
+    if (l2_capacity_) {
+      if (compulsory.to_double() <= *l2_capacity_) {
+        from_dram = 0;
+        from_l2 = compulsory;
+      } else {
+        from_dram = std::min(compulsory, dram_bytes_);
+        from_l2 = compulsory - from_dram;
+      }
+    }
+    if (from_dram != Count(0)) {
+      if (dram_bw_) {
+        lb.terms.push_back(Term{"dram", from_dram.to_double() / *dram_bw_});
+        dram_used_ = true;
+      } else {
+        fused_unknown_memory_.push_back(dram_unknown(from_dram, 1, "compulsory "));
+      }
+    }
+    if (from_l2 != Count(0)) {
+      if (l2_bw_) {
+        lb.terms.push_back(Term{"l2", from_l2.to_double() / *l2_bw_});
+        l2_used_ = true;
+      } else {
+        fused_unknown_memory_.push_back(l2_unknown(from_l2, 1, "compulsory "));
+      }
+    }
+    sort_terms(lb.terms);
+    if (!lb.terms.empty() && lb.terms[0].seconds > 0) {
+      // fused <= unfused holds by construction; only floating-point rounding of sums taken in
+      // different orders can put fused an ulp above, which this removes.
+      if (lb.terms[0].seconds > unfused.seconds &&
+          lb.terms[0].seconds <= unfused.seconds * (1 + 1e-12))
+        lb.terms[0].seconds = unfused.seconds;
+      lb.seconds = lb.terms[0].seconds;
+      lb.bottleneck = lb.terms[0].resource;
+    } else {
+      lb.bottleneck = "none";
+    }
+    lb.unknown = compute_unknowns();
+    for (const std::string& s : fused_unknown_memory_) lb.unknown.push_back(s);
+    return lb;
+  }
+
+  // Sentences for the unpriced work summed over the graph (both levels share them).
+  std::vector<std::string> compute_unknowns() const {
+    std::vector<std::string> out;
+    for (const auto& [key, u] : unknown_macs_)
+      out.push_back(contraction_unknown(u.amount, key.first, key.second, u.ops));
+    for (std::size_t d = 0; d < kNumDTypes; ++d)
+      if (unknown_vector_[d].ops > 0)
+        out.push_back(vector_unknown(unknown_vector_[d].amount, ir::kAllDTypes[d],
+                                     unknown_vector_[d].ops));
+    if (unknown_special_.ops > 0)
+      out.push_back(special_unknown(unknown_special_.amount, unknown_special_.ops));
+    return out;
+  }
+
+  std::vector<std::string> unfused_memory_unknowns() const {
+    std::vector<std::string> out;
+    if (unknown_dram_.ops > 0) out.push_back(dram_unknown(unknown_dram_.amount, unknown_dram_.ops));
+    if (unknown_l2_.ops > 0) out.push_back(l2_unknown(unknown_l2_.amount, unknown_l2_.ops));
+    return out;
+  }
+
+  std::map<std::string, double> peaks_used() const {
+    std::map<std::string, double> out;
+    for (std::size_t i = 0; i < route_used_.size(); ++i)
+      if (route_used_[i]) out[table_.route(static_cast<int>(i)).label] = table_.route(static_cast<int>(i)).rate;
+    if (dram_used_) out["dram"] = *dram_bw_;
+    if (l2_used_) out["l2"] = *l2_bw_;
+    return out;
+  }
+
+  std::optional<double> dram_bandwidth() const { return dram_bw_; }
+
+ private:
+  void charge(int id, double flops) {
+    const RouteInfo& r = table_.route(id);
+    std::size_t k = table_.kind_of(id);
+    unit_seconds_[k] += flops / r.rate;
+    add_unique(unit_routes_[k], id);
+    route_used_[static_cast<std::size_t>(id)] = true;
+  }
+
+  static void add_unique(std::vector<int>& v, int id) {
+    if (std::find(v.begin(), v.end(), id) == v.end()) v.push_back(id);
+  }
+
+  std::string contraction_unknown(Count macs, cost::ContractionClass cls, DType dtype,
+                                  int ops) const {
+    return fmt::format(
+        "{} MACs {} ({}){}: {} publishes no rate for {} or any wider legal route under the {} "
+        "policy",
+        short_count(macs), ir::dtype_name(dtype), class_word(cls), in_ops(ops), device_.id,
+        ir::dtype_name(dtype), policy_name(options_.policy));
+  }
+
+  std::string vector_unknown(Count flops, DType dtype, int ops) const {
+    bool f32_fallback = ir::dtype_bits(dtype) <= 32 && dtype != DType::F32;
+    return fmt::format("{} vector FLOPs {}{}: {} publishes no vector rate for {}{}",
+                       short_count(flops), ir::dtype_name(dtype), in_ops(ops), device_.id,
+                       ir::dtype_name(dtype), f32_fallback ? " or f32" : "");
+  }
+
+  std::string special_unknown(Count n, int ops) const {
+    return fmt::format("{} special-function ops{}: {} publishes no special-function unit rate",
+                       short_count(n), in_ops(ops), device_.id);
+  }
+
+  std::string l2_unknown(Count bytes, int ops, std::string_view what = "") const {
+    return fmt::format(
+        "{} {}bytes L2-resident (warm cache){}: {} publishes no L2 bandwidth, so their memory "
+        "time is left out",
+        short_count(bytes), what, in_ops(ops), device_.id);
+  }
+
+  std::string dram_unknown(Count bytes, int ops, std::string_view what = "") const {
+    return fmt::format("{} {}bytes{}: {} publishes no DRAM bandwidth, so their memory time is "
+                       "left out",
+                       short_count(bytes), what, in_ops(ops), device_.id);
+  }
+
+  const hw::Device& device_;
+  Options options_;
+  RouteTable table_;
+  std::optional<double> dram_bw_;
+  std::optional<double> l2_capacity_;  // set only in warm state with a usable L2
+  std::optional<double> l2_bw_;
+
+  // Scratch for one op: seconds and routes per unit kind.
+  std::array<double, RouteTable::kNumKinds> unit_seconds_{};
+  std::array<std::vector<int>, RouteTable::kNumKinds> unit_routes_;
+
+  // Whole-graph accumulators.
+  std::array<double, RouteTable::kNumKinds> fused_unit_seconds_{};
+  std::array<std::vector<int>, RouteTable::kNumKinds> fused_unit_routes_;
+  std::vector<bool> route_used_;
+  bool dram_used_ = false;
+  bool l2_used_ = false;
+  Count dram_bytes_;         // bytes of analyzed ops priced (or unpriced) at DRAM
+  Count l2_resident_bytes_;  // bytes of analyzed ops that fit in L2 (warm)
+  std::map<std::pair<cost::ContractionClass, DType>, Unpriced> unknown_macs_;
+  std::array<Unpriced, kNumDTypes> unknown_vector_{};
+  Unpriced unknown_special_;
+  Unpriced unknown_l2_;
+  Unpriced unknown_dram_;
+  std::vector<std::string> fused_unknown_memory_;
+};
+
+}  // namespace
+
+DeviceBounds compute_bounds(const ir::Graph& g, const cost::GraphCost& cost,
+                            const hw::Device& device, const Options& options) {
+  SOLAR_CHECK(cost.per_op.size() == g.ops().size(),
+              fmt::format("graph '{}' has {} ops but its cost has {}", g.name, g.ops().size(),
+                          cost.per_op.size()));
+  DeviceBounds db;
+  db.device_id = device.id;
+  db.device_name = device.name;
+  db.options = options;
+
+  Bounder bounder(device, options);
+  db.per_op.reserve(cost.per_op.size());
+  std::vector<Term> unfused_terms;
+  std::vector<Term> by_bottleneck;  // op seconds grouped by each op's bottleneck
+  for (const cost::Work& w : cost.per_op) {
+    OpBound ob = bounder.bound_op(w);
+    if (w.analyzed) {
+      db.unfused.seconds += ob.seconds;
+      for (const Term& t : ob.terms) accumulate(unfused_terms, t.resource, t.seconds);
+      if (ob.seconds > 0) accumulate(by_bottleneck, ob.bottleneck, ob.seconds);
+    }
+    db.per_op.push_back(std::move(ob));
+  }
+
+  sort_terms(unfused_terms);
+  db.unfused.terms = std::move(unfused_terms);
+  sort_terms(by_bottleneck);
+  db.unfused.bottleneck = by_bottleneck.empty() ? "none" : by_bottleneck[0].resource;
+  db.unfused.unknown = bounder.compute_unknowns();
+  for (std::string& s : bounder.unfused_memory_unknowns()) db.unfused.unknown.push_back(std::move(s));
+
+  db.fused = bounder.fused(cost, db.unfused);
+  if (db.unfused.seconds > 0)
+    for (OpBound& ob : db.per_op) ob.share = ob.seconds / db.unfused.seconds;
+  db.peaks_used = bounder.peaks_used();
+  db.dram_bandwidth = bounder.dram_bandwidth();
+  return db;
+}
+
+}  // namespace solar::bound

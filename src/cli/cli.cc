@@ -1,0 +1,219 @@
+#include "solar/cli/cli.h"
+
+#include <algorithm>
+#include <cctype>
+#include <iostream>
+#include <optional>
+#include <typeinfo>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "solar/bound/policy.h"
+#include "solar/hw/database.h"
+#include "solar/ir/json.h"
+#include "solar/report/report.h"
+#include "solar/util/errors.h"
+
+namespace solar::cli {
+namespace {
+
+struct AnalyzeArgs {
+  std::string graph;
+  std::vector<std::string> archs;
+  std::string json_path;  // empty: no JSON; "-": JSON on stdout instead of the table
+  std::string policy = "pytorch-default";
+  std::string cache_state = "cold";
+  int top = 10;
+};
+
+struct ArchShowArgs {
+  std::string id;
+  bool json = false;
+};
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+bound::Options parse_options(const AnalyzeArgs& a) {
+  bound::Options options;
+  std::optional<bound::MathPolicy> policy = bound::parse_policy(a.policy);
+  if (!policy)
+    throw UserError(UserError::Kind::BadArgument,
+                    fmt::format("unknown --policy '{}' (expected pytorch-default, tf32 or "
+                                "strict-fp32)",
+                                a.policy));
+  std::optional<bound::CacheState> cache = bound::parse_cache_state(a.cache_state);
+  if (!cache)
+    throw UserError(UserError::Kind::BadArgument,
+                    fmt::format("unknown --cache-state '{}' (expected cold or warm)",
+                                a.cache_state));
+  options.policy = *policy;
+  options.cache_state = *cache;
+  return options;
+}
+
+int run_analyze(const AnalyzeArgs& a, std::ostream& out) {
+  bound::Options options = parse_options(a);
+
+  // Every device is resolved before the graph is read, so an unknown id fails (exit 6)
+  // before any work is done or any output written.
+  hw::DeviceDb db = hw::DeviceDb::load_default();
+  std::vector<std::string> ids = a.archs.empty() ? std::vector<std::string>{"H100_SXM"} : a.archs;
+  std::vector<const hw::Device*> devices;
+  for (const std::string& id : ids) {
+    const hw::Device* d = &db.get(id);
+    // `--arch h100_sxm --arch H100_SXM` names one device: bound it once.
+    bool seen = std::any_of(devices.begin(), devices.end(),
+                            [&](const hw::Device* e) { return lower(e->id) == lower(d->id); });
+    if (!seen) devices.push_back(d);
+  }
+
+  ir::Graph g = ir::load_graph_file(a.graph);
+  report::Report r = report::analyze(g, devices, options);
+
+  if (a.json_path == "-") {
+    out << report::to_json(r).dump(2) << '\n';
+    return kOk;
+  }
+  // The JSON file is written before the table is printed: when it cannot be written the
+  // run fails with exit 3 and prints nothing that looks like success.
+  if (!a.json_path.empty()) write_file_atomically(a.json_path, report::to_json(r).dump(2) + "\n");
+  std::string table = report::to_table(r, a.top);
+  if (!table.empty() && table.back() != '\n') table += '\n';
+  out << table;
+  return kOk;
+}
+
+int run_arch_list(std::ostream& out) {
+  hw::DeviceDb db = hw::DeviceDb::load_default();
+  out << device_list_table(db);
+  return kOk;
+}
+
+int run_arch_show(const ArchShowArgs& a, std::ostream& out) {
+  hw::DeviceDb db = hw::DeviceDb::load_default();
+  const hw::Device& d = db.get(a.id);
+  if (a.json)
+    out << device_to_json(d).dump(2) << '\n';
+  else
+    out << device_text(d);
+  return kOk;
+}
+
+// The extra lines --debug prints after the error line: the exception's type and origin.
+void print_debug(const std::exception& e, std::ostream& err) {
+  err << "solar: debug: exception type " << typeid(e).name() << '\n';
+  if (const auto* se = dynamic_cast<const Error*>(&e)) {
+    const Origin& o = se->origin();
+    err << fmt::format("solar: debug: message: {}\nsolar: debug: origin: file '{}', line {}, op '{}'\n",
+                       se->message(), o.file, o.line, o.op);
+  }
+}
+
+int fail(const std::exception& e, bool debug, std::ostream& err) {
+  err << "solar: error: " << e.what() << '\n';
+  if (debug) print_debug(e, err);
+  return exit_code_for(e);
+}
+
+}  // namespace
+
+ExitCode exit_code_for(const std::exception& e) {
+  if (const auto* u = dynamic_cast<const UserError*>(&e)) {
+    switch (u->kind()) {
+      case UserError::Kind::Io: return kIoError;
+      case UserError::Kind::Parse: return kParseError;
+      case UserError::Kind::InvalidGraph: return kInvalidGraph;
+      case UserError::Kind::UnknownDevice: return kUnknownDevice;
+      case UserError::Kind::BadArgument: return kUsage;
+    }
+    return kInternal;
+  }
+  if (dynamic_cast<const Unsupported*>(&e)) return kUnsupported;
+  // A JSON library error escaping a parser is still malformed input, not a crash.
+  if (dynamic_cast<const nlohmann::json::parse_error*>(&e)) return kParseError;
+  return kInternal;
+}
+
+int run(const std::vector<std::string>& args) {
+  int code = run(args, std::cout, std::cerr);
+  // The Python console script shares the process: its own prints must not overtake ours.
+  std::cout.flush();
+  return code;
+}
+
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"Solar: speed-of-light performance analysis of deep-learning programs.", "solar"};
+  app.set_version_flag("--version", std::string("solar ") + kVersion);
+  app.require_subcommand(1);
+  bool debug = false;
+  app.add_flag("--debug", debug, "On error, also print the exception's type and origin");
+
+  AnalyzeArgs analyze_args;
+  CLI::App* analyze =
+      app.add_subcommand("analyze", "Cost a graph and bound it on one or more devices");
+  analyze->add_option("GRAPH", analyze_args.graph, "Graph file: text form or JSON (solar.graph.v1)")
+      ->required();
+  analyze
+      ->add_option("--arch", analyze_args.archs,
+                   "Device id (repeatable, or comma-separated); default H100_SXM. "
+                   "`solar arch list` shows the ids")
+      ->allow_extra_args(false)
+      ->delimiter(',');
+  analyze->add_option("--json", analyze_args.json_path,
+                      "Write the JSON report (solar.report.v1) to PATH; `-` writes it to "
+                      "stdout instead of the table");
+  analyze->add_option("--policy", analyze_args.policy,
+                      "Math policy: pytorch-default, tf32 or strict-fp32")
+      ->capture_default_str();
+  analyze->add_option("--cache-state", analyze_args.cache_state, "Cache state: cold or warm")
+      ->capture_default_str();
+  analyze->add_option("--top", analyze_args.top, "Rows of the top-ops table")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  analyze->add_flag("--debug", debug, "On error, also print the exception's type and origin");
+
+  CLI::App* arch = app.add_subcommand("arch", "The device database");
+  arch->require_subcommand(1);
+  CLI::App* arch_list = arch->add_subcommand("list", "List the known devices");
+  ArchShowArgs show_args;
+  CLI::App* arch_show = arch->add_subcommand("show", "Show every number of a device with its source");
+  arch_show->add_option("ID", show_args.id, "Device id")->required();
+  arch_show->add_flag("--json", show_args.json, "Print the device as JSON (solar.device.v1)");
+  arch_show->add_flag("--debug", debug, "On error, also print the exception's type and origin");
+
+  // CLI11 takes the arguments without the program name, last first.
+  std::vector<std::string> rest;
+  for (std::size_t i = args.size(); i-- > 1;) rest.push_back(args[i]);
+  try {
+    app.parse(rest);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();  // delegates to the subcommand that asked for it
+    return kOk;
+  } catch (const CLI::CallForAllHelp&) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return kOk;
+  } catch (const CLI::CallForVersion& e) {
+    out << e.what() << '\n';
+    return kOk;
+  } catch (const CLI::ParseError& e) {
+    err << "solar: error: " << e.what() << " (run `solar --help` for usage)\n";
+    return kUsage;
+  }
+
+  try {
+    if (analyze->parsed()) return run_analyze(analyze_args, out);
+    if (arch_list->parsed()) return run_arch_list(out);
+    if (arch_show->parsed()) return run_arch_show(show_args, out);
+    throw InternalError("no subcommand ran", __FILE__, __LINE__);
+  } catch (const std::exception& e) {
+    return fail(e, debug, err);
+  }
+}
+
+}  // namespace solar::cli

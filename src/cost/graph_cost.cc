@@ -1,0 +1,121 @@
+#include "solar/cost/graph_cost.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "solar/util/errors.h"
+#include "work_detail.h"
+
+namespace solar::cost {
+
+using ir::Graph;
+using ir::Op;
+using ir::OpKind;
+using ir::Tensor;
+
+namespace {
+
+constexpr std::uint32_t kNone = UINT32_MAX;
+
+// The compulsory-traffic pass walks ops in reverse order and relies on every consumer of a
+// view's output coming after the view; the verifier guarantees topological order, and this
+// check (O(ops + edges)) keeps an unverified graph from giving a silently wrong number.
+void check_topological(const Graph& g) {
+  std::vector<std::uint32_t> producer(g.tensors().size(), kNone);
+  for (const Op& op : g.ops())
+    for (ir::TensorId out : op.outputs)
+      if (out.value < producer.size() && producer[out.value] == kNone)
+        producer[out.value] = op.id.value;
+  for (const Op& op : g.ops())
+    for (ir::TensorId in : op.inputs)
+      if (in.value < producer.size() && producer[in.value] != kNone &&
+          producer[in.value] >= op.id.value)
+        throw UserError(UserError::Kind::InvalidGraph,
+                        fmt::format("ops are not in topological order: '{}' reads '{}' before "
+                                    "it is produced (run the verifier)",
+                                    op.name, g.tensor(in).name),
+                        Origin{op.origin.file, op.origin.line, op.name});
+}
+
+}  // namespace
+
+GraphCost graph_cost(const Graph& g) {
+  check_topological(g);
+  const std::vector<Op>& ops = g.ops();
+  const std::vector<Tensor>& tensors = g.tensors();
+
+  GraphCost gc;
+  gc.per_op.reserve(ops.size());
+  // Bytes each op reads from each input, flattened: op i's inputs start at first_read[i].
+  std::vector<std::size_t> first_read(ops.size() + 1, 0);
+  for (const Op& op : ops) first_read[op.id.value + 1] = first_read[op.id.value] + op.inputs.size();
+  std::vector<Count> input_bytes(first_read.back());
+  std::vector<Count> reads;
+  for (const Op& op : ops) {
+    Work w;
+    try {
+      w = detail::op_work(g, op, &reads);
+      std::copy_n(reads.begin(), std::min(reads.size(), op.inputs.size()),
+                  input_bytes.begin() + static_cast<std::ptrdiff_t>(first_read[op.id.value]));
+    } catch (const Unsupported& ex) {
+      // An einsum whose mask cannot be counted exactly is reported like any op no lowering
+      // knows: unanalyzed, with the reason, never as zero work.
+      w = Work{};
+      w.analyzed = false;
+      w.note = ex.message();
+    }
+    if (w.analyzed) {
+      gc.total += w;
+    } else {
+      ++gc.num_unanalyzed;
+    }
+    gc.per_op.push_back(std::move(w));
+  }
+
+  // reach[t]: the largest number of bytes any consumer reads of tensor t, followed through
+  // free views (a view's reads are reads of what it views). whole[t]: an opaque consumer
+  // reads t (or what views it), which counts as the whole source.
+  std::vector<Count> reach(tensors.size());
+  std::vector<char> whole(tensors.size(), 0);
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    const Op& op = *it;
+    if (!gc.per_op[op.id.value].analyzed) continue;  // unknown reads: shown by coverage
+    if (detail::is_free_view(op)) {
+      for (ir::TensorId in : op.inputs)
+        for (ir::TensorId out : op.outputs) {
+          reach[in.value] = std::max(reach[in.value], reach[out.value]);
+          whole[in.value] = whole[in.value] || whole[out.value];
+        }
+      continue;
+    }
+    switch (op.kind()) {
+      case OpKind::Opaque:
+        for (ir::TensorId in : op.inputs) whole[in.value] = 1;
+        break;
+      case OpKind::Einsum:
+      case OpKind::Move: {
+        for (std::size_t k = 0; k < op.inputs.size(); ++k)
+          reach[op.inputs[k].value] =
+              std::max(reach[op.inputs[k].value], input_bytes[first_read[op.id.value] + k]);
+        break;
+      }
+      case OpKind::Unanalyzed:
+        break;  // never analyzed (skipped above)
+    }
+  }
+
+  for (const Tensor& t : tensors) {
+    if (ir::is_graph_source(t.role)) {
+      // Capped at the source's own size: an expand view may read more elements than it holds.
+      const Count size = tensor_bytes(t, t.num_elements());
+      gc.compulsory_bytes_read += whole[t.id.value] ? size : std::min(size, reach[t.id.value]);
+    } else if (t.role == ir::Role::Output) {
+      gc.compulsory_bytes_written += tensor_bytes(t, t.num_elements());
+    }
+  }
+  return gc;
+}
+
+}  // namespace solar::cost

@@ -1,0 +1,852 @@
+#include "solar/cost/work.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+#include <optional>
+#include <utility>
+
+#include "solar/util/errors.h"
+#include "work_detail.h"
+
+namespace solar::cost {
+
+using ir::AffineExpr;
+using ir::DType;
+using ir::EinsumOp;
+using ir::ExprOp;
+using ir::Graph;
+using ir::IndexPos;
+using ir::MoveKind;
+using ir::Op;
+using ir::OpKind;
+using ir::Operand;
+using ir::Tensor;
+using ir::TensorId;
+
+Count Work::total_macs() const {
+  Count s;
+  for (const auto& [dtype, n] : macs) s += n;
+  return s;
+}
+
+Count Work::total_vector_flops() const {
+  Count s;
+  for (const auto& [dtype, n] : vector_flops) s += n;
+  return s;
+}
+
+Work& Work::operator+=(const Work& o) {
+  if (contraction != o.contraction) contraction = ContractionClass::None;
+  for (const auto& [dtype, n] : o.macs) macs[dtype] += n;
+  for (const auto& [dtype, n] : o.vector_flops) vector_flops[dtype] += n;
+  special_ops += o.special_ops;
+  bytes_read += o.bytes_read;
+  bytes_written += o.bytes_written;
+  live_points += o.live_points;
+  analyzed = analyzed && o.analyzed;
+  return *this;
+}
+
+namespace {
+
+// Affine arithmetic is done in 128 bits: coefficient * extent products of int64 values
+// cannot overflow it, so no intermediate wraps silently.
+using I128 = __int128;
+
+// Enumeration limits for exact footprints of irregular affine subscripts. Above them the
+// footprint is a lower bound (see count_dim and count_group).
+constexpr I128 kMaxFootprintBits = I128{1} << 27;       // bitset window: 16 MiB
+constexpr I128 kMaxFootprintPoints = I128{1} << 22;     // enumerated points: 32 MiB of offsets
+
+I128 floor_div(I128 a, I128 b) {  // b > 0
+  I128 q = a / b;
+  if (a % b != 0 && a < 0) --q;
+  return q;
+}
+
+I128 ceil_div(I128 a, I128 b) {  // b > 0
+  I128 q = a / b;
+  if (a % b != 0 && a > 0) ++q;
+  return q;
+}
+
+Count to_count(I128 v) {
+  SOLAR_CHECK(v >= 0, "negative count in the cost model");
+  // hi * 2^64 + lo, written as hi * (2^64 - 1) + hi + lo so every factor fits in 64 bits.
+  const auto u = static_cast<unsigned __int128>(v);
+  const Count hi(static_cast<std::uint64_t>(u >> 64));
+  return hi * Count(UINT64_MAX) + hi + Count(static_cast<std::uint64_t>(u));
+}
+
+Origin origin_of(const Op& op) {
+  Origin o = op.origin;
+  if (o.op.empty()) o.op = op.name;
+  return o;
+}
+
+[[noreturn]] void invalid(const std::string& message) {
+  throw UserError(UserError::Kind::InvalidGraph, message);
+}
+
+void check_indices(const AffineExpr& expr, std::size_t num_indices, std::string_view where) {
+  for (const ir::AffineTerm& t : expr.terms())
+    if (t.index < 0 || static_cast<std::size_t>(t.index) >= num_indices)
+      invalid(fmt::format("{} uses index position {} but the einsum has {} indices", where,
+                          t.index, num_indices));
+}
+
+// Every affine value is bounded by |constant| + sum |coef| * (extent - 1); keeping that
+// below 2^120 guarantees no 128-bit intermediate in this file can overflow.
+void check_magnitude(const AffineExpr& expr, const std::vector<std::int64_t>& ext,
+                     std::string_view where) {
+  constexpr I128 kLimit = I128{1} << 120;
+  I128 m = expr.constant_term() < 0 ? -I128{expr.constant_term()} : I128{expr.constant_term()};
+  for (const ir::AffineTerm& t : expr.terms()) {
+    const I128 a = t.coef < 0 ? -I128{t.coef} : I128{t.coef};
+    m += a * std::max<I128>(ext[t.index] - 1, 0);  // a product < 2^126: m stays < 2^127
+    if (m > kLimit)
+      invalid(fmt::format("{} takes values beyond 2^120: coefficients or extents are too large",
+                          where));
+  }
+}
+
+std::vector<std::int64_t> checked_extents(const EinsumOp& e) {
+  std::vector<std::int64_t> ext = e.extents();
+  for (std::size_t i = 0; i < ext.size(); ++i)
+    if (ext[i] < 0)
+      invalid(fmt::format("einsum index '{}' has a negative extent {}", e.indices[i].name, ext[i]));
+  return ext;
+}
+
+// ---- live points ---------------------------------------------------------------------
+
+// Union-find over small integer ids.
+struct Dsu {
+  std::vector<int> parent;
+  explicit Dsu(std::size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  int find(int x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  }
+  void unite(int a, int b) { parent[find(a)] = find(b); }
+};
+
+// One group of mask indices linked by constraints, with its constraints as a dense matrix.
+struct MaskComponent {
+  std::vector<IndexPos> indices;              // the component's indices (einsum positions)
+  std::vector<std::vector<I128>> coef;        // [constraint][local index]
+  std::vector<I128> constant;                 // [constraint]
+  std::size_t solved = 0;                     // local index solved analytically
+};
+
+// Points of one component: enumerate every local index but `solved`, and count the
+// solved index's values as the intersection of one integer interval per constraint.
+I128 count_component(const MaskComponent& m, const std::vector<std::int64_t>& ext) {
+  const std::size_t nc = m.constant.size();
+  std::vector<std::size_t> others;
+  for (std::size_t j = 0; j < m.indices.size(); ++j)
+    if (j != m.solved) others.push_back(j);
+  const I128 solved_extent = ext[m.indices[m.solved]];
+
+  std::vector<I128> partial = m.constant;  // constraint value without the solved term
+  std::vector<std::int64_t> value(others.size(), 0);
+  I128 total = 0;
+  for (;;) {
+    I128 lo = 0, hi = solved_extent - 1;
+    for (std::size_t c = 0; c < nc && lo <= hi; ++c) {
+      const I128 a = m.coef[c][m.solved];
+      const I128 p = partial[c];
+      if (a == 0) {
+        if (p < 0) hi = lo - 1;
+      } else if (a > 0) {
+        lo = std::max(lo, ceil_div(-p, a));  // a*x + p >= 0  <=>  x >= ceil(-p/a)
+      } else {
+        hi = std::min(hi, floor_div(p, -a));  // p - |a|*x >= 0  <=>  x <= floor(p/|a|)
+      }
+    }
+    if (lo <= hi) total += hi - lo + 1;
+
+    std::size_t j = 0;
+    for (; j < others.size(); ++j) {
+      const std::size_t local = others[j];
+      const std::int64_t e = ext[m.indices[local]];
+      if (++value[j] < e) {
+        for (std::size_t c = 0; c < nc; ++c) partial[c] += m.coef[c][local];
+        break;
+      }
+      for (std::size_t c = 0; c < nc; ++c) partial[c] -= m.coef[c][local] * (e - 1);
+      value[j] = 0;
+    }
+    if (j == others.size()) break;
+  }
+  return total;
+}
+
+// ---- footprints ----------------------------------------------------------------------
+
+struct PosTerm {
+  I128 coef;           // > 0 after normalization
+  std::int64_t extent; // >= 2 after normalization
+};
+
+// Distinct values of c + a*i, i in [0, extent), that fall in [0, size).
+I128 count_one_term(I128 a, std::int64_t extent, I128 c, std::int64_t size) {
+  // a > 0 here.
+  const I128 lo = std::max<I128>(0, ceil_div(-c, a));
+  const I128 hi = std::min<I128>(extent - 1, floor_div(I128{size} - 1 - c, a));
+  return hi >= lo ? hi - lo + 1 : 0;
+}
+
+// R |= R << shift over a bitset of `nbits` bits (bits beyond nbits dropped).
+void shift_or(std::vector<std::uint64_t>& bits, I128 shift, I128 nbits) {
+  if (shift >= nbits) return;
+  const std::size_t ws = static_cast<std::size_t>(shift / 64);
+  const unsigned bs = static_cast<unsigned>(shift % 64);
+  // High to low so every source word is read before it is updated.
+  for (std::size_t i = bits.size(); i-- > ws;) {
+    std::uint64_t v = bits[i - ws] << bs;
+    if (bs != 0 && i > ws) v |= bits[i - ws - 1] >> (64 - bs);
+    bits[i] |= v;
+  }
+  const unsigned tail = static_cast<unsigned>(nbits % 64);
+  if (tail != 0) bits.back() &= (std::uint64_t{1} << tail) - 1;
+}
+
+// Distinct in-range values [0, size) of one dimension's affine expression over the box.
+// Exact except for huge irregular multi-term expressions, where it returns a lower bound.
+I128 count_dim(const AffineExpr& expr, const std::vector<std::int64_t>& ext, std::int64_t size) {
+  // Normalize to positive coefficients: a*i with a < 0 equals a*(E-1) + |a|*(E-1-i), and
+  // i -> E-1-i is a bijection of [0, E). Extent-1 indices contribute a constant 0.
+  I128 c = expr.constant_term();
+  std::vector<PosTerm> terms;
+  for (const ir::AffineTerm& t : expr.terms()) {
+    const std::int64_t e = ext[t.index];
+    if (e == 1) continue;
+    I128 a = t.coef;
+    if (a < 0) {
+      c += a * (e - 1);
+      a = -a;
+    }
+    terms.push_back({a, e});
+  }
+  if (terms.empty()) return (c >= 0 && c < size) ? 1 : 0;
+  if (terms.size() == 1) return count_one_term(terms[0].coef, terms[0].extent, c, size);
+
+  // Values are c + g*v with v in V = sum_k (a_k/g) * [0, E_k) (a Minkowski sum of
+  // arithmetic progressions); the window [0, size) is v in [v_lo, v_hi].
+  I128 g = 0;
+  for (const PosTerm& t : terms) g = std::gcd(g, t.coef);
+  I128 v_max = 0;
+  for (PosTerm& t : terms) {
+    t.coef /= g;
+    v_max += t.coef * (t.extent - 1);
+  }
+  const I128 v_lo = std::max<I128>(0, ceil_div(-c, g));
+  const I128 v_hi = std::min<I128>(v_max, floor_div(I128{size} - 1 - c, g));
+  if (v_lo > v_hi) return 0;
+
+  // Windows (conv p*stride + r*dilation, grouped channels g*Cg + c) are usually contiguous:
+  // adding progression step a to a contiguous [0, M] stays contiguous when a <= M + 1.
+  std::sort(terms.begin(), terms.end(),
+            [](const PosTerm& x, const PosTerm& y) { return x.coef < y.coef; });
+  {
+    I128 m = 0;
+    bool contiguous = true;
+    for (const PosTerm& t : terms) {
+      if (t.coef > m + 1) {
+        contiguous = false;
+        break;
+      }
+      m += t.coef * (t.extent - 1);
+    }
+    if (contiguous) return v_hi - v_lo + 1;
+  }
+
+  // Bitset over [0, v_hi]: coefficients are positive, so partial sums above v_hi never come
+  // back into the window. Each progression costs log2(E) shift-ors (doubling).
+  const I128 nbits = v_hi + 1;
+  if (nbits <= kMaxFootprintBits) {
+    std::vector<std::uint64_t> bits(static_cast<std::size_t>((nbits + 63) / 64), 0);
+    bits[0] = 1;
+    for (const PosTerm& t : terms) {
+      std::int64_t len = 1;
+      while (len <= t.extent / 2) {
+        shift_or(bits, t.coef * len, nbits);
+        len *= 2;
+      }
+      // [0, len) u [E-len, E) = [0, E) since E - len <= len.
+      if (len < t.extent) shift_or(bits, t.coef * (t.extent - len), nbits);
+    }
+    I128 n = 0;
+    for (I128 v = v_lo; v <= v_hi;) {
+      const std::size_t w = static_cast<std::size_t>(v / 64);
+      const unsigned b = static_cast<unsigned>(v % 64);
+      std::uint64_t word = bits[w] >> b;
+      const I128 take = std::min<I128>(64 - b, v_hi - v + 1);
+      if (take < 64) word &= (std::uint64_t{1} << static_cast<unsigned>(take)) - 1;
+      n += __builtin_popcountll(word);
+      v += take;
+    }
+    return n;
+  }
+
+  // A wide window: enumerate the points when there are few.
+  I128 points = 1;
+  for (const PosTerm& t : terms) {
+    points *= t.extent;
+    if (points > kMaxFootprintPoints) break;
+  }
+  if (points <= kMaxFootprintPoints) {
+    std::vector<I128> values;
+    std::vector<std::int64_t> idx(terms.size(), 0);
+    I128 v = 0;
+    for (;;) {
+      if (v >= v_lo && v <= v_hi) values.push_back(v);
+      std::size_t j = 0;
+      for (; j < terms.size(); ++j) {
+        if (++idx[j] < terms[j].extent) {
+          v += terms[j].coef;
+          break;
+        }
+        v -= terms[j].coef * (terms[j].extent - 1);
+        idx[j] = 0;
+      }
+      if (j == terms.size()) break;
+    }
+    std::sort(values.begin(), values.end());
+    return std::unique(values.begin(), values.end()) - values.begin();
+  }
+
+  // Too large to enumerate: a lower bound, never an overestimate. Fixing every other index
+  // at one value leaves a one-term progression whose values are a subset of the true set.
+  I128 best = 0;
+  for (std::size_t k = 0; k < terms.size(); ++k) {
+    I128 others_max = 0;
+    for (std::size_t j = 0; j < terms.size(); ++j)
+      if (j != k) others_max += terms[j].coef * (terms[j].extent - 1);
+    // In units of g: the window for v is [v_lo, v_hi]; count_one_term works on raw values.
+    for (I128 shift : {I128{0}, others_max}) {
+      best = std::max(best, count_one_term(terms[k].coef, terms[k].extent, shift - v_lo,
+                                           static_cast<std::int64_t>(std::min<I128>(
+                                               v_hi - v_lo + 1, INT64_MAX))));
+    }
+  }
+  return best;
+}
+
+// Joint footprint of tensor dimensions that share iteration indices (a diagonal a[i,i], or
+// a[i, i+j]): the distinct in-range tuples. Exact by enumeration when the group's indices
+// span at most kMaxFootprintPoints points; otherwise the largest single dimension's count,
+// a lower bound (the tuples project onto each dimension's values).
+I128 count_group(const std::vector<const AffineExpr*>& dims,
+                 const std::vector<std::int64_t>& sizes, const std::vector<std::int64_t>& ext) {
+  std::vector<IndexPos> idx;
+  for (const AffineExpr* d : dims)
+    for (const ir::AffineTerm& t : d->terms()) idx.push_back(t.index);
+  std::sort(idx.begin(), idx.end());
+  idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
+
+  I128 points = 1;
+  for (IndexPos i : idx) {
+    points *= ext[i];
+    if (points > kMaxFootprintPoints) break;
+  }
+  I128 box = 1;  // the group's own sub-box of the tensor, for linear offsets
+  for (std::int64_t s : sizes) {
+    box *= s;
+    if (box > (I128{1} << 100)) break;
+  }
+  if (points <= kMaxFootprintPoints && box <= (I128{1} << 100)) {
+    std::vector<std::int64_t> at(ext.size(), 0);
+    std::vector<I128> offsets;
+    offsets.reserve(static_cast<std::size_t>(points));
+    for (;;) {
+      I128 off = 0;
+      bool in_range = true;
+      for (std::size_t d = 0; d < dims.size() && in_range; ++d) {
+        I128 v = dims[d]->constant_term();
+        for (const ir::AffineTerm& t : dims[d]->terms()) v += I128{t.coef} * at[t.index];
+        in_range = v >= 0 && v < sizes[d];
+        off = off * sizes[d] + v;
+      }
+      if (in_range) offsets.push_back(off);
+      std::size_t j = 0;
+      for (; j < idx.size(); ++j) {
+        if (++at[idx[j]] < ext[idx[j]]) break;
+        at[idx[j]] = 0;
+      }
+      if (j == idx.size()) break;
+    }
+    std::sort(offsets.begin(), offsets.end());
+    return std::unique(offsets.begin(), offsets.end()) - offsets.begin();
+  }
+  I128 best = 0;
+  for (std::size_t d = 0; d < dims.size(); ++d) best = std::max(best, count_dim(*dims[d], ext, sizes[d]));
+  return best;
+}
+
+// ---- work per op kind ----------------------------------------------------------------
+
+DType wider_dtype(DType a, DType b) {
+  const int ba = ir::dtype_bits(a), bb = ir::dtype_bits(b);
+  if (ba != bb) return ba > bb ? a : b;
+  // Equal width: a float type decides the unit (int8 x fp8 runs as fp8 on tensor cores).
+  if (ir::is_float(a) != ir::is_float(b)) return ir::is_float(a) ? a : b;
+  return a;
+}
+
+bool is_2_4(const Tensor& t) { return t.sparsity && t.sparsity->structured_2_4; }
+
+Count full_bytes(const Tensor& t) { return tensor_bytes(t, t.num_elements()); }
+
+void add_nonzero(std::map<DType, Count>& m, DType d, Count n) {
+  if (n != Count(0)) m[d] += n;
+}
+
+const Tensor& input(const Graph& g, const Op& op, std::size_t k) { return g.tensor(op.inputs[k]); }
+
+void require_inputs(const Op& op, std::size_t n, std::string_view what) {
+  if (op.inputs.size() < n)
+    throw UserError(UserError::Kind::InvalidGraph,
+                    fmt::format("{} needs {} inputs, got {}", what, n, op.inputs.size()),
+                    origin_of(op));
+}
+
+void require_output(const Op& op) {
+  if (op.outputs.empty())
+    throw UserError(UserError::Kind::InvalidGraph, "op has no output", origin_of(op));
+}
+
+Work einsum_work(const Graph& g, const Op& op, std::vector<Count>* input_bytes) {
+  const EinsumOp& e = op.einsum();
+  if (op.inputs.size() != e.operands.size())
+    throw UserError(UserError::Kind::InvalidGraph,
+                    fmt::format("einsum has {} inputs but {} operand subscripts",
+                                op.inputs.size(), e.operands.size()),
+                    origin_of(op));
+  require_output(op);
+  if (!e.combine.defined())
+    throw UserError(UserError::Kind::InvalidGraph, "einsum has no combine expression",
+                    origin_of(op));
+
+  Work w;
+  for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+    const Tensor& t = input(g, op, k);
+    Count b;
+    try {
+      b = tensor_bytes(t, operand_footprint(e, e.operands[k], t));
+    } catch (const UserError& ex) {
+      throw UserError(ex.kind(), ex.message(), origin_of(op));
+    }
+    w.bytes_read += b;
+    if (input_bytes) input_bytes->push_back(b);
+  }
+  for (TensorId out : op.outputs) w.bytes_written += full_bytes(g.tensor(out));
+
+  try {
+    w.live_points = live_points(e);
+  } catch (const Unsupported& ex) {
+    throw Unsupported(ex.message(), origin_of(op));
+  } catch (const UserError& ex) {
+    throw UserError(ex.kind(), ex.message(), origin_of(op));
+  }
+
+  w.contraction = classify_contraction(g, op);
+  if (w.contraction != ContractionClass::None) {
+    const Tensor& a = input(g, op, e.combine.children()[0].operand_index());
+    const Tensor& b = input(g, op, e.combine.children()[1].operand_index());
+    Count macs = w.live_points;
+    if (is_2_4(a) || is_2_4(b)) {
+      // 2:4 sparse tensor cores skip the structured zeros: half the products.
+      macs = macs.ceil_div(2);
+      w.note = "2:4 structured operand: MACs halved";
+    }
+    add_nonzero(w.macs, wider_dtype(a.dtype, b.dtype), macs);
+    return w;
+  }
+
+  const CombineCost per_point = combine_cost(e.combine);
+  Count vector = w.live_points * Count(per_point.vector_flops);
+  if (e.reduce != ir::Reduce::None) {
+    // Reducing n live points into one output element takes n - 1 binary ops.
+    const Count out_elements = g.tensor(op.outputs[0]).num_elements();
+    if (w.live_points > out_elements) vector += w.live_points - out_elements;
+  }
+  add_nonzero(w.vector_flops, g.tensor(op.outputs[0]).dtype, vector);
+  w.special_ops = w.live_points * Count(per_point.special_ops);
+  return w;
+}
+
+bool slice_copies(const Op& op) {
+  const auto it = op.move().attrs.find("copy");
+  if (it == op.move().attrs.end()) return false;
+  if (const auto* i = std::get_if<std::int64_t>(&it->second)) return *i != 0;
+  if (const auto* d = std::get_if<double>(&it->second)) return *d != 0;
+  throw UserError(UserError::Kind::InvalidGraph, "slice attribute 'copy' must be 0 or 1",
+                  origin_of(op));
+}
+
+Work move_work(const Graph& g, const Op& op, std::vector<Count>* input_bytes) {
+  Work w;
+  std::vector<Count> reads(op.inputs.size());
+  auto write_outputs = [&] {
+    for (TensorId out : op.outputs) w.bytes_written += full_bytes(g.tensor(out));
+  };
+  auto read_all_inputs = [&] {
+    for (std::size_t k = 0; k < op.inputs.size(); ++k) reads[k] = full_bytes(input(g, op, k));
+  };
+  switch (op.move().kind) {
+    case MoveKind::View:
+      w.note = "view: no copy";
+      break;
+    case MoveKind::Slice:
+      if (!slice_copies(op)) {
+        w.note = "slice view: no copy";
+        break;
+      }
+      require_inputs(op, 1, "slice");
+      require_output(op);
+      {
+        const Tensor& in = input(g, op, 0);
+        reads[0] = tensor_bytes(
+            in, std::min(g.tensor(op.outputs[0]).num_elements(), in.num_elements()));
+      }
+      write_outputs();
+      break;
+    case MoveKind::Copy:
+    case MoveKind::Permute:
+    case MoveKind::Cast:
+    case MoveKind::Pad:
+    case MoveKind::Concat:
+      read_all_inputs();
+      write_outputs();
+      break;
+    case MoveKind::Gather: {
+      require_inputs(op, 2, "gather (data, index)");
+      require_output(op);
+      const Tensor& data = input(g, op, 0);
+      const Count gathered = std::min(g.tensor(op.outputs[0]).num_elements(), data.num_elements());
+      reads[0] = tensor_bytes(data, gathered);
+      for (std::size_t k = 1; k < op.inputs.size(); ++k) reads[k] = full_bytes(input(g, op, k));
+      write_outputs();
+      w.note = "gather: reads one data element per output element (indices assumed distinct)";
+      break;
+    }
+    case MoveKind::Scatter: {
+      require_inputs(op, 3, "scatter (data, index, src)");
+      require_output(op);
+      const Tensor& src = input(g, op, 2);
+      for (std::size_t k = 1; k < op.inputs.size(); ++k) reads[k] = full_bytes(input(g, op, k));
+      const Tensor& out = g.tensor(op.outputs[0]);
+      w.bytes_written = tensor_bytes(out, std::min(src.num_elements(), out.num_elements()));
+      w.note = "scatter: in place, writes the src elements only (data is not copied)";
+      break;
+    }
+  }
+  for (const Count& r : reads) w.bytes_read += r;
+  if (input_bytes) *input_bytes = std::move(reads);
+  return w;
+}
+
+Work opaque_work(const Graph& g, const Op& op, std::vector<Count>* input_bytes) {
+  const ir::OpaqueOp& o = op.opaque();
+  Work w;
+  if (o.vector_flops != Count(0)) {
+    if (op.outputs.empty())
+      throw UserError(UserError::Kind::InvalidGraph,
+                      "opaque op with vector_flops needs an output (its dtype keys the FLOPs)",
+                      origin_of(op));
+    add_nonzero(w.vector_flops, g.tensor(op.outputs[0]).dtype, o.vector_flops);
+  }
+  w.special_ops = o.special_ops;
+  // The opaque cost gives reads and writes as one number; it is kept whole in bytes_read.
+  w.bytes_read = o.bytes;
+  w.note = o.assumption;
+  if (input_bytes)
+    for (std::size_t k = 0; k < op.inputs.size(); ++k)
+      input_bytes->push_back(full_bytes(input(g, op, k)));
+  return w;
+}
+
+}  // namespace
+
+Count tensor_bytes(const Tensor& t, Count elements) {
+  const Count bits(static_cast<std::uint64_t>(ir::dtype_bits(t.dtype)));
+  if (is_2_4(t)) {
+    // Compressed 2:4 format (as sparse tensor cores read it): 2 of every 4 values kept, each
+    // with a 2-bit position index; the footprint is assumed to cover whole groups of 4.
+    const Count kept = elements.ceil_div(2);
+    return (kept * (bits + Count(2))).ceil_div(8);
+  }
+  // Dense storage: a zero fraction without 2:4 structure still stores every element.
+  return (elements * bits).ceil_div(8);
+}
+
+Count live_points(const EinsumOp& e) {
+  if (e.mask.empty()) {  // the common case, kept allocation-free
+    Count n = 1;
+    for (const ir::IndexDim& d : e.indices) {
+      if (d.extent < 0)
+        invalid(fmt::format("einsum index '{}' has a negative extent {}", d.name, d.extent));
+      n *= Count(static_cast<std::uint64_t>(d.extent));
+    }
+    return n;
+  }
+  const std::vector<std::int64_t> ext = checked_extents(e);
+  for (std::int64_t x : ext)
+    if (x == 0) return Count(0);
+
+  std::vector<bool> constrained(ext.size(), false);
+  Dsu dsu(ext.size());
+  for (const ir::AffineConstraint& c : e.mask) {
+    check_indices(c.expr, ext.size(), "a mask constraint");
+    check_magnitude(c.expr, ext, "a mask constraint");
+    if (c.expr.is_constant() && c.expr.constant_term() < 0) return Count(0);
+    const auto& terms = c.expr.terms();
+    for (const ir::AffineTerm& t : terms) constrained[t.index] = true;
+    for (std::size_t k = 1; k < terms.size(); ++k) dsu.unite(terms[0].index, terms[k].index);
+  }
+
+  Count result = 1;
+  std::vector<int> component_of(ext.size(), -1);
+  std::vector<MaskComponent> components;
+  for (std::size_t i = 0; i < ext.size(); ++i) {
+    if (!constrained[i]) {
+      result *= Count::from_signed(ext[i]);
+      continue;
+    }
+    const int root = dsu.find(static_cast<int>(i));
+    if (component_of[root] < 0) {
+      component_of[root] = static_cast<int>(components.size());
+      components.emplace_back();
+    }
+    components[component_of[root]].indices.push_back(static_cast<IndexPos>(i));
+  }
+  if (components.empty()) return result;
+
+  for (const ir::AffineConstraint& c : e.mask) {
+    if (c.expr.is_constant()) continue;
+    MaskComponent& m = components[component_of[dsu.find(c.expr.terms()[0].index)]];
+    std::vector<I128> row(m.indices.size(), 0);
+    for (const ir::AffineTerm& t : c.expr.terms()) {
+      const auto at = std::find(m.indices.begin(), m.indices.end(), t.index) - m.indices.begin();
+      row[at] += t.coef;
+    }
+    m.coef.push_back(std::move(row));
+    m.constant.push_back(c.expr.constant_term());
+  }
+
+  // Solve the largest index analytically; the cost is the product of the others' extents.
+  I128 steps = 0;
+  for (MaskComponent& m : components) {
+    for (std::size_t j = 1; j < m.indices.size(); ++j)
+      if (ext[m.indices[j]] > ext[m.indices[m.solved]]) m.solved = j;
+    I128 s = 1;
+    for (std::size_t j = 0; j < m.indices.size() && s <= I128{kMaxMaskEnumeration}; ++j)
+      if (j != m.solved) s *= ext[m.indices[j]];
+    steps += s;
+    if (steps > I128{kMaxMaskEnumeration}) {
+      std::string names;
+      for (const MaskComponent& mc : components)
+        for (std::size_t j = 0; j < mc.indices.size(); ++j)
+          if (j != mc.solved) names += (names.empty() ? "" : ", ") + e.indices[mc.indices[j]].name;
+      throw Unsupported(fmt::format(
+          "cannot count the live points of this einsum's mask exactly: the enumeration over "
+          "indices {} exceeds the limit of {} steps (2^27); split the op or simplify the mask",
+          names, kMaxMaskEnumeration));
+    }
+  }
+  for (const MaskComponent& m : components) result *= to_count(count_component(m, ext));
+  return result;
+}
+
+namespace {
+
+// The footprint when every dimension is a plain index or a constant and no index repeats:
+// the product of min(extent, size) and in-range constants. Allocation-free, since nearly
+// every operand of a real graph takes this path; nullopt otherwise.
+std::optional<Count> simple_footprint(const EinsumOp& e, const Operand& operand,
+                                      const Tensor& tensor) {
+  const std::size_t n = e.indices.size();
+  Count result = 1;
+  for (std::size_t d = 0; d < operand.subscript.size(); ++d) {
+    const AffineExpr& x = operand.subscript[d];
+    const std::int64_t size = tensor.shape[d];
+    if (size < 0) return std::nullopt;
+    if (x.is_constant()) {
+      if (x.constant_term() < 0 || x.constant_term() >= size) return Count(0);
+      continue;
+    }
+    const std::optional<IndexPos> i = x.as_plain_index();
+    if (!i || *i < 0 || static_cast<std::size_t>(*i) >= n || e.indices[*i].extent < 0)
+      return std::nullopt;
+    for (std::size_t d2 = 0; d2 < d; ++d2)
+      if (operand.subscript[d2].as_plain_index() == i) return std::nullopt;  // a diagonal
+    result *= Count::from_signed(std::min(e.indices[*i].extent, size));
+  }
+  for (const ir::IndexDim& idx : e.indices)
+    if (idx.extent == 0) return Count(0);  // an empty iteration space reads nothing
+  return result;
+}
+
+}  // namespace
+
+Count operand_footprint(const EinsumOp& e, const Operand& operand, const Tensor& tensor) {
+  if (operand.subscript.size() != tensor.shape.size())
+    invalid(fmt::format("operand subscript of tensor '{}' has {} expressions for {} dimensions",
+                        tensor.name, operand.subscript.size(), tensor.shape.size()));
+  if (std::optional<Count> simple = simple_footprint(e, operand, tensor)) return *simple;
+  const std::vector<std::int64_t> ext = checked_extents(e);
+  for (const AffineExpr& d : operand.subscript) {
+    const std::string where = fmt::format("the subscript of tensor '{}'", tensor.name);
+    check_indices(d, ext.size(), where);
+    check_magnitude(d, ext, where);
+  }
+  for (std::int64_t x : ext)
+    if (x == 0) return Count(0);  // an empty iteration space reads nothing
+  for (std::int64_t s : tensor.shape) {
+    if (s < 0) invalid(fmt::format("tensor '{}' has a negative dimension", tensor.name));
+    if (s == 0) return Count(0);
+  }
+
+  // Dimensions that share an index are read jointly; the others are independent, so the
+  // footprint is the product of the groups' counts.
+  const std::size_t rank = tensor.shape.size();
+  Dsu dsu(rank);
+  std::vector<int> dim_of_index(ext.size(), -1);
+  for (std::size_t d = 0; d < rank; ++d)
+    for (const ir::AffineTerm& t : operand.subscript[d].terms()) {
+      if (dim_of_index[t.index] >= 0) dsu.unite(static_cast<int>(d), dim_of_index[t.index]);
+      dim_of_index[t.index] = static_cast<int>(d);
+    }
+
+  Count result = 1;
+  std::vector<bool> done(rank, false);
+  for (std::size_t d = 0; d < rank; ++d) {
+    if (done[d]) continue;
+    std::vector<const AffineExpr*> dims;
+    std::vector<std::int64_t> sizes;
+    const int root = dsu.find(static_cast<int>(d));
+    for (std::size_t d2 = d; d2 < rank; ++d2)
+      if (dsu.find(static_cast<int>(d2)) == root) {
+        done[d2] = true;
+        dims.push_back(&operand.subscript[d2]);
+        sizes.push_back(tensor.shape[d2]);
+      }
+    const I128 n = dims.size() == 1 ? count_dim(*dims[0], ext, sizes[0])
+                                    : count_group(dims, sizes, ext);
+    result *= to_count(n);
+  }
+  return result;
+}
+
+ContractionClass classify_contraction(const EinsumOp& e) {
+  if (e.reduce != ir::Reduce::Sum || !e.combine.is_product_of_two_operands()) {
+    return ContractionClass::None;
+  }
+  if (e.reduced_indices().empty()) return ContractionClass::None;  // outer product
+  auto windowed = [](const AffineExpr& x) { return !x.is_constant() && !x.as_plain_index(); };
+  for (const Operand& o : e.operands)
+    for (const AffineExpr& x : o.subscript)
+      if (windowed(x)) return ContractionClass::Convolution;
+  // A transposed convolution in scatter form has its window on the output subscript.
+  for (const AffineExpr& x : e.output)
+    if (windowed(x)) return ContractionClass::Convolution;
+  return ContractionClass::Matmul;
+}
+
+ContractionClass classify_contraction(const Graph& g, const Op& op) {
+  if (op.kind() != OpKind::Einsum) return ContractionClass::None;
+  const EinsumOp& e = op.einsum();
+  const ContractionClass c = classify_contraction(e);
+  if (c == ContractionClass::None) return c;
+  for (const ir::Expr& child : e.combine.children()) {
+    const int k = child.operand_index();
+    if (k < 0 || static_cast<std::size_t>(k) >= op.inputs.size())
+      throw UserError(UserError::Kind::InvalidGraph,
+                      fmt::format("combine uses ${} but the einsum has {} inputs", k,
+                                  op.inputs.size()),
+                      origin_of(op));
+    if (g.tensor(op.inputs[k]).dtype == DType::Bool) return ContractionClass::None;
+  }
+  return c;
+}
+
+CombineCost combine_cost(const ir::Expr& combine) {
+  CombineCost cost;
+  if (!combine.defined()) return cost;
+  switch (combine.op()) {
+    case ExprOp::Operand:
+    case ExprOp::Const:
+      break;
+    case ExprOp::Add: case ExprOp::Sub: case ExprOp::Mul: case ExprOp::Div: case ExprOp::Max:
+    case ExprOp::Min: case ExprOp::Lt: case ExprOp::Le: case ExprOp::Gt: case ExprOp::Ge:
+    case ExprOp::Eq: case ExprOp::Ne: case ExprOp::Select: case ExprOp::Neg: case ExprOp::Abs:
+    case ExprOp::Square: case ExprOp::Relu:
+      cost.vector_flops = 1;
+      break;
+    case ExprOp::Exp: case ExprOp::Log: case ExprOp::Tanh: case ExprOp::Erf: case ExprOp::Rsqrt:
+    case ExprOp::Sqrt: case ExprOp::Recip: case ExprOp::Sin: case ExprOp::Cos:
+      cost.special_ops = 1;
+      break;
+    case ExprOp::Sigmoid:  // 1 / (1 + exp(-x)): exp, recip, add
+      cost.special_ops = 2;
+      cost.vector_flops = 1;
+      break;
+    case ExprOp::Pow:  // exp(y * log(x)): log, exp, mul
+      cost.special_ops = 2;
+      cost.vector_flops = 1;
+      break;
+  }
+  for (const ir::Expr& child : combine.children()) {
+    const CombineCost c = combine_cost(child);
+    cost.vector_flops += c.vector_flops;
+    cost.special_ops += c.special_ops;
+  }
+  return cost;
+}
+
+namespace detail {
+
+bool is_free_view(const Op& op) {
+  if (op.kind() != OpKind::Move) return false;
+  switch (op.move().kind) {
+    case MoveKind::View: return true;
+    case MoveKind::Slice: return !slice_copies(op);
+    case MoveKind::Copy: case MoveKind::Permute: case MoveKind::Concat: case MoveKind::Pad:
+    case MoveKind::Gather: case MoveKind::Scatter: case MoveKind::Cast:
+      return false;
+  }
+  return false;
+}
+
+Work op_work(const Graph& g, const Op& op, std::vector<Count>* input_bytes) {
+  if (input_bytes) input_bytes->clear();
+  switch (op.kind()) {
+    case OpKind::Einsum:
+      return einsum_work(g, op, input_bytes);
+    case OpKind::Move:
+      return move_work(g, op, input_bytes);
+    case OpKind::Opaque:
+      return opaque_work(g, op, input_bytes);
+    case OpKind::Unanalyzed: {
+      const ir::UnanalyzedOp& u = op.unanalyzed();
+      Work w;
+      w.analyzed = false;
+      w.note = !u.reason.empty()
+                   ? u.reason
+                   : fmt::format("no lowering for framework op '{}'", u.framework_op);
+      if (input_bytes) input_bytes->assign(op.inputs.size(), Count(0));
+      return w;
+    }
+  }
+  throw InternalError("unknown op kind", __FILE__, __LINE__);
+}
+
+}  // namespace detail
+
+Work op_work(const Graph& g, const Op& op) { return detail::op_work(g, op, nullptr); }
+
+}  // namespace solar::cost

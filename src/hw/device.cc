@@ -1,0 +1,56 @@
+#include "solar/hw/device.h"
+
+#include "solar/util/errors.h"
+
+namespace solar::hw {
+
+std::string_view unit_kind_name(UnitKind k) {
+  switch (k) {
+    case UnitKind::Tensor: return "tensor";
+    case UnitKind::Vector: return "vector";
+    case UnitKind::Special: return "special";
+  }
+  throw InternalError("bad UnitKind", __FILE__, __LINE__);
+}
+
+std::optional<UnitKind> parse_unit_kind(std::string_view name) {
+  for (UnitKind k : {UnitKind::Tensor, UnitKind::Vector, UnitKind::Special})
+    if (unit_kind_name(k) == name) return k;
+  return std::nullopt;
+}
+
+const ComputeUnit* Device::unit(UnitKind kind, ir::DType dtype) const {
+  const ComputeUnit* best = nullptr;
+  double best_rate = 0;
+  for (const ComputeUnit& u : units) {
+    if (u.kind != kind) continue;
+    auto it = u.peak.find(dtype);
+    if (it == u.peak.end()) continue;
+    if (best == nullptr || it->second.value > best_rate) {
+      best = &u;
+      best_rate = it->second.value;
+    }
+  }
+  return best;
+}
+
+std::optional<double> Device::peak(UnitKind kind, ir::DType dtype) const {
+  const ComputeUnit* u = unit(kind, dtype);
+  if (u == nullptr) return std::nullopt;
+  return u->peak.at(dtype).value;
+}
+
+const MemoryLevel* Device::memory_level(std::string_view level) const {
+  for (const MemoryLevel& m : memory)
+    if (m.name == level) return &m;
+  return nullptr;
+}
+
+const MemoryLevel& Device::dram() const {
+  const MemoryLevel* m = memory_level("dram");
+  SOLAR_CHECK(m != nullptr && m->bandwidth.has_value(),
+              "device '" + id + "' has no dram level with a bandwidth");
+  return *m;
+}
+
+}  // namespace solar::hw

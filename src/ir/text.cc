@@ -1,0 +1,860 @@
+#include "solar/ir/text.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+
+#include "solar/ir/verify.h"
+#include "syntax.h"
+
+namespace solar::ir {
+
+namespace {
+
+using syntax::Lexer;
+using syntax::Token;
+using syntax::TokKind;
+
+// A tensor type as written before the op: DTYPE[DIMS]{ANNOTATIONS}.
+struct TypeSpec {
+  DType dtype = DType::F32;
+  std::vector<std::int64_t> shape;
+  std::optional<Sparsity> sparsity;
+  std::vector<std::string> dim_names;
+  bool output = false;
+  int line = 0;
+};
+
+class Parser {
+ public:
+  Parser(std::string_view text, std::string_view file) : lex_(text, std::string(file)) {
+    g_.source = std::string(file);
+  }
+
+  Graph run() {
+    bool first = true;
+    while (true) {
+      while (lex_.peek().kind == TokKind::Newline) lex_.next();
+      if (lex_.peek().kind == TokKind::End) break;
+      const Token& t = lex_.peek();
+      if (t.is_ident("graph") && !lex_.peek(1).is("=") && !lex_.peek(1).is(",")) {
+        if (!first) lex_.fail("'graph NAME' must be the first statement", t.line);
+        parse_graph_header();
+      } else {
+        parse_statement();
+      }
+      first = false;
+    }
+    return std::move(g_);
+  }
+
+ private:
+  // ---- small helpers ----
+
+  void end_of_statement(const syntax::Ctx& context) {
+    const Token& t = lex_.peek();
+    if (t.kind == TokKind::Newline || t.kind == TokKind::End) return;
+    lex_.fail_expected("end of line", context, t);
+  }
+
+  // A name: an identifier or a quoted string.
+  std::string parse_name(std::string_view what, const syntax::Ctx& context) {
+    Token t = lex_.next();
+    if (t.kind == TokKind::Ident) return std::string(t.text);
+    if (t.kind == TokKind::String) {
+      std::string s = syntax::decode_string(t);
+      if (s.empty()) lex_.fail(fmt::format("empty {} {}", what, context), t.line);
+      return s;
+    }
+    lex_.fail_expected(std::string(what), context, t);
+  }
+
+  std::string parse_string(std::string_view what, const syntax::Ctx& context) {
+    Token t = lex_.next();
+    if (t.kind != TokKind::String) lex_.fail_expected(what, context, t);
+    return syntax::decode_string(t);
+  }
+
+  TensorId lookup(const std::string& name, int line, const syntax::Ctx& context) {
+    std::optional<TensorId> id = g_.find_tensor(name);
+    if (!id)
+      lex_.fail(fmt::format("unknown tensor '{}' {} (tensors must be defined before use)", name,
+                            context),
+                line);
+    return *id;
+  }
+
+  // ---- statements ----
+
+  void parse_graph_header() {
+    lex_.next();  // graph
+    g_.name = parse_name("a graph name", "after 'graph'");
+    if (lex_.accept("{")) {
+      while (!lex_.peek().is("}")) {
+        Token key = lex_.next();
+        if (!key.is_ident("frontend"))
+          lex_.fail_expected("'frontend'", "in the graph's {...}", key);
+        lex_.expect("=", "after 'frontend'");
+        g_.frontend = parse_string("a quoted frontend name", "after 'frontend='");
+        if (!lex_.accept(",")) break;
+      }
+      lex_.expect("}", "closing the graph's {...}");
+    }
+    end_of_statement("after the graph name");
+  }
+
+  TypeSpec parse_type(bool op_output, std::string_view name) {
+    auto ctx_text = syntax::lazy("in the type of '{}'", name);
+    const syntax::Ctx ctx(ctx_text);
+    TypeSpec ts;
+    Token d = lex_.next();
+    ts.line = d.line;
+    if (d.kind != TokKind::Ident) lex_.fail_expected("a dtype (f32, bf16, i8, ...)", ctx, d);
+    std::optional<DType> dt = parse_dtype(d.text);
+    if (!dt) lex_.fail(fmt::format("unknown dtype '{}' {}", d.text, ctx), d.line);
+    ts.dtype = *dt;
+    lex_.expect("[", syntax::lazy("after the dtype of '{}'", name));
+    if (!lex_.peek().is("]")) {
+      while (true) {
+        Token n = lex_.next();
+        if (n.kind != TokKind::Int)
+          lex_.fail_expected("a dimension size (a non-negative integer)", ctx, n);
+        std::int64_t v = 0;
+        auto r = std::from_chars(n.text.data(), n.text.data() + n.text.size(), v);
+        if (r.ec != std::errc())
+          lex_.fail(fmt::format("dimension size {} {} is out of range", n.text, ctx), n.line);
+        ts.shape.push_back(v);
+        if (!lex_.accept(",")) break;
+      }
+    }
+    lex_.expect("]", syntax::lazy("after the shape of '{}'", name));
+    if (lex_.accept("{")) {
+      bool have_zeros = false, have_24 = false, have_dims = false;
+      double zeros = 0;
+      while (!lex_.peek().is("}")) {
+        Token key = lex_.next();
+        if (key.is_ident("output")) {
+          if (!op_output)
+            lex_.fail(fmt::format("{{output}} marks an op's result; '{}' is a source tensor "
+                                  "(input, weight or constant)",
+                                  name),
+                      key.line);
+          ts.output = true;
+        } else if (key.is_ident("dims")) {
+          lex_.expect("=", "after 'dims'");
+          std::string s = parse_string("a quoted list of dimension names", "after 'dims='");
+          if (have_dims) lex_.fail("'dims' is given twice", key.line);
+          have_dims = true;
+          std::size_t start = 0;
+          while (!s.empty()) {
+            std::size_t comma = s.find(',', start);
+            ts.dim_names.push_back(s.substr(start, comma - start));
+            if (comma == std::string::npos) break;
+            start = comma + 1;
+          }
+        } else if (key.is_ident("sparsity")) {
+          lex_.expect("=", "after 'sparsity'");
+          Token v = lex_.next();
+          if (v.kind != TokKind::String || syntax::decode_string(v) != "2:4")
+            lex_.fail_expected("\"2:4\"", "after 'sparsity=' (for a zero fraction write zeros=F)",
+                               v);
+          have_24 = true;
+        } else if (key.is_ident("zeros")) {
+          lex_.expect("=", "after 'zeros'");
+          zeros = syntax::parse_number(lex_, "after 'zeros='");
+          have_zeros = true;
+        } else {
+          lex_.fail_expected("'dims', 'sparsity', 'zeros' or 'output'", ctx, key);
+        }
+        if (!lex_.accept(",")) break;
+      }
+      lex_.expect("}", syntax::lazy("closing the annotations of '{}'", name));
+      if (have_24 || have_zeros) {
+        // 2:4 alone means exactly half the elements are zero.
+        ts.sparsity = Sparsity{have_zeros ? zeros : 0.5, have_24};
+      }
+    }
+    return ts;
+  }
+
+  Tensor make_tensor(const std::string& name, TypeSpec&& ts, Role role) {
+    Tensor t;
+    t.name = name;
+    t.shape = std::move(ts.shape);
+    t.dtype = ts.dtype;
+    t.role = role;
+    t.sparsity = ts.sparsity;
+    t.dim_names = std::move(ts.dim_names);
+    return t;
+  }
+
+  // One hash lookup per new tensor: the graph rejects a duplicate name; say where.
+  TensorId add_tensor(Tensor t, int line) {
+    std::string name = t.name;
+    try {
+      return g_.add_tensor(std::move(t));
+    } catch (const UserError&) {
+      lex_.fail(fmt::format("tensor '{}' is already defined", name), line);
+    }
+  }
+
+  void parse_statement() {
+    int line = lex_.peek().line;
+    std::vector<std::string> names;
+    std::vector<int> name_lines;
+    while (true) {
+      name_lines.push_back(lex_.peek().line);
+      names.push_back(parse_name("a tensor name", "at the start of a statement"));
+      if (!lex_.accept(",")) break;
+    }
+    lex_.expect("=", syntax::lazy("after the name '{}'", names.back()));
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j)
+        if (names[j] == names[i])
+          lex_.fail(fmt::format("tensor '{}' is named twice in one statement", names[i]), line);
+    }
+    std::vector<TypeSpec> types;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (i > 0)
+        lex_.expect(",", syntax::lazy("before the type of '{}' ({} names need {} types)",
+                                     names[i], names.size(), names.size()));
+      types.push_back(parse_type(true, names[i]));
+    }
+    Token kw = lex_.next();
+    if (kw.kind != TokKind::Ident)
+      lex_.fail_expected("a role (input, weight, constant) or an op (einsum, move, opaque, "
+                         "unanalyzed)",
+                         fmt::format("after the type of '{}'", names.back()), kw);
+    std::optional<Role> role = parse_role(kw.text);
+    if (role) {
+      if (!is_graph_source(*role))
+        lex_.fail(fmt::format("'{}' cannot be declared {}: only input, weight and constant "
+                              "tensors stand alone; other tensors are op results",
+                              names[0], kw.text),
+                  kw.line);
+      if (names.size() != 1)
+        lex_.fail("a source statement declares one tensor", line);
+      if (types[0].output)
+        lex_.fail(fmt::format("{{output}} marks an op's result; '{}' is declared {}", names[0],
+                              kw.text),
+                  types[0].line);
+      end_of_statement(syntax::lazy("after the role of '{}'", names[0]));
+      add_tensor(make_tensor(names[0], std::move(types[0]), *role), name_lines[0]);
+      return;
+    }
+    Op op;
+    if (kw.is_ident("einsum")) {
+      op.body = parse_einsum(names, types, op.inputs);
+    } else if (kw.is_ident("move")) {
+      op.body = parse_move(names[0], op.inputs);
+    } else if (kw.is_ident("opaque")) {
+      op.body = parse_opaque(names[0], op.inputs);
+    } else if (kw.is_ident("unanalyzed")) {
+      op.body = parse_unanalyzed(names[0], op.inputs);
+    } else {
+      lex_.fail_expected("a role (input, weight, constant) or an op (einsum, move, opaque, "
+                         "unanalyzed)",
+                         fmt::format("after the type of '{}'", names.back()), kw);
+    }
+    // Trailing clauses, in any order, each at most once.
+    std::optional<std::string> from, at, opname;
+    int at_line = 0;
+    while (true) {
+      const Token& t = lex_.peek();
+      std::optional<std::string>* slot = nullptr;
+      if (t.is_ident("from")) slot = &from;
+      if (t.is_ident("at")) slot = &at;
+      if (t.is_ident("name")) slot = &opname;
+      if (!slot) break;
+      Token key = lex_.next();
+      if (*slot) lex_.fail(fmt::format("'{}' is given twice", key.text), key.line);
+      at_line = key.line;
+      *slot = parse_string("a quoted string", syntax::lazy("after '{}'", key.text));
+      if (slot == &opname && opname->empty()) lex_.fail("empty op name", key.line);
+    }
+    end_of_statement(syntax::lazy("after the op producing '{}'", names[0]));
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      Role r = types[i].output ? Role::Output : Role::Intermediate;
+      op.outputs.push_back(add_tensor(make_tensor(names[i], std::move(types[i]), r), name_lines[i]));
+    }
+    op.name = opname ? *opname : names[0];
+    op.origin = Origin{g_.source, line, from ? *from : op.name};
+    if (at) {
+      // FILE:LINE, or a bare FILE.
+      std::size_t colon = at->rfind(':');
+      int n = 0;
+      std::string_view tail = colon == std::string::npos
+                                  ? std::string_view()
+                                  : std::string_view(*at).substr(colon + 1);
+      auto r = std::from_chars(tail.data(), tail.data() + tail.size(), n);
+      if (!tail.empty() && r.ec == std::errc() && r.ptr == tail.data() + tail.size() && n > 0) {
+        op.origin.file = at->substr(0, colon);
+        op.origin.line = n;
+      } else {
+        op.origin.file = *at;
+        op.origin.line = 0;
+      }
+      (void)at_line;
+    }
+    g_.add_op(std::move(op));
+  }
+
+  // (NAME, NAME, ...) of an op.
+  void parse_input_list(std::string_view owner, std::vector<TensorId>& inputs) {
+    auto ctx_text = syntax::lazy("in the inputs of '{}'", owner);
+    const syntax::Ctx ctx(ctx_text);
+    lex_.expect("(", syntax::lazy("before the inputs of '{}'", owner));
+    if (!lex_.peek().is(")")) {
+      while (true) {
+        int line = lex_.peek().line;
+        std::string n = parse_name("a tensor name", ctx);
+        inputs.push_back(lookup(n, line, ctx));
+        if (!lex_.accept(",")) break;
+      }
+    }
+    lex_.expect(")", syntax::lazy("after the inputs of '{}'", owner));
+  }
+
+  // ---- einsum ----
+
+  EinsumOp parse_einsum(const std::vector<std::string>& names, const std::vector<TypeSpec>& types,
+                        std::vector<TensorId>& inputs) {
+    if (lex_.peek().kind == TokKind::String) return parse_shorthand(names, types, inputs);
+    const std::string& out_name = names[0];
+    EinsumOp e;
+    lex_.expect("[", syntax::lazy("after 'einsum' for '{}' (the index list [i=N,...] or a "
+                                 "quoted numpy spec)",
+                                 out_name));
+    std::vector<bool> has_extent;
+    std::vector<int> index_lines;
+    if (!lex_.peek().is("]")) {
+      while (true) {
+        Token id = lex_.next();
+        if (id.kind != TokKind::Ident)
+          lex_.fail_expected("an index name", fmt::format("in the index list of '{}'", out_name),
+                             id);
+        IndexDim d{std::string(id.text), 0};
+        bool explicit_extent = false;
+        if (lex_.accept("=")) {
+          d.extent = syntax::parse_int(lex_, syntax::lazy("as the extent of index '{}'", d.name));
+          explicit_extent = true;
+        }
+        e.indices.push_back(std::move(d));
+        has_extent.push_back(explicit_extent);
+        index_lines.push_back(id.line);
+        if (!lex_.accept(",")) break;
+      }
+    }
+    lex_.expect("]", syntax::lazy("after the index list of '{}'", out_name));
+    syntax::IndexLookup lookup_idx(e.indices);
+    // Duplicates would make name lookup ambiguous: report them here, with the line.
+    for (std::size_t i = 0; i < e.indices.size(); ++i)
+      if (lookup_idx.find(e.indices[i].name) != static_cast<IndexPos>(i))
+        lex_.fail(fmt::format("index '{}' is declared twice in the index list of '{}'",
+                              e.indices[i].name, out_name),
+                  index_lines[i]);
+    Token r = lex_.next();
+    std::optional<Reduce> red = r.kind == TokKind::Ident ? parse_reduce(r.text) : std::nullopt;
+    if (!red)
+      lex_.fail_expected("a reduction (none sum max min prod any all)",
+                         fmt::format("after the index list of '{}'", out_name), r);
+    e.reduce = *red;
+    e.combine = syntax::parse_combine(lex_, syntax::lazy("in the combine of '{}'", out_name));
+    lex_.expect("(", syntax::lazy("before the operands of '{}'", out_name));
+    if (!lex_.peek().is(")")) {
+      while (true) {
+        int line = lex_.peek().line;
+        std::string tname = parse_name("an operand tensor name",
+                                       syntax::lazy("in the operands of '{}'", out_name));
+        inputs.push_back(lookup(tname, line, syntax::lazy("in the operands of '{}'", out_name)));
+        Operand opnd;
+        lex_.expect("[", syntax::lazy("after operand '{}' (its subscript)", tname));
+        if (!lex_.peek().is("]")) {
+          while (true) {
+            opnd.subscript.push_back(syntax::parse_affine(
+                lex_, lookup_idx,
+                syntax::lazy("in subscript {} of operand '{}'", opnd.subscript.size(), tname)));
+            if (!lex_.accept(",")) break;
+          }
+        }
+        lex_.expect("]", syntax::lazy("after subscript of operand '{}'", tname));
+        if (lex_.accept_ident("pad"))
+          opnd.pad = syntax::parse_number(lex_, syntax::lazy("as the pad value of '{}'", tname));
+        e.operands.push_back(std::move(opnd));
+        if (!lex_.accept(",")) break;
+      }
+    }
+    lex_.expect(")", syntax::lazy("after the operands of '{}'", out_name));
+    lex_.expect("->", syntax::lazy("after the operands of '{}' (then the output subscript)",
+                                  out_name));
+    lex_.expect("[", syntax::lazy("before the output subscript of '{}'", out_name));
+    if (!lex_.peek().is("]")) {
+      while (true) {
+        e.output.push_back(syntax::parse_affine(
+            lex_, lookup_idx,
+            syntax::lazy("in subscript {} of output '{}'", e.output.size(), out_name)));
+        if (!lex_.accept(",")) break;
+      }
+    }
+    lex_.expect("]", syntax::lazy("after the output subscript of '{}'", out_name));
+    if (lex_.accept_ident("where")) {
+      while (true) {
+        e.mask.push_back(syntax::parse_constraint(
+            lex_, lookup_idx, syntax::lazy("in the mask of '{}'", out_name)));
+        if (!lex_.accept(",")) break;
+      }
+    }
+    // Extents left out come from a plain use: an operand or output dimension indexed by
+    // exactly that index.
+    for (std::size_t i = 0; i < e.indices.size(); ++i) {
+      if (has_extent[i]) continue;
+      std::optional<std::int64_t> found;
+      for (std::size_t k = 0; k < e.operands.size() && !found; ++k) {
+        const Tensor& t = g_.tensor(inputs[k]);
+        const auto& sub = e.operands[k].subscript;
+        for (std::size_t d = 0; d < sub.size() && d < t.shape.size() && !found; ++d)
+          if (sub[d].as_plain_index() == static_cast<IndexPos>(i)) found = t.shape[d];
+      }
+      if (!found && types.size() == 1) {
+        for (std::size_t d = 0; d < e.output.size() && d < types[0].shape.size() && !found; ++d)
+          if (e.output[d].as_plain_index() == static_cast<IndexPos>(i))
+            found = types[0].shape[d];
+      }
+      if (!found)
+        lex_.fail(fmt::format("index '{}' of '{}' has no extent: write {}=N, or use it as a "
+                              "plain subscript of some dimension",
+                              e.indices[i].name, out_name, e.indices[i].name),
+                  index_lines[i]);
+      e.indices[i].extent = *found;
+    }
+    return e;
+  }
+
+  EinsumOp parse_shorthand(const std::vector<std::string>& names,
+                           const std::vector<TypeSpec>& types, std::vector<TensorId>& inputs) {
+    const std::string& out_name = names[0];
+    Token spec_tok = lex_.next();
+    std::string spec = syntax::decode_string(spec_tok);
+    parse_input_list(out_name, inputs);
+    auto fail = [&](const std::string& msg) {
+      lex_.fail(fmt::format("einsum \"{}\" of '{}': {}", spec, out_name, msg), spec_tok.line);
+    };
+    std::string lhs = spec, rhs;
+    bool explicit_output = false;
+    if (std::size_t arrow = spec.find("->"); arrow != std::string::npos) {
+      lhs = spec.substr(0, arrow);
+      rhs = spec.substr(arrow + 2);
+      explicit_output = true;
+    }
+    std::vector<std::string> terms;
+    {
+      std::size_t start = 0;
+      while (true) {
+        std::size_t comma = lhs.find(',', start);
+        terms.push_back(lhs.substr(start, comma - start));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+    }
+    auto valid_letters = [&](const std::string& s) {
+      for (char c : s)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
+          fail(fmt::format("{} is not an index letter (only a-z and A-Z; write the full form "
+                           "for anything else)",
+                           syntax::describe(Token{TokKind::Punct, std::string_view(&c, 1), 0})));
+    };
+    for (const std::string& t : terms) valid_letters(t);
+    valid_letters(rhs);
+    if (terms.size() != inputs.size())
+      fail(fmt::format("the spec has {} operand{} but the op has {} input{}", terms.size(),
+                       terms.size() == 1 ? "" : "s", inputs.size(),
+                       inputs.size() == 1 ? "" : "s"));
+    if (inputs.size() < 1 || inputs.size() > 2)
+      fail("the shorthand takes 1 or 2 operands; write the full form for more");
+    std::array<std::int64_t, 256> extent;
+    std::array<int, 256> count{};
+    std::array<int, 256> first_operand;
+    extent.fill(-1);
+    for (std::size_t k = 0; k < terms.size(); ++k) {
+      const Tensor& t = g_.tensor(inputs[k]);
+      if (terms[k].size() != t.shape.size())
+        fail(fmt::format("operand {} ('{}') has rank {} but its subscript \"{}\" has {} letters",
+                         k, t.name, t.shape.size(), terms[k], terms[k].size()));
+      for (std::size_t d = 0; d < terms[k].size(); ++d) {
+        auto c = static_cast<unsigned char>(terms[k][d]);
+        ++count[c];
+        if (extent[c] < 0) {
+          extent[c] = t.shape[d];
+          first_operand[c] = static_cast<int>(k);
+        } else if (extent[c] != t.shape[d]) {
+          fail(fmt::format("letter '{}' has extent {} in operand {} ('{}') but {} in operand {} "
+                           "('{}'); size-1 broadcasting is not implied",
+                           terms[k][d], extent[c], first_operand[c],
+                           g_.tensor(inputs[first_operand[c]]).name, t.shape[d], k, t.name));
+        }
+      }
+    }
+    if (!explicit_output) {
+      // numpy's implicit mode: the letters that appear once, in alphabetical order.
+      for (int c = 0; c < 256; ++c)
+        if (count[c] == 1) rhs.push_back(static_cast<char>(c));
+      std::sort(rhs.begin(), rhs.end());
+    }
+    EinsumOp e;
+    std::array<int, 256> pos;
+    pos.fill(-1);
+    auto add_index = [&](char ch) {
+      auto c = static_cast<unsigned char>(ch);
+      if (pos[c] >= 0) return;
+      pos[c] = static_cast<int>(e.indices.size());
+      e.indices.push_back(IndexDim{std::string(1, ch), extent[c]});
+    };
+    for (char c : rhs) {
+      if (extent[static_cast<unsigned char>(c)] < 0)
+        fail(fmt::format("output letter '{}' appears in no operand", c));
+      add_index(c);
+    }
+    bool reduces = false;
+    for (const std::string& t : terms)
+      for (char c : t) {
+        if (pos[static_cast<unsigned char>(c)] < 0) reduces = true;
+        add_index(c);
+      }
+    for (const std::string& t : terms) {
+      Operand o;
+      for (char c : t) o.subscript.push_back(AffineExpr::index(pos[static_cast<unsigned char>(c)]));
+      e.operands.push_back(std::move(o));
+    }
+    for (char c : rhs) e.output.push_back(AffineExpr::index(pos[static_cast<unsigned char>(c)]));
+    e.combine = inputs.size() == 2
+                    ? Expr::make(ExprOp::Mul, {Expr::operand(0), Expr::operand(1)})
+                    : Expr::operand(0);
+    e.reduce = reduces ? Reduce::Sum : Reduce::None;
+    (void)types;
+    return e;
+  }
+
+  // ---- attributes ----
+
+  // {key=value, ...}: integers, floats, quoted strings, integer lists. Keys listed in
+  // `counts` are parsed as counts into `count_out` instead.
+  Attrs parse_attrs(std::string_view owner,
+                    const std::vector<std::pair<std::string_view, Count*>>& counts = {},
+                    std::vector<std::string_view>* seen_counts = nullptr) {
+    Attrs attrs;
+    if (!lex_.accept("{")) return attrs;
+    auto ctx_text = syntax::lazy("in the attributes of '{}'", owner);
+    const syntax::Ctx ctx(ctx_text);
+    while (!lex_.peek().is("}")) {
+      Token key = lex_.next();
+      if (key.kind != TokKind::Ident && key.kind != TokKind::String)
+        lex_.fail_expected("an attribute name", ctx, key);
+      std::string key_name =
+          key.kind == TokKind::String ? syntax::decode_string(key) : std::string(key.text);
+      lex_.expect("=", syntax::lazy("after attribute '{}'", key_name));
+      auto vctx_text = syntax::lazy("as the value of attribute '{}'", key_name);
+      const syntax::Ctx vctx(vctx_text);
+      bool is_count = false;
+      for (const auto& [name, slot] : counts) {
+        if (key_name != name) continue;
+        is_count = true;
+        if (seen_counts) {
+          if (std::find(seen_counts->begin(), seen_counts->end(), name) != seen_counts->end())
+            lex_.fail(fmt::format("attribute '{}' is given twice", key_name), key.line);
+          seen_counts->push_back(name);
+        }
+        *slot = syntax::parse_count(lex_, vctx);
+      }
+      if (!is_count) {
+        if (attrs.contains(key_name))
+          lex_.fail(fmt::format("attribute '{}' is given twice", key_name), key.line);
+        attrs.emplace(key_name, parse_attr_value(vctx));
+      }
+      if (!lex_.accept(",")) break;
+    }
+    lex_.expect("}", syntax::lazy("closing the attributes of '{}'", owner));
+    return attrs;
+  }
+
+  AttrValue parse_attr_value(const syntax::Ctx& ctx) {
+    const Token& t = lex_.peek();
+    if (t.kind == TokKind::String) return syntax::decode_string(lex_.next());
+    if (t.is("[")) {
+      lex_.next();
+      std::vector<std::int64_t> v;
+      if (!lex_.peek().is("]")) {
+        while (true) {
+          v.push_back(syntax::parse_int(lex_, ctx));
+          if (!lex_.accept(",")) break;
+        }
+      }
+      lex_.expect("]", syntax::lazy("closing the list {}", ctx));
+      return v;
+    }
+    const Token& num = t.is("-") ? lex_.peek(1) : t;
+    if (num.kind == TokKind::Int) return syntax::parse_int(lex_, ctx);
+    if (num.kind == TokKind::Float || num.is_ident("inf") || num.is_ident("nan"))
+      return syntax::parse_number(lex_, ctx);
+    lex_.fail_expected("an integer, a number, a quoted string or an integer list", ctx,
+                       lex_.peek());
+  }
+
+  // ---- move / opaque / unanalyzed ----
+
+  MoveOp parse_move(const std::string& out_name, std::vector<TensorId>& inputs) {
+    MoveOp m;
+    Token k = lex_.next();
+    std::optional<MoveKind> kind =
+        k.kind == TokKind::Ident ? parse_move_kind(k.text) : std::nullopt;
+    if (!kind)
+      lex_.fail_expected("a move kind (view copy permute slice concat pad gather scatter cast)",
+                         fmt::format("after 'move' for '{}'", out_name), k);
+    m.kind = *kind;
+    m.attrs = parse_attrs(out_name);
+    parse_input_list(out_name, inputs);
+    return m;
+  }
+
+  OpaqueOp parse_opaque(const std::string& out_name, std::vector<TensorId>& inputs) {
+    OpaqueOp o;
+    int line = lex_.peek().line;
+    o.function = parse_string("the quoted function name", "after 'opaque'");
+    std::vector<std::string_view> seen;
+    bool has_braces = lex_.peek().is("{");
+    o.attrs = parse_attrs(out_name,
+                          {{"vector_flops", &o.vector_flops},
+                           {"special_ops", &o.special_ops},
+                           {"bytes", &o.bytes}},
+                          &seen);
+    // The cost is the point of an opaque op: every part must be stated, never a silent 0.
+    for (std::string_view need : {"vector_flops", "special_ops", "bytes"})
+      if (std::find(seen.begin(), seen.end(), need) == seen.end())
+        lex_.fail(fmt::format("opaque op '{}' needs {}=N in its {{...}} (its cost is explicit: "
+                              "vector_flops, special_ops, bytes, assumption)",
+                              out_name, need),
+                  line);
+    auto it = o.attrs.find("assumption");
+    if (it == o.attrs.end() || !std::holds_alternative<std::string>(it->second))
+      lex_.fail(fmt::format("opaque op '{}' needs assumption=\"...\" stating what its cost "
+                            "assumes",
+                            out_name),
+                line);
+    o.assumption = std::get<std::string>(it->second);
+    o.attrs.erase(it);
+    (void)has_braces;
+    parse_input_list(out_name, inputs);
+    return o;
+  }
+
+  UnanalyzedOp parse_unanalyzed(const std::string& out_name, std::vector<TensorId>& inputs) {
+    UnanalyzedOp u;
+    int line = lex_.peek().line;
+    u.framework_op = parse_string("the quoted framework op", "after 'unanalyzed'");
+    Attrs attrs = parse_attrs(out_name);
+    for (auto& [k, v] : attrs) {
+      if (k != "reason" || !std::holds_alternative<std::string>(v))
+        lex_.fail(fmt::format("unanalyzed op '{}' takes only reason=\"...\", found '{}'",
+                              out_name, k),
+                  line);
+      u.reason = std::get<std::string>(v);
+    }
+    parse_input_list(out_name, inputs);
+    return u;
+  }
+
+  Lexer lex_;
+  Graph g_;
+};
+
+// ---- printer ----
+
+std::string format_attr_value(const AttrValue& v) {
+  return std::visit(
+      [](const auto& x) -> std::string {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::int64_t>) {
+          return fmt::format("{}", x);
+        } else if constexpr (std::is_same_v<T, double>) {
+          // A float must not read back as an integer: 1.0 prints as "1.0", not "1".
+          std::string s = syntax::format_number(x);
+          if (s.find_first_not_of("-0123456789") == std::string::npos) s += ".0";
+          return s;
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          return syntax::quote(x);
+        } else {
+          return fmt::format("[{}]", fmt::join(x, ","));
+        }
+      },
+      v);
+}
+
+std::string format_count(Count c) { return c.fits_u64() ? c.str() : syntax::quote(c.str()); }
+
+std::string format_attrs(const std::vector<std::string>& leading, const Attrs& attrs) {
+  std::vector<std::string> parts = leading;
+  for (const auto& [k, v] : attrs)
+    parts.push_back(syntax::name_token(k) + "=" + format_attr_value(v));
+  if (parts.empty()) return "";
+  return fmt::format(" {{{}}}", fmt::join(parts, ", "));
+}
+
+std::string format_type(const Tensor& t) {
+  std::string s = fmt::format("{}[{}]", dtype_name(t.dtype), fmt::join(t.shape, ","));
+  std::vector<std::string> ann;
+  if (!t.dim_names.empty())
+    ann.push_back("dims=" + syntax::quote(fmt::format("{}", fmt::join(t.dim_names, ","))));
+  if (t.sparsity) {
+    if (t.sparsity->structured_2_4) ann.push_back("sparsity=\"2:4\"");
+    if (!t.sparsity->structured_2_4 || t.sparsity->zero_fraction != 0.5)
+      ann.push_back("zeros=" + syntax::format_number(t.sparsity->zero_fraction));
+  }
+  if (t.role == Role::Output) ann.push_back("output");
+  if (!ann.empty()) s += fmt::format("{{{}}}", fmt::join(ann, ", "));
+  return s;
+}
+
+std::string tensor_ref(const Graph& g, TensorId id) {
+  if (id.value >= g.tensors().size()) return fmt::format("\"<bad tensor id {}>\"", id.value);
+  return syntax::name_token(g.tensor(id).name);
+}
+
+std::string format_einsum(const Graph& g, const Op& op, const EinsumOp& e) {
+  std::vector<std::string> idx;
+  for (const IndexDim& d : e.indices) idx.push_back(fmt::format("{}={}", d.name, d.extent));
+  std::vector<std::string> operands;
+  for (std::size_t k = 0; k < e.operands.size(); ++k) {
+    const Operand& o = e.operands[k];
+    std::vector<std::string> sub;
+    for (const AffineExpr& a : o.subscript) sub.push_back(syntax::format_affine(a, e.indices));
+    std::string s = fmt::format(
+        "{}[{}]", k < op.inputs.size() ? tensor_ref(g, op.inputs[k]) : "\"<missing input>\"",
+        fmt::join(sub, ","));
+    if (o.pad) s += " pad " + syntax::format_number(*o.pad);
+    operands.push_back(std::move(s));
+  }
+  std::vector<std::string> out;
+  for (const AffineExpr& a : e.output) out.push_back(syntax::format_affine(a, e.indices));
+  std::string s = fmt::format("einsum [{}] {} {} ({}) -> [{}]", fmt::join(idx, ","),
+                              reduce_name(e.reduce), syntax::format_combine(e.combine),
+                              fmt::join(operands, ", "), fmt::join(out, ","));
+  if (!e.mask.empty()) {
+    std::vector<std::string> m;
+    for (const AffineConstraint& c : e.mask) m.push_back(syntax::format_constraint(c, e.indices));
+    s += " where " + fmt::format("{}", fmt::join(m, ", "));
+  }
+  return s;
+}
+
+std::string format_inputs(const Graph& g, const Op& op) {
+  std::vector<std::string> in;
+  for (TensorId id : op.inputs) in.push_back(tensor_ref(g, id));
+  return fmt::format("({})", fmt::join(in, ", "));
+}
+
+std::string format_op(const Graph& g, const Op& op) {
+  std::vector<std::string> names, types;
+  for (TensorId id : op.outputs) {
+    names.push_back(tensor_ref(g, id));
+    types.push_back(id.value < g.tensors().size() ? format_type(g.tensor(id)) : "?");
+  }
+  std::string s = fmt::format("{} = {} ", fmt::join(names, ", "), fmt::join(types, ", "));
+  switch (op.kind()) {
+    case OpKind::Einsum:
+      s += format_einsum(g, op, op.einsum());
+      break;
+    case OpKind::Move: {
+      const MoveOp& m = op.move();
+      s += fmt::format("move {}{} {}", move_kind_name(m.kind), format_attrs({}, m.attrs),
+                       format_inputs(g, op));
+      break;
+    }
+    case OpKind::Opaque: {
+      const OpaqueOp& o = op.opaque();
+      s += fmt::format("opaque {}{} {}", syntax::quote(o.function),
+                       format_attrs({"vector_flops=" + format_count(o.vector_flops),
+                                     "special_ops=" + format_count(o.special_ops),
+                                     "bytes=" + format_count(o.bytes),
+                                     "assumption=" + syntax::quote(o.assumption)},
+                                    o.attrs),
+                       format_inputs(g, op));
+      break;
+    }
+    case OpKind::Unanalyzed: {
+      const UnanalyzedOp& u = op.unanalyzed();
+      std::vector<std::string> lead;
+      if (!u.reason.empty()) lead.push_back("reason=" + syntax::quote(u.reason));
+      s += fmt::format("unanalyzed {}{} {}", syntax::quote(u.framework_op), format_attrs(lead, {}),
+                       format_inputs(g, op));
+      break;
+    }
+  }
+  // The origin is printed when it is not simply this statement's own position.
+  if (!op.origin.op.empty() && op.origin.op != op.name) s += " from " + syntax::quote(op.origin.op);
+  if (!op.origin.file.empty() && op.origin.file != g.source) {
+    s += " at " + syntax::quote(op.origin.line > 0
+                                    ? fmt::format("{}:{}", op.origin.file, op.origin.line)
+                                    : op.origin.file);
+  }
+  std::string default_name =
+      op.outputs.empty() || op.outputs[0].value >= g.tensors().size() ? "" : g.tensor(op.outputs[0]).name;
+  if (op.name != default_name) s += " name " + syntax::quote(op.name);
+  return s;
+}
+
+std::string format_source(const Tensor& t) {
+  return fmt::format("{} = {} {}", syntax::name_token(t.name), format_type(t), role_name(t.role));
+}
+
+}  // namespace
+
+Graph parse_graph(std::string_view text, std::string_view file) {
+  Graph g = Parser(text, file).run();
+  verify(g);
+  return g;
+}
+
+std::string print_graph(const Graph& g) {
+  std::string out;
+  out.reserve(64 * (g.tensors().size() + g.ops().size()) + 64);
+  out += "graph " + syntax::name_token(g.name);
+  if (g.frontend != "einsum") out += " {frontend=" + syntax::quote(g.frontend) + "}";
+  out += "\n";
+  // Statements follow tensor-id order where the graph allows it (a source where it was
+  // declared, an op where its outputs start), so that parsing the text gives every tensor
+  // its original id. A graph whose tensor order does not fit (outputs of one op not
+  // consecutive) gets its remaining sources first, then its remaining ops, in order.
+  const auto& tensors = g.tensors();
+  const auto& ops = g.ops();
+  std::size_t t = 0, o = 0;
+  std::vector<bool> printed(tensors.size(), false);
+  auto fits = [&](const Op& op) {
+    for (std::size_t i = 0; i < op.outputs.size(); ++i)
+      if (op.outputs[i].value != t + i || t + i >= printed.size() || printed[t + i]) return false;
+    for (TensorId id : op.inputs)
+      if (id.value >= printed.size() || !printed[id.value]) return false;
+    return !op.outputs.empty();
+  };
+  while (t < tensors.size() || o < ops.size()) {
+    if (t < tensors.size() && printed[t]) {
+      ++t;
+    } else if (t < tensors.size() && !g.producer(TensorId{static_cast<std::uint32_t>(t)})) {
+      out += format_source(tensors[t]) + "\n";
+      printed[t++] = true;
+    } else if (o < ops.size() && fits(ops[o])) {
+      out += format_op(g, ops[o]) + "\n";
+      for (TensorId id : ops[o].outputs) printed[id.value] = true;
+      ++o;
+    } else {
+      break;
+    }
+  }
+  for (; t < tensors.size(); ++t)
+    if (!printed[t] && !g.producer(TensorId{static_cast<std::uint32_t>(t)}))
+      out += format_source(tensors[t]) + "\n";
+  for (; o < ops.size(); ++o) out += format_op(g, ops[o]) + "\n";
+  return out;
+}
+
+}  // namespace solar::ir

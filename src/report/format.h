@@ -1,0 +1,30 @@
+// Private helpers shared by the report's JSON and table writers: op classes and human units.
+#pragma once
+
+#include <string>
+
+#include "solar/cost/work.h"
+#include "solar/ir/graph.h"
+#include "solar/util/count.h"
+
+namespace solar::report::detail {
+
+// The op's class in reports: matmul, convolution, elementwise, reduction (einsums), move,
+// opaque, unanalyzed.
+std::string op_class(const ir::Op& op, const cost::Work& w);
+
+// A number with an SI prefix and a unit, four significant digits: "68.72 GMAC", "512 B".
+std::string si(double value, const std::string& unit);
+inline std::string si(Count value, const std::string& unit) { return si(value.to_double(), unit); }
+
+// Seconds in the nearest human unit, four significant digits: "139 us", "2.5 ms", "0 s".
+std::string human_seconds(double seconds);
+
+// Estimated bytes of an unanalyzed op: every input and output at full size.
+Count unanalyzed_bytes_estimate(const ir::Graph& g, const ir::Op& op);
+
+// The framework op and reason of an op the cost module did not analyze.
+std::string unanalyzed_framework_op(const ir::Op& op);
+std::string unanalyzed_reason(const ir::Op& op, const cost::Work& w);
+
+}  // namespace solar::report::detail

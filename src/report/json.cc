@@ -1,0 +1,210 @@
+// The "solar.report.v1" JSON writer (docs/report-json.md).
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "format.h"
+#include "solar/report/report.h"
+#include "solar/util/errors.h"
+
+namespace solar::report {
+
+namespace {
+
+using nlohmann::json;
+
+// Exact counts: a JSON integer when it fits in 64 bits, else its decimal string (JSON
+// readers commonly lose integers above 2^53 or 2^64; a string never does).
+json count_json(Count c) {
+  if (c.fits_u64()) return json(c.to_u64());
+  return json(c.str());
+}
+
+json by_dtype(const std::map<ir::DType, Count>& m) {
+  json out = json::object();
+  for (const auto& [d, c] : m) out[std::string(ir::dtype_name(d))] = count_json(c);
+  return out;
+}
+
+// A double, or null when it is not finite (JSON has no inf/nan).
+json number(double v) {
+  if (!std::isfinite(v)) return json(nullptr);
+  return json(v);
+}
+
+json terms_json(const std::vector<bound::Term>& terms) {
+  json out = json::object();
+  for (const bound::Term& t : terms) out[t.resource] = number(t.seconds);
+  return out;
+}
+
+json level_json(const bound::LevelBound& l) {
+  return json{{"seconds", number(l.seconds)},
+              {"bottleneck", l.bottleneck},
+              {"terms", terms_json(l.terms)},
+              {"unknown", l.unknown}};
+}
+
+json tensor_ref(const ir::Tensor& t) {
+  return json{{"name", t.name}, {"dtype", std::string(ir::dtype_name(t.dtype))}, {"shape", t.shape}};
+}
+
+json origin_json(const Origin& o) {
+  return json{{"file", o.file}, {"line", o.line}, {"op", o.op}};
+}
+
+}  // namespace
+
+json to_json(const Report& r) {
+  SOLAR_CHECK(r.graph != nullptr, "report without a graph");
+  const ir::Graph& g = *r.graph;
+  SOLAR_CHECK(r.cost.per_op.size() == g.ops().size(), "report cost does not match its graph");
+  for (const bound::DeviceBounds& d : r.devices)
+    SOLAR_CHECK(d.per_op.size() == g.ops().size(),
+                "report bounds for " + d.device_id + " do not match its graph");
+
+  json j;
+  j["schema"] = kReportSchema;
+  j["conventions"] = {
+      {"mac", "1 MAC = 2 FLOP"},
+      {"flops", "totals.flops = 2*macs + vector_flops"},
+      {"bytes", "decimal bytes; footprints at each tensor's own width"},
+      {"seconds",
+       "seconds at dense peak rates; fused = the whole graph as one kernel (a lower bound for "
+       "any implementation); unfused = sum of per-op rooflines (the eager reference)"},
+      {"rates", "peaks_used: FLOP/s (ops/s) for compute resources, bytes/s for memory"},
+      {"counts", "exact integers; a count above 2^64-1 is written as a decimal string"},
+  };
+  j["program"] = {{"name", g.name}, {"frontend", g.frontend}, {"source", g.source}};
+  j["options"] = {{"policy", std::string(bound::policy_name(r.options.policy))},
+                  {"cache_state", std::string(bound::cache_state_name(r.options.cache_state))}};
+
+  const cost::Work& total = r.cost.total;
+  j["totals"] = {
+      {"macs", count_json(total.total_macs())},
+      {"macs_by_dtype", by_dtype(total.macs)},
+      {"flops", count_json(total.flops())},
+      {"vector_flops", count_json(total.total_vector_flops())},
+      {"vector_flops_by_dtype", by_dtype(total.vector_flops)},
+      {"special_ops", count_json(total.special_ops)},
+      {"bytes_unfused", count_json(total.bytes())},
+      {"bytes_unfused_read", count_json(total.bytes_read)},
+      {"bytes_unfused_written", count_json(total.bytes_written)},
+      {"bytes_fused", count_json(r.cost.compulsory_bytes())},
+      {"bytes_fused_read", count_json(r.cost.compulsory_bytes_read)},
+      {"bytes_fused_written", count_json(r.cost.compulsory_bytes_written)},
+  };
+
+  // Coverage: every op the cost module could not analyze, with an estimate of what it may
+  // weigh (its inputs and outputs moved once at full size) so that a reader can judge it.
+  json unanalyzed = json::array();
+  int analyzed = 0;
+  for (const ir::Op& op : g.ops()) {
+    const cost::Work& w = r.cost.per_op[op.id.value];
+    if (w.analyzed) {
+      ++analyzed;
+      continue;
+    }
+    json inputs = json::array(), outputs = json::array();
+    for (ir::TensorId t : op.inputs) inputs.push_back(tensor_ref(g.tensor(t)));
+    for (ir::TensorId t : op.outputs) outputs.push_back(tensor_ref(g.tensor(t)));
+    Count estimate = detail::unanalyzed_bytes_estimate(g, op);
+    json share = json::object();
+    for (const bound::DeviceBounds& d : r.devices) {
+      if (!d.dram_bandwidth) {
+        share[d.device_id] = nullptr;
+        continue;
+      }
+      double t = estimate.to_double() / *d.dram_bandwidth;
+      share[d.device_id] = t > 0 ? number(t / (d.unfused.seconds + t)) : json(0.0);
+    }
+    unanalyzed.push_back({{"name", op.name},
+                          {"framework_op", detail::unanalyzed_framework_op(op)},
+                          {"reason", detail::unanalyzed_reason(op, w)},
+                          {"inputs", inputs},
+                          {"outputs", outputs},
+                          {"origin", origin_json(op.origin)},
+                          {"bytes_estimate", count_json(estimate)},
+                          {"bytes_estimate_basis",
+                           "estimate: every input and output moved once at full size"},
+                          {"share_estimate", share}});
+  }
+  int num_ops = static_cast<int>(g.ops().size());
+  j["coverage"] = {{"ops", num_ops},
+                   {"analyzed", analyzed},
+                   {"unanalyzed", num_ops - analyzed},
+                   {"unanalyzed_ops", unanalyzed},
+                   {"complete", analyzed == num_ops}};
+
+  json devices = json::object();
+  for (const bound::DeviceBounds& d : r.devices) {
+    json peaks = json::object();
+    for (const auto& [resource, rate] : d.peaks_used) peaks[resource] = number(rate);
+    devices[d.device_id] = {
+        {"name", d.device_name},
+        {"unfused", level_json(d.unfused)},
+        {"fused", level_json(d.fused)},
+        {"unfused_over_fused",
+         d.fused.seconds > 0 ? number(d.unfused.seconds / d.fused.seconds) : json(nullptr)},
+        {"peaks_used", peaks},
+        {"dram_bandwidth", d.dram_bandwidth ? number(*d.dram_bandwidth) : json(nullptr)},
+    };
+  }
+  j["devices"] = devices;
+
+  json ops = json::array();
+  for (const ir::Op& op : g.ops()) {
+    const cost::Work& w = r.cost.per_op[op.id.value];
+    json row = {
+        {"name", op.name},
+        {"kind", std::string(ir::op_kind_name(op.kind()))},
+        {"class", detail::op_class(op, w)},
+        {"analyzed", w.analyzed},
+        {"macs", count_json(w.total_macs())},
+        {"macs_by_dtype", by_dtype(w.macs)},
+        {"flops", count_json(w.flops())},
+        {"vector_flops", count_json(w.total_vector_flops())},
+        {"special_ops", count_json(w.special_ops)},
+        {"bytes", count_json(w.bytes())},
+        {"bytes_read", count_json(w.bytes_read)},
+        {"bytes_written", count_json(w.bytes_written)},
+        {"origin", origin_json(op.origin)},
+        {"note", w.note},
+    };
+    switch (op.kind()) {
+      case ir::OpKind::Move:
+        row["move_kind"] = std::string(ir::move_kind_name(op.move().kind));
+        break;
+      case ir::OpKind::Opaque:
+        row["function"] = op.opaque().function;
+        row["assumption"] = op.opaque().assumption;
+        break;
+      case ir::OpKind::Unanalyzed:
+        row["framework_op"] = op.unanalyzed().framework_op;
+        row["reason"] = op.unanalyzed().reason;
+        break;
+      case ir::OpKind::Einsum:
+        break;
+    }
+    json seconds = json::object(), bottleneck = json::object(), share = json::object(),
+         terms = json::object(), unknown = json::object();
+    for (const bound::DeviceBounds& d : r.devices) {
+      const bound::OpBound& b = d.per_op[op.id.value];
+      seconds[d.device_id] = number(b.seconds);
+      bottleneck[d.device_id] = b.bottleneck;
+      share[d.device_id] = number(b.share);
+      terms[d.device_id] = terms_json(b.terms);
+      if (!b.unknown.empty()) unknown[d.device_id] = b.unknown;
+    }
+    row["seconds"] = seconds;
+    row["bottleneck"] = bottleneck;
+    row["share"] = share;
+    row["terms"] = terms;
+    if (!unknown.empty()) row["unknown"] = unknown;
+    ops.push_back(std::move(row));
+  }
+  j["ops"] = ops;
+  return j;
+}
+
+}  // namespace solar::report

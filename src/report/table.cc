@@ -1,0 +1,178 @@
+// The readable report: header, coverage, totals, per-device SOL levels, top ops by share.
+#include <algorithm>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "format.h"
+#include "solar/report/report.h"
+#include "solar/util/errors.h"
+
+namespace solar::report {
+
+namespace {
+
+enum class Align { Left, Right };
+
+// A plain-text table whose columns are as wide as their widest cell, separated by two spaces.
+class TextTable {
+ public:
+  TextTable(std::vector<std::string> header, std::vector<Align> align)
+      : header_(std::move(header)), align_(std::move(align)) {}
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+
+  std::string render(const std::string& indent = "") const {
+    std::vector<std::size_t> width(header_.size(), 0);
+    auto widen = [&](const std::vector<std::string>& row) {
+      for (std::size_t i = 0; i < row.size() && i < width.size(); ++i)
+        width[i] = std::max(width[i], row[i].size());
+    };
+    widen(header_);
+    for (const auto& row : rows_) widen(row);
+    std::string out;
+    auto line = [&](const std::vector<std::string>& row) {
+      std::string l = indent;
+      for (std::size_t i = 0; i < width.size(); ++i) {
+        const std::string& cell = i < row.size() ? row[i] : std::string();
+        if (i > 0) l += "  ";
+        l += align_[i] == Align::Right ? fmt::format("{:>{}}", cell, width[i])
+                                       : fmt::format("{:<{}}", cell, width[i]);
+      }
+      while (!l.empty() && l.back() == ' ') l.pop_back();
+      out += l + "\n";
+    };
+    line(header_);
+    std::vector<std::string> rule;
+    for (std::size_t w : width) rule.push_back(std::string(w, '-'));
+    line(rule);
+    for (const auto& row : rows_) line(row);
+    return out;
+  }
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<Align> align_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string by_dtype(const std::map<ir::DType, Count>& m, const std::string& unit) {
+  std::string out;
+  for (const auto& [d, c] : m) {
+    if (c == Count(0)) continue;
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} {}", ir::dtype_name(d), detail::si(c, unit));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string to_table(const Report& r, int top_ops) {
+  SOLAR_CHECK(r.graph != nullptr, "report without a graph");
+  const ir::Graph& g = *r.graph;
+  SOLAR_CHECK(r.cost.per_op.size() == g.ops().size(), "report cost does not match its graph");
+  std::string out;
+
+  out += fmt::format("Solar SOL report: {}  (frontend {}{})\n", g.name, g.frontend,
+                     g.source.empty() ? "" : ", source " + g.source);
+  std::vector<const ir::Op*> unanalyzed;
+  for (const ir::Op& op : g.ops())
+    if (!r.cost.per_op[op.id.value].analyzed) unanalyzed.push_back(&op);
+  std::size_t num_ops = g.ops().size();
+  out += fmt::format("ops: {}  analyzed: {}  coverage: {}\n", num_ops,
+                     num_ops - unanalyzed.size(),
+                     unanalyzed.empty() ? "complete" : "INCOMPLETE");
+  out += fmt::format("policy: {}  cache: {}  1 MAC = 2 FLOP  (times at dense peak rates)\n",
+                     bound::policy_name(r.options.policy),
+                     bound::cache_state_name(r.options.cache_state));
+  if (!unanalyzed.empty()) {
+    out += fmt::format(
+        "\n!!! {} of {} ops are UNANALYZED: their work and bytes are NOT in any number below\n",
+        unanalyzed.size(), num_ops);
+    std::size_t shown = 0;
+    for (const ir::Op* op : unanalyzed) {
+      if (shown++ == 10) {
+        out += fmt::format("!!!   ... and {} more (see coverage.unanalyzed_ops in the JSON)\n",
+                           unanalyzed.size() - 10);
+        break;
+      }
+      const cost::Work& w = r.cost.per_op[op->id.value];
+      std::string reason = detail::unanalyzed_reason(*op, w);
+      out += fmt::format("!!!   {} ({}){}{}; about {} in and out\n", op->name,
+                         detail::unanalyzed_framework_op(*op), reason.empty() ? "" : ": ", reason,
+                         detail::si(detail::unanalyzed_bytes_estimate(g, *op), "B"));
+    }
+  }
+
+  const cost::Work& t = r.cost.total;
+  out += "\ntotals\n";
+  std::string macs_detail = by_dtype(t.macs, "MAC");
+  std::string vec_detail = by_dtype(t.vector_flops, "FLOP");
+  out += fmt::format("  MACs          {}{}\n", detail::si(t.total_macs(), "MAC"),
+                     macs_detail.empty() ? "" : "  (" + macs_detail + ")");
+  out += fmt::format("  FLOPs         {}  (2*MACs + vector {}{})\n", detail::si(t.flops(), "FLOP"),
+                     detail::si(t.total_vector_flops(), "FLOP"),
+                     vec_detail.empty() ? "" : ": " + vec_detail);
+  out += fmt::format("  special ops   {}\n", detail::si(t.special_ops, "op"));
+  out += fmt::format("  bytes         unfused {}  fused (compulsory) {}\n",
+                     detail::si(t.bytes(), "B"), detail::si(r.cost.compulsory_bytes(), "B"));
+
+  if (r.devices.empty()) return out;
+
+  out += "\n";
+  TextTable devices({"device", "unfused SOL", "bottleneck", "fused SOL", "bottleneck",
+                     "unfused/fused"},
+                    {Align::Left, Align::Right, Align::Left, Align::Right, Align::Left,
+                     Align::Right});
+  std::vector<std::pair<std::string, std::vector<std::string>>> notes;
+  for (const bound::DeviceBounds& d : r.devices) {
+    devices.add({d.device_id, detail::human_seconds(d.unfused.seconds), d.unfused.bottleneck,
+                 detail::human_seconds(d.fused.seconds), d.fused.bottleneck,
+                 d.fused.seconds > 0 ? fmt::format("{:.2f}x", d.unfused.seconds / d.fused.seconds)
+                                     : "-"});
+    std::vector<std::string> unknown = d.unfused.unknown;
+    for (const std::string& s : d.fused.unknown)
+      if (std::find(unknown.begin(), unknown.end(), s) == unknown.end()) unknown.push_back(s);
+    if (!unknown.empty()) notes.emplace_back(d.device_id, std::move(unknown));
+  }
+  out += devices.render();
+  if (!notes.empty()) {
+    out += "unknown rates (that work is left out; the bounds above stay lower bounds):\n";
+    for (const auto& [id, lines] : notes)
+      for (const std::string& s : lines) out += fmt::format("  {}: {}\n", id, s);
+  }
+
+  // Top ops by share of the first device's unfused SOL.
+  const bound::DeviceBounds& first = r.devices.front();
+  std::vector<std::size_t> order(num_ops);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return first.per_op[a].seconds > first.per_op[b].seconds;
+  });
+  std::size_t shown = 0;
+  TextTable top({"op", "class", "MACs", "bytes", "time", "share", "bottleneck"},
+                {Align::Left, Align::Left, Align::Right, Align::Right, Align::Right, Align::Right,
+                 Align::Left});
+  for (std::size_t i : order) {
+    if (static_cast<int>(shown) >= top_ops) break;
+    const bound::OpBound& b = first.per_op[i];
+    const cost::Work& w = r.cost.per_op[i];
+    if (!w.analyzed || !(b.seconds > 0)) continue;
+    const ir::Op& op = g.ops()[i];
+    top.add({op.name, detail::op_class(op, w), detail::si(w.total_macs(), "MAC"),
+             detail::si(w.bytes(), "B"), detail::human_seconds(b.seconds),
+             fmt::format("{:.1f}%", 100 * b.share), b.bottleneck});
+    ++shown;
+  }
+  if (shown > 0) {
+    out += fmt::format("\ntop ops by share on {} (unfused SOL {})\n", first.device_id,
+                       detail::human_seconds(first.unfused.seconds));
+    out += top.render();
+    std::size_t timed = 0;
+    for (const bound::OpBound& b : first.per_op) timed += b.seconds > 0 ? 1 : 0;
+    if (timed > shown) out += fmt::format("... and {} more ops\n", timed - shown);
+  }
+  return out;
+}
+
+}  // namespace solar::report

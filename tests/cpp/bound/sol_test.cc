@@ -1,0 +1,424 @@
+#include "solar/bound/sol.h"
+
+#include <chrono>
+#include <random>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace solar::bound {
+namespace {
+
+using cost::ContractionClass;
+using cost::Work;
+using ir::DType;
+using ::testing::HasSubstr;
+
+hw::Sourced rate(double v) { return hw::Sourced{v, "test", "V", ""}; }
+
+// A synthetic device with round numbers so that formulas read plainly: tensor bf16/f16
+// 1e15 FLOP/s, tf32 5e14; vector f32 1e14, bf16 2e14; special 1e12 ops/s; DRAM 1e12 B/s;
+// L2 1e8 B at 1e13 B/s.
+hw::Device synthetic() {
+  hw::Device d;
+  d.id = "SYN";
+  d.name = "Synthetic device";
+  hw::ComputeUnit tensor{hw::UnitKind::Tensor, "tensor_core", {}, std::nullopt};
+  tensor.peak[DType::BF16] = rate(1e15);
+  tensor.peak[DType::F16] = rate(1e15);
+  tensor.peak[DType::TF32] = rate(5e14);
+  hw::ComputeUnit vector{hw::UnitKind::Vector, "fp32_simt", {}, std::nullopt};
+  vector.peak[DType::F32] = rate(1e14);
+  vector.peak[DType::BF16] = rate(2e14);
+  hw::ComputeUnit special{hw::UnitKind::Special, "mufu", {}, std::nullopt};
+  special.peak[DType::F32] = rate(1e12);
+  d.units = {tensor, vector, special};
+  d.memory = {hw::MemoryLevel{"dram", rate(8e10), rate(1e12)},
+              hw::MemoryLevel{"l2", rate(1e8), rate(1e13)}};
+  return d;
+}
+
+hw::Device without_special(hw::Device d) {
+  std::erase_if(d.units, [](const hw::ComputeUnit& u) { return u.kind == hw::UnitKind::Special; });
+  return d;
+}
+
+// n ops with empty bodies: compute_bounds only needs the op count to match the cost.
+ir::Graph graph_of(std::size_t n) {
+  ir::Graph g;
+  g.name = "synthetic";
+  for (std::size_t i = 0; i < n; ++i) {
+    ir::Op op;
+    op.name = "op" + std::to_string(i);
+    g.add_op(std::move(op));
+  }
+  return g;
+}
+
+// A cost whose compulsory traffic defaults to the sum of the ops' bytes (no intermediates).
+cost::GraphCost cost_of(std::vector<Work> ops, std::optional<Count> compulsory = std::nullopt) {
+  cost::GraphCost c;
+  Count bytes;
+  for (const Work& w : ops) {
+    if (!w.analyzed) ++c.num_unanalyzed;
+    else bytes += w.bytes();
+  }
+  c.per_op = std::move(ops);
+  c.compulsory_bytes_read = compulsory ? *compulsory : bytes;
+  return c;
+}
+
+Work contraction(ContractionClass cls, DType d, Count macs, Count bytes) {
+  Work w;
+  w.contraction = cls;
+  w.macs[d] = macs;
+  w.bytes_read = bytes;
+  return w;
+}
+
+Work matmul(DType d, std::uint64_t m, std::uint64_t n, std::uint64_t k) {
+  std::uint64_t width = static_cast<std::uint64_t>(ir::dtype_bits(d)) / 8;
+  Work w = contraction(ContractionClass::Matmul, d, Count(m) * Count(n) * Count(k),
+                       Count(width * (m * k + k * n)));
+  w.bytes_written = Count(width * m * n);
+  return w;
+}
+
+Work vector_op(DType d, Count flops, Count bytes, Count special = 0) {
+  Work w;
+  w.vector_flops[d] = flops;
+  w.special_ops = special;
+  w.bytes_read = bytes;
+  return w;
+}
+
+Work unanalyzed() {
+  Work w;
+  w.analyzed = false;
+  return w;
+}
+
+DeviceBounds bounds(const std::vector<Work>& ops, const hw::Device& d, Options o = {},
+                    std::optional<Count> compulsory = std::nullopt) {
+  ir::Graph g = graph_of(ops.size());
+  return compute_bounds(g, cost_of(ops, compulsory), d, o);
+}
+
+double term(const std::vector<Term>& terms, const std::string& resource) {
+  for (const Term& t : terms)
+    if (t.resource == resource) return t.seconds;
+  return -1;  // absent
+}
+
+TEST(OpRoofline, GemmIsComputeBound) {
+  const std::uint64_t m = 4096, n = 4096, k = 4096;
+  DeviceBounds b = bounds({matmul(DType::BF16, m, n, k)}, synthetic());
+  const OpBound& op = b.per_op[0];
+  EXPECT_DOUBLE_EQ(op.seconds, 2.0 * m * n * k / 1e15);  // 2*MNK FLOP at the bf16 tensor rate
+  EXPECT_EQ(op.bottleneck, "tensor_core.bf16");
+  EXPECT_DOUBLE_EQ(term(op.terms, "dram"), 2.0 * (m * k + k * n + m * n) / 1e12);
+  EXPECT_TRUE(op.unknown.empty());
+  EXPECT_EQ(b.device_id, "SYN");
+  EXPECT_EQ(b.device_name, "Synthetic device");
+  EXPECT_EQ(b.peaks_used.at("tensor_core.bf16"), 1e15);
+  EXPECT_EQ(b.peaks_used.at("dram"), 1e12);
+  EXPECT_EQ(b.dram_bandwidth, 1e12);
+}
+
+TEST(OpRoofline, GemvIsMemoryBound) {
+  const std::uint64_t m = 4096, n = 1, k = 4096;
+  DeviceBounds b = bounds({matmul(DType::BF16, m, n, k)}, synthetic());
+  EXPECT_EQ(b.per_op[0].bottleneck, "dram");
+  EXPECT_DOUBLE_EQ(b.per_op[0].seconds, 2.0 * (m * k + k * n + m * n) / 1e12);  // bf16 bytes / β
+  EXPECT_DOUBLE_EQ(term(b.per_op[0].terms, "tensor_core.bf16"), 2.0 * m * n * k / 1e15);
+}
+
+TEST(OpRoofline, UnitsRunConcurrentlyMaxNotSum) {
+  // 2e9 vector FLOPs at 1e14 = 2e-5 s; 1e7 special ops at 1e12 = 1e-5 s; 1000 bytes.
+  DeviceBounds b = bounds({vector_op(DType::F32, 2'000'000'000, 1000, 10'000'000)}, synthetic());
+  const OpBound& op = b.per_op[0];
+  EXPECT_DOUBLE_EQ(op.seconds, 2e9 / 1e14);  // max(2e-5, 1e-5), not their sum
+  EXPECT_EQ(op.bottleneck, "fp32_simt.f32");
+  EXPECT_DOUBLE_EQ(term(op.terms, "mufu"), 1e7 / 1e12);
+  EXPECT_DOUBLE_EQ(term(op.terms, "dram"), 1000 / 1e12);
+  ASSERT_EQ(op.terms.size(), 3u);
+  EXPECT_GE(op.terms[0].seconds, op.terms[1].seconds);  // largest first
+}
+
+TEST(OpRoofline, WorkOnOneUnitKindAddsUp) {
+  // f32 and bf16 vector work share the vector unit: 1e9/1e14 + 2e9/2e14 seconds.
+  Work w = vector_op(DType::F32, 1'000'000'000, 8);
+  w.vector_flops[DType::BF16] = 2'000'000'000;
+  DeviceBounds b = bounds({w}, synthetic());
+  EXPECT_DOUBLE_EQ(b.per_op[0].seconds, 1e9 / 1e14 + 2e9 / 2e14);
+  EXPECT_EQ(b.per_op[0].bottleneck, "fp32_simt.f32+fp32_simt.bf16");
+}
+
+TEST(OpRoofline, FreeViewHasNoBottleneck) {
+  DeviceBounds b = bounds({Work{}}, synthetic());
+  EXPECT_EQ(b.per_op[0].seconds, 0);
+  EXPECT_EQ(b.per_op[0].bottleneck, "none");
+  EXPECT_TRUE(b.per_op[0].terms.empty());
+  EXPECT_EQ(b.unfused.bottleneck, "none");
+  EXPECT_EQ(b.fused.bottleneck, "none");
+}
+
+TEST(MathPolicy, Fp32MatmulAndConvolutionUnderEachPolicy) {
+  const Count macs = 1'000'000'000;  // 1e9 MACs = 2e9 FLOP; 8 bytes so compute dominates
+  Work mm = contraction(ContractionClass::Matmul, DType::F32, macs, 8);
+  Work conv = contraction(ContractionClass::Convolution, DType::F32, macs, 8);
+  struct Case {
+    MathPolicy policy;
+    double mm_rate, conv_rate;
+    const char* mm_unit;
+    const char* conv_unit;
+  };
+  for (const Case& c : {Case{MathPolicy::PytorchDefault, 1e14, 5e14, "fp32_simt.f32",
+                             "tensor_core.tf32"},
+                        Case{MathPolicy::Tf32, 5e14, 5e14, "tensor_core.tf32", "tensor_core.tf32"},
+                        Case{MathPolicy::StrictFp32, 1e14, 1e14, "fp32_simt.f32",
+                             "fp32_simt.f32"}}) {
+    SCOPED_TRACE(std::string(policy_name(c.policy)));
+    DeviceBounds b = bounds({mm, conv}, synthetic(), Options{c.policy, CacheState::Cold});
+    EXPECT_DOUBLE_EQ(b.per_op[0].seconds, 2e9 / c.mm_rate);
+    EXPECT_EQ(b.per_op[0].bottleneck, c.mm_unit);
+    EXPECT_DOUBLE_EQ(b.per_op[1].seconds, 2e9 / c.conv_rate);
+    EXPECT_EQ(b.per_op[1].bottleneck, c.conv_unit);
+  }
+}
+
+TEST(MathPolicy, Fp8WithoutFp8RateUpcastsToF16) {
+  DeviceBounds b = bounds(
+      {contraction(ContractionClass::Matmul, DType::F8E4M3, 1'000'000'000'000, 8)}, synthetic());
+  EXPECT_DOUBLE_EQ(b.per_op[0].seconds, 2e12 / 1e15);  // at the f16/bf16 tensor rate
+  EXPECT_EQ(b.per_op[0].bottleneck.rfind("tensor_core.", 0), 0u);
+  EXPECT_TRUE(b.per_op[0].unknown.empty());
+}
+
+TEST(UnknownRates, SpecialUnitMissingIsRecordedAndLeftOut) {
+  // 1e9 special ops and 1e6 bytes on a device without a special unit (TPU-like).
+  DeviceBounds b = bounds({vector_op(DType::F32, 0, 1'000'000, 1'000'000'000)},
+                          without_special(synthetic()));
+  const OpBound& op = b.per_op[0];
+  EXPECT_DOUBLE_EQ(op.seconds, 1e6 / 1e12);  // only the memory term is known
+  EXPECT_EQ(op.bottleneck, "dram");
+  ASSERT_EQ(op.unknown.size(), 1u);
+  EXPECT_THAT(op.unknown[0], HasSubstr("1e9 special-function ops"));
+  EXPECT_THAT(op.unknown[0], HasSubstr("SYN publishes no special-function unit rate"));
+  ASSERT_EQ(b.unfused.unknown.size(), 1u);
+  EXPECT_THAT(b.unfused.unknown[0], HasSubstr("special-function"));
+  ASSERT_EQ(b.fused.unknown.size(), 1u);
+  EXPECT_THAT(b.fused.unknown[0], HasSubstr("special-function"));
+  EXPECT_EQ(b.peaks_used.count("mufu"), 0u);
+}
+
+TEST(UnknownRates, ContractionWithNoLegalRouteIsLeftOut) {
+  // i32 contractions run only on a vector unit at i32, which the device does not publish.
+  Work w = contraction(ContractionClass::Matmul, DType::I32, 2'100'000'000, 4000);
+  Work w2 = w;
+  DeviceBounds b = bounds({w, w2}, synthetic());
+  EXPECT_DOUBLE_EQ(b.per_op[0].seconds, 4000 / 1e12);
+  ASSERT_EQ(b.per_op[0].unknown.size(), 1u);
+  EXPECT_EQ(b.per_op[0].unknown[0],
+            "2.1e9 MACs i32 (matmul): SYN publishes no rate for i32 or any wider legal route "
+            "under the pytorch-default policy");
+  ASSERT_EQ(b.unfused.unknown.size(), 1u);  // aggregated over the graph
+  EXPECT_THAT(b.unfused.unknown[0], HasSubstr("4.2e9 MACs i32 (matmul) in 2 ops"));
+  EXPECT_EQ(b.fused.unknown, b.unfused.unknown);
+}
+
+TEST(CacheState, WarmUsesL2BandwidthForDataThatFits) {
+  Work small = vector_op(DType::F32, 0, 1'000'000);    // 1e6 B fits in 1e8 B of L2
+  Work large = vector_op(DType::F32, 0, 200'000'000);  // 2e8 B does not
+  DeviceBounds warm = bounds({small, large}, synthetic(), Options{MathPolicy::PytorchDefault,
+                                                                   CacheState::Warm});
+  EXPECT_EQ(warm.per_op[0].bottleneck, "l2");
+  EXPECT_DOUBLE_EQ(warm.per_op[0].seconds, 1e6 / 1e13);
+  EXPECT_EQ(warm.per_op[1].bottleneck, "dram");
+  EXPECT_DOUBLE_EQ(warm.per_op[1].seconds, 2e8 / 1e12);
+  EXPECT_EQ(warm.peaks_used.at("l2"), 1e13);
+
+  DeviceBounds cold = bounds({small, large}, synthetic());
+  EXPECT_EQ(cold.per_op[0].bottleneck, "dram");
+  EXPECT_DOUBLE_EQ(cold.per_op[0].seconds, 1e6 / 1e12);
+  EXPECT_EQ(cold.peaks_used.count("l2"), 0u);
+}
+
+TEST(CacheState, WarmWithoutPublishedL2BandwidthLeavesResidentBytesOut) {
+  hw::Device d = synthetic();
+  d.memory[1].bandwidth.reset();  // like H100: L2 capacity published, bandwidth not
+  Work w = vector_op(DType::F32, 1'000'000, 1'000'000);
+  DeviceBounds b = bounds({w}, d, Options{MathPolicy::PytorchDefault, CacheState::Warm});
+  EXPECT_DOUBLE_EQ(b.per_op[0].seconds, 1e6 / 1e14);  // only the vector term remains
+  EXPECT_EQ(b.per_op[0].bottleneck, "fp32_simt.f32");
+  ASSERT_EQ(b.per_op[0].unknown.size(), 1u);
+  EXPECT_THAT(b.per_op[0].unknown[0], HasSubstr("L2-resident"));
+  EXPECT_THAT(b.per_op[0].unknown[0], HasSubstr("SYN publishes no L2 bandwidth"));
+  ASSERT_EQ(b.fused.unknown.size(), 1u);
+  EXPECT_THAT(b.fused.unknown[0], HasSubstr("compulsory bytes L2-resident"));
+}
+
+TEST(CacheState, WarmWithoutL2IsCold) {
+  hw::Device d = synthetic();
+  d.memory.pop_back();  // TPU-like: no L2 level
+  Work w = vector_op(DType::F32, 0, 1'000'000);
+  DeviceBounds warm = bounds({w}, d, Options{MathPolicy::PytorchDefault, CacheState::Warm});
+  DeviceBounds cold = bounds({w}, d);
+  EXPECT_EQ(warm.per_op[0].seconds, cold.per_op[0].seconds);
+  EXPECT_EQ(warm.per_op[0].bottleneck, "dram");
+  EXPECT_EQ(warm.fused.seconds, cold.fused.seconds);
+}
+
+TEST(Unfused, IsTheSumOfOpsWithPerResourceTerms) {
+  const std::uint64_t n = 4096;
+  Work gemm = matmul(DType::BF16, n, n, n);                   // compute-bound
+  Work ew = vector_op(DType::F32, 1'000'000, 100'000'000);    // memory-bound
+  DeviceBounds b = bounds({gemm, ew, ew}, synthetic());
+  double t_gemm = 2.0 * n * n * n / 1e15;  // 1.37e-4 s > its 2*3*n^2 B / 1e12 = 1.0e-4 s
+  double t_ew = 1e8 / 1e12;
+  EXPECT_DOUBLE_EQ(b.per_op[0].seconds, t_gemm);
+  EXPECT_DOUBLE_EQ(b.per_op[1].seconds, t_ew);
+  EXPECT_DOUBLE_EQ(b.unfused.seconds, t_gemm + 2 * t_ew);
+  EXPECT_DOUBLE_EQ(term(b.unfused.terms, "tensor_core.bf16"), t_gemm);
+  EXPECT_DOUBLE_EQ(term(b.unfused.terms, "dram"), 2.0 * 3 * n * n / 1e12 + 2 * t_ew);
+  EXPECT_DOUBLE_EQ(term(b.unfused.terms, "fp32_simt.f32"), 2 * 1e6 / 1e14);
+  EXPECT_EQ(b.unfused.bottleneck, "dram");  // 2 * t_ew = 2e-4 s of dram-bound ops > t_gemm
+}
+
+TEST(Unfused, BottleneckGroupsOpSecondsByEachOpsBottleneck) {
+  // Op A: tensor 3e-5 s, dram 2.9e-5 s (tensor-bound); op B: dram 1e-5 s. Summed terms put
+  // dram first (3.9e-5 vs 3e-5), but the op seconds that each resource bounds are tensor
+  // 3e-5 vs dram 1e-5: the tensor unit is what limits this graph.
+  Work a = contraction(ContractionClass::Matmul, DType::BF16, 15'000'000'000, 29'000'000);
+  Work b = vector_op(DType::F32, 0, 10'000'000);
+  DeviceBounds r = bounds({a, b}, synthetic());
+  EXPECT_EQ(r.unfused.terms[0].resource, "dram");
+  EXPECT_EQ(r.unfused.bottleneck, "tensor_core.bf16");
+}
+
+TEST(Fused, IsTheMaxOfWholeGraphTerms) {
+  Work gemm = matmul(DType::BF16, 1024, 1024, 1024);
+  Work ew = vector_op(DType::F32, 1'000'000, 8'000'000);
+  const Count compulsory = 5'000'000;  // intermediates stay on chip
+  DeviceBounds b = bounds({gemm, ew, ew}, synthetic(), {}, compulsory);
+  double tensor = 2.0 * 1024 * 1024 * 1024 / 1e15;
+  double vector = 2 * 1e6 / 1e14;
+  double dram = 5e6 / 1e12;
+  EXPECT_DOUBLE_EQ(term(b.fused.terms, "tensor_core.bf16"), tensor);
+  EXPECT_DOUBLE_EQ(term(b.fused.terms, "fp32_simt.f32"), vector);
+  EXPECT_DOUBLE_EQ(term(b.fused.terms, "dram"), dram);
+  EXPECT_DOUBLE_EQ(b.fused.seconds, std::max({tensor, vector, dram}));
+  EXPECT_EQ(b.fused.bottleneck, "dram");  // 5e-6 > 2.1e-6
+  EXPECT_GE(b.unfused.seconds, b.fused.seconds);
+}
+
+TEST(Fused, WarmCompulsoryBytesThatFitStreamFromL2) {
+  Work ew = vector_op(DType::F32, 0, 50'000'000);
+  Options warm{MathPolicy::PytorchDefault, CacheState::Warm};
+  DeviceBounds b = bounds({ew}, synthetic(), warm, Count(50'000'000));
+  EXPECT_DOUBLE_EQ(b.fused.seconds, 5e7 / 1e13);
+  EXPECT_EQ(b.fused.bottleneck, "l2");
+}
+
+TEST(Fused, WarmNeverNeedsMoreDramTrafficThanTheOpByOpSchedule) {
+  // Ten ops of 5e7 B each fit in L2 one at a time; their 5e8 compulsory bytes do not. The
+  // op-by-op schedule moves everything at L2 rate under the warm model, so the fused bound
+  // must not charge DRAM for them.
+  std::vector<Work> ops(10, vector_op(DType::F32, 0, 50'000'000));
+  Options warm{MathPolicy::PytorchDefault, CacheState::Warm};
+  DeviceBounds b = bounds(ops, synthetic(), warm);
+  EXPECT_DOUBLE_EQ(b.unfused.seconds, 10 * 5e7 / 1e13);
+  EXPECT_EQ(term(b.fused.terms, "dram"), -1);  // absent
+  EXPECT_DOUBLE_EQ(b.fused.seconds, 5e8 / 1e13);
+  EXPECT_GE(b.unfused.seconds, b.fused.seconds);
+}
+
+TEST(Levels, SharesSumToOne) {
+  std::vector<Work> ops = {matmul(DType::BF16, 512, 512, 512), vector_op(DType::F32, 3, 7),
+                           vector_op(DType::BF16, 1'000'000, 2'000'000, 1000), Work{},
+                           unanalyzed()};
+  DeviceBounds b = bounds(ops, synthetic());
+  double sum = 0;
+  for (const OpBound& op : b.per_op) sum += op.share;
+  EXPECT_NEAR(sum, 1.0, 1e-12);
+  EXPECT_DOUBLE_EQ(b.per_op[0].share, b.per_op[0].seconds / b.unfused.seconds);
+}
+
+TEST(Levels, UnanalyzedOpsAreExcludedFromTheSums) {
+  Work ew = vector_op(DType::F32, 0, 1'000'000);
+  DeviceBounds with = bounds({ew, unanalyzed()}, synthetic());
+  DeviceBounds alone = bounds({ew}, synthetic());
+  EXPECT_EQ(with.per_op[1].seconds, 0);
+  EXPECT_EQ(with.per_op[1].bottleneck, "unanalyzed");
+  EXPECT_EQ(with.per_op[1].share, 0);
+  EXPECT_EQ(with.unfused.seconds, alone.unfused.seconds);
+  EXPECT_EQ(with.fused.seconds, alone.fused.seconds);
+}
+
+TEST(Levels, UnfusedIsAtLeastFusedOnRandomGraphs) {
+  std::mt19937_64 rng(42);
+  std::uniform_int_distribution<std::uint64_t> count(0, 3'000'000'000);
+  const DType dtypes[] = {DType::BF16, DType::F32, DType::F8E4M3, DType::F64, DType::I8};
+  const ContractionClass classes[] = {ContractionClass::Matmul, ContractionClass::Convolution};
+  hw::Device no_l2_bw = synthetic();
+  no_l2_bw.memory[1].bandwidth.reset();
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<Work> ops;
+    Count bytes;
+    int n = 1 + static_cast<int>(rng() % 12);
+    for (int i = 0; i < n; ++i) {
+      Work w;
+      if (rng() % 2) w = contraction(classes[rng() % 2], dtypes[rng() % 5], count(rng), 0);
+      w.vector_flops[dtypes[rng() % 5]] += count(rng) / 8;
+      if (rng() % 3 == 0) w.special_ops = count(rng) / 1000;
+      w.bytes_read = count(rng) / 10;
+      w.bytes_written = count(rng) / 10;
+      if (rng() % 10 == 0) w = unanalyzed();
+      bytes += w.bytes();
+      ops.push_back(w);
+    }
+    // Compulsory traffic is at most the unfused traffic.
+    Count compulsory = bytes == Count(0) ? Count(0) : Count(rng() % (bytes.to_u64() + 1));
+    for (const hw::Device& d : {synthetic(), without_special(synthetic()), no_l2_bw})
+      for (MathPolicy p : {MathPolicy::PytorchDefault, MathPolicy::Tf32, MathPolicy::StrictFp32})
+        for (CacheState c : {CacheState::Cold, CacheState::Warm}) {
+          DeviceBounds b = bounds(ops, d, Options{p, c}, compulsory);
+          ASSERT_GE(b.unfused.seconds, b.fused.seconds)
+              << "trial " << trial << " " << policy_name(p) << " " << cache_state_name(c);
+          double sum = 0;
+          for (const OpBound& op : b.per_op) sum += op.seconds;
+          ASSERT_DOUBLE_EQ(b.unfused.seconds, sum);
+        }
+  }
+}
+
+TEST(Levels, CostMustMatchTheGraph) {
+  ir::Graph g = graph_of(2);
+  try {
+    compute_bounds(g, cost_of({Work{}}), synthetic(), {});
+    FAIL() << "expected InternalError";
+  } catch (const InternalError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("has 2 ops but its cost has 1"));
+  }
+}
+
+TEST(Levels, HundredThousandOpsBoundInWellUnderATenthOfASecond) {
+  const std::size_t n = 100'000;
+  std::vector<Work> ops;
+  ops.reserve(n);
+  for (std::size_t i = 0; i < n; ++i)
+    ops.push_back(i % 3 == 0 ? matmul(DType::BF16, 64, 64, 64)
+                             : vector_op(i % 3 == 1 ? DType::F32 : DType::BF16, 4096, 16384, 64));
+  ir::Graph g = graph_of(n);
+  cost::GraphCost c = cost_of(std::move(ops));
+  hw::Device d = synthetic();
+  auto start = std::chrono::steady_clock::now();
+  DeviceBounds b = compute_bounds(g, c, d, {});
+  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(b.per_op.size(), n);
+  EXPECT_LT(elapsed, 0.1);
+  RecordProperty("seconds", std::to_string(elapsed));
+}
+
+}  // namespace
+}  // namespace solar::bound

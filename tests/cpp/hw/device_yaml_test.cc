@@ -1,0 +1,181 @@
+// parse_device_yaml: unit conversions of a valid file, and every rejection with its message
+// and file:line.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "solar/hw/database.h"
+#include "solar/util/errors.h"
+
+namespace solar::hw {
+namespace {
+
+using ir::DType;
+
+// Line numbers matter: the error cases below name the line they expect.
+const std::string kToy = R"(schema: solar.device.v1
+id: Toy
+name: Toy accelerator
+vendor: Nobody
+kind: gpu
+sms: {value: 4, source: sheet, flag: V}
+sources: {sheet: "https://example.com/toy", calc: "arithmetic"}
+units:
+  - name: tc
+    kind: tensor
+    clock_mhz: {value: 1000, source: sheet, flag: V}
+    peak:
+      bf16: {tflops: 8, source: sheet, flag: V}
+      i8: {tops: 16, source: sheet, flag: V}
+  - name: sfu
+    kind: special
+    peak: {f32: {tops: 0.064, source: calc, flag: D, note: "4 SM x 16 x 1 GHz"}}
+memory:
+  - name: dram
+    capacity: {gib: 16, source: sheet, flag: V}
+    bandwidth: {gb_per_s: 500, source: sheet, flag: V}
+  - name: smem
+    capacity: {kib_per_sm: 100, source: sheet, flag: V}
+)";
+
+TEST(DeviceYaml, ParsesAndConvertsToBaseUnits) {
+  Device d = parse_device_yaml(kToy, "toy.yaml");
+  EXPECT_EQ(d.id, "Toy");
+  EXPECT_EQ(d.kind, "gpu");
+  EXPECT_EQ(d.file, "toy.yaml");
+  EXPECT_EQ(d.num_sms, 4);
+  EXPECT_EQ(d.sources.at("sheet"), "https://example.com/toy");
+  ASSERT_EQ(d.units.size(), 2u);
+  EXPECT_EQ(d.units[0].kind, UnitKind::Tensor);
+  EXPECT_EQ(d.units[0].clock_mhz->value, 1000);                      // MHz, as written
+  EXPECT_DOUBLE_EQ(d.units[0].peak.at(DType::BF16).value, 8e12);     // 8 TFLOP/s
+  EXPECT_DOUBLE_EQ(d.units[0].peak.at(DType::I8).value, 16e12);      // 16 TOPS
+  EXPECT_EQ(d.units[0].peak.at(DType::BF16).source, "sheet");
+  EXPECT_EQ(d.units[0].peak.at(DType::BF16).flag, "V");
+  EXPECT_DOUBLE_EQ(d.units[1].peak.at(DType::F32).value, 0.064e12);
+  EXPECT_EQ(d.units[1].peak.at(DType::F32).note, "4 SM x 16 x 1 GHz");
+  EXPECT_DOUBLE_EQ(d.dram().capacity->value, 16.0 * 1024 * 1024 * 1024);  // 16 GiB
+  EXPECT_DOUBLE_EQ(d.dram().bandwidth->value, 500e9);                      // 500 GB/s
+  const MemoryLevel* smem = d.memory_level("smem");
+  ASSERT_NE(smem, nullptr);
+  EXPECT_DOUBLE_EQ(smem->capacity->value, 4 * 100 * 1024.0);  // SMs x 100 KiB
+  EXPECT_NE(smem->capacity->note.find("per SM: 100 KiB x 4 SMs"), std::string::npos);
+}
+
+TEST(DeviceYaml, AcceptsDtypeAliases) {
+  std::string text = kToy;
+  text.replace(text.find("bf16: {tflops"), 4, "bfloat16");
+  Device d = parse_device_yaml(text, "toy.yaml");
+  EXPECT_TRUE(d.units[0].peak.count(DType::BF16));
+}
+
+struct Bad {
+  const char* name;
+  std::string find;     // text of kToy to replace ("" appends)
+  std::string replace;
+  std::string message;  // a substring of the error
+  int line;             // the 1-based line the error names
+};
+
+std::string mutate(const Bad& b) {
+  std::string text = kToy;
+  if (b.find.empty()) return text + b.replace;
+  size_t at = text.find(b.find);
+  EXPECT_NE(at, std::string::npos) << b.find;
+  return text.replace(at, b.find.size(), b.replace);
+}
+
+class DeviceYamlError : public ::testing::TestWithParam<Bad> {};
+
+TEST_P(DeviceYamlError, NamesTheProblemAndItsLine) {
+  const Bad& b = GetParam();
+  try {
+    parse_device_yaml(mutate(b), "bad.yaml");
+    FAIL() << "accepted: " << b.name;
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.kind(), UserError::Kind::Parse);
+    EXPECT_NE(std::string(e.what()).find(b.message), std::string::npos) << e.what();
+    EXPECT_EQ(e.origin().file, "bad.yaml");
+    EXPECT_EQ(e.origin().line, b.line) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bad.yaml:" + std::to_string(b.line) + ":"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+const std::string kBf16 = "bf16: {tflops: 8, source: sheet, flag: V}";
+
+INSTANTIATE_TEST_SUITE_P(
+    Rejections, DeviceYamlError,
+    ::testing::Values(
+        Bad{"MissingSource", kBf16, "bf16: {tflops: 8, flag: V}", "missing key 'source'", 13},
+        Bad{"UnknownSource", kBf16, "bf16: {tflops: 8, source: wiki, flag: V}",
+            "unknown source 'wiki'", 13},
+        Bad{"MissingFlag", kBf16, "bf16: {tflops: 8, source: sheet}", "missing key 'flag'", 13},
+        Bad{"UnknownFlag", kBf16, "bf16: {tflops: 8, source: sheet, flag: X}",
+            "unknown flag 'X'", 13},
+        Bad{"DerivedWithoutNote", kBf16, "bf16: {tflops: 8, source: sheet, flag: D}",
+            "flag D needs a 'note'", 13},
+        Bad{"UnknownTopLevelKey", "", "color: red\n", "unknown key 'color'", 24},
+        Bad{"UnknownUnitKey", "    kind: tensor\n", "    kind: tensor\n    cores: 4\n",
+            "unknown key 'cores'", 11},
+        Bad{"UnknownNumberKey", kBf16, "bf16: {tflops: 8, source: sheet, flag: V, sparse: 16}",
+            "unknown key 'sparse'", 13},
+        Bad{"UnknownDtype", kBf16, "bf17: {tflops: 8, source: sheet, flag: V}",
+            "unknown dtype 'bf17'", 13},
+        Bad{"DtypeTwiceViaAlias", "i8: {tops: 16", "bfloat16: {tflops: 16",
+            "dtype bf16 given twice", 14},
+        Bad{"NegativeValue", kBf16, "bf16: {tflops: -8, source: sheet, flag: V}",
+            "must be positive", 13},
+        Bad{"ZeroValue", "{gb_per_s: 500", "{gb_per_s: 0", "must be positive", 21},
+        Bad{"NotANumber", kBf16, "bf16: {tflops: 8 TF, source: sheet, flag: V}",
+            "is not a number", 13},
+        Bad{"WrongUnitForFloat", kBf16, "bf16: {tops: 8, source: sheet, flag: V}",
+            "'tops' is not a unit for this number; give one of tflops", 13},
+        Bad{"WrongUnitForInt", "i8: {tops: 16", "i8: {tflops: 16",
+            "'tflops' is not a unit for this number; give one of tops", 14},
+        Bad{"NoDramBandwidth", "    bandwidth: {gb_per_s: 500, source: sheet, flag: V}\n", "",
+            "memory 'dram': missing bandwidth", 19},
+        Bad{"DramNotFirst", "  - name: dram", "  - name: l2", "starting with dram", 19},
+        Bad{"UnknownMemoryLevel", "name: smem", "name: shmem", "unknown level 'shmem'", 22},
+        Bad{"UnknownCapacityUnit", "kib_per_sm", "kilobytes", "unknown key 'kilobytes'", 23},
+        Bad{"WrongSchema", "solar.device.v1", "solar.device.v2", "unsupported schema", 1},
+        Bad{"MissingId", "id: Toy\n", "", "missing key 'id'", 1},
+        Bad{"ReservedId", "id: Toy", "id: Host", "reserved", 2},
+        Bad{"BadDeviceKind", "kind: gpu", "kind: fpga", "must be gpu, tpu or cpu", 5},
+        Bad{"BadUnitKind", "kind: tensor", "kind: matrix", "tensor, vector or special", 10},
+        Bad{"DuplicateKey", "vendor: Nobody\n", "vendor: Nobody\nvendor: Somebody\n",
+            "duplicate key 'vendor'", 5},
+        Bad{"DuplicateUnitName", "  - name: sfu", "  - name: tc", "duplicate unit name 'tc'", 15},
+        Bad{"FractionalSms", "{value: 4,", "{value: 4.5,", "whole count", 6},
+        // yaml-cpp reports an unclosed flow sequence on the line where it notices it.
+        Bad{"MalformedYaml", "    peak:\n", "    peak: {bf16: [\n", "malformed YAML", 14}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// The full example in docs/devices.md is a valid file.
+TEST(DeviceYaml, DocsExampleParses) {
+  std::ifstream in(std::string(SOLAR_SOURCE_DIR) + "/docs/devices.md");
+  ASSERT_TRUE(in);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string doc = ss.str();
+  size_t begin = doc.find("```yaml\n");
+  ASSERT_NE(begin, std::string::npos);
+  begin += 8;
+  size_t end = doc.find("```", begin);
+  Device d = parse_device_yaml(doc.substr(begin, end - begin), "docs/devices.md");
+  EXPECT_EQ(d.id, "H100_SXM");
+  EXPECT_DOUBLE_EQ(*d.peak(UnitKind::Tensor, DType::BF16), 989.4e12);
+  EXPECT_DOUBLE_EQ(*d.peak(UnitKind::Tensor, DType::F64), 66.9e12);
+  EXPECT_DOUBLE_EQ(d.memory_level("smem")->capacity->value, 132.0 * 228 * 1024);
+}
+
+TEST(DeviceYaml, RejectsANonMapping) {
+  EXPECT_THROW(parse_device_yaml("- just\n- a list\n", "list.yaml"), UserError);
+  EXPECT_THROW(parse_device_yaml("", "empty.yaml"), UserError);
+}
+
+}  // namespace
+}  // namespace solar::hw
