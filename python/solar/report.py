@@ -128,4 +128,5 @@ class Report(Record):
         return self.table()
 
     def __repr__(self) -> str:
-        return f"<solar.Report {self._data.get('graph', {})!r} on {', '.join(self._devices())}>"
+        name = self._data.get("program", {}).get("name", "?")
+        return f"<solar.Report {name} on {', '.join(self._devices())}>"

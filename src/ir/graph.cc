@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace solar::ir {
@@ -131,9 +132,18 @@ std::optional<IndexPos> EinsumOp::find_index(std::string_view name) const {
 TensorId Graph::add_tensor(Tensor t) {
   if (t.name.empty()) t.name = fmt::format("t{}", tensors_.size());
   t.id = TensorId{static_cast<std::uint32_t>(tensors_.size())};
-  if (!by_name_.try_emplace(t.name, t.id).second)
+  // Keep the table at most half full; growing re-inserts every name.
+  if (2 * (tensors_.size() + 1) > name_slots_.size()) {
+    std::vector<std::uint32_t> old = std::move(name_slots_);
+    name_slots_.assign(std::max<std::size_t>(16, 2 * old.size()), 0);
+    for (std::uint32_t v : old)
+      if (v != 0) name_slots_[find_slot(tensors_[v - 1].name)] = v;
+  }
+  std::size_t slot = find_slot(t.name);
+  if (name_slots_[slot] != 0)
     throw UserError(UserError::Kind::InvalidGraph,
                     fmt::format("tensor '{}' is defined twice", t.name));
+  name_slots_[slot] = t.id.value + 1;
   producer_.push_back(OpId{});
   tensors_.push_back(std::move(t));
   return tensors_.back().id;
@@ -167,10 +177,18 @@ const Op& Graph::op(OpId id) const {
   return ops_[id.value];
 }
 
+std::size_t Graph::find_slot(std::string_view name) const {
+  const std::size_t mask = name_slots_.size() - 1;  // the size is a power of two
+  std::size_t h = std::hash<std::string_view>{}(name) & mask;
+  while (name_slots_[h] != 0 && tensors_[name_slots_[h] - 1].name != name) h = (h + 1) & mask;
+  return h;
+}
+
 std::optional<TensorId> Graph::find_tensor(std::string_view name) const {
-  auto it = by_name_.find(name);
-  if (it == by_name_.end()) return std::nullopt;
-  return it->second;
+  if (name_slots_.empty()) return std::nullopt;
+  std::uint32_t v = name_slots_[find_slot(name)];
+  if (v == 0) return std::nullopt;
+  return TensorId{v - 1};
 }
 
 std::optional<OpId> Graph::producer(TensorId id) const {

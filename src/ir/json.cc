@@ -402,7 +402,9 @@ json count_json(Count c) {
 
 json attrs_json(const Attrs& attrs) {
   json out = json::object();
-  for (const auto& [k, v] : attrs) {
+  for (const auto& kv : attrs) {
+    const std::string& k = kv.first;  // a named variable: clang cannot capture a binding
+    const AttrValue& v = kv.second;
     std::visit(
         [&](const auto& x) {
           using T = std::decay_t<decltype(x)>;

@@ -32,6 +32,32 @@ std::string printable(std::string_view s) {
   return out;
 }
 
+// Length of the valid UTF-8 sequence at s[i], or 0 (overlong forms, surrogates and code
+// points past U+10FFFF are invalid, as in JSON: every name must survive graph_to_json).
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  std::size_t n;
+  std::uint32_t cp, min;
+  if ((c & 0xE0) == 0xC0) {
+    n = 2, cp = c & 0x1F, min = 0x80;
+  } else if ((c & 0xF0) == 0xE0) {
+    n = 3, cp = c & 0x0F, min = 0x800;
+  } else if ((c & 0xF8) == 0xF0) {
+    n = 4, cp = c & 0x07, min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b(i + k) & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
 }  // namespace
 
 std::string describe(const Token& t) {
@@ -122,7 +148,14 @@ Token Lexer::scan() {
     while (true) {
       if (pos_ >= src_.size() || src_[pos_] == '\n')
         fail("unterminated string (a string ends with '\"' on the same line)", line_);
-      char d = src_[pos_++];
+      char d = src_[pos_];
+      if (static_cast<unsigned char>(d) >= 0x80) {
+        std::size_t n = utf8_length(src_, pos_);
+        if (n == 0) fail("invalid UTF-8 in string (strings are UTF-8 text)", line_);
+        pos_ += n;
+        continue;
+      }
+      ++pos_;
       if (d == '"') break;
       if (d == '\\') {
         if (pos_ >= src_.size()) continue;  // reported as unterminated above
@@ -131,8 +164,11 @@ Token Lexer::scan() {
           auto hex = [](char h) {
             return is_digit(h) || (h >= 'a' && h <= 'f') || (h >= 'A' && h <= 'F');
           };
-          if (pos_ + 2 > src_.size() || !hex(src_[pos_]) || !hex(src_[pos_ + 1]))
-            fail("bad escape in string: \\x takes two hex digits", line_);
+          if (pos_ + 2 > src_.size() || !hex(src_[pos_]) || !hex(src_[pos_ + 1]) ||
+              src_[pos_] > '7')
+            fail("bad escape in string: \\x takes two hex digits, 00 to 7f (write other "
+                 "characters as UTF-8)",
+                 line_);
           pos_ += 2;
         } else if (e != '"' && e != '\\' && e != 'n' && e != 't' && e != 'r') {
           fail(fmt::format("bad escape '\\{}' in string (use \\\" \\\\ \\n \\t \\r \\xHH)",

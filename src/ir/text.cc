@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <unordered_set>
 
 #include "solar/ir/verify.h"
 #include "syntax.h"
@@ -210,10 +211,11 @@ class Parser {
       if (!lex_.accept(",")) break;
     }
     lex_.expect("=", syntax::lazy("after the name '{}'", names.back()));
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      for (std::size_t j = 0; j < i; ++j)
-        if (names[j] == names[i])
-          lex_.fail(fmt::format("tensor '{}' is named twice in one statement", names[i]), line);
+    if (names.size() > 1) {
+      std::unordered_set<std::string_view> seen;
+      for (const std::string& n : names)
+        if (!seen.insert(n).second)
+          lex_.fail(fmt::format("tensor '{}' is named twice in one statement", n), line);
     }
     std::vector<TypeSpec> types;
     for (std::size_t i = 0; i < names.size(); ++i) {
@@ -407,27 +409,27 @@ class Parser {
       }
     }
     // Extents left out come from a plain use: an operand or output dimension indexed by
-    // exactly that index.
+    // exactly that index (the first such use; the verifier checks the others agree).
+    std::vector<std::int64_t> plain_extent(e.indices.size(), -1);
+    for (std::size_t k = 0; k < e.operands.size(); ++k) {
+      const Tensor& t = g_.tensor(inputs[k]);
+      const auto& sub = e.operands[k].subscript;
+      for (std::size_t d = 0; d < sub.size() && d < t.shape.size(); ++d)
+        if (std::optional<IndexPos> p = sub[d].as_plain_index(); p && plain_extent[*p] < 0)
+          plain_extent[*p] = t.shape[d];
+    }
+    if (types.size() == 1)
+      for (std::size_t d = 0; d < e.output.size() && d < types[0].shape.size(); ++d)
+        if (std::optional<IndexPos> p = e.output[d].as_plain_index(); p && plain_extent[*p] < 0)
+          plain_extent[*p] = types[0].shape[d];
     for (std::size_t i = 0; i < e.indices.size(); ++i) {
       if (has_extent[i]) continue;
-      std::optional<std::int64_t> found;
-      for (std::size_t k = 0; k < e.operands.size() && !found; ++k) {
-        const Tensor& t = g_.tensor(inputs[k]);
-        const auto& sub = e.operands[k].subscript;
-        for (std::size_t d = 0; d < sub.size() && d < t.shape.size() && !found; ++d)
-          if (sub[d].as_plain_index() == static_cast<IndexPos>(i)) found = t.shape[d];
-      }
-      if (!found && types.size() == 1) {
-        for (std::size_t d = 0; d < e.output.size() && d < types[0].shape.size() && !found; ++d)
-          if (e.output[d].as_plain_index() == static_cast<IndexPos>(i))
-            found = types[0].shape[d];
-      }
-      if (!found)
+      if (plain_extent[i] < 0)
         lex_.fail(fmt::format("index '{}' of '{}' has no extent: write {}=N, or use it as a "
                               "plain subscript of some dimension",
                               e.indices[i].name, out_name, e.indices[i].name),
                   index_lines[i]);
-      e.indices[i].extent = *found;
+      e.indices[i].extent = plain_extent[i];
     }
     return e;
   }

@@ -118,59 +118,61 @@ json to_json(const Report& r) {
       double t = estimate.to_double() / *d.dram_bandwidth;
       share[d.device_id] = t > 0 ? number(t / (d.unfused.seconds + t)) : json(0.0);
     }
-    unanalyzed.push_back({{"name", op.name},
-                          {"framework_op", detail::unanalyzed_framework_op(op)},
-                          {"reason", detail::unanalyzed_reason(op, w)},
-                          {"inputs", inputs},
-                          {"outputs", outputs},
-                          {"origin", origin_json(op.origin)},
-                          {"bytes_estimate", count_json(estimate)},
-                          {"bytes_estimate_basis",
-                           "estimate: every input and output moved once at full size"},
-                          {"share_estimate", share}});
+    json entry = json::object();
+    entry["name"] = op.name;
+    entry["framework_op"] = detail::unanalyzed_framework_op(op);
+    entry["reason"] = detail::unanalyzed_reason(op, w);
+    entry["inputs"] = std::move(inputs);
+    entry["outputs"] = std::move(outputs);
+    entry["origin"] = origin_json(op.origin);
+    entry["bytes_estimate"] = count_json(estimate);
+    entry["bytes_estimate_basis"] = "estimate: every input and output moved once at full size";
+    entry["share_estimate"] = std::move(share);
+    unanalyzed.push_back(std::move(entry));
   }
   int num_ops = static_cast<int>(g.ops().size());
-  j["coverage"] = {{"ops", num_ops},
-                   {"analyzed", analyzed},
-                   {"unanalyzed", num_ops - analyzed},
-                   {"unanalyzed_ops", unanalyzed},
-                   {"complete", analyzed == num_ops}};
+  json coverage = json::object();
+  coverage["ops"] = num_ops;
+  coverage["analyzed"] = analyzed;
+  coverage["unanalyzed"] = num_ops - analyzed;
+  coverage["unanalyzed_ops"] = std::move(unanalyzed);
+  coverage["complete"] = analyzed == num_ops;
+  j["coverage"] = std::move(coverage);
 
   json devices = json::object();
   for (const bound::DeviceBounds& d : r.devices) {
     json peaks = json::object();
     for (const auto& [resource, rate] : d.peaks_used) peaks[resource] = number(rate);
-    devices[d.device_id] = {
-        {"name", d.device_name},
-        {"unfused", level_json(d.unfused)},
-        {"fused", level_json(d.fused)},
-        {"unfused_over_fused",
-         d.fused.seconds > 0 ? number(d.unfused.seconds / d.fused.seconds) : json(nullptr)},
-        {"peaks_used", peaks},
-        {"dram_bandwidth", d.dram_bandwidth ? number(*d.dram_bandwidth) : json(nullptr)},
-    };
+    json& dev = devices[d.device_id];
+    dev["name"] = d.device_name;
+    dev["unfused"] = level_json(d.unfused);
+    dev["fused"] = level_json(d.fused);
+    dev["unfused_over_fused"] =
+        d.fused.seconds > 0 ? number(d.unfused.seconds / d.fused.seconds) : json(nullptr);
+    dev["peaks_used"] = std::move(peaks);
+    dev["dram_bandwidth"] = d.dram_bandwidth ? number(*d.dram_bandwidth) : json(nullptr);
   }
-  j["devices"] = devices;
+  j["devices"] = std::move(devices);
 
   json ops = json::array();
+  ops.get_ref<json::array_t&>().reserve(g.ops().size());
   for (const ir::Op& op : g.ops()) {
     const cost::Work& w = r.cost.per_op[op.id.value];
-    json row = {
-        {"name", op.name},
-        {"kind", std::string(ir::op_kind_name(op.kind()))},
-        {"class", detail::op_class(op, w)},
-        {"analyzed", w.analyzed},
-        {"macs", count_json(w.total_macs())},
-        {"macs_by_dtype", by_dtype(w.macs)},
-        {"flops", count_json(w.flops())},
-        {"vector_flops", count_json(w.total_vector_flops())},
-        {"special_ops", count_json(w.special_ops)},
-        {"bytes", count_json(w.bytes())},
-        {"bytes_read", count_json(w.bytes_read)},
-        {"bytes_written", count_json(w.bytes_written)},
-        {"origin", origin_json(op.origin)},
-        {"note", w.note},
-    };
+    json row = json::object();
+    row["name"] = op.name;
+    row["kind"] = std::string(ir::op_kind_name(op.kind()));
+    row["class"] = detail::op_class(op, w);
+    row["analyzed"] = w.analyzed;
+    row["macs"] = count_json(w.total_macs());
+    row["macs_by_dtype"] = by_dtype(w.macs);
+    row["flops"] = count_json(w.flops());
+    row["vector_flops"] = count_json(w.total_vector_flops());
+    row["special_ops"] = count_json(w.special_ops);
+    row["bytes"] = count_json(w.bytes());
+    row["bytes_read"] = count_json(w.bytes_read);
+    row["bytes_written"] = count_json(w.bytes_written);
+    row["origin"] = origin_json(op.origin);
+    row["note"] = w.note;
     switch (op.kind()) {
       case ir::OpKind::Move:
         row["move_kind"] = std::string(ir::move_kind_name(op.move().kind));
@@ -196,14 +198,14 @@ json to_json(const Report& r) {
       terms[d.device_id] = terms_json(b.terms);
       if (!b.unknown.empty()) unknown[d.device_id] = b.unknown;
     }
-    row["seconds"] = seconds;
-    row["bottleneck"] = bottleneck;
-    row["share"] = share;
-    row["terms"] = terms;
-    if (!unknown.empty()) row["unknown"] = unknown;
+    row["seconds"] = std::move(seconds);
+    row["bottleneck"] = std::move(bottleneck);
+    row["share"] = std::move(share);
+    row["terms"] = std::move(terms);
+    if (!unknown.empty()) row["unknown"] = std::move(unknown);
     ops.push_back(std::move(row));
   }
-  j["ops"] = ops;
+  j["ops"] = std::move(ops);
   return j;
 }
 

@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (clang-14, ASan+UBSan) and runs each for SECONDS (default 30)
 # over a scratch copy of its seed corpus. Exits non-zero when any target finds a crash, a
 # sanitizer report, a hang, an out-of-memory or a failed round trip; the reproducer is left in
-# the build folder (crash-*, timeout-*, oom-*) and named in the output.
+# BUILD/artifacts/ (TARGET-crash-*, -timeout-*, -oom-*) and named in the output.
 #
 #   tests/fuzz/run.sh [SECONDS]        build folder: build-fuzz/ or $SOLAR_FUZZ_BUILD
 set -euo pipefail
@@ -24,15 +24,17 @@ fi
 cmake --build "$build" --target "${targets[@]}" -j "${SOLAR_FUZZ_JOBS:-2}"
 
 status=0
+mkdir -p "$build/artifacts"
 for t in "${targets[@]}"; do
   work="$build/corpus-run/$t"
   rm -rf "$work"
   mkdir -p "$work"
   cp "$root/tests/fuzz/corpus/$t/"* "$work/" 2>/dev/null || true
   echo "== $t: ${seconds}s"
-  if ! (cd "$build" && "./$t" "$work" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 \
-          -max_len=8192 -print_final_stats=1 2>&1 | tail -n 40); then
-    echo "!! $t found a problem (reproducer: $build/crash-* / timeout-* / oom-*)"
+  if ! "$build/tests/fuzz/$t" "$work" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 \
+         -max_len=8192 -print_final_stats=1 -artifact_prefix="$build/artifacts/$t-" 2>&1 |
+       tail -n 40; then
+    echo "!! $t found a problem; reproducer in $build/artifacts/ (rerun: $build/tests/fuzz/$t FILE)"
     status=1
   fi
 done

@@ -20,6 +20,10 @@ struct GraphCost {
   Count compulsory_bytes() const { return compulsory_bytes_read + compulsory_bytes_written; }
 };
 
+// Per-op work, totals and compulsory traffic of `g` in O(ops + tensors + edges). An einsum
+// whose mask cannot be counted (Unsupported) is recorded as unanalyzed with the reason. A
+// source read only by unanalyzed ops adds 0 compulsory bytes (unknown: see
+// num_unanalyzed). Throws UserError(InvalidGraph) when ops are not in topological order.
 GraphCost graph_cost(const ir::Graph& g);
 
 }  // namespace solar::cost

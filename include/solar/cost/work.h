@@ -37,7 +37,9 @@ struct Work {
   Count total_vector_flops() const;
   Count flops() const { return Count(2) * total_macs() + total_vector_flops(); }
   Count bytes() const { return bytes_read + bytes_written; }
-  Work& operator+=(const Work& o);  // sums every field (contraction class kept if equal)
+  // Sums every count; the contraction class is kept when equal (None otherwise), analyzed
+  // is the conjunction, and the note is left as it was.
+  Work& operator+=(const Work& o);
 };
 
 // Number of iteration points of an einsum that satisfy its mask (exact). Indices in no
@@ -80,7 +82,9 @@ struct CombineCost {
 };
 CombineCost combine_cost(const ir::Expr& combine);
 
-// The work of one op of `g`.
+// The work of one op of `g`, per the rules in docs/cost.md. Unanalyzed ops give
+// analyzed = false with the reason in `note`. Throws Unsupported (with the op's origin) for
+// an uncountable mask and UserError(InvalidGraph) for a malformed op.
 Work op_work(const ir::Graph& g, const ir::Op& op);
 
 }  // namespace solar::cost

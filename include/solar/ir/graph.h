@@ -19,7 +19,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -195,12 +194,10 @@ class Graph {
  private:
   std::vector<Tensor> tensors_;
   std::vector<Op> ops_;
-  // Hashed, with string_view lookup: a 100,000-op graph looks names up once per use.
-  struct NameHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  std::unordered_map<std::string, TensorId, NameHash, std::equal_to<>> by_name_;
+  // Name lookup: an open-addressing table of tensor id + 1 (0: empty), probed linearly and
+  // compared against tensors_[id].name; no node per name, so a 100,000-op graph parses fast.
+  std::vector<std::uint32_t> name_slots_;
+  std::size_t find_slot(std::string_view name) const;  // the slot holding `name`, or an empty one
   std::vector<OpId> producer_;  // by tensor id; invalid when none
 };
 

@@ -129,7 +129,7 @@ TEST(GraphCost, UnanalyzedOpIsCountedAndItsSourceUnknown) {
 TEST(GraphCost, UncountableMaskBecomesUnanalyzed) {
   Graph g = parse_graph(R"(
     x = f32[1024,1024,1024,1024] input
-    y = f32[1024,1024,1024,1024]{output} einsum [a=1024,b=1024,c=1024,d=1024] none $0 (x[a,b,c,d]) -> [a,b,c,d] where a + c >= b + d)");
+    y = f32[1024,1024,1024,1024]{output} einsum [a=1024,b=1024,c=1024,d=1024] none $0 (x[a,b,c,d]) -> [a,b,c,d] where 2*a + 5*c >= 3*b + 7*d)");
   GraphCost c = graph_cost(g);
   EXPECT_EQ(c.num_unanalyzed, 1);
   EXPECT_FALSE(c.per_op[0].analyzed);

@@ -249,10 +249,11 @@ TEST(LivePoints, NoMaskIsProductOfExtents) {
 }
 
 TEST(LivePoints, BeyondEnumerationCapThrowsUnsupported) {
-  // One constraint linking four indices of 1024: three must be enumerated (2^30 > 2^27).
+  // One constraint linking four indices of 1024 with no unit coefficient: only one index is
+  // solved in closed form, three must be enumerated (2^30 > 2^27).
   ir::EinsumOp e;
   e.indices = {{"a", 1024}, {"b", 1024}, {"c", 1024}, {"d", 1024}};
-  e.mask = {{ir::AffineExpr::make({{0, 1}, {1, -1}, {2, 1}, {3, -1}}, 0)}};
+  e.mask = {{ir::AffineExpr::make({{0, 2}, {1, -3}, {2, 5}, {3, -7}}, 0)}};
   try {
     live_points(e);
     FAIL() << "expected Unsupported";
@@ -410,18 +411,20 @@ TEST(OperandFootprint, HugeIrregularSubscriptIsALowerBound) {
 }
 
 TEST(LivePoints, RandomMasksMatchBruteForce) {
+  // Half the coefficients are -1/0/1, so both the closed-form plane (count_2d) and the
+  // interval enumeration are exercised, with up to 4 constraints crossing each other.
   std::mt19937 rng(777);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  for (int trial = 0; trial < 300; ++trial) {
+  for (int trial = 0; trial < 1000; ++trial) {
     ir::EinsumOp e;
     const int n = pick(1, 4);
-    for (int i = 0; i < n; ++i) e.indices.push_back({"i" + std::to_string(i), pick(1, 8)});
-    const int nc = pick(1, 3);
+    for (int i = 0; i < n; ++i) e.indices.push_back({"i" + std::to_string(i), pick(1, n <= 2 ? 40 : 9)});
+    const int nc = pick(1, 4);
     for (int c = 0; c < nc; ++c) {
       std::vector<ir::AffineTerm> terms;
       for (int i = 0; i < n; ++i)
-        if (pick(0, 1) != 0) terms.push_back({i, pick(-3, 3)});
-      e.mask.push_back({ir::AffineExpr::make(terms, pick(-5, 5))});
+        if (pick(0, 2) != 0) terms.push_back({i, pick(0, 1) ? pick(-1, 1) : pick(-3, 3)});
+      e.mask.push_back({ir::AffineExpr::make(terms, pick(-12, 12))});
     }
     std::uint64_t expected = 0;
     std::vector<std::int64_t> at(n, 0);

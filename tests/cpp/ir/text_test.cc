@@ -360,7 +360,17 @@ INSTANTIATE_TEST_SUITE_P(
                 "expected ',' before the type of 'z'", 2},
         BadText{"x = f32[4] input\ngraph g", "'graph NAME' must be the first statement", 2},
         BadText{"x = f32[4] input\ny = f32[4] einsum [i] none $0 (x[i]) -> [i] at \"f\" \"g\"",
-                "expected end of line", 2}));
+                "expected end of line", 2},
+        BadText{"x = f32[4] input\ny = f32[4] unanalyzed \"a\xff\" (x)", "invalid UTF-8", 2},
+        BadText{"x = f32[4] input\ny = f32[4] unanalyzed \"a\\x80\" (x)",
+                "\\x takes two hex digits, 00 to 7f", 2},
+        BadText{"x = f32[4] input\ny = f32[4] unanalyzed \"a\\q\" (x)", "bad escape '\\q'", 2},
+        BadText{"x = f32[4] input\ny, y = f32[4], f32[4] opaque \"f\" {} (x)",
+                "tensor 'y' is named twice in one statement", 2},
+        BadText{"x = f32[4] input\ny = f32[4] unanalyzed \"f\" {why=\"no\"} (x)",
+                "takes only reason=", 2},
+        BadText{"x = f32[4] input\ny = f32[4] move copy {a=1, a=2} (x)",
+                "attribute 'a' is given twice", 2}));
 
 TEST(TextParse, DeepCombineNestingIsAClearError) {
   std::string combine = "$0";
