@@ -240,7 +240,6 @@ class Bounder {
     if (bytes != Count(0)) {
       bool resident = l2_capacity_ && bytes.to_double() <= *l2_capacity_;
       if (resident) {
-        l2_resident_bytes_ += bytes;
         if (l2_bw_) {
           ob.terms.push_back(Term{"l2", bytes.to_double() / *l2_bw_});
           l2_used_ = true;
@@ -350,7 +349,10 @@ class Bounder {
   std::map<std::string, double> peaks_used() const {
     std::map<std::string, double> out;
     for (std::size_t i = 0; i < route_used_.size(); ++i)
-      if (route_used_[i]) out[table_.route(static_cast<int>(i)).label] = table_.route(static_cast<int>(i)).rate;
+      if (route_used_[i]) {
+        const RouteInfo& r = table_.route(static_cast<int>(i));
+        out[r.label] = r.rate;
+      }
     if (dram_used_) out["dram"] = *dram_bw_;
     if (l2_used_) out["l2"] = *l2_bw_;
     return out;
@@ -423,7 +425,6 @@ class Bounder {
   bool dram_used_ = false;
   bool l2_used_ = false;
   Count dram_bytes_;         // bytes of analyzed ops priced (or unpriced) at DRAM
-  Count l2_resident_bytes_;  // bytes of analyzed ops that fit in L2 (warm)
   std::map<std::pair<cost::ContractionClass, DType>, Unpriced> unknown_macs_;
   std::array<Unpriced, kNumDTypes> unknown_vector_{};
   Unpriced unknown_special_;
@@ -463,7 +464,8 @@ DeviceBounds compute_bounds(const ir::Graph& g, const cost::GraphCost& cost,
   sort_terms(by_bottleneck);
   db.unfused.bottleneck = by_bottleneck.empty() ? "none" : by_bottleneck[0].resource;
   db.unfused.unknown = bounder.compute_unknowns();
-  for (std::string& s : bounder.unfused_memory_unknowns()) db.unfused.unknown.push_back(std::move(s));
+  for (std::string& s : bounder.unfused_memory_unknowns())
+    db.unfused.unknown.push_back(std::move(s));
 
   db.fused = bounder.fused(cost, db.unfused);
   if (db.unfused.seconds > 0)

@@ -238,7 +238,8 @@ I128 count_component(const MaskComponent& m, const std::vector<std::int64_t>& ex
     a2[c] = m.coef[c][m.solved];
     if (m.inner) b2[c] = m.coef[c][*m.inner];
     partial[c] = static_cast<T>(m.constant[c]);
-    for (std::size_t j = 0; j < others.size(); ++j) step[j][c] = static_cast<T>(m.coef[c][others[j]]);
+    for (std::size_t j = 0; j < others.size(); ++j)
+      step[j][c] = static_cast<T>(m.coef[c][others[j]]);
   }
   std::vector<std::int64_t> value(others.size(), 0);
   I128 total = 0;
@@ -520,7 +521,8 @@ I128 count_group(const std::vector<const AffineExpr*>& dims,
     return std::unique(offsets.begin(), offsets.end()) - offsets.begin();
   }
   I128 best = 0;
-  for (std::size_t d = 0; d < dims.size(); ++d) best = std::max(best, count_dim(*dims[d], ext, sizes[d]));
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    best = std::max(best, count_dim(*dims[d], ext, sizes[d]));
   return best;
 }
 

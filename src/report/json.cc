@@ -46,7 +46,8 @@ json level_json(const bound::LevelBound& l) {
 }
 
 json tensor_ref(const ir::Tensor& t) {
-  return json{{"name", t.name}, {"dtype", std::string(ir::dtype_name(t.dtype))}, {"shape", t.shape}};
+  return json{
+      {"name", t.name}, {"dtype", std::string(ir::dtype_name(t.dtype))}, {"shape", t.shape}};
 }
 
 json origin_json(const Origin& o) {

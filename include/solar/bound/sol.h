@@ -62,7 +62,8 @@ struct DeviceBounds {
   // "dram"/"l2" -> bytes/s.
   std::map<std::string, double> peaks_used;
   std::optional<double> dram_bandwidth;  // bytes/s, when published
-  std::vector<OpBound> per_op;  // indexed by OpId; unanalyzed ops have seconds 0 and bottleneck "unanalyzed"
+  std::vector<OpBound> per_op;  // indexed by OpId; unanalyzed ops: seconds 0, bottleneck
+                                // "unanalyzed"
   LevelBound unfused;           // sum over ops of the per-op roofline
   LevelBound fused;             // whole graph, compulsory traffic
 };

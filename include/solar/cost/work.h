@@ -44,9 +44,10 @@ struct Work {
 
 // Number of iteration points of an einsum that satisfy its mask (exact). Indices in no
 // constraint multiply in as their extents; each group of indices linked by constraints is
-// counted by enumerating all but its largest index and solving that one as an integer
-// interval (causal q >= k over 8192 x 8192 takes 8192 steps). Throws Unsupported when that
-// needs more than kMaxMaskEnumeration steps.
+// counted by solving one index as an integer interval, summing a second in closed form when
+// the first has only -1/0/1 coefficients (causal and window masks: O(1) in the extents),
+// and enumerating the rest. Throws Unsupported when that needs more than
+// kMaxMaskEnumeration enumeration steps.
 inline constexpr std::uint64_t kMaxMaskEnumeration = std::uint64_t{1} << 27;
 Count live_points(const ir::EinsumOp& e);
 

@@ -431,7 +431,8 @@ TEST(Levels, HundredThousandOpsBoundInWellUnderATenthOfASecond) {
   DeviceBounds b = compute_bounds(g, c, d, {});
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(b.per_op.size(), n);
-  if (!kTimingMeaningful) GTEST_SKIP() << "unoptimized or sanitized build: took " << elapsed << " s";
+  if (!kTimingMeaningful)
+    GTEST_SKIP() << "unoptimized or sanitized build: took " << elapsed << " s";
   EXPECT_LT(elapsed, 0.1);
   RecordProperty("seconds", std::to_string(elapsed));
 }

@@ -165,7 +165,8 @@ TEST(EinsumWork, Conv1dAndConv3d) {
   EXPECT_EQ(w1.total_macs(), Count(4 * 32 * 96 * 16 * 5));  // N*K*P*C*R
   EXPECT_EQ(w1.bytes_read, Count(4 * (4 * 16 * 100 + 32 * 16 * 5)));
   Work w3 = work_of(g, "y3");
-  EXPECT_EQ(at(w3.macs, DType::BF16), Count(1 * 16 * 8 * 8 * 8 * 8 * 3 * 3 * 3));  // N*K*D*P*Q*C*T*R*S
+  // N*K*D*P*Q*C*T*R*S
+  EXPECT_EQ(at(w3.macs, DType::BF16), Count(1 * 16 * 8 * 8 * 8 * 8 * 3 * 3 * 3));
   EXPECT_EQ(w3.bytes_read, Count(2 * (8 * 10 * 10 * 10 + 16 * 8 * 3 * 3 * 3)));
 }
 
@@ -191,7 +192,7 @@ TEST(EinsumWork, CausalAttentionScores) {
     kt = bf16[2,4,128,64] input
     s = f32[2,4,128,128] einsum [b=2,h=4,i=128,j=128,d=64] sum mul($0,$1) (qt[b,h,i,d], kt[b,h,j,d]) -> [b,h,i,j] where i >= j)");
   Work w = work_of(g, "s");
-  EXPECT_EQ(w.live_points, Count(B * H * S * (S + 1) / 2 * D));       // lower triangle incl. diagonal
+  EXPECT_EQ(w.live_points, Count(B * H * S * (S + 1) / 2 * D));  // lower triangle + diagonal
   EXPECT_EQ(at(w.macs, DType::BF16), Count(B * H * S * (S + 1) / 2 * D));
   EXPECT_EQ(w.bytes_read, Count(2 * 2 * B * H * S * D));  // the mask does not shrink Q/K reads
   EXPECT_EQ(w.bytes_written, Count(4 * B * H * S * S));
@@ -206,7 +207,7 @@ TEST(LivePoints, CausalMask8192IsExactAndFast) {
   Count n = live_points(op_of(g, "m").einsum());
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(n, Count(S * (S + 1) / 2));  // points with i >= j
-  EXPECT_LT(seconds, 0.05);              // O(S): one interval per row, not S*S points
+  EXPECT_LT(seconds, 0.05);              // closed form: not S*S points
 }
 
 TEST(LivePoints, SlidingWindowMask) {
@@ -418,7 +419,8 @@ TEST(LivePoints, RandomMasksMatchBruteForce) {
   for (int trial = 0; trial < 1000; ++trial) {
     ir::EinsumOp e;
     const int n = pick(1, 4);
-    for (int i = 0; i < n; ++i) e.indices.push_back({"i" + std::to_string(i), pick(1, n <= 2 ? 40 : 9)});
+    for (int i = 0; i < n; ++i)
+      e.indices.push_back({"i" + std::to_string(i), pick(1, n <= 2 ? 40 : 9)});
     const int nc = pick(1, 4);
     for (int c = 0; c < nc; ++c) {
       std::vector<ir::AffineTerm> terms;
@@ -512,7 +514,8 @@ TEST(TensorBytes, WidthsAndSparsity) {
   t.sparsity = ir::Sparsity{0.9, false};
   EXPECT_EQ(tensor_bytes(t, Count(100)), Count(2 * 100));          // unstructured: dense storage
   t.sparsity = ir::Sparsity{0.5, true};
-  EXPECT_EQ(tensor_bytes(t, Count(100)), Count((50 * (16 + 2) + 7) / 8));  // 2:4: half + 2 bits each
+  // 2:4: half the values, each with a 2-bit index, rounded up to whole bytes.
+  EXPECT_EQ(tensor_bytes(t, Count(100)), Count((50 * (16 + 2) + 7) / 8));
 }
 
 // ---- elementwise and reductions ------------------------------------------------------
@@ -529,8 +532,9 @@ TEST(CombineCost, FunctionTable) {
   EXPECT_EQ(pw.special_ops, 2u);  // log, exp
   EXPECT_EQ(pw.vector_flops, 1u);  // mul
   // gelu(tanh form) pieces: mul(x, add(1, tanh(x))) = 2 vector + 1 special.
-  CombineCost gelu = combine_cost(Expr::make(
-      ExprOp::Mul, {x, Expr::make(ExprOp::Add, {Expr::constant(1), Expr::make(ExprOp::Tanh, {x})})}));
+  Expr one_plus_tanh =
+      Expr::make(ExprOp::Add, {Expr::constant(1), Expr::make(ExprOp::Tanh, {x})});
+  CombineCost gelu = combine_cost(Expr::make(ExprOp::Mul, {x, one_plus_tanh}));
   EXPECT_EQ(gelu.vector_flops, 2u);
   EXPECT_EQ(gelu.special_ops, 1u);
   CombineCost sel = combine_cost(Expr::make(
@@ -572,7 +576,8 @@ TEST(EinsumWork, LayerNorm) {
     var = f32[128] einsum [t=128,d=256] sum mul(square(sub($0,$1)),0.00390625) (x[t,d], mean[t]) -> [t]
     xhat = bf16[128,256] einsum [t=128,d=256] none mul(sub($0,$1),rsqrt(add($2,0.00001))) (x[t,d], mean[t], var[t]) -> [t,d]
     y = bf16[128,256]{output} einsum [t=128,d=256] none add(mul($0,$1),$2) (xhat[t,d], gamma[d], beta[d]) -> [t,d])");
-  EXPECT_EQ(at(work_of(g, "mean").vector_flops, DType::F32), Count(T * D + (T * D - T)));  // mul + sum
+  EXPECT_EQ(at(work_of(g, "mean").vector_flops, DType::F32),
+            Count(T * D + (T * D - T)));  // mul + sum
   EXPECT_EQ(at(work_of(g, "var").vector_flops, DType::F32),
             Count(3 * T * D + (T * D - T)));  // sub, square, mul + sum
   Work xhat = work_of(g, "xhat");

@@ -78,7 +78,7 @@ TEST(Analyze, Fp8OnA100UpcastsToHalfPrecision) {
   Report r = analyze(g, {&db().get("A100_SXM_80GB"), &db().get("H100_SXM")}, {});
   const double flop = 2.0 * 8192 * 8192 * 8192;
   EXPECT_DOUBLE_EQ(r.devices[0].per_op[0].seconds, flop / 312e12);  // A100 f16/bf16 tensor
-  EXPECT_THAT(r.devices[0].per_op[0].bottleneck, HasSubstr("tensor_core.")); 
+  EXPECT_THAT(r.devices[0].per_op[0].bottleneck, HasSubstr("tensor_core."));
   EXPECT_TRUE(r.devices[0].per_op[0].unknown.empty());
   EXPECT_DOUBLE_EQ(r.devices[1].per_op[0].seconds, flop / 1978.9e12);  // H100 fp8 tensor
   EXPECT_EQ(r.devices[1].per_op[0].bottleneck, "tensor_core.f8e4m3");
@@ -139,7 +139,8 @@ TEST(Analyze, UnfusedIsAtLeastFusedOnTheExamples) {
   std::vector<const hw::Device*> devices;
   for (const std::string& id : db().ids())
     if (id != "host") devices.push_back(&db().get(id));
-  for (const fs::directory_entry& e : fs::directory_iterator(fs::path(SOLAR_SOURCE_DIR) / "examples")) {
+  const fs::path examples = fs::path(SOLAR_SOURCE_DIR) / "examples";
+  for (const fs::directory_entry& e : fs::directory_iterator(examples)) {
     if (e.path().extension() != ".solar") continue;
     std::ifstream in(e.path());
     std::stringstream text;
