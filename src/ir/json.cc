@@ -451,6 +451,10 @@ Graph parse_graph_json(std::string_view text, std::string_view file) {
     throw UserError(UserError::Kind::Parse,
                     fmt::format("malformed JSON at byte {}: {}", e.byte, e.what()),
                     Origin{std::string(file), line, {}});
+  } catch (const json::exception& e) {
+    // E.g. out_of_range.406: a number literal too large for a double.
+    throw UserError(UserError::Kind::Parse, fmt::format("malformed JSON: {}", e.what()),
+                    Origin{std::string(file), 0, {}});
   }
   return graph_from_json(j, file);
 }

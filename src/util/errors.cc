@@ -7,7 +7,10 @@ namespace solar {
 std::string Origin::describe() const {
   std::string out;
   if (!file.empty()) out += line > 0 ? fmt::format("{}:{}", file, line) : file;
-  if (!op.empty()) out += (out.empty() ? "" : ": ") + fmt::format("op '{}'", op);
+  if (!op.empty()) {
+    if (!out.empty()) out += ": ";
+    out += fmt::format("op '{}'", op);
+  }
   return out;
 }
 

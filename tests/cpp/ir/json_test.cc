@@ -97,6 +97,8 @@ TEST(GraphJson, Errors) {
   expect_parse_error("[1, 2]", "expected a graph object, found an array");
   expect_parse_error(R"({"schema": "solar.graph.v1", "tensors": [], "ops": [], "extra": 1})",
                      "unknown field \"extra\"");
+  expect_parse_error(R"({"schema": "solar.graph.v1", "tensors": [1e999999], "ops": []})",
+                     "malformed JSON: [json.exception.out_of_range.406] number overflow");
   std::string deep(100, '[');
   expect_parse_error(deep, "JSON nests deeper than 64 levels");
 
