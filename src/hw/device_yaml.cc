@@ -29,23 +29,27 @@ struct Scale {
   std::string_view key;
   double factor;
   bool per_sm = false;
+  // Decimal exponent of `factor` (12 for tflops), or -1 when it is not a power of ten. The
+  // stored value is then read from the text with the exponent shifted (3.35 tb_per_s reads
+  // "3.35e12"), so 4.18 tops is exactly 4.18e12, not 4.18 * 1e12 = 4179999999999.9995.
+  int exp10 = -1;
   std::string_view display = {};  // for the per-SM note
 };
 
 constexpr Scale kPlainValue[] = {{"value", 1.0}};
-constexpr Scale kFlopsScale[] = {{"tflops", 1e12}};
-constexpr Scale kOpsScale[] = {{"tops", 1e12}};
-constexpr Scale kBandwidthScales[] = {{"tb_per_s", 1e12}, {"gb_per_s", 1e9}};
+constexpr Scale kFlopsScale[] = {{"tflops", 1e12, false, 12}};
+constexpr Scale kOpsScale[] = {{"tops", 1e12, false, 12}};
+constexpr Scale kBandwidthScales[] = {{"tb_per_s", 1e12, false, 12}, {"gb_per_s", 1e9, false, 9}};
 constexpr Scale kCapacityScales[] = {
-    {"gb", 1e9},
+    {"gb", 1e9, false, 9},
     {"gib", 1073741824.0},
-    {"mb", 1e6},
+    {"mb", 1e6, false, 6},
     {"mib", 1048576.0},
-    {"kb", 1e3},
+    {"kb", 1e3, false, 3},
     {"kib", 1024.0},
-    {"kb_per_sm", 1e3, true, "KB"},
-    {"kib_per_sm", 1024.0, true, "KiB"},
-    {"mib_per_sm", 1048576.0, true, "MiB"},
+    {"kb_per_sm", 1e3, true, 3, "KB"},
+    {"kib_per_sm", 1024.0, true, -1, "KiB"},
+    {"mib_per_sm", 1048576.0, true, -1, "MiB"},
 };
 
 // Memory level names (docs/devices.md): a closed set so that a typo ("L2", "shmem") is
@@ -155,6 +159,14 @@ double parse_number(const Reader& r, const YAML::Node& n, const std::string& wha
   return v;
 }
 
+// The decimal number `text` (already validated by parse_number) times 10^exp10, correctly
+// rounded: the exponent is shifted in the text before conversion.
+double shifted_decimal(const std::string& text, int exp10) {
+  std::size_t e = text.find_first_of("eE");
+  long exponent = exp10 + (e == std::string::npos ? 0 : std::strtol(text.c_str() + e + 1, nullptr, 10));
+  return std::strtod((text.substr(0, e) + "e" + std::to_string(exponent)).c_str(), nullptr);
+}
+
 // A number map `{<unit>: x, source: k, flag: F, note: "..."}` -> Sourced in stored units.
 constexpr std::string_view kAllUnitKeys[] = {
     "value", "tflops", "tops", "tb_per_s", "gb_per_s", "gb", "gib", "mb", "mib", "kb", "kib",
@@ -228,7 +240,8 @@ Sourced parse_sourced(const Reader& r, const YAML::Node& node, const std::string
                                     : out.flag == "M"     ? "how it was measured"
                                                           : "why it is an estimate"));
 
-  out.value = v * scale->factor;
+  out.value = scale->exp10 >= 0 ? shifted_decimal(value_node->Scalar(), scale->exp10)
+                                : v * scale->factor;
   if (scale->per_sm) {
     SOLAR_CHECK(r.sms > 0, "sms parsed before per-SM capacities");
     out.value *= r.sms;

@@ -126,7 +126,8 @@ class Reader {
       auto u = v.get<std::uint64_t>();
       if (u <= static_cast<std::uint64_t>(INT64_MAX)) return static_cast<std::int64_t>(u);
     }
-    fail(p, fmt::format("expected a 64-bit integer, found {}", v.is_number() ? v.dump() : type_of(v)));
+    fail(p, fmt::format("expected a 64-bit integer, found {}",
+                        v.is_number() ? v.dump() : type_of(v)));
   }
   // A float: a JSON number, or "inf", "-inf", "nan" (JSON has no literal for them).
   double number(const json& v, const Path& p) const {
@@ -432,18 +433,32 @@ Graph graph_from_json(const nlohmann::json& j, std::string_view file) {
 }
 
 Graph parse_graph_json(std::string_view text, std::string_view file) {
+  // Refuse deep nesting before parsing (a linear scan: nlohmann's callback parser, which
+  // could check it on the way, is many times slower on large graphs).
+  {
+    int depth = 0;
+    bool in_string = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      char c = text[i];
+      if (in_string) {
+        if (c == '\\') ++i;
+        else if (c == '"') in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '[' || c == '{') {
+        if (++depth > kMaxJsonDepth)
+          throw UserError(UserError::Kind::Parse,
+                          fmt::format("JSON nests deeper than {} levels (at byte {})",
+                                      kMaxJsonDepth, i),
+                          Origin{std::string(file), 0, {}});
+      } else if (c == ']' || c == '}') {
+        --depth;
+      }
+    }
+  }
   json j;
   try {
-    // Refuse deep nesting while parsing: no valid graph nests more than a few levels.
-    j = json::parse(text.begin(), text.end(),
-                    [&](int depth, json::parse_event_t, json&) {
-                      if (depth > kMaxJsonDepth)
-                        throw UserError(UserError::Kind::Parse,
-                                        fmt::format("JSON nests deeper than {} levels",
-                                                    kMaxJsonDepth),
-                                        Origin{std::string(file), 0, {}});
-                      return true;
-                    });
+    j = json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
     // nlohmann reports a byte offset; give the line too.
     std::size_t byte = std::min<std::size_t>(e.byte, text.size());
@@ -507,7 +522,8 @@ nlohmann::json graph_to_json(const Graph& g) {
         json operands = json::array();
         for (const Operand& o2 : e.operands) {
           json sub = json::array();
-          for (const AffineExpr& a : o2.subscript) sub.push_back(syntax::format_affine(a, e.indices));
+          for (const AffineExpr& a : o2.subscript)
+            sub.push_back(syntax::format_affine(a, e.indices));
           json oo = {{"subscript", std::move(sub)}};
           if (o2.pad) oo["pad"] = number_json(*o2.pad);
           operands.push_back(std::move(oo));
@@ -520,7 +536,8 @@ nlohmann::json graph_to_json(const Graph& g) {
         oj["reduce"] = reduce_name(e.reduce);
         if (!e.mask.empty()) {
           json m = json::array();
-          for (const AffineConstraint& c : e.mask) m.push_back(syntax::format_constraint(c, e.indices));
+          for (const AffineConstraint& c : e.mask)
+            m.push_back(syntax::format_constraint(c, e.indices));
           oj["mask"] = std::move(m);
         }
         break;
@@ -553,14 +570,16 @@ nlohmann::json graph_to_json(const Graph& g) {
 Graph load_graph_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
-    throw UserError(UserError::Kind::Io, fmt::format("cannot read graph file '{}': it is a directory", path));
+    throw UserError(UserError::Kind::Io,
+                    fmt::format("cannot read graph file '{}': it is a directory", path));
   std::ifstream f(path, std::ios::binary);
   if (!f)
     throw UserError(UserError::Kind::Io,
                     fmt::format("cannot read graph file '{}': {}", path, std::strerror(errno)));
   std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   if (f.bad())
-    throw UserError(UserError::Kind::Io, fmt::format("cannot read graph file '{}': read error", path));
+    throw UserError(UserError::Kind::Io,
+                    fmt::format("cannot read graph file '{}': read error", path));
   std::size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '{') return parse_graph_json(text, path);
   return parse_graph(text, path);

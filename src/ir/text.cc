@@ -262,7 +262,6 @@ class Parser {
     }
     // Trailing clauses, in any order, each at most once.
     std::optional<std::string> from, at, opname;
-    int at_line = 0;
     while (true) {
       const Token& t = lex_.peek();
       std::optional<std::string>* slot = nullptr;
@@ -272,14 +271,14 @@ class Parser {
       if (!slot) break;
       Token key = lex_.next();
       if (*slot) lex_.fail(fmt::format("'{}' is given twice", key.text), key.line);
-      at_line = key.line;
       *slot = parse_string("a quoted string", syntax::lazy("after '{}'", key.text));
       if (slot == &opname && opname->empty()) lex_.fail("empty op name", key.line);
     }
     end_of_statement(syntax::lazy("after the op producing '{}'", names[0]));
     for (std::size_t i = 0; i < names.size(); ++i) {
       Role r = types[i].output ? Role::Output : Role::Intermediate;
-      op.outputs.push_back(add_tensor(make_tensor(names[i], std::move(types[i]), r), name_lines[i]));
+      op.outputs.push_back(
+          add_tensor(make_tensor(names[i], std::move(types[i]), r), name_lines[i]));
     }
     op.name = opname ? *opname : names[0];
     op.origin = Origin{g_.source, line, from ? *from : op.name};
@@ -298,7 +297,6 @@ class Parser {
         op.origin.file = *at;
         op.origin.line = 0;
       }
-      (void)at_line;
     }
     g_.add_op(std::move(op));
   }
@@ -323,7 +321,7 @@ class Parser {
 
   EinsumOp parse_einsum(const std::vector<std::string>& names, const std::vector<TypeSpec>& types,
                         std::vector<TensorId>& inputs) {
-    if (lex_.peek().kind == TokKind::String) return parse_shorthand(names, types, inputs);
+    if (lex_.peek().kind == TokKind::String) return parse_shorthand(names, inputs);
     const std::string& out_name = names[0];
     EinsumOp e;
     lex_.expect("[", syntax::lazy("after 'einsum' for '{}' (the index list [i=N,...] or a "
@@ -434,8 +432,7 @@ class Parser {
     return e;
   }
 
-  EinsumOp parse_shorthand(const std::vector<std::string>& names,
-                           const std::vector<TypeSpec>& types, std::vector<TensorId>& inputs) {
+  EinsumOp parse_shorthand(const std::vector<std::string>& names, std::vector<TensorId>& inputs) {
     const std::string& out_name = names[0];
     Token spec_tok = lex_.next();
     std::string spec = syntax::decode_string(spec_tok);
@@ -534,7 +531,6 @@ class Parser {
                     ? Expr::make(ExprOp::Mul, {Expr::operand(0), Expr::operand(1)})
                     : Expr::operand(0);
     e.reduce = reduces ? Reduce::Sum : Reduce::None;
-    (void)types;
     return e;
   }
 
@@ -624,7 +620,6 @@ class Parser {
     int line = lex_.peek().line;
     o.function = parse_string("the quoted function name", "after 'opaque'");
     std::vector<std::string_view> seen;
-    bool has_braces = lex_.peek().is("{");
     o.attrs = parse_attrs(out_name,
                           {{"vector_flops", &o.vector_flops},
                            {"special_ops", &o.special_ops},
@@ -645,7 +640,6 @@ class Parser {
                 line);
     o.assumption = std::get<std::string>(it->second);
     o.attrs.erase(it);
-    (void)has_braces;
     parse_input_list(out_name, inputs);
     return o;
   }
@@ -800,7 +794,9 @@ std::string format_op(const Graph& g, const Op& op) {
                                     : op.origin.file);
   }
   std::string default_name =
-      op.outputs.empty() || op.outputs[0].value >= g.tensors().size() ? "" : g.tensor(op.outputs[0]).name;
+      op.outputs.empty() || op.outputs[0].value >= g.tensors().size()
+          ? ""
+          : g.tensor(op.outputs[0]).name;
   if (op.name != default_name) s += " name " + syntax::quote(op.name);
   return s;
 }

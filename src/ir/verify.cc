@@ -456,7 +456,8 @@ class Verifier {
         } else {
           steps = &ones;
         }
-        if (y.shape.size() != r) return fmt::format("slice {} must have the rank of {}", ys_text(), xs_text());
+        if (y.shape.size() != r)
+          return fmt::format("slice {} must have the rank of {}", ys_text(), xs_text());
         for (std::size_t d = 0; d < r; ++d) {
           std::int64_t s = (*starts)[d], en = (*ends)[d], st = (*steps)[d];
           if (st < 1) return fmt::format("slice step {} in dimension {} must be >= 1", st, d);
@@ -467,7 +468,8 @@ class Verifier {
           auto len = static_cast<std::int64_t>(
               (static_cast<__int128>(en) - s + st - 1) / st);
           if (y.shape[d] != len)
-            return fmt::format("slice {}: dimension {} has size {} but [{}:{}:{}] selects {}", ys_text(),
+            return fmt::format("slice {}: dimension {} has size {} but [{}:{}:{}] selects {}",
+                               ys_text(),
                                d, y.shape[d], s, en, st, len);
         }
         return std::nullopt;
@@ -481,7 +483,8 @@ class Verifier {
           if (auto why = same_dtype(t)) return why;
           if (t.shape.size() != y.shape.size())
             return fmt::format("concat input {} ('{}') {} has rank {} but {} has rank {}", k,
-                               t.name, shape_str(t.shape), t.shape.size(), ys_text(), y.shape.size());
+                               t.name, shape_str(t.shape), t.shape.size(), ys_text(),
+                               y.shape.size());
           for (std::size_t d = 0; d < t.shape.size(); ++d)
             if (static_cast<std::int64_t>(d) != axis && t.shape[d] != y.shape[d])
               return fmt::format("concat input {} ('{}') {} differs from {} in dimension {} "
@@ -490,7 +493,8 @@ class Verifier {
           total += static_cast<u128>(t.shape[axis]);
         }
         if (total != static_cast<u128>(y.shape[axis]))
-          return fmt::format("concat {}: axis {} has size {} but the inputs sum to {}", ys_text(), axis,
+          return fmt::format("concat {}: axis {} has size {} but the inputs sum to {}", ys_text(),
+                             axis,
                              y.shape[axis], u128_str(total));
         return std::nullopt;
       }
@@ -499,13 +503,15 @@ class Verifier {
         std::size_t r = x.shape.size();
         const std::vector<std::int64_t>* pads;
         if (auto why = need_list(m, "pads", 2 * r, &pads)) return why;
-        if (y.shape.size() != r) return fmt::format("pad {} must have the rank of {}", ys_text(), xs_text());
+        if (y.shape.size() != r)
+          return fmt::format("pad {} must have the rank of {}", ys_text(), xs_text());
         for (std::size_t d = 0; d < r; ++d) {
           __int128 want = static_cast<__int128>(x.shape[d]) + (*pads)[2 * d] + (*pads)[2 * d + 1];
           if (want != y.shape[d])
             return fmt::format("pad {}: dimension {} has size {} but {} + {} (before) + {} "
                                "(after) = {}",
-                               ys_text(), d, y.shape[d], x.shape[d], (*pads)[2 * d], (*pads)[2 * d + 1],
+                               ys_text(), d, y.shape[d], x.shape[d], (*pads)[2 * d],
+                               (*pads)[2 * d + 1],
                                static_cast<std::int64_t>(want));
         }
         if (auto it = m.attrs.find("value"); it != m.attrs.end() &&

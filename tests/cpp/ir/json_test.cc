@@ -93,7 +93,8 @@ TEST(GraphJson, Errors) {
                      "schema: missing; this version of Solar reads \"schema\": \"solar.graph.v1\"");
   expect_parse_error(R"({"schema": "solar.graph.v9", "tensors": [], "ops": []})",
                      "unsupported schema \"solar.graph.v9\"; this version of Solar reads");
-  expect_parse_error("{\"schema\": \"solar.graph.v1\",\n \"tensors\": [}", "malformed JSON at byte");
+  expect_parse_error("{\"schema\": \"solar.graph.v1\",\n \"tensors\": [}",
+                     "malformed JSON at byte");
   expect_parse_error("[1, 2]", "expected a graph object, found an array");
   expect_parse_error(R"({"schema": "solar.graph.v1", "tensors": [], "ops": [], "extra": 1})",
                      "unknown field \"extra\"");
@@ -137,7 +138,8 @@ TEST(GraphJson, Errors) {
                      "ops[3].attrs.perm[1]: expected a 64-bit integer");
   expect_parse_error(edit([](json& j) { j["ops"][2]["indices"][1]["name"] = "n"; }),
                      "ops[2].indices[1].name: index 'n' is declared twice");
-  expect_parse_error(edit([](json& j) { j["ops"][2]["typo"] = 1; }), "ops[2]: unknown field \"typo\"");
+  expect_parse_error(edit([](json& j) { j["ops"][2]["typo"] = 1; }),
+                     "ops[2]: unknown field \"typo\"");
 }
 
 TEST(GraphJson, VerifiesTheGraph) {
@@ -199,7 +201,8 @@ TEST_F(GraphFiles, MissingFileIsAnIoError) {
 }
 
 TEST_F(GraphFiles, ParseErrorsNameTheFile) {
-  std::string path = write("bad.txt", "x = f32[4] input\ny = f32[4] einsum [i] none $0 (x[i) -> [i]\n");
+  std::string path =
+      write("bad.txt", "x = f32[4] input\ny = f32[4] einsum [i] none $0 (x[i) -> [i]\n");
   try {
     load_graph_file(path);
     FAIL();

@@ -59,7 +59,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadGraph{"two_outputs",
                  "x = f32[4] input\na, b = f32[4], f32[4] einsum [i] none $0 (x[i]) -> [i]",
                  "op 'a': an einsum has exactly one output, found 2"},
-        BadGraph{"zero_extent", "x = f32[4] input\ny = f32[4] einsum [i=4,j=0] sum $0 (x[i+j]) -> [i]",
+        BadGraph{"zero_extent",
+                 "x = f32[4] input\ny = f32[4] einsum [i=4,j=0] sum $0 (x[i+j]) -> [i]",
                  "op 'y': index 'j' has extent 0; extents must be >= 1"},
         BadGraph{"plain_extent_mismatch",
                  "a = f32[4,5] input\nb = f32[1,6] input\n"
@@ -155,7 +156,8 @@ INSTANTIATE_TEST_SUITE_P(
 // ---- structural problems the text form cannot write: built by editing a parsed graph ----
 
 // Rebuilds `g` after `edit` changes its tensors and ops (ids are reassigned in order).
-Graph rebuild(const Graph& g, const std::function<void(std::vector<Tensor>&, std::vector<Op>&)>& edit) {
+Graph rebuild(const Graph& g,
+              const std::function<void(std::vector<Tensor>&, std::vector<Op>&)>& edit) {
   std::vector<Tensor> tensors = g.tensors();
   std::vector<Op> ops = g.ops();
   edit(tensors, ops);
@@ -256,7 +258,9 @@ TEST(Verify, OperandCountAndCombine) {
                          }),
                  "op 'a': has 2 inputs but 1 operand subscript");
   expect_invalid(rebuild(base,
-                         [](auto&, auto& ops) { std::get<EinsumOp>(ops[0].body).combine = Expr(); }),
+                         [](auto&, auto& ops) {
+                           std::get<EinsumOp>(ops[0].body).combine = Expr();
+                         }),
                  "op 'a': has no combine expression");
   expect_invalid(rebuild(base,
                          [](auto&, auto& ops) {
