@@ -1,7 +1,10 @@
 #include "solar/cli/cli.h"
 
+#include <cxxabi.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <typeinfo>
@@ -107,7 +110,10 @@ int run_arch_show(const ArchShowArgs& a, std::ostream& out) {
 
 // The extra lines --debug prints after the error line: the exception's type and origin.
 void print_debug(const std::exception& e, std::ostream& err) {
-  err << "solar: debug: exception type " << typeid(e).name() << '\n';
+  int status = 0;
+  char* readable = abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &status);
+  err << "solar: debug: exception type " << (status == 0 ? readable : typeid(e).name()) << '\n';
+  std::free(readable);
   if (const auto* se = dynamic_cast<const Error*>(&e)) {
     const Origin& o = se->origin();
     err << fmt::format("solar: debug: message: {}\nsolar: debug: origin: file '{}', line {}, op '{}'\n",
