@@ -1,6 +1,5 @@
 #include "solar/bound/sol.h"
 
-#include <chrono>
 #include <random>
 
 #include <gmock/gmock.h>
@@ -402,22 +401,8 @@ TEST(Levels, CostMustMatchTheGraph) {
   }
 }
 
-// The timing only means something in an optimized build without sanitizers.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SOLAR_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-    __has_feature(memory_sanitizer)
-#define SOLAR_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(NDEBUG) && !defined(SOLAR_TEST_SANITIZED)
-constexpr bool kTimingMeaningful = true;
-#else
-constexpr bool kTimingMeaningful = false;
-#endif
-
-TEST(Levels, HundredThousandOpsBoundInWellUnderATenthOfASecond) {
+// Speed is measured in bench/ (bench_analyze_100k), not asserted here.
+TEST(Levels, HundredThousandOpsAreAllBounded) {
   const std::size_t n = 100'000;
   std::vector<Work> ops;
   ops.reserve(n);
@@ -427,14 +412,9 @@ TEST(Levels, HundredThousandOpsBoundInWellUnderATenthOfASecond) {
   ir::Graph g = graph_of(n);
   cost::GraphCost c = cost_of(std::move(ops));
   hw::Device d = synthetic();
-  auto start = std::chrono::steady_clock::now();
   DeviceBounds b = compute_bounds(g, c, d, {});
-  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(b.per_op.size(), n);
-  if (!kTimingMeaningful)
-    GTEST_SKIP() << "unoptimized or sanitized build: took " << elapsed << " s";
-  EXPECT_LT(elapsed, 0.1);
-  RecordProperty("seconds", std::to_string(elapsed));
+  EXPECT_GE(b.unfused.seconds, b.fused.seconds);
 }
 
 }  // namespace
