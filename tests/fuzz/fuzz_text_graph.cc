@@ -2,12 +2,11 @@
 // into a graph whose printed text parses back to the same graph (and whose JSON form reads
 // back to the same graph).
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "fuzz_common.h"
 #include "graph_equal.h"
 #include "solar/ir/json.h"
 #include "solar/ir/text.h"
@@ -15,9 +14,10 @@
 
 namespace {
 
+constexpr const char* kTarget = "fuzz_text_graph";
+
 [[noreturn]] void bug(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "fuzz_text_graph: %s\n%s\n", what, detail.c_str());
-  std::abort();
+  solar::fuzz::bug(kTarget, what, detail);
 }
 
 }  // namespace
@@ -25,16 +25,10 @@ namespace {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace solar::ir;
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  Graph g;
-  try {
-    g = parse_graph(text, "fuzz.txt");
-  } catch (const solar::UserError&) {
-    return 0;
-  } catch (const solar::Unsupported&) {
-    return 0;
-  } catch (const std::exception& e) {
-    bug("parse_graph threw a non-user error", e.what());
-  }
+  std::optional<Graph> parsed =
+      solar::fuzz::parse_or_reject(kTarget, [&] { return parse_graph(text, "fuzz.txt"); });
+  if (!parsed) return 0;
+  const Graph& g = *parsed;
   try {
     if (std::optional<std::string> why = why_invalid(g)) bug("parsed graph does not verify", *why);
     std::string printed = print_graph(g);

@@ -2,47 +2,30 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/fixtures.h"
+
 namespace solar::bound {
 namespace {
 
 using cost::ContractionClass;
 using ir::DType;
 
-hw::Sourced rate(double v) { return hw::Sourced{v, "test", "V", ""}; }
-
 // A synthetic device with round numbers: tensor unit bf16/f16 1e15, tf32 5e14, f64 1e14,
 // fp8 2e15, i8 2e15; vector unit f32 1e14, f64 5e13, bf16 2e14; special unit 1e12.
 hw::Device synthetic() {
-  hw::Device d;
-  d.id = "SYN";
-  d.name = "Synthetic";
-  hw::ComputeUnit tensor{hw::UnitKind::Tensor, "tensor_core", {}, std::nullopt};
-  tensor.peak[DType::BF16] = rate(1e15);
-  tensor.peak[DType::F16] = rate(1e15);
-  tensor.peak[DType::TF32] = rate(5e14);
-  tensor.peak[DType::F64] = rate(1e14);
-  tensor.peak[DType::F8E4M3] = rate(2e15);
-  tensor.peak[DType::I8] = rate(2e15);
-  hw::ComputeUnit vector{hw::UnitKind::Vector, "fp32_simt", {}, std::nullopt};
-  vector.peak[DType::F32] = rate(1e14);
-  vector.peak[DType::F64] = rate(5e13);
-  vector.peak[DType::BF16] = rate(2e14);
-  hw::ComputeUnit special{hw::UnitKind::Special, "mufu", {}, std::nullopt};
-  special.peak[DType::F32] = rate(1e12);
-  d.units = {tensor, vector, special};
-  d.memory = {hw::MemoryLevel{"dram", rate(8e10), rate(1e12)}};
-  return d;
+  return testing::DeviceBuilder("SYN", "Synthetic")
+      .tensor(DType::BF16, 1e15).tensor(DType::F16, 1e15).tensor(DType::TF32, 5e14)
+      .tensor(DType::F64, 1e14).tensor(DType::F8E4M3, 2e15).tensor(DType::I8, 2e15)
+      .vector(DType::F32, 1e14).vector(DType::F64, 5e13).vector(DType::BF16, 2e14)
+      .special(1e12)
+      .dram(1e12)
+      .build();
 }
 
 // Only a vector unit at f32: a CPU-like device.
 hw::Device vector_only() {
-  hw::Device d;
-  d.id = "VEC";
-  hw::ComputeUnit vector{hw::UnitKind::Vector, "avx512_fma", {}, std::nullopt};
-  vector.peak[DType::F32] = rate(1e12);
-  d.units = {vector};
-  d.memory = {hw::MemoryLevel{"dram", std::nullopt, rate(1e11)}};
-  return d;
+  return testing::DeviceBuilder("VEC", "").vector(DType::F32, 1e12, "avx512_fma")
+      .memory("dram", std::nullopt, 1e11).build();
 }
 
 hw::Device without(hw::Device d, hw::UnitKind kind, DType dtype) {
@@ -163,7 +146,7 @@ TEST(ContractionRoute, Integers) {
 TEST(ContractionRoute, FastestUnitWins) {
   hw::Device d = synthetic();
   hw::ComputeUnit second{hw::UnitKind::Tensor, "second_tc", {}, std::nullopt};
-  second.peak[DType::BF16] = rate(3e15);
+  second.peak[DType::BF16] = testing::DeviceBuilder::sourced(3e15);
   d.units.push_back(second);
   auto r = contraction_route(d, MathPolicy::PytorchDefault, ContractionClass::Matmul, DType::BF16);
   EXPECT_EQ(r->label, "second_tc.bf16");

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "testing/fixtures.h"
+
 namespace solar::bound {
 namespace {
 
@@ -13,28 +15,17 @@ using cost::Work;
 using ir::DType;
 using ::testing::HasSubstr;
 
-hw::Sourced rate(double v) { return hw::Sourced{v, "test", "V", ""}; }
-
 // A synthetic device with round numbers so that formulas read plainly: tensor bf16/f16
 // 1e15 FLOP/s, tf32 5e14; vector f32 1e14, bf16 2e14; special 1e12 ops/s; DRAM 1e12 B/s;
 // L2 1e8 B at 1e13 B/s.
 hw::Device synthetic() {
-  hw::Device d;
-  d.id = "SYN";
-  d.name = "Synthetic device";
-  hw::ComputeUnit tensor{hw::UnitKind::Tensor, "tensor_core", {}, std::nullopt};
-  tensor.peak[DType::BF16] = rate(1e15);
-  tensor.peak[DType::F16] = rate(1e15);
-  tensor.peak[DType::TF32] = rate(5e14);
-  hw::ComputeUnit vector{hw::UnitKind::Vector, "fp32_simt", {}, std::nullopt};
-  vector.peak[DType::F32] = rate(1e14);
-  vector.peak[DType::BF16] = rate(2e14);
-  hw::ComputeUnit special{hw::UnitKind::Special, "mufu", {}, std::nullopt};
-  special.peak[DType::F32] = rate(1e12);
-  d.units = {tensor, vector, special};
-  d.memory = {hw::MemoryLevel{"dram", rate(8e10), rate(1e12)},
-              hw::MemoryLevel{"l2", rate(1e8), rate(1e13)}};
-  return d;
+  return testing::DeviceBuilder()
+      .tensor(DType::BF16, 1e15).tensor(DType::F16, 1e15).tensor(DType::TF32, 5e14)
+      .vector(DType::F32, 1e14).vector(DType::BF16, 2e14)
+      .special(1e12)
+      .dram(1e12)
+      .memory("l2", 1e8, 1e13)
+      .build();
 }
 
 hw::Device without_special(hw::Device d) {

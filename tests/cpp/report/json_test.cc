@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "solar/report/report.h"
+#include "testing/fixtures.h"
 
 namespace solar::report {
 namespace {
@@ -14,31 +15,12 @@ using ir::DType;
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-hw::Sourced rate(double v) { return hw::Sourced{v, "test", "V", ""}; }
-
 // Round numbers: tensor bf16 1e15 FLOP/s, vector f32 1e14, DRAM 1e12 B/s, no special unit.
 hw::Device synthetic() {
-  hw::Device d;
-  d.id = "SYN";
-  d.name = "Synthetic device";
-  hw::ComputeUnit tensor{hw::UnitKind::Tensor, "tensor_core", {}, std::nullopt};
-  tensor.peak[DType::BF16] = rate(1e15);
-  hw::ComputeUnit vector{hw::UnitKind::Vector, "fp32_simt", {}, std::nullopt};
-  vector.peak[DType::F32] = rate(1e14);
-  d.units = {tensor, vector};
-  d.memory = {hw::MemoryLevel{"dram", rate(8e10), rate(1e12)}};
-  return d;
+  return testing::DeviceBuilder().tensor(DType::BF16, 1e15).vector(DType::F32, 1e14).dram(1e12).build();
 }
 
-ir::TensorId tensor(ir::Graph& g, const char* name, DType d, std::vector<std::int64_t> shape,
-                    ir::Role role) {
-  ir::Tensor t;
-  t.name = name;
-  t.dtype = d;
-  t.shape = std::move(shape);
-  t.role = role;
-  return g.add_tensor(std::move(t));
-}
+using testing::add_tensor;
 
 constexpr std::int64_t kM = 4096, kN = 4096, kK = 8192;
 
@@ -49,12 +31,12 @@ ir::Graph test_graph() {
   g.name = "toy";
   g.frontend = "torch";
   g.source = "toy.py";
-  auto a = tensor(g, "a", DType::BF16, {kM, kK}, ir::Role::Input);
-  auto b = tensor(g, "b", DType::BF16, {kK, kN}, ir::Role::Weight);
-  auto c = tensor(g, "c", DType::F32, {kM, kN}, ir::Role::Intermediate);
-  auto e = tensor(g, "e", DType::F32, {kM, kN}, ir::Role::Intermediate);
-  auto f = tensor(g, "f", DType::F32, {kM, kN / 2 + 1}, ir::Role::Output);
-  auto v = tensor(g, "v", DType::F32, {kM * kN}, ir::Role::Output);
+  auto a = add_tensor(g, "a", DType::BF16, {kM, kK}, ir::Role::Input);
+  auto b = add_tensor(g, "b", DType::BF16, {kK, kN}, ir::Role::Weight);
+  auto c = add_tensor(g, "c", DType::F32, {kM, kN}, ir::Role::Intermediate);
+  auto e = add_tensor(g, "e", DType::F32, {kM, kN}, ir::Role::Intermediate);
+  auto f = add_tensor(g, "f", DType::F32, {kM, kN / 2 + 1}, ir::Role::Output);
+  auto v = add_tensor(g, "v", DType::F32, {kM * kN}, ir::Role::Output);
   ir::Op mm{{}, "mm", {a, b}, {c}, ir::EinsumOp{}, Origin{"toy.py", 7, "aten::mm"}};
   g.add_op(mm);
   g.add_op(ir::Op{{}, "act", {c}, {e}, ir::EinsumOp{}, Origin{}});
@@ -214,7 +196,7 @@ TEST(ReportJson, TwoDevicesAreKeyedById) {
   hw::Device d1 = synthetic();
   hw::Device d2 = synthetic();
   d2.id = "SYN2";
-  d2.memory[0].bandwidth = rate(2e12);
+  d2.memory[0].bandwidth = testing::DeviceBuilder::sourced(2e12);
   json j = to_json(make_report(g, {&d1, &d2}));
   EXPECT_TRUE(j["devices"].contains("SYN"));
   EXPECT_TRUE(j["devices"].contains("SYN2"));
@@ -224,8 +206,8 @@ TEST(ReportJson, TwoDevicesAreKeyedById) {
 
 TEST(ReportJson, CompleteCoverageHasNoUnanalyzedOps) {
   ir::Graph g;
-  auto a = tensor(g, "a", DType::F32, {4}, ir::Role::Input);
-  auto b = tensor(g, "b", DType::F32, {4}, ir::Role::Output);
+  auto a = add_tensor(g, "a", DType::F32, {4}, ir::Role::Input);
+  auto b = add_tensor(g, "b", DType::F32, {4}, ir::Role::Output);
   g.add_op(ir::Op{{}, "neg", {a}, {b}, ir::EinsumOp{}, Origin{}});
   Report r;
   r.graph = &g;

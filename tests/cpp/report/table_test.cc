@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "solar/report/report.h"
+#include "testing/fixtures.h"
 
 namespace solar::report {
 namespace {
@@ -12,31 +13,12 @@ using ir::DType;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-hw::Sourced rate(double v) { return hw::Sourced{v, "test", "V", ""}; }
-
 // Tensor bf16 1e15 FLOP/s, vector f32 1e14, DRAM 1e12 B/s, no special unit.
 hw::Device synthetic(const char* id = "SYN") {
-  hw::Device d;
-  d.id = id;
-  d.name = "Synthetic device";
-  hw::ComputeUnit tensor{hw::UnitKind::Tensor, "tensor_core", {}, std::nullopt};
-  tensor.peak[DType::BF16] = rate(1e15);
-  hw::ComputeUnit vector{hw::UnitKind::Vector, "fp32_simt", {}, std::nullopt};
-  vector.peak[DType::F32] = rate(1e14);
-  d.units = {tensor, vector};
-  d.memory = {hw::MemoryLevel{"dram", rate(8e10), rate(1e12)}};
-  return d;
+  return testing::DeviceBuilder(id).tensor(DType::BF16, 1e15).vector(DType::F32, 1e14).dram(1e12).build();
 }
 
-ir::TensorId tensor(ir::Graph& g, const char* name, DType d, std::vector<std::int64_t> shape,
-                    ir::Role role) {
-  ir::Tensor t;
-  t.name = name;
-  t.dtype = d;
-  t.shape = std::move(shape);
-  t.role = role;
-  return g.add_tensor(std::move(t));
-}
+using testing::add_tensor;
 
 // gemm (compute-bound on SYN), act (memory-bound, with unpriced special ops), and optionally
 // an unanalyzed fft. Costs are hand-written.
@@ -46,10 +28,10 @@ struct Fixture {
   Fixture(bool with_fft, const std::vector<const hw::Device*>& devices) {
     g.name = "toy";
     g.frontend = "torch";
-    auto a = tensor(g, "a", DType::BF16, {4096, 4096}, ir::Role::Input);
-    auto b = tensor(g, "b", DType::BF16, {4096, 4096}, ir::Role::Weight);
-    auto c = tensor(g, "c", DType::BF16, {4096, 4096}, ir::Role::Intermediate);
-    auto e = tensor(g, "e", DType::F32, {4096, 4096}, ir::Role::Output);
+    auto a = add_tensor(g, "a", DType::BF16, {4096, 4096}, ir::Role::Input);
+    auto b = add_tensor(g, "b", DType::BF16, {4096, 4096}, ir::Role::Weight);
+    auto c = add_tensor(g, "c", DType::BF16, {4096, 4096}, ir::Role::Intermediate);
+    auto e = add_tensor(g, "e", DType::F32, {4096, 4096}, ir::Role::Output);
     g.add_op(ir::Op{{}, "gemm", {a, b}, {c}, ir::EinsumOp{}, Origin{}});
     g.add_op(ir::Op{{}, "act", {c}, {e}, ir::EinsumOp{}, Origin{}});
     Work gemm;
@@ -66,7 +48,7 @@ struct Fixture {
     r.cost.total = gemm;
     r.cost.total += act;
     if (with_fft) {
-      auto f = tensor(g, "f", DType::F32, {4096, 2049}, ir::Role::Output);
+      auto f = add_tensor(g, "f", DType::F32, {4096, 2049}, ir::Role::Output);
       g.add_op(ir::Op{{}, "fft", {e}, {f},
                       ir::UnanalyzedOp{"aten::_fft_r2c", "no lowering for FFT"}, Origin{}});
       Work fft;
@@ -85,7 +67,7 @@ struct Fixture {
 TEST(ReportTable, HeaderTotalsDeviceRowsAndTopOps) {
   hw::Device d1 = synthetic("SYN");
   hw::Device d2 = synthetic("SYN_FAST");
-  d2.memory[0].bandwidth = rate(4e12);
+  d2.memory[0].bandwidth = testing::DeviceBuilder::sourced(4e12);
   Fixture f(false, {&d1, &d2});
   std::string t = to_table(f.r);
   EXPECT_THAT(t, HasSubstr("Solar SOL report: toy"));
