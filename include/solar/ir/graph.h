@@ -6,7 +6,10 @@
 //   verifier enforces it.
 // - Einsum: out[o...] = REDUCE_{reduced} COMBINE(in0[f0(i...)], in1[f1(i...)], ...).
 //   The iteration space is the box of all index extents, minus the points where a mask
-//   constraint fails. Reduced indices are those not in the output subscript. An operand
+//   constraint fails. Reduced indices are those not in the output subscript. An output
+//   element that no live point reaches holds the reduction's identity (sum 0, prod 1,
+//   max -inf, min +inf, any false, all true; 0 for reduce none): consumers of a masked
+//   tensor mask the same points or rely on that value. An operand
 //   read outside its tensor yields its `pad` value (zero-padding of a convolution,
 //   -inf for max pooling); without a pad value such a read is a verifier error.
 // - Data-movement ops copy or re-view data; a view is free (no bytes move).

@@ -1,0 +1,65 @@
+// Tensor values during execution: a shape, the declared dtype, and the values in a compute
+// representation (f32 for fp32 and narrower floats, f64 for f64, i64 for integers and bool).
+//
+// Narrow floats (bf16, f16, fp8, fp6, fp4, tf32) are held in f32 after rounding to their own
+// precision, so an op's result equals what a framework storing that dtype would hold.
+// Integers (int4 .. int64, uint8) and bool are held as i64. Raw data in the declared dtype
+// (bf16 bit patterns, packed int4, ...) is converted on the way in and out.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "solar/ir/dtype.h"
+
+namespace solar::exec {
+
+enum class Storage { F32, F64, I64 };
+Storage storage_for(ir::DType d);
+std::size_t storage_bytes(Storage s);  // 4, 8, 8
+
+class Buffer {
+ public:
+  Buffer() = default;
+  // A zero-filled buffer owned by this object. Throws UserError(BadArgument) naming the
+  // size when the allocation fails.
+  static Buffer zeros(ir::DType dtype, std::vector<std::int64_t> shape);
+  // A non-owning view of caller memory already in the compute representation (f32 for an
+  // f32 tensor, ...): no copy. The caller keeps `data` alive while the buffer is used.
+  static Buffer borrow(ir::DType dtype, std::vector<std::int64_t> shape, void* data);
+  // Converts raw data in the declared dtype's storage format (bf16/f16 bit patterns, fp8
+  // bytes, int4 two per byte low nibble first, bool bytes) into a new buffer.
+  static Buffer from_raw(ir::DType dtype, std::vector<std::int64_t> shape, const void* raw);
+  // Writes the values in the declared dtype's storage format (rounding to nearest even).
+  void to_raw(void* raw) const;
+  std::size_t raw_bytes() const;  // size of the declared-dtype storage format
+
+  ir::DType dtype() const { return dtype_; }
+  Storage storage() const { return storage_for(dtype_); }
+  const std::vector<std::int64_t>& shape() const { return shape_; }
+  std::int64_t num_elements() const;
+  bool defined() const { return data_ != nullptr; }
+
+  template <class T> T* data() { return static_cast<T*>(data_); }
+  template <class T> const T* data() const { return static_cast<const T*>(data_); }
+  void* raw_data() { return data_; }
+  const void* raw_data() const { return data_; }
+
+  // Value i converted to double (tests and validation).
+  double value(std::int64_t i) const;
+
+ private:
+  ir::DType dtype_ = ir::DType::F32;
+  std::vector<std::int64_t> shape_;
+  std::shared_ptr<void> owner_;  // null for borrowed memory
+  void* data_ = nullptr;
+};
+
+// Rounds f32 values in place to the precision and range of `dtype` (round to nearest even;
+// overflow to inf where the format has it, saturation for fp8 e4m3). No-op for f32.
+void round_to_dtype(ir::DType dtype, std::span<float> values);
+
+}  // namespace solar::exec

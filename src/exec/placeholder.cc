@@ -1,0 +1,1 @@
+// Placeholder until the module lands; replaced by its real sources.
