@@ -13,6 +13,8 @@ void bind_ir(nanobind::module_& m);
 void bind_hw(nanobind::module_& m);
 void bind_report(nanobind::module_& m);
 void bind_cli(nanobind::module_& m);
+void bind_exec(nanobind::module_& m);
+void bind_lower(nanobind::module_& m);
 
 // An exact count as a Python int (counts may exceed 64 bits).
 inline nanobind::object count_to_py(Count c) {

@@ -89,4 +89,6 @@ NB_MODULE(_core, m) {
   bind_hw(m);
   bind_report(m);
   bind_cli(m);
+  bind_exec(m);
+  bind_lower(m);
 }

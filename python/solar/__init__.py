@@ -30,11 +30,13 @@ from ._core import (
     UserError,
 )
 from .builder import GraphBuilder
+from .executor import Check, ValidationResult, opaque_functions, run, tolerance_for, validate
 from .report import Record, Report
 
 __version__ = _core.__version__
 
 __all__ = [
+    "Check",
     "DType",
     "Device",
     "Error",
@@ -50,13 +52,18 @@ __all__ = [
     "UnitKind",
     "UnsupportedError",
     "UserError",
+    "ValidationResult",
     "analyze",
     "device",
     "device_ids",
     "devices",
     "load_graph",
+    "opaque_functions",
     "parse_graph",
     "parse_graph_json",
+    "run",
+    "tolerance_for",
+    "validate",
     "__version__",
 ]
 
@@ -80,16 +87,26 @@ def parse_graph_json(text: str, file: str = "<json>") -> Graph:
 
 
 def analyze(
-    graph: Union[Graph, PathLike],
+    graph,
+    *example_inputs,
     arch: Union[str, Iterable[str]] = "H100_SXM",
     policy: str = "pytorch-default",
     cache_state: str = "cold",
+    strict: bool = False,
 ) -> Report:
     """Costs `graph` and bounds it on each device in `arch` (one id or several).
 
     policy: "pytorch-default", "tf32" or "strict-fp32" (which unit may run fp32
     contractions); cache_state: "cold" or "warm". A path is loaded with load_graph.
+    A PyTorch nn.Module or function is captured on fake tensors with `example_inputs`
+    (frontends/torch, docs/torch-frontend.md); strict: an op that cannot be lowered raises
+    solar.UnsupportedError instead of being reported as unanalyzed.
     """
+    if not isinstance(graph, (Graph, str, os.PathLike)):
+        from .frontends.torch.lowering import analyze_program
+
+        return analyze_program(graph, *example_inputs, arch=arch, policy=policy,
+                               cache_state=cache_state, strict=strict)
     if not isinstance(graph, Graph):
         graph = load_graph(graph)
     archs = [arch] if isinstance(arch, str) else list(arch)

@@ -636,7 +636,8 @@ Work move_work(const Graph& g, const Op& op, std::vector<Count>* input_bytes) {
   auto read_all_inputs = [&] {
     for (std::size_t k = 0; k < op.inputs.size(); ++k) reads[k] = full_bytes(input(g, op, k));
   };
-  switch (op.move().kind) {
+  const ir::MoveOp& m = op.move();
+  switch (m.kind) {
     case MoveKind::View:
       w.note = "view: no copy";
       break;
@@ -679,8 +680,18 @@ Work move_work(const Graph& g, const Op& op, std::vector<Count>* input_bytes) {
       const Tensor& src = input(g, op, 2);
       for (std::size_t k = 1; k < op.inputs.size(); ++k) reads[k] = full_bytes(input(g, op, k));
       const Tensor& out = g.tensor(op.outputs[0]);
-      w.bytes_written = tensor_bytes(out, std::min(src.num_elements(), out.num_elements()));
+      const Count touched = std::min(src.num_elements(), out.num_elements());
+      w.bytes_written = tensor_bytes(out, touched);
       w.note = "scatter: in place, writes the src elements only (data is not copied)";
+      // A reducing scatter (scatter_add, index_add, scatter_reduce) reads each destination
+      // element it updates and combines it with one operation.
+      auto reduce = m.attrs.find("reduce");
+      if (reduce != m.attrs.end() && std::get_if<std::string>(&reduce->second) != nullptr &&
+          std::get<std::string>(reduce->second) != "none") {
+        reads[0] = tensor_bytes(input(g, op, 0), touched);
+        w.vector_flops[out.dtype] += touched;
+        w.note = "scatter with reduce: in place, reads and writes the updated data elements once";
+      }
       break;
     }
   }

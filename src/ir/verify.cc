@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "syntax.h"
@@ -367,6 +368,48 @@ class Verifier {
     return std::nullopt;
   }
 
+  // Gather and scatter address `axis` in one of two modes: "take" (index_select, embedding,
+  // index_add: the index replaces the axis) or "elements" (torch.gather/scatter: the index has
+  // the data's rank and picks one element per position). *take says which.
+  std::optional<std::string> need_mode(const MoveOp& m, const char* default_mode, bool* take) {
+    std::string_view kind = move_kind_name(m.kind);
+    std::string mode = default_mode;
+    if (auto it = m.attrs.find("mode"); it != m.attrs.end()) {
+      const auto* s = std::get_if<std::string>(&it->second);
+      if (!s || (*s != "take" && *s != "elements"))
+        return fmt::format("{} attribute 'mode' must be \"take\" or \"elements\"", kind);
+      mode = *s;
+    }
+    *take = mode == "take";
+    return std::nullopt;
+  }
+
+  // data.shape[:axis] + index.shape + data.shape[axis+1:]: the shape a take-mode gather
+  // produces (and a take-mode scatter reads from its source).
+  static std::vector<std::int64_t> taken_shape(const std::vector<std::int64_t>& data,
+                                               const std::vector<std::int64_t>& index,
+                                               std::int64_t axis) {
+    std::vector<std::int64_t> s(data.begin(), data.begin() + axis);
+    s.insert(s.end(), index.begin(), index.end());
+    s.insert(s.end(), data.begin() + axis + 1, data.end());
+    return s;
+  }
+
+  // An elements-mode index has the data's rank and is no larger than it outside `axis`.
+  static std::optional<std::string> elements_index_fits(const Tensor& idx, const Tensor& data,
+                                                        std::int64_t axis, const char* kind) {
+    if (idx.shape.size() != data.shape.size())
+      return fmt::format("{} (elements) index '{}' {} must have the rank of its data '{}' {}",
+                         kind, idx.name, shape_str(idx.shape), data.name, shape_str(data.shape));
+    for (std::size_t d = 0; d < idx.shape.size(); ++d)
+      if (static_cast<std::int64_t>(d) != axis && idx.shape[d] > data.shape[d])
+        return fmt::format("{} (elements) index '{}' {} is larger than its data '{}' {} in "
+                           "dimension {} (only axis {} may differ)",
+                           kind, idx.name, shape_str(idx.shape), data.name,
+                           shape_str(data.shape), d, axis);
+    return std::nullopt;
+  }
+
   std::optional<std::string> check_move(const Op& op, const MoveOp& m) {
     std::string_view kind = move_kind_name(m.kind);
     if (op.outputs.size() != 1)
@@ -528,11 +571,27 @@ class Verifier {
                              idx.name, dtype_name(idx.dtype));
         std::int64_t axis;
         if (auto why = need_axis(m, x.shape.size(), &axis)) return why;
+        bool take;
+        if (auto why = need_mode(m, "take", &take)) return why;
+        if (take) {
+          std::vector<std::int64_t> want = taken_shape(x.shape, idx.shape, axis);
+          if (y.shape != want)
+            return fmt::format("gather (take) {} must have shape data[:axis] + index + "
+                               "data[axis+1:] = {} (data '{}' {}, index '{}' {}, axis {})",
+                               ys_text(), shape_str(want), x.name, shape_str(x.shape), idx.name,
+                               shape_str(idx.shape), axis);
+          return std::nullopt;
+        }
+        if (auto why = elements_index_fits(idx, x, axis, "gather")) return why;
+        if (y.shape != idx.shape)
+          return fmt::format("gather (elements) {} must have the shape of its index '{}' {}",
+                             ys_text(), idx.name, shape_str(idx.shape));
         return std::nullopt;
       }
       case MoveKind::Scatter: {
         if (auto why = same_dtype(x)) return why;
-        if (auto why = same_dtype(in(op, 2))) return why;
+        const Tensor& src = in(op, 2);
+        if (auto why = same_dtype(src)) return why;
         const Tensor& idx = in(op, 1);
         if (!is_integer(idx.dtype))
           return fmt::format("scatter index '{}' has dtype {}; it must be an integer type",
@@ -541,6 +600,39 @@ class Verifier {
           return fmt::format("scatter {} must have the shape of its data {}", ys_text(), xs_text());
         std::int64_t axis;
         if (auto why = need_axis(m, x.shape.size(), &axis)) return why;
+        bool take;
+        if (auto why = need_mode(m, "elements", &take)) return why;
+        if (auto it = m.attrs.find("reduce"); it != m.attrs.end()) {
+          const auto* r = std::get_if<std::string>(&it->second);
+          static constexpr const char* kReduces[] = {"none", "sum", "prod", "max", "min", "mean"};
+          if (!r || std::find(std::begin(kReduces), std::end(kReduces), *r) == std::end(kReduces))
+            return std::string("scatter attribute 'reduce' must be one of \"none\", \"sum\", "
+                               "\"prod\", \"max\", \"min\", \"mean\"");
+        }
+        if (auto it = m.attrs.find("include_self"); it != m.attrs.end()) {
+          const auto* v = std::get_if<std::int64_t>(&it->second);
+          if (!v || (*v != 0 && *v != 1))
+            return std::string("scatter attribute 'include_self' must be 0 or 1");
+        }
+        if (take) {
+          std::vector<std::int64_t> want = taken_shape(x.shape, idx.shape, axis);
+          if (src.shape != want)
+            return fmt::format("scatter (take) source '{}' {} must have shape data[:axis] + "
+                               "index + data[axis+1:] = {} (data {}, index '{}' {}, axis {})",
+                               src.name, shape_str(src.shape), shape_str(want), xs_text(),
+                               idx.name, shape_str(idx.shape), axis);
+          return std::nullopt;
+        }
+        if (auto why = elements_index_fits(idx, x, axis, "scatter")) return why;
+        if (src.shape.size() != idx.shape.size())
+          return fmt::format("scatter (elements) source '{}' {} must have the rank of its index "
+                             "'{}' {}",
+                             src.name, shape_str(src.shape), idx.name, shape_str(idx.shape));
+        for (std::size_t d = 0; d < idx.shape.size(); ++d)
+          if (idx.shape[d] > src.shape[d])
+            return fmt::format("scatter (elements) index '{}' {} is larger than its source '{}' "
+                               "{} in dimension {}",
+                               idx.name, shape_str(idx.shape), src.name, shape_str(src.shape), d);
         return std::nullopt;
       }
     }

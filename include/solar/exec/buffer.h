@@ -5,6 +5,11 @@
 // precision, so an op's result equals what a framework storing that dtype would hold.
 // Integers (int4 .. int64, uint8) and bool are held as i64. Raw data in the declared dtype
 // (bf16 bit patterns, packed int4, ...) is converted on the way in and out.
+//
+// Values are contiguous and row-major; owned memory is 64-byte aligned. Raw formats
+// (docs/executor.md, "Dtypes"): f6 is OCP MX FP6 E2M3, one value per byte in the low 6 bits;
+// f4 (OCP E2M1) and i4 are packed two per byte, low nibble first; f8e4m3 is OCP E4M3FN; bool
+// is one byte per value (0 or 1).
 #pragma once
 
 #include <cstddef>
@@ -51,6 +56,23 @@ class Buffer {
   // Value i converted to double (tests and validation).
   double value(std::int64_t i) const;
 
+  // Memory that this buffer owns (64-byte aligned), in bytes of the compute representation.
+  std::size_t storage_size_bytes() const;
+
+  // The executor's zero-copy views (docs/executor.md, "Running graphs"): the same memory seen
+  // as `shape` (row-major), starting `offset` elements in. The result shares ownership with
+  // this buffer (or borrows the same caller memory); the caller keeps offset + the new
+  // element count within this buffer.
+  Buffer alias(std::vector<std::int64_t> shape, std::int64_t offset = 0) const {
+    Buffer b = *this;
+    b.shape_ = std::move(shape);
+    b.data_ = static_cast<char*>(data_) + offset * static_cast<std::int64_t>(
+                                                       storage_bytes(storage()));
+    return b;
+  }
+  // False for borrow()ed caller memory (and views of it), true for memory the buffer owns.
+  bool owns_memory() const { return owner_ != nullptr; }
+
  private:
   ir::DType dtype_ = ir::DType::F32;
   std::vector<std::int64_t> shape_;
@@ -59,7 +81,17 @@ class Buffer {
 };
 
 // Rounds f32 values in place to the precision and range of `dtype` (round to nearest even;
-// overflow to inf where the format has it, saturation for fp8 e4m3). No-op for f32.
+// overflow to inf where the format has it, saturation for fp8 e4m3, fp6 and fp4, which have
+// no inf). NaN stays NaN. No-op for f32 and f64; InternalError for integer and bool dtypes
+// (they are held as i64: see wrap_to_dtype).
 void round_to_dtype(ir::DType dtype, std::span<float> values);
+// One value rounded as round_to_dtype does.
+float round_to_dtype(ir::DType dtype, float value);
+
+// Wraps i64 values in place to the range of an integer dtype the way a store to that type
+// does (two's complement truncation: i8 200 -> -56; u8 -1 -> 255); bool becomes 0 or 1
+// (nonzero -> 1). No-op for i64; InternalError for float dtypes.
+void wrap_to_dtype(ir::DType dtype, std::span<std::int64_t> values);
+std::int64_t wrap_to_dtype(ir::DType dtype, std::int64_t value);
 
 }  // namespace solar::exec

@@ -13,8 +13,20 @@
 namespace solar::exec {
 
 struct ExecOptions {
-  int threads = 0;                      // 0: every core
-  std::uint64_t memory_limit_bytes = 0; // 0: 80% of physical memory
+  int threads = 0;                      // 0: every core (OpenMP's default team size)
+  std::uint64_t memory_limit_bytes = 0; // 0: default_memory_limit_bytes()
+};
+
+// 80% of the machine's physical memory (sysconf), in bytes.
+std::uint64_t default_memory_limit_bytes();
+
+// What a run allocated, in bytes of the compute representation (f32/f64/i64 words).
+struct ExecStats {
+  std::uint64_t limit_bytes = 0;      // the memory limit the run was held to
+  std::uint64_t peak_bytes = 0;       // most bytes the executor held at once
+  std::uint64_t allocated_bytes = 0;  // sum over every tensor it allocated
+  int ops_run = 0;                    // ops executed (ops no output depends on are skipped)
+  int views = 0;                      // view/slice ops that shared their input's memory
 };
 
 // Values by tensor name.
@@ -22,10 +34,19 @@ using TensorMap = std::map<std::string, Buffer>;
 
 // Runs `g` on `sources` (one buffer per input/weight/constant tensor, by name; shapes and
 // dtypes must match). Returns every Output-role tensor, plus the tensors named in `keep`.
-// Intermediates are freed after their last use. Throws UserError naming the tensor when a
-// source is missing or mismatched, or when a single tensor does not fit in the memory limit;
-// Unsupported for an unanalyzed op or an opaque function it cannot run.
+//
+// Memory: each intermediate is freed after its last consumer (unless it is an output or kept);
+// a view of a contiguous layout (a same-size view, a slice of one contiguous block) shares
+// its input's memory. Before anything is allocated, the peak of live tensors is computed from
+// the liveness plan and held to `memory_limit_bytes`: a single tensor larger than the limit,
+// or a peak above it, is a UserError naming the tensor (or op) and the sizes. Sources belong
+// to the caller and are not counted; kernels' scratch memory (im2col panels) is not counted.
+//
+// Throws UserError naming the tensor when a source is missing, unknown or mismatched, or a
+// kept name does not exist; Unsupported for an unanalyzed op or an opaque function the
+// executor cannot run (naming the op, and its framework op); kernel errors (an index out of
+// range, ...) carry the op's name. Ops whose outputs nothing needs are not run.
 TensorMap run_graph(const ir::Graph& g, const TensorMap& sources, const ExecOptions& options = {},
-                    const std::set<std::string>& keep = {});
+                    const std::set<std::string>& keep = {}, ExecStats* stats = nullptr);
 
 }  // namespace solar::exec

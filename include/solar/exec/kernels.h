@@ -3,6 +3,9 @@
 #pragma once
 
 #include <span>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "solar/exec/buffer.h"
 #include "solar/ir/graph.h"
@@ -26,8 +29,13 @@ void run_move(const ir::MoveOp& m, std::span<const Buffer* const> inputs, Buffer
               const ExecContext& ctx);
 
 // Opaque ops the executor knows (sort, argsort, topk, cumsum, ...); throws Unsupported naming
-// the function for any other.
+// the function for any other. Semantics per function: docs/executor.md, "Data movement and
+// opaque ops"; output shapes and counts are checked (UserError(InvalidGraph)).
 void run_opaque(const ir::OpaqueOp& o, std::span<const Buffer* const> inputs,
                 std::span<Buffer* const> outputs, const ExecContext& ctx);
+
+// The opaque functions run_opaque knows, sorted by name.
+std::vector<std::string> opaque_functions();
+bool knows_opaque(std::string_view function);
 
 }  // namespace solar::exec

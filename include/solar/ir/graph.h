@@ -111,8 +111,21 @@ enum class MoveKind {
   Slice,    // attrs: starts, ends, steps (one per dim); reads its slice
   Concat,   // attrs: axis
   Pad,      // attrs: pads (before/after per dim, 2*rank), value
-  Gather,   // inputs (data, index); attrs: axis; reads the gathered elements + the index
-  Scatter,  // inputs (data, index, src); attrs: axis; writes what it touches
+  // Gather and scatter (docs/executor.md): index values in [-size, size), negative from the end.
+  // inputs (data, index); attrs: axis, mode. mode "take" (default; index_select, embedding):
+  //   out.shape = data.shape[:axis] + index.shape + data.shape[axis+1:],
+  //   out[a.., j.., b..] = data[a.., index[j..], b..];
+  // mode "elements" (torch.gather): index has data's rank, out.shape = index.shape,
+  //   out[p] = data[p with p[axis] = index[p]]. Reads the gathered elements + the index.
+  Gather,
+  // inputs (data, index, src); attrs: axis, mode, reduce, include_self. out = data, then
+  // mode "elements" (default; torch.scatter/scatter_add/scatter_reduce): for each index
+  //   position p, out[p with p[axis] = index[p]] op= src[p];
+  // mode "take" (index_copy/index_add): src.shape = data.shape[:axis] + index.shape +
+  //   data.shape[axis+1:], out[a.., index[j..], b..] op= src[a.., j.., b..].
+  // reduce: none (last write in row-major order wins) sum prod max min mean; include_self 0
+  // starts a written position from its first src value. Writes what it touches.
+  Scatter,
   Cast,     // dtype conversion
 };
 std::string_view move_kind_name(MoveKind k);

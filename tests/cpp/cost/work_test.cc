@@ -652,6 +652,18 @@ TEST(MoveWork, ScatterWritesInPlace) {
   EXPECT_NE(w.note.find("in place"), std::string::npos);
 }
 
+TEST(MoveWork, ReducingScatterReadsWhatItUpdates) {
+  Graph g = parse_graph(R"(
+    d = f32[1000,64] input
+    idx = i64[10,64] input
+    src = f32[10,64] input
+    o = f32[1000,64] move scatter {axis=0, reduce="sum"} (d, idx, src))");
+  Work w = work_of(g, "o");
+  EXPECT_EQ(w.bytes_read, Count(8 * 10 * 64 + 4 * 10 * 64 + 4 * 10 * 64));  // index + src + updated data
+  EXPECT_EQ(w.bytes_written, Count(4 * 10 * 64));
+  EXPECT_EQ(w.total_vector_flops(), Count(10 * 64));  // one add per src element
+}
+
 TEST(MoveWork, CastConcatPad) {
   Graph g = parse_graph(R"(
     x = f32[8,16] input

@@ -144,6 +144,49 @@ INSTANTIATE_TEST_SUITE_P(
         BadGraph{"gather_axis",
                  "d = f32[10,4] input\ni = i64[3] input\ng = f32[3,4] move gather {axis=2} (d, i)",
                  "gather axis 2 is outside [0, 2)"},
+        BadGraph{"gather_take_shape",
+                 "d = f32[10,4] input\ni = i64[2,3] input\ng = f32[6,4] move gather {axis=0} (d, i)",
+                 "gather (take) output 'g' [6,4] must have shape data[:axis] + index + "
+                 "data[axis+1:] = [2,3,4]"},
+        BadGraph{"gather_mode",
+                 "d = f32[10,4] input\ni = i64[3] input\n"
+                 "g = f32[3,4] move gather {axis=0, mode=\"rows\"} (d, i)",
+                 "gather attribute 'mode' must be \"take\" or \"elements\""},
+        BadGraph{"gather_elements_rank",
+                 "d = f32[10,4] input\ni = i64[3] input\n"
+                 "g = f32[3] move gather {axis=0, mode=\"elements\"} (d, i)",
+                 "gather (elements) index 'i' [3] must have the rank of its data 'd' [10,4]"},
+        BadGraph{"gather_elements_fit",
+                 "d = f32[10,4] input\ni = i64[12,5] input\n"
+                 "g = f32[12,5] move gather {axis=0, mode=\"elements\"} (d, i)",
+                 "index 'i' [12,5] is larger than its data 'd' [10,4] in dimension 1 (only axis 0 "
+                 "may differ)"},
+        BadGraph{"gather_elements_shape",
+                 "d = f32[10,4] input\ni = i64[12,4] input\n"
+                 "g = f32[12,3] move gather {axis=0, mode=\"elements\"} (d, i)",
+                 "gather (elements) output 'g' [12,3] must have the shape of its index 'i' [12,4]"},
+        BadGraph{"scatter_elements_rank",
+                 "d = f32[10,4] input\ni = i64[3] input\ns = f32[3,4] input\n"
+                 "o = f32[10,4] move scatter {axis=0} (d, i, s)",
+                 "scatter (elements) index 'i' [3] must have the rank of its data 'd' [10,4]"},
+        BadGraph{"scatter_elements_src",
+                 "d = f32[10,4] input\ni = i64[3,4] input\ns = f32[2,4] input\n"
+                 "o = f32[10,4] move scatter {axis=0} (d, i, s)",
+                 "scatter (elements) index 'i' [3,4] is larger than its source 's' [2,4] in "
+                 "dimension 0"},
+        BadGraph{"scatter_take_src",
+                 "d = f32[10,4] input\ni = i64[3] input\ns = f32[4,4] input\n"
+                 "o = f32[10,4] move scatter {axis=0, mode=\"take\"} (d, i, s)",
+                 "scatter (take) source 's' [4,4] must have shape data[:axis] + index + "
+                 "data[axis+1:] = [3,4]"},
+        BadGraph{"scatter_reduce",
+                 "d = f32[10] input\ni = i64[3] input\ns = f32[3] input\n"
+                 "o = f32[10] move scatter {axis=0, reduce=\"add\"} (d, i, s)",
+                 "scatter attribute 'reduce' must be one of \"none\", \"sum\""},
+        BadGraph{"scatter_include_self",
+                 "d = f32[10] input\ni = i64[3] input\ns = f32[3] input\n"
+                 "o = f32[10] move scatter {axis=0, include_self=2} (d, i, s)",
+                 "scatter attribute 'include_self' must be 0 or 1"},
         BadGraph{"scatter_shape",
                  "d = f32[10] input\ni = i64[3] input\ns = f32[3] input\n"
                  "o = f32[11] move scatter {axis=0} (d, i, s)",
@@ -333,7 +376,10 @@ s = f32[1,2] move slice {starts=[1,0], ends=[2,3], steps=[1,2]} (x)
 c = f32[3,3] move concat {axis=0} (x, b)
 p = f32[3,7] move pad {pads=[0,1,2,2], value=-inf} (x)
 g = f32[3,4] move gather {axis=0} (d, i)
-h = f32[10,4] move scatter {axis=0} (d, i, g)
+h = f32[10,4] move scatter {axis=0, mode="take", reduce="sum"} (d, i, g)
+ie = i32[3,4] input
+ge = f32[3,4] move gather {axis=0, mode="elements"} (d, ie)
+he = f32[10,4] move scatter {axis=0, reduce="max", include_self=0} (d, ie, ge)
 k = bf16[2,3] move cast (x)
 u = i8[24] move view (x)
 t = f32[3,2] move permute {perm=[1,0]} (x)

@@ -1,0 +1,96 @@
+// A single einsum as the tiling search sees it: ranks (loop indices) with extents, and each
+// tensor's access as one affine expression per dimension, with its element width in bits.
+//
+// Semantics
+// - Ranks are the einsum's iteration indices; every rank ranges over [0, extent).
+// - A tensor dimension is read at sum_i coef_i * rank_i + constant. A plain dimension has one
+//   term of coefficient 1 and no constant; a sliding-window (convolution) dimension has
+//   several terms (`p*stride + r*dilation - pad`). Positions outside [0, dim extent) are
+//   padding: never transferred.
+// - The output is the last tensor; its dimensions must be plain ranks (distinct).
+// - Sizes are in elements; widths in bits, so traffic converts to bytes per tensor
+//   (bytes = ceil(elements * bits / 8) over the whole run).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "solar/ir/dtype.h"
+#include "solar/ir/graph.h"
+#include "solar/util/count.h"
+
+namespace solar::tiling {
+
+// Bit mask over ranks (a problem has at most kMaxRanks ranks).
+using RankMask = std::uint32_t;
+inline constexpr int kMaxRanks = 24;
+
+struct Rank {
+  std::string name;
+  std::int64_t extent = 1;  // >= 1
+};
+
+struct DimTerm {
+  int rank = 0;
+  std::int64_t coef = 1;  // never 0
+};
+
+struct DimAccess {
+  std::vector<DimTerm> terms;  // distinct ranks
+  std::int64_t constant = 0;
+  std::int64_t extent = 1;  // the tensor dimension's size (>= 1)
+  bool plain() const { return terms.size() == 1 && terms[0].coef == 1 && constant == 0; }
+};
+
+struct TensorAccess {
+  std::string name;
+  int bits = 32;        // element width (ir::dtype_bits)
+  bool output = false;  // exactly one tensor, the last, is the output
+  std::vector<DimAccess> dims;
+  RankMask ranks = 0;   // ranks that appear in any dimension
+  bool plain() const;   // every dimension plain
+  // Elements of the whole tensor (product of dimension extents).
+  Count elements() const;
+};
+
+struct TilingProblem {
+  std::vector<Rank> ranks;
+  std::vector<TensorAccess> tensors;  // inputs in operand order, then the output
+  // Distinct-tensor compulsory traffic in bits: each distinct input tensor's footprint
+  // (elements actually read) and the output once. Filled by the factories.
+  Count compulsory_bits;
+
+  const TensorAccess& output() const { return tensors.back(); }
+  // Iteration points of the full box (product of rank extents).
+  Count points() const;
+  // Checks the invariants above; throws InternalError when a factory broke them.
+  void check() const;
+};
+
+// The problem of one einsum op of `g`. Throws Unsupported for what the tiling model cannot
+// express: masks, non-plain or repeated output subscripts, a rank in two dimensions of one
+// tensor, more than kMaxRanks ranks. Each operand is its own tensor even when two operands
+// name the same graph tensor (the attainable model may then count its traffic twice; the
+// compulsory traffic counts it once).
+TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op);
+
+// C[m,n] = sum_k A[m,k] * B[k,n] with every tensor of type `dtype` (ranks m, n, k).
+TilingProblem gemm_problem(std::int64_t m, std::int64_t n, std::int64_t k, ir::DType dtype);
+
+// Ranks of `p` that appear in some non-plain dimension (sliding windows, strides).
+RankMask affine_ranks(const TilingProblem& p);
+
+// A smaller problem with the same attainable curve up to scaling: ranks present in every
+// tensor only as plain dimensions (batch ranks) are removed (`batch` = product of their
+// extents; traffic of the original = batch x traffic of the reduced one, buffer equal), and
+// plain ranks with the same tensor-membership signature are merged into one rank (their
+// extents multiply: a linearized loop over the merged ranks implements any merged tile, so
+// the merged curve is never above the unmerged one). Ranks of extent 1 are dropped.
+struct ReducedProblem {
+  TilingProblem problem;
+  Count batch = 1;
+};
+ReducedProblem reduce_problem(const TilingProblem& p, bool merge_ranks);
+
+}  // namespace solar::tiling

@@ -1,0 +1,35 @@
+// solar._core: lowering of a framework OpTrace (JSON text) to an EinsumGraph.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "solar/lower/aten.h"
+#include "solar/lower/optrace.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace solar::python {
+
+void bind_lower(nb::module_& m) {
+  m.attr("OPTRACE_SCHEMA") = std::string(lower::kOpTraceSchema);
+  m.def(
+      "lower_optrace",
+      [](const std::string& text, const std::string& file, bool strict) {
+        lower::OpTrace trace = lower::parse_optrace(text, file);
+        lower::LowerResult r;
+        {
+          nb::gil_scoped_release release;
+          r = lower::lower_aten(trace, {strict});
+        }
+        return nb::make_tuple(nb::cast(std::move(r.graph)), nb::cast(r.warnings));
+      },
+      "text"_a, "file"_a = "<optrace>", "strict"_a = false,
+      "Lowers an OpTrace (solar.optrace.v1 JSON text) with the aten table; returns (graph, "
+      "warnings). With strict, an op that cannot be lowered raises UnsupportedError.");
+  m.def("aten_op_known", &lower::aten_op_known, "op"_a,
+        "Whether the aten table lowers this op (\"aten::mm.default\").");
+}
+
+}  // namespace solar::python

@@ -1,0 +1,415 @@
+#include "solar/tiling/curve.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "hull.h"
+#include "solar/util/errors.h"
+
+namespace solar::tiling {
+
+// ---- TrafficCurve -------------------------------------------------------------------------
+
+TrafficCurve::TrafficCurve(std::vector<CurvePoint> pareto) : points_(std::move(pareto)) {
+  for (std::size_t i = 1; i < points_.size(); ++i) {
+    SOLAR_CHECK(points_[i - 1].buffer_bytes < points_[i].buffer_bytes,
+                "curve buffers must increase strictly");
+    SOLAR_CHECK(points_[i - 1].traffic_bytes > points_[i].traffic_bytes,
+                "curve traffic must decrease strictly");
+  }
+}
+
+std::optional<Count> TrafficCurve::traffic_at(Count capacity_bytes) const {
+  auto it = std::upper_bound(
+      points_.begin(), points_.end(), capacity_bytes,
+      [](Count s, const CurvePoint& p) { return s < p.buffer_bytes; });
+  if (it == points_.begin()) return std::nullopt;
+  return std::prev(it)->traffic_bytes;
+}
+
+const CurvePoint& TrafficCurve::floor() const {
+  SOLAR_CHECK(!points_.empty(), "empty traffic curve");
+  return points_.back();
+}
+
+// ---- search -------------------------------------------------------------------------------
+
+namespace {
+
+using Wide = unsigned __int128;
+
+// Keeps the non-dominated (buffer, traffic) pairs seen so far. New points are first tested
+// against the envelope of the last compaction (one binary search), so the pending list stays
+// short even when millions of mappings are evaluated.
+class ParetoCollector {
+ public:
+  void insert(Wide buffer, Wide traffic) {
+    auto it = std::upper_bound(env_.begin(), env_.end(), buffer,
+                               [](Wide b, const std::pair<Wide, Wide>& e) { return b < e.first; });
+    if (it != env_.begin() && std::prev(it)->second <= traffic) return;
+    pending_.emplace_back(buffer, traffic);
+    if (pending_.size() >= 4096) compact();
+  }
+  const std::vector<std::pair<Wide, Wide>>& envelope() {
+    compact();
+    return env_;
+  }
+  // The smallest buffer of a kept point whose traffic is <= `traffic` (none: max Wide).
+  Wide buffer_reaching(Wide traffic) const {
+    auto it = std::lower_bound(env_.begin(), env_.end(), traffic,
+                               [](const std::pair<Wide, Wide>& e, Wide q) { return e.second > q; });
+    return it == env_.end() ? ~Wide{0} : it->first;
+  }
+  std::uint64_t generation() const { return generation_; }
+
+ private:
+  void compact() {
+    if (pending_.empty()) return;
+    pending_.insert(pending_.end(), env_.begin(), env_.end());
+    std::sort(pending_.begin(), pending_.end());
+    env_.clear();
+    for (const auto& p : pending_)
+      if (env_.empty() || p.second < env_.back().second) {
+        if (!env_.empty() && env_.back().first == p.first) env_.pop_back();
+        env_.push_back(p);
+      }
+    pending_.clear();
+    ++generation_;
+  }
+  std::uint64_t generation_ = 0;
+  std::vector<std::pair<Wide, Wide>> env_;
+  std::vector<std::pair<Wide, Wide>> pending_;
+};
+
+struct Candidate {
+  std::int64_t tile;
+  std::int64_t trips;  // >= 2
+};
+
+// Tile candidates with more than one tile. Ceil mode: for every distinct trip count the
+// smallest tile (t = ceil(N/T)); each trip count T keeps only its smallest tile, so the list
+// is O(2 sqrt N) long. Divisor mode: the proper divisors.
+std::vector<Candidate> candidates(std::int64_t n, TileMode mode) {
+  std::vector<Candidate> c;
+  switch (mode) {
+    case TileMode::Ceil: {
+      std::int64_t T = 2;
+      while (T <= n) {
+        const std::int64_t t = detail::ceil_div(n, T);
+        const std::int64_t trips = detail::ceil_div(n, t);  // <= T: the fewest trips for t
+        if (!c.empty() && c.back().trips == trips) c.pop_back();  // keep the smaller tile
+        c.push_back({t, trips});
+        if (t == 1) break;
+        T = detail::ceil_div(n, t - 1);  // the first T with a smaller tile
+        if (detail::ceil_div(n, T) >= t) ++T;
+      }
+      break;
+    }
+    case TileMode::Divisor:
+      for (std::int64_t d = 1; d * d <= n; ++d)
+        if (n % d == 0) {
+          if (d < n) c.push_back({d, n / d});
+          if (d != n / d && n / d < n) c.push_back({n / d, d});
+        }
+      break;
+  }
+  std::sort(c.begin(), c.end(),
+            [](const Candidate& a, const Candidate& b) { return a.tile < b.tile; });
+  return c;
+}
+
+// Every other candidate, keeping the first and the last.
+void thin(std::vector<Candidate>& c) {
+  if (c.size() <= 2) return;
+  std::vector<Candidate> out;
+  for (std::size_t i = 0; i < c.size(); i += 2) out.push_back(c[i]);
+  if (out.back().tile != c.back().tile) out.push_back(c.back());
+  c = std::move(out);
+}
+
+struct Searcher {
+  Searcher(const TilingProblem& problem, const CurveOptions& options) : q(problem), opt(options) {}
+  const TilingProblem& q;
+  const CurveOptions& opt;
+  int n = 0;
+  std::size_t nt = 0;
+  RankMask affine = 0;
+  std::vector<std::vector<Candidate>> cand;
+  std::vector<std::int64_t> extent;
+  Wide points = 1;
+  std::vector<Wide> bypass_access_bits;  // per tensor, when bypassed
+  std::vector<bool> can_bypass;
+  std::vector<Wide> compulsory_bits;  // per tensor: its whole-access traffic, 0 when affine
+  std::vector<std::uint32_t> bypass_masks;  // non-empty sets of bypassable tensors
+  std::vector<Wide> min_traffic, threshold;  // per bypass mask
+  std::uint64_t threshold_generation = ~std::uint64_t{0};
+  // Window hulls by tile sizes, one map per (tensor, dim), flattened through dim_base.
+  std::vector<std::map<std::vector<std::int64_t>, detail::HullStats>> hull_cache;
+  std::vector<std::size_t> dim_base;
+  ParetoCollector pareto;
+  std::uint64_t evaluated = 0;
+
+  // Working state for one order.
+  std::vector<std::int64_t> tile, T;
+  std::vector<RankMask> mult_mask;  // per tensor
+
+  detail::HullStats hull(std::size_t t, std::size_t d) {
+    const DimAccess& dim = q.tensors[t].dims[d];
+    if (dim.plain()) return detail::hull_stats(dim, tile, extent);
+    std::vector<std::int64_t> key;
+    for (const DimTerm& term : dim.terms) key.push_back(tile[term.rank]);
+    auto& cache = hull_cache[dim_base[t] + d];
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+    detail::HullStats s = detail::hull_stats(dim, tile, extent);
+    cache.emplace(std::move(key), s);
+    return s;
+  }
+
+  void evaluate() {
+    Wide kept_buf[64], kept_acc[64];
+    for (std::size_t t = 0; t < nt; ++t) {
+      const TensorAccess& x = q.tensors[t];
+      Wide tile_el = 1, touched = 1;
+      for (std::size_t d = 0; d < x.dims.size(); ++d) {
+        const DimAccess& dim = x.dims[d];
+        if (dim.plain()) {
+          const int r = dim.terms[0].rank;
+          tile_el *= static_cast<Wide>(std::min(tile[r], dim.extent));
+          touched *= static_cast<Wide>(std::min(extent[r], dim.extent));
+        } else {
+          detail::HullStats s = hull(t, d);
+          tile_el *= static_cast<Wide>(s.max);
+          touched *= static_cast<Wide>(s.sum);
+        }
+      }
+      Wide mult = 1;
+      for (RankMask m = mult_mask[t]; m; m &= m - 1) mult *= static_cast<Wide>(T[__builtin_ctz(m)]);
+      const Wide acc = x.output ? 2 * touched * mult - touched : touched * mult;
+      kept_buf[t] = tile_el * static_cast<Wide>(x.bits);
+      kept_acc[t] = acc * static_cast<Wide>(x.bits);
+    }
+    Wide buf0 = 0, acc0 = 0;
+    for (std::size_t t = 0; t < nt; ++t) {
+      buf0 += kept_buf[t];
+      acc0 += kept_acc[t];
+    }
+    ++evaluated;
+    pareto.insert(buf0, acc0);
+    if (bypass_masks.empty()) return;
+    // A bypass variant moves at least min_traffic[B]; once the envelope reaches that traffic
+    // at buffer threshold[B], variants needing as much buffer are dominated and skipped
+    // (thresholds only fall as the envelope improves, so skipping stays exact).
+    if (threshold_generation != pareto.generation()) {
+      for (std::size_t i = 0; i < bypass_masks.size(); ++i)
+        threshold[i] = pareto.buffer_reaching(min_traffic[i]);
+      threshold_generation = pareto.generation();
+    }
+    for (std::size_t i = 0; i < bypass_masks.size(); ++i) {
+      const std::uint32_t b = bypass_masks[i];
+      Wide buf = 0, acc = 0;
+      for (std::size_t t = 0; t < nt; ++t)
+        if (!(b & (1u << t))) buf += kept_buf[t];
+      if (buf >= threshold[i]) continue;
+      for (std::size_t t = 0; t < nt; ++t)
+        acc += (b & (1u << t)) ? bypass_access_bits[t] : kept_acc[t];
+      ++evaluated;
+      pareto.insert(buf, acc);
+    }
+  }
+
+  // Enumerates tiles of `free_ranks` (odometer) with the other ranks fixed in `tile`/`T`.
+  void enumerate(const std::vector<int>& free_ranks) {
+    std::vector<std::size_t> idx(free_ranks.size(), 0);
+    for (std::size_t i = 0; i < free_ranks.size(); ++i) {
+      tile[free_ranks[i]] = cand[free_ranks[i]][0].tile;
+      T[free_ranks[i]] = cand[free_ranks[i]][0].trips;
+    }
+    while (true) {
+      evaluate();
+      std::size_t i = 0;
+      for (; i < free_ranks.size(); ++i) {
+        const int r = free_ranks[i];
+        if (++idx[i] < cand[r].size()) {
+          tile[r] = cand[r][idx[i]].tile;
+          T[r] = cand[r][idx[i]].trips;
+          break;
+        }
+        idx[i] = 0;
+        tile[r] = cand[r][0].tile;
+        T[r] = cand[r][0].trips;
+      }
+      if (i == free_ranks.size()) return;
+    }
+  }
+
+  // One distinct loop order of an active set: which loops multiply each tensor, the rank
+  // pinned to tile 1 (-1: none) and the ranks whose tiles are enumerated.
+  struct Plan {
+    std::vector<int> active;
+    std::vector<RankMask> mult;
+    int pinned = -1;
+    std::vector<int> free_ranks;
+  };
+
+  std::vector<Plan> plan() const {
+    std::vector<int> activatable;
+    for (int r = 0; r < n; ++r)
+      if (extent[r] > 1 && !cand[r].empty()) activatable.push_back(r);
+    const std::size_t k = activatable.size();
+    if (k > 8)
+      throw Unsupported("the tiling search orders at most 8 tiled loops after rank merging; "
+                        "this einsum has " + std::to_string(k));
+    std::vector<Plan> plans;
+    for (std::uint32_t subset = 0; subset < (1u << k); ++subset) {
+      std::vector<int> active;
+      for (std::size_t i = 0; i < k; ++i)
+        if (subset & (1u << i)) active.push_back(activatable[i]);
+      if (active.empty()) {
+        plans.push_back({active, std::vector<RankMask>(nt, 0), -1, {}});
+        continue;
+      }
+      std::set<std::vector<RankMask>> seen;
+      std::vector<int> perm = active;  // sorted: next_permutation visits all orders
+      do {
+        // Which loops multiply each tensor, and the innermost rank when it is plain (it
+        // then gets tile 1: its trip count multiplies nothing).
+        std::vector<RankMask> key(nt + 1, 0);
+        for (std::size_t t = 0; t < nt; ++t) {
+          const RankMask rel = q.tensors[t].ranks;
+          int inner = -1;
+          for (int j = 0; j < static_cast<int>(perm.size()); ++j)
+            if (rel & (RankMask{1} << perm[j])) inner = j;
+          for (int j = 0; j < inner; ++j)
+            if (!(rel & (RankMask{1} << perm[j]))) key[t] |= RankMask{1} << perm[j];
+        }
+        const int innermost = perm.back();
+        const bool pin = !(affine & (RankMask{1} << innermost));
+        key[nt] = pin ? (RankMask{1} << innermost) : 0;
+        if (!seen.insert(key).second) continue;
+        Plan pl{active, std::vector<RankMask>(key.begin(), key.begin() + nt),
+                pin ? innermost : -1, {}};
+        for (int r : perm)
+          if (r != pl.pinned) pl.free_ranks.push_back(r);
+        plans.push_back(std::move(pl));
+      } while (std::next_permutation(perm.begin(), perm.end()));
+    }
+    return plans;
+  }
+
+  // Mappings the plans evaluate without bypass variants.
+  double planned(const std::vector<Plan>& plans) const {
+    double total = 0;
+    for (const Plan& pl : plans) {
+      double grid = 1;
+      for (int r : pl.free_ranks) grid *= static_cast<double>(cand[r].size());
+      total += grid;
+    }
+    return total;
+  }
+
+  void run(const std::vector<Plan>& plans) {
+    tile = extent;
+    T.assign(n, 1);
+    mult_mask.assign(nt, 0);
+    for (const Plan& pl : plans) {
+      for (int r = 0; r < n; ++r) {
+        tile[r] = extent[r];
+        T[r] = 1;
+      }
+      mult_mask = pl.mult;
+      if (pl.pinned >= 0) {
+        tile[pl.pinned] = 1;
+        T[pl.pinned] = extent[pl.pinned];
+      }
+      enumerate(pl.free_ranks);
+    }
+  }
+};
+
+}  // namespace
+
+CurveResult attainable_curve(const TilingProblem& p, const CurveOptions& options) {
+  p.check();
+  if (p.tensors.size() > 16)
+    throw Unsupported("the tiling search handles at most 16 tensors per einsum");
+  ReducedProblem red = reduce_problem(p, options.merge_ranks && options.tiles == TileMode::Ceil);
+  const TilingProblem& q = red.problem;
+  Searcher s(q, options);
+  s.n = static_cast<int>(q.ranks.size());
+  s.nt = q.tensors.size();
+  s.affine = affine_ranks(q);
+  for (const Rank& r : q.ranks) {
+    s.extent.push_back(r.extent);
+    s.points *= static_cast<Wide>(r.extent);
+    s.cand.push_back(candidates(r.extent, options.tiles));
+  }
+  CurveResult result;
+  // Bypass variants are mostly skipped by a comparison, so they are not counted here.
+  const std::vector<Searcher::Plan> plans = s.plan();
+  while (s.planned(plans) > static_cast<double>(options.max_evaluations)) {
+    std::size_t longest = 0;
+    for (std::size_t r = 1; r < s.cand.size(); ++r)
+      if (s.cand[r].size() > s.cand[longest].size()) longest = r;
+    if (s.cand[longest].size() <= 2) break;
+    thin(s.cand[longest]);
+    result.exhaustive = false;
+  }
+  for (std::size_t t = 0; t < s.nt; ++t) {
+    const TensorAccess& x = q.tensors[t];
+    s.can_bypass.push_back(x.plain());
+    Wide touched = 1;
+    for (const DimAccess& d : x.dims)
+      touched *= static_cast<Wide>(
+          d.plain() ? std::min(s.extent[d.terms[0].rank], d.extent) : d.extent);
+    const Wide el = x.output ? 2 * s.points - touched : s.points;
+    s.bypass_access_bits.push_back(el * static_cast<Wide>(x.bits));
+    s.compulsory_bits.push_back(x.plain() ? touched * static_cast<Wide>(x.bits) : 0);
+    s.dim_base.push_back(s.hull_cache.size());
+    s.hull_cache.resize(s.hull_cache.size() + x.dims.size());
+  }
+  if (options.bypass && s.nt <= 12)
+    for (std::uint32_t b = 1; b < (1u << s.nt); ++b) {
+      bool ok = true;
+      Wide lo = 0;
+      for (std::size_t t = 0; t < s.nt; ++t) {
+        if ((b & (1u << t)) && !s.can_bypass[t]) ok = false;
+        lo += (b & (1u << t)) ? s.bypass_access_bits[t] : s.compulsory_bits[t];
+      }
+      if (!ok) continue;
+      s.bypass_masks.push_back(b);
+      s.min_traffic.push_back(lo);
+    }
+  s.threshold.assign(s.bypass_masks.size(), 0);
+  s.run(plans);
+
+  // Scale the reduced problem back (batch) and round bits up to bytes; rounding can merge
+  // neighbours, so the envelope is taken again.
+  const Wide batch = red.batch.raw();
+  std::vector<CurvePoint> pts;
+  for (const auto& [buf_bits, acc_bits] : s.pareto.envelope()) {
+    Count b, a;
+    {
+      Wide bb = (buf_bits + 7) / 8;
+      Wide aa = (acc_bits * batch + 7) / 8;
+      // Count has no constructor from 128 bits: build it from two 64-bit halves.
+      auto to_count = [](Wide v) {
+        return Count(static_cast<std::uint64_t>(v >> 64)) * Count(std::uint64_t{1} << 32) *
+                   Count(std::uint64_t{1} << 32) +
+               Count(static_cast<std::uint64_t>(v));
+      };
+      b = to_count(bb);
+      a = to_count(aa);
+    }
+    if (!pts.empty() && pts.back().buffer_bytes == b) pts.pop_back();
+    if (pts.empty() || a < pts.back().traffic_bytes) pts.push_back({b, a});
+  }
+  result.curve = TrafficCurve(std::move(pts));
+  result.compulsory_bytes = p.compulsory_bits.ceil_div(8);
+  result.evaluated = s.evaluated;
+  return result;
+}
+
+}  // namespace solar::tiling

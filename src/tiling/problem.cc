@@ -1,0 +1,219 @@
+#include "solar/tiling/problem.h"
+
+#include <map>
+#include <set>
+
+#include "solar/cost/work.h"
+#include "solar/util/errors.h"
+
+namespace solar::tiling {
+
+bool TensorAccess::plain() const {
+  for (const DimAccess& d : dims)
+    if (!d.plain()) return false;
+  return true;
+}
+
+Count TensorAccess::elements() const {
+  Count n = 1;
+  for (const DimAccess& d : dims) n *= Count::from_signed(d.extent);
+  return n;
+}
+
+Count TilingProblem::points() const {
+  Count n = 1;
+  for (const Rank& r : ranks) n *= Count::from_signed(r.extent);
+  return n;
+}
+
+void TilingProblem::check() const {
+  SOLAR_CHECK(static_cast<int>(ranks.size()) <= kMaxRanks, "too many ranks");
+  SOLAR_CHECK(!tensors.empty() && tensors.back().output, "the last tensor must be the output");
+  for (const Rank& r : ranks) SOLAR_CHECK(r.extent >= 1, "rank extent < 1");
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const TensorAccess& t = tensors[i];
+    SOLAR_CHECK(t.output == (i + 1 == tensors.size()), "only the last tensor is the output");
+    SOLAR_CHECK(t.bits > 0, "element width must be positive");
+    RankMask seen = 0;
+    for (const DimAccess& d : t.dims) {
+      SOLAR_CHECK(d.extent >= 1, "dimension extent < 1");
+      for (const DimTerm& term : d.terms) {
+        SOLAR_CHECK(term.rank >= 0 && term.rank < static_cast<int>(ranks.size()), "bad rank");
+        SOLAR_CHECK(term.coef != 0, "zero coefficient");
+        SOLAR_CHECK(!(seen & (RankMask{1} << term.rank)), "rank used twice in one tensor");
+        seen |= RankMask{1} << term.rank;
+      }
+      if (t.output) SOLAR_CHECK(d.plain(), "output dimensions must be plain");
+    }
+    SOLAR_CHECK(seen == t.ranks, "rank mask out of date");
+  }
+}
+
+namespace {
+
+Count bits_of(Count elements, int bits) {
+  return elements * Count(static_cast<std::uint64_t>(bits));
+}
+
+}  // namespace
+
+TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op) {
+  if (op.kind() != ir::OpKind::Einsum)
+    throw Unsupported("the tiling model covers einsum ops only", op.origin);
+  const ir::EinsumOp& e = op.einsum();
+  if (!e.mask.empty())
+    throw Unsupported("the tiling model does not handle masked einsums (the mask changes "
+                      "which tiles are live)",
+                      op.origin);
+  if (e.indices.size() > static_cast<std::size_t>(kMaxRanks))
+    throw Unsupported("einsum has more than " + std::to_string(kMaxRanks) + " indices",
+                      op.origin);
+  if (op.outputs.size() != 1) throw Unsupported("einsum with several outputs", op.origin);
+  TilingProblem p;
+  for (const ir::IndexDim& d : e.indices) p.ranks.push_back({d.name, d.extent});
+
+  auto add_tensor = [&](const ir::Tensor& t, const std::vector<ir::AffineExpr>& subscript,
+                        bool output) {
+    TensorAccess a;
+    a.name = t.name;
+    a.bits = ir::dtype_bits(t.dtype);
+    a.output = output;
+    if (subscript.size() != t.shape.size())
+      throw UserError(UserError::Kind::InvalidGraph,
+                      "subscript rank differs from tensor '" + t.name + "'", op.origin);
+    for (std::size_t i = 0; i < subscript.size(); ++i) {
+      DimAccess d;
+      d.extent = t.shape[i];
+      if (d.extent < 1)
+        throw Unsupported("tensor '" + t.name + "' has an empty dimension", op.origin);
+      d.constant = subscript[i].constant_term();
+      for (const ir::AffineTerm& term : subscript[i].terms()) {
+        RankMask bit = RankMask{1} << term.index;
+        if (a.ranks & bit)
+          throw Unsupported("index '" + e.indices[term.index].name +
+                                "' appears in two dimensions of '" + t.name +
+                                "' (diagonal access): not in the tiling model",
+                            op.origin);
+        a.ranks |= bit;
+        d.terms.push_back({term.index, term.coef});
+      }
+      if (output && !d.plain())
+        throw Unsupported("output subscripts must be plain indices for the tiling model",
+                          op.origin);
+      a.dims.push_back(std::move(d));
+    }
+    p.tensors.push_back(std::move(a));
+  };
+
+  std::set<std::uint32_t> seen;
+  for (std::size_t i = 0; i < e.operands.size(); ++i) {
+    const ir::Tensor& t = g.tensor(op.inputs[i]);
+    add_tensor(t, e.operands[i].subscript, false);
+    if (seen.insert(op.inputs[i].value).second) {
+      Count fp = cost::operand_footprint(e, e.operands[i], t);
+      p.compulsory_bits += bits_of(fp, ir::dtype_bits(t.dtype));
+    }
+  }
+  const ir::Tensor& out = g.tensor(op.outputs[0]);
+  add_tensor(out, e.output, true);
+  p.compulsory_bits += bits_of(p.tensors.back().elements(), p.tensors.back().bits);
+  p.check();
+  return p;
+}
+
+TilingProblem gemm_problem(std::int64_t m, std::int64_t n, std::int64_t k, ir::DType dtype) {
+  if (m < 1 || n < 1 || k < 1)
+    throw UserError(UserError::Kind::BadArgument, "GEMM extents must be >= 1");
+  TilingProblem p;
+  p.ranks = {{"m", m}, {"n", n}, {"k", k}};
+  int bits = ir::dtype_bits(dtype);
+  auto dim = [](int r, std::int64_t extent) { return DimAccess{{{r, 1}}, 0, extent}; };
+  p.tensors.push_back({"A", bits, false, {dim(0, m), dim(2, k)}, 0b101});
+  p.tensors.push_back({"B", bits, false, {dim(2, k), dim(1, n)}, 0b110});
+  p.tensors.push_back({"C", bits, true, {dim(0, m), dim(1, n)}, 0b011});
+  for (const TensorAccess& t : p.tensors) p.compulsory_bits += bits_of(t.elements(), t.bits);
+  p.check();
+  return p;
+}
+
+RankMask affine_ranks(const TilingProblem& p) {
+  RankMask m = 0;
+  for (const TensorAccess& t : p.tensors)
+    for (const DimAccess& d : t.dims)
+      if (!d.plain())
+        for (const DimTerm& term : d.terms) m |= RankMask{1} << term.rank;
+  return m;
+}
+
+ReducedProblem reduce_problem(const TilingProblem& p, bool merge_ranks) {
+  const int n = static_cast<int>(p.ranks.size());
+  RankMask affine = affine_ranks(p);
+  std::vector<std::uint64_t> signature(n, 0);  // bit per tensor containing the rank
+  for (std::size_t t = 0; t < p.tensors.size(); ++t)
+    for (int r = 0; r < n; ++r)
+      if (p.tensors[t].ranks & (RankMask{1} << r)) signature[r] |= std::uint64_t{1} << t;
+  const std::uint64_t all = (std::uint64_t{1} << p.tensors.size()) - 1;
+
+  ReducedProblem out;
+  // New rank index of every old rank (-1: removed), and the group representative.
+  std::vector<int> new_index(n, -1);
+  std::map<std::uint64_t, int> group_of_signature;
+  for (int r = 0; r < n; ++r) {
+    const bool is_affine = affine & (RankMask{1} << r);
+    if (p.ranks[r].extent == 1 && !is_affine) continue;
+    if (!is_affine && signature[r] == all) {
+      out.batch *= Count::from_signed(p.ranks[r].extent);
+      continue;
+    }
+    if (!is_affine && merge_ranks) {
+      auto [it, inserted] =
+          group_of_signature.emplace(signature[r], static_cast<int>(out.problem.ranks.size()));
+      if (!inserted) {
+        Rank& g = out.problem.ranks[it->second];
+        g.name += "*" + p.ranks[r].name;
+        g.extent *= p.ranks[r].extent;  // fits: products of extents of one tensor
+        new_index[r] = it->second;
+        continue;
+      }
+    }
+    new_index[r] = static_cast<int>(out.problem.ranks.size());
+    out.problem.ranks.push_back(p.ranks[r]);
+  }
+  for (const TensorAccess& t : p.tensors) {
+    TensorAccess a;
+    a.name = t.name;
+    a.bits = t.bits;
+    a.output = t.output;
+    std::set<int> placed;  // merged ranks get one plain dimension
+    for (const DimAccess& d : t.dims) {
+      DimAccess nd;
+      nd.constant = d.constant;
+      if (d.plain()) {
+        int r = new_index[d.terms[0].rank];
+        if (r < 0 || !placed.insert(r).second) continue;  // removed, or merged into an earlier dim
+        nd.terms.push_back({r, 1});
+        nd.extent = out.problem.ranks[r].extent;
+        a.ranks |= RankMask{1} << r;
+      } else {
+        nd.extent = d.extent;
+        for (const DimTerm& term : d.terms) {
+          int r = new_index[term.rank];
+          if (r < 0) continue;  // an extent-1 rank contributes only its value 0
+          nd.terms.push_back({r, term.coef});
+          a.ranks |= RankMask{1} << r;
+        }
+        if (nd.terms.empty() && nd.constant >= 0 && nd.constant < nd.extent) {
+          nd.extent = 1;  // a fixed in-range position: one element along this dimension
+          nd.constant = 0;
+        }
+      }
+      a.dims.push_back(std::move(nd));
+    }
+    out.problem.tensors.push_back(std::move(a));
+  }
+  out.problem.compulsory_bits = p.compulsory_bits;
+  out.problem.check();
+  return out;
+}
+
+}  // namespace solar::tiling

@@ -1,0 +1,132 @@
+#include "solar/tiling/simulate.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "solar/util/errors.h"
+
+namespace solar::tiling {
+
+namespace {
+
+// Odometer over a box: `lo`/`hi` per position (half-open); returns false when done.
+bool next(std::vector<std::int64_t>& v, const std::vector<std::int64_t>& lo,
+          const std::vector<std::int64_t>& hi) {
+  for (std::size_t i = v.size(); i-- > 0;) {
+    if (++v[i] < hi[i]) return true;
+    v[i] = lo[i];
+  }
+  return false;
+}
+
+}  // namespace
+
+MappingCost simulate_mapping(const TilingProblem& p, const Mapping& m, std::uint64_t max_points) {
+  // Validation is shared with the closed form, so both refuse the same mappings.
+  evaluate_mapping(p, m);
+  if (p.points() > Count(max_points))
+    throw UserError(UserError::Kind::BadArgument,
+                    "simulate_mapping: " + p.points().str() + " iteration points exceed the " +
+                        std::to_string(max_points) + " allowed");
+  const int n = static_cast<int>(p.ranks.size());
+  const std::size_t nt = p.tensors.size();
+
+  // The DRAM loop nest: the order's ranks, then ranks with one tile (a single iteration).
+  std::vector<int> loops = m.order;
+  for (int r = 0; r < n; ++r)
+    if (std::find(loops.begin(), loops.end(), r) == loops.end()) loops.push_back(r);
+  std::vector<std::int64_t> lo(n, 0), hi(n);
+  for (int j = 0; j < n; ++j)
+    hi[j] = (p.ranks[loops[j]].extent + m.tile[loops[j]] - 1) / m.tile[loops[j]];
+
+  // Iteration points of rank r in tile i.
+  auto range = [&](int r, std::int64_t i, std::int64_t* b, std::int64_t* e) {
+    *b = i * m.tile[r];
+    *e = std::min(*b + m.tile[r], p.ranks[r].extent);
+  };
+
+  MappingCost c;
+  c.buffer_elements.assign(nt, 0);
+  c.access_elements.assign(nt, 0);
+  std::vector<std::vector<std::int64_t>> resident(nt);
+  std::vector<std::uint64_t> resident_size(nt, 0);
+  std::vector<bool> has_resident(nt, false);
+  std::set<std::vector<std::int64_t>> visited_out_tiles;
+  std::set<std::vector<std::int64_t>> visited_out_elements;
+
+  std::vector<std::int64_t> tidx(n, 0);  // tile index per rank
+  std::vector<std::int64_t> step(n, 0);  // odometer over `loops`
+  do {
+    for (int j = 0; j < n; ++j) tidx[loops[j]] = step[j];
+    for (std::size_t t = 0; t < nt; ++t) {
+      const TensorAccess& x = p.tensors[t];
+      const bool bypassed = !m.bypass.empty() && m.bypass[t];
+      if (bypassed) {
+        // Every iteration point of this step touches one element directly.
+        std::vector<std::int64_t> plo(n), phi(n), pt(n);
+        for (int r = 0; r < n; ++r) range(r, tidx[r], &plo[r], &phi[r]);
+        pt = plo;
+        do {
+          std::vector<std::int64_t> element;
+          bool in_range = true;
+          for (const DimAccess& d : x.dims) {
+            std::int64_t v = d.constant;
+            for (const DimTerm& term : d.terms) v += term.coef * pt[term.rank];
+            in_range = in_range && v >= 0 && v < d.extent;
+            element.push_back(v);
+          }
+          if (!in_range) continue;
+          if (!x.output) {
+            c.access_elements[t] += 1;
+          } else {
+            if (!visited_out_elements.insert(element).second) c.access_elements[t] += 1;  // read
+            c.access_elements[t] += 1;                                                    // write
+          }
+        } while (next(pt, plo, phi));
+        continue;
+      }
+      std::vector<std::int64_t> key;
+      for (int r = 0; r < n; ++r)
+        if (x.ranks & (RankMask{1} << r)) key.push_back(tidx[r]);
+      if (has_resident[t] && key == resident[t]) continue;
+      // Size of the needed tile: the in-range hull of the positions its points read.
+      std::vector<int> rs;
+      for (int r = 0; r < n; ++r)
+        if (x.ranks & (RankMask{1} << r)) rs.push_back(r);
+      std::vector<std::int64_t> plo(n, 0), phi(n, 1), pt;
+      for (int r : rs) range(r, tidx[r], &plo[r], &phi[r]);
+      std::vector<std::int64_t> dmin(x.dims.size(), INT64_MAX), dmax(x.dims.size(), INT64_MIN);
+      pt = plo;
+      do {
+        for (std::size_t d = 0; d < x.dims.size(); ++d) {
+          std::int64_t v = x.dims[d].constant;
+          for (const DimTerm& term : x.dims[d].terms) v += term.coef * pt[term.rank];
+          dmin[d] = std::min(dmin[d], v);
+          dmax[d] = std::max(dmax[d], v);
+        }
+      } while (next(pt, plo, phi));
+      std::uint64_t size = 1;
+      for (std::size_t d = 0; d < x.dims.size(); ++d) {
+        const std::int64_t len =
+            std::min(dmax[d], x.dims[d].extent - 1) - std::max<std::int64_t>(dmin[d], 0) + 1;
+        size *= static_cast<std::uint64_t>(std::max<std::int64_t>(len, 0));
+      }
+      if (x.output && has_resident[t]) c.access_elements[t] += resident_size[t];  // write back
+      if (!x.output || !visited_out_tiles.insert(key).second) c.access_elements[t] += size;
+      resident[t] = key;
+      resident_size[t] = size;
+      has_resident[t] = true;
+      c.buffer_elements[t] = std::max(c.buffer_elements[t], Count(size));
+    }
+  } while (next(step, lo, hi));
+  for (std::size_t t = 0; t < nt; ++t) {
+    if (p.tensors[t].output && has_resident[t]) c.access_elements[t] += resident_size[t];
+    const Count bits(static_cast<std::uint64_t>(p.tensors[t].bits));
+    c.buffer_bits += c.buffer_elements[t] * bits;
+    c.traffic_bits += c.access_elements[t] * bits;
+  }
+  return c;
+}
+
+}  // namespace solar::tiling

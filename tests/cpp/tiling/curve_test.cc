@@ -1,0 +1,237 @@
+#include "solar/tiling/curve.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "solar/ir/text.h"
+#include "solar/tiling/mapping.h"
+#include "tiling/random_problem.h"
+
+namespace solar::tiling {
+namespace {
+
+constexpr std::uint64_t kWord = 4;  // fp32 bytes: the anchors of cache-aware.md §5 are in words
+
+CurveOptions divisor_no_bypass() {
+  CurveOptions o;
+  o.tiles = TileMode::Divisor;
+  o.bypass = false;
+  return o;
+}
+
+bool has_point(const TrafficCurve& c, Count buffer, Count traffic) {
+  return std::find(c.points().begin(), c.points().end(), CurvePoint{buffer, traffic}) !=
+         c.points().end();
+}
+
+// cache-aware.md §5.B: divisor-model Pareto points of the fp32 4096^3 GEMM.
+TEST(Curve, Gemm4096DivisorParetoPoints) {
+  const std::uint64_t M = 4096, N = 4096, K = 4096;
+  CurveResult r = attainable_curve(gemm_problem(M, N, K, ir::DType::F32), divisor_no_bypass());
+  EXPECT_TRUE(r.exhaustive);
+  EXPECT_EQ(r.curve.points().size(), 25u);  // "25 Pareto points in total"
+  // Output-stationary square tiles b x b: buffer b^2 + 2b words, traffic MN + 2MNK/b words.
+  for (std::uint64_t b : {32u, 64u, 128u, 256u, 512u, 1024u, 2048u}) {
+    EXPECT_TRUE(has_point(r.curve, Count(kWord * (b * b + 2 * b)),
+                          Count(kWord * (M * N + 2 * M * N * K / b))))
+        << "b = " << b;
+  }
+  // Published anchors: 1088 words -> 4.3117e9, 4198400 -> 8.3886e7 (4 digits).
+  EXPECT_NEAR(r.curve.traffic_at(Count(kWord * 1088))->to_double() / kWord, 4.3117e9, 0.0001e9);
+  EXPECT_NEAR(r.curve.traffic_at(Count(kWord * 4198400))->to_double() / kWord, 8.3886e7, 0.0001e7);
+  // m = 2048, n = 4096: MN + MK + 2KN at 2048*4096 + 2048 + 4096 = 8,394,752 words.
+  EXPECT_TRUE(has_point(r.curve, Count(kWord * (2048 * 4096 + 2048 + 4096)),
+                        Count(kWord * (M * N + M * K + 2 * K * N))));
+  // Compulsory at the maximal effectual buffer |C| + one row + one column = 16,785,408 words.
+  EXPECT_EQ(r.curve.floor().buffer_bytes, Count(kWord * (M * N + M + N)));
+  EXPECT_EQ(r.curve.floor().traffic_bytes, r.compulsory_bytes);
+  EXPECT_EQ(r.compulsory_bytes, Count(kWord * (M * K + K * N + M * N)));
+}
+
+// cache-aware.md §5.A, "Orojenesis model (divisor)" column, fp32 4096^3 at GA100 L2 sizes.
+TEST(Curve, Gemm4096DivisorAtL2Sizes) {
+  CurveResult r = attainable_curve(gemm_problem(4096, 4096, 4096, ir::DType::F32),
+                                   divisor_no_bypass());
+  const std::uint64_t MiB = 1024 * 1024;
+  EXPECT_EQ(*r.curve.traffic_at(Count(2 * MiB)), Count(1088 * MiB));
+  EXPECT_EQ(*r.curve.traffic_at(Count(24 * MiB)), Count(320 * MiB));
+  EXPECT_EQ(*r.curve.traffic_at(Count(40 * MiB)), Count(256 * MiB));
+  EXPECT_EQ(*r.curve.traffic_at(Count(50 * MiB)), Count(256 * MiB));
+  EXPECT_EQ(r.compulsory_bytes, Count(192 * MiB));
+}
+
+// cache-aware.md §5.C: GEMM 16384 x 1024 x 1024 (Orojenesis Fig. 1 shape), divisor model.
+TEST(Curve, Gemm16384x1024x1024) {
+  const std::uint64_t M = 16384, N = 1024, K = 1024;
+  CurveResult r = attainable_curve(gemm_problem(M, N, K, ir::DType::F32), divisor_no_bypass());
+  // B (K x N, the smallest tensor) resident + one row of A and one row of C.
+  EXPECT_EQ(r.curve.floor().buffer_bytes, Count(kWord * (K * N + K + N)));  // 1,050,624 words
+  auto words_at = [&](std::uint64_t s) {
+    return r.curve.traffic_at(Count(kWord * s))->to_double() / kWord;
+  };
+  EXPECT_NEAR(words_at(1024), 1.627e9, 0.001e9);
+  EXPECT_NEAR(words_at(64 * 1024), 2.181e8, 0.001e8);
+  EXPECT_NEAR(words_at(1024 * 1024), 5.138e7, 0.001e7);
+  const double compulsory = static_cast<double>(M * K + K * N + M * N);
+  EXPECT_NEAR(words_at(1024 * 1024) / compulsory, 1.48, 0.01);
+}
+
+TEST(Curve, CeilModeIsNeverAboveDivisorMode) {
+  TilingProblem p = gemm_problem(4096, 4096, 4096, ir::DType::F32);
+  CurveResult div = attainable_curve(p, divisor_no_bypass());
+  CurveResult ceil = attainable_curve(p);
+  EXPECT_TRUE(ceil.exhaustive);
+  EXPECT_GT(ceil.curve.points().size(), div.curve.points().size());
+  for (const CurvePoint& pt : div.curve.points())
+    EXPECT_LE(*ceil.curve.traffic_at(pt.buffer_bytes), pt.traffic_bytes);
+  EXPECT_EQ(ceil.curve.floor(), div.curve.floor());  // same maximal effectual buffer
+  // Bypass adds a zero-buffer point: every MAC streams its operands.
+  EXPECT_EQ(ceil.curve.points().front().buffer_bytes, Count(0));
+}
+
+TEST(Curve, LookupIsAFloor) {
+  TrafficCurve c({{Count(10), Count(100)}, {Count(20), Count(50)}});
+  EXPECT_FALSE(c.traffic_at(Count(9)).has_value());
+  EXPECT_EQ(*c.traffic_at(Count(10)), Count(100));
+  EXPECT_EQ(*c.traffic_at(Count(19)), Count(100));
+  EXPECT_EQ(*c.traffic_at(Count(1000)), Count(50));
+  EXPECT_THROW(TrafficCurve({{Count(10), Count(100)}, {Count(20), Count(100)}}), InternalError);
+}
+
+// The envelope of every mapping (all tiles, all orders, all bypass sets), by brute force.
+std::vector<CurvePoint> brute_force(const TilingProblem& p) {
+  const int n = static_cast<int>(p.ranks.size());
+  std::vector<std::pair<Count, Count>> all;
+  std::vector<std::int64_t> tile(n, 1);
+  while (true) {
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    do {
+      for (std::uint32_t b = 0; b < (1u << p.tensors.size()); ++b) {
+        Mapping m{tile, order, {}};
+        bool ok = true;
+        for (std::size_t t = 0; t < p.tensors.size(); ++t) {
+          m.bypass.push_back(b & (1u << t));
+          ok = ok && (!(b & (1u << t)) || p.tensors[t].plain());
+        }
+        if (!ok) continue;
+        MappingCost c = evaluate_mapping(p, m);
+        all.emplace_back(c.buffer_bits.ceil_div(8), c.traffic_bits.ceil_div(8));
+      }
+    } while (std::next_permutation(order.begin(), order.end()));
+    int i = 0;
+    for (; i < n; ++i) {
+      if (++tile[i] <= p.ranks[i].extent) break;
+      tile[i] = 1;
+    }
+    if (i == n) break;
+  }
+  std::sort(all.begin(), all.end());
+  std::vector<CurvePoint> env;
+  for (const auto& [b, q] : all)
+    if (env.empty() || q < env.back().traffic_bytes) {
+      if (!env.empty() && env.back().buffer_bytes == b) env.pop_back();
+      env.push_back({b, q});
+    }
+  return env;
+}
+
+TEST(Curve, PrunedSearchEqualsBruteForceOnPlainEinsums) {
+  std::mt19937 rng(7);
+  for (int i = 0; i < 25; ++i) {
+    TilingProblem p = testing::random_problem(rng, /*window=*/false, /*max_extent=*/4);
+    CurveOptions o;
+    o.merge_ranks = false;
+    CurveResult r = attainable_curve(p, o);
+    EXPECT_EQ(r.curve.points(), brute_force(p)) << "problem " << i;
+    // Merging ranks only lowers the curve.
+    CurveResult merged = attainable_curve(p);
+    for (const CurvePoint& pt : r.curve.points())
+      EXPECT_LE(*merged.curve.traffic_at(pt.buffer_bytes), pt.traffic_bytes) << "problem " << i;
+  }
+}
+
+TEST(Curve, WindowSearchEqualsBruteForce) {
+  std::mt19937 rng(11);
+  int checked = 0;
+  for (int i = 0; i < 30; ++i) {
+    TilingProblem p = testing::random_problem(rng, /*window=*/true, /*max_extent=*/3);
+    if (p.ranks.size() > 5) continue;  // keeps the brute force (n! orders x 3^n tiles) short
+    CurveOptions o;
+    o.merge_ranks = false;
+    CurveResult r = attainable_curve(p, o);
+    TrafficCurve all(brute_force(p));
+    // Every searched point is some mapping's cost, so never below the full envelope.
+    for (const CurvePoint& pt : r.curve.points())
+      EXPECT_GE(pt.traffic_bytes, *all.traffic_at(pt.buffer_bytes)) << "problem " << i;
+    EXPECT_EQ(r.curve.floor().traffic_bytes, all.floor().traffic_bytes) << "problem " << i;
+    EXPECT_EQ(r.curve.points(), all.points()) << "problem " << i;
+    ++checked;
+  }
+  EXPECT_GE(checked, 10);
+}
+
+TEST(Curve, InvariantsOnRandomEinsums) {
+  std::mt19937 rng(5);
+  for (int i = 0; i < 40; ++i) {
+    const bool window = i % 2;
+    TilingProblem p = testing::random_problem(rng, window, 6);
+    CurveResult r = attainable_curve(p);
+    const auto& pts = r.curve.points();
+    ASSERT_FALSE(pts.empty());
+    for (std::size_t j = 1; j < pts.size(); ++j) {
+      EXPECT_LT(pts[j - 1].buffer_bytes, pts[j].buffer_bytes);
+      EXPECT_GT(pts[j - 1].traffic_bytes, pts[j].traffic_bytes);
+    }
+    EXPECT_GE(r.curve.floor().traffic_bytes, r.compulsory_bytes);
+    if (!window) {
+      EXPECT_EQ(r.curve.floor().traffic_bytes, r.compulsory_bytes) << "problem " << i;
+    }
+  }
+}
+
+TEST(Curve, ThinnedSearchStaysAttainable) {
+  TilingProblem p = gemm_problem(1000, 700, 300, ir::DType::BF16);
+  CurveResult full = attainable_curve(p);
+  CurveOptions o;
+  o.max_evaluations = 2000;
+  CurveResult thin = attainable_curve(p, o);
+  EXPECT_TRUE(full.exhaustive);
+  EXPECT_FALSE(thin.exhaustive);
+  for (const CurvePoint& pt : thin.curve.points())
+    EXPECT_GE(pt.traffic_bytes, *full.curve.traffic_at(pt.buffer_bytes));
+  EXPECT_EQ(thin.curve.floor().traffic_bytes, full.compulsory_bytes);
+}
+
+TEST(Curve, BatchedMatmulScalesByBatch) {
+  ir::Graph g = ir::parse_graph(R"(
+    a = f16[6,32,16] input
+    b = f16[6,16,24] input
+    c = f16[6,32,24]{output} einsum "bmk,bkn->bmn" (a, b))");
+  TilingProblem p = problem_from_einsum(g, g.op(ir::OpId{0}));
+  CurveResult r = attainable_curve(p, divisor_no_bypass());
+  CurveResult one = attainable_curve(gemm_problem(32, 24, 16, ir::DType::F16), divisor_no_bypass());
+  ASSERT_EQ(r.curve.points().size(), one.curve.points().size());
+  for (std::size_t i = 0; i < one.curve.points().size(); ++i) {
+    EXPECT_EQ(r.curve.points()[i].buffer_bytes, one.curve.points()[i].buffer_bytes);
+    EXPECT_EQ(r.curve.points()[i].traffic_bytes, Count(6) * one.curve.points()[i].traffic_bytes);
+  }
+}
+
+TEST(Curve, ConvolutionFromGraph) {
+  ir::Graph g = ir::parse_graph(R"(
+    x = f32[2,8,18,18] input
+    w = f32[16,8,3,3] weight
+    y = f32[2,16,16,16]{output} einsum [n=2,k=16,p=16,q=16,c=8,r=3,s=3] sum mul($0,$1) (x[n,c,p+r,q+s], w[k,c,r,s]) -> [n,k,p,q])");
+  TilingProblem p = problem_from_einsum(g, g.op(ir::OpId{0}));
+  CurveResult r = attainable_curve(p);
+  EXPECT_EQ(r.compulsory_bytes, Count(4 * (2 * 8 * 18 * 18 + 16 * 8 * 3 * 3 + 2 * 16 * 16 * 16)));
+  // Unit stride, no padding: the whole-tensor hull is the input itself.
+  EXPECT_EQ(r.curve.floor().traffic_bytes, r.compulsory_bytes);
+  EXPECT_GT(r.curve.points().size(), 3u);
+}
+
+}  // namespace
+}  // namespace solar::tiling

@@ -1,0 +1,101 @@
+#include "solar/tiling/problem.h"
+
+#include <gtest/gtest.h>
+
+#include "solar/ir/text.h"
+
+namespace solar::tiling {
+namespace {
+
+const ir::Op& op_of(const ir::Graph& g, std::string_view name) {
+  return g.op(*g.producer(*g.find_tensor(name)));
+}
+
+TEST(Problem, MatmulFromGraph) {
+  ir::Graph g = ir::parse_graph(R"(
+    a = bf16[8,5] input
+    b = f32[5,3] input
+    c = f32[8,3]{output} einsum "mk,kn->mn" (a, b))");
+  TilingProblem p = problem_from_einsum(g, op_of(g, "c"));
+  ASSERT_EQ(p.ranks.size(), 3u);
+  ASSERT_EQ(p.tensors.size(), 3u);
+  EXPECT_EQ(p.tensors[0].bits, 16);
+  EXPECT_EQ(p.tensors[1].bits, 32);
+  EXPECT_TRUE(p.output().output);
+  EXPECT_EQ(p.points(), Count(8 * 3 * 5));                             // M*N*K
+  EXPECT_EQ(p.compulsory_bits, Count(16 * 8 * 5 + 32 * 5 * 3 + 32 * 8 * 3));  // A + B + C bits
+}
+
+TEST(Problem, SameTensorTwiceCountsOnceInCompulsory) {
+  ir::Graph g = ir::parse_graph(R"(
+    a = f32[6,6] input
+    c = f32[6,6]{output} einsum "ik,kj->ij" (a, a))");
+  TilingProblem p = problem_from_einsum(g, op_of(g, "c"));
+  EXPECT_EQ(p.tensors.size(), 3u);
+  EXPECT_EQ(p.compulsory_bits, Count(32 * (6 * 6 + 6 * 6)));  // a once + c
+}
+
+TEST(Problem, ConvolutionKeepsWindowDims) {
+  ir::Graph g = ir::parse_graph(R"(
+    x = f32[1,4,9,9] input
+    w = f32[6,4,3,3] weight
+    y = f32[1,6,4,4]{output} einsum [n=1,k=6,p=4,q=4,c=4,r=3,s=3] sum mul($0,$1) (x[n,c,p*2+r,q*2+s], w[k,c,r,s]) -> [n,k,p,q])");
+  TilingProblem p = problem_from_einsum(g, op_of(g, "y"));
+  EXPECT_FALSE(p.tensors[0].plain());
+  EXPECT_TRUE(p.tensors[1].plain());
+  EXPECT_EQ(p.tensors[0].dims[2].terms.size(), 2u);
+  // p, q, r, s appear in window dimensions.
+  RankMask want = (1u << 2) | (1u << 3) | (1u << 5) | (1u << 6);
+  EXPECT_EQ(affine_ranks(p), want);
+}
+
+TEST(Problem, MaskedEinsumIsUnsupported) {
+  ir::Graph g = ir::parse_graph(R"(
+    s = f32[4,4] input
+    m = f32[4,4]{output} einsum [q=4,k=4] none mul($0,2) (s[q,k]) -> [q,k] where q >= k)");
+  try {
+    problem_from_einsum(g, op_of(g, "m"));
+    FAIL() << "expected Unsupported";
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("masked"), std::string::npos);
+  }
+}
+
+TEST(Problem, DiagonalAccessIsUnsupported) {
+  ir::Graph g = ir::parse_graph(R"(
+    a = f32[4,4] input
+    d = f32[4]{output} einsum [i=4] none mul($0,1) (a[i,i]) -> [i])");
+  try {
+    problem_from_einsum(g, op_of(g, "d"));
+    FAIL() << "expected Unsupported";
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("two dimensions"), std::string::npos);
+  }
+}
+
+TEST(Problem, ReduceRemovesBatchAndMergesSignatures) {
+  ir::Graph g = ir::parse_graph(R"(
+    a = f32[2,3,4,5] input
+    b = f32[2,5,7] input
+    c = f32[2,3,4,7]{output} einsum "bxmk,bkn->bxmn" (a, b))");
+  TilingProblem p = problem_from_einsum(g, op_of(g, "c"));
+  ReducedProblem r = reduce_problem(p, /*merge_ranks=*/true);
+  EXPECT_EQ(r.batch, Count(2));                // b is in every tensor
+  ASSERT_EQ(r.problem.ranks.size(), 3u);       // {x,m} merged, n, k
+  std::int64_t product = 1;
+  for (const Rank& rk : r.problem.ranks) product *= rk.extent;
+  EXPECT_EQ(product, 3 * 4 * 7 * 5);           // X*M*N*K
+  EXPECT_EQ(r.problem.tensors[0].dims.size(), 2u);  // a: (x*m, k)
+
+  ReducedProblem unmerged = reduce_problem(p, /*merge_ranks=*/false);
+  EXPECT_EQ(unmerged.problem.ranks.size(), 4u);  // x, m, n, k
+}
+
+TEST(Problem, GemmFactoryChecksExtents) {
+  EXPECT_THROW(gemm_problem(0, 4, 4, ir::DType::F32), UserError);
+  TilingProblem p = gemm_problem(4, 5, 6, ir::DType::F16);
+  EXPECT_EQ(p.compulsory_bits, Count(16 * (4 * 6 + 6 * 5 + 4 * 5)));  // MK + KN + MN at 16 bits
+}
+
+}  // namespace
+}  // namespace solar::tiling
