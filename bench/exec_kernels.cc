@@ -3,8 +3,9 @@
 // a 2048^3 fp32 matmul, ResNet 3x3 conv layers, softmax and layer norm over 4096x4096 f32.
 // Prints, per workload, the minimum and median milliseconds over the trials and the rate, and
 // per op its path, its time and its rate (GFLOP/s for contractions, GB/s of compulsory traffic
-// otherwise). Kernel time only: output buffers are allocated before the timed call (a fresh
-// mmap'ed buffer adds a page-fault pass the first time it is written; `--fresh` times that).
+// otherwise). Kernel time only: output buffers are allocated before the timed call and reused
+// across trials; `--fresh` allocates each output anew (Buffer::uninitialized, after freeing the
+// previous one) as an executor does, still outside the timed call.
 //
 //   bench_exec_kernels [--only matmul,conv,...] [--trials N] [--threads T] [--fresh]
 //                      [--graph FILE]   (also time an einsum-only graph in the text form)
@@ -168,7 +169,10 @@ int main(int argc, char** argv) {
       for (std::size_t k = 0; k < n_ops; ++k) {
         const auto& op = g.ops()[k];
         const auto& out = g.tensor(op.outputs[0]);
-        if (fresh || !values.count(out.id.value)) values[out.id.value] = Buffer::zeros(out.dtype, out.shape);
+        if (fresh || !values.count(out.id.value)) {
+          values.erase(out.id.value);  // freed first, as an executor frees dead tensors
+          values[out.id.value] = Buffer::uninitialized(out.dtype, out.shape);
+        }
         Buffer& o = values[out.id.value];
         if (!fresh && trial == 0) std::memset(o.raw_data(), 0, o.storage_size_bytes());  // fault in
         std::vector<const Buffer*> in;

@@ -1,12 +1,15 @@
 #include "solar/exec/buffer.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include <fmt/format.h>
@@ -62,24 +65,96 @@ std::int64_t checked_elements(ir::DType dtype, const std::vector<std::int64_t>& 
 }
 
 constexpr std::size_t kAlign = 64;
-// Large buffers come straight from mmap: zero pages cost nothing until touched (no memset
-// pass before a kernel overwrites them) and can be transparent huge pages.
+// Large buffers are whole mmap'ed blocks: fresh zero pages cost nothing until written and can
+// be transparent huge pages.
 constexpr std::size_t kMmapThreshold = std::size_t{1} << 20;
+constexpr std::size_t kPage = 4096;
 
-std::shared_ptr<void> allocate_zeroed(std::size_t bytes) {
+// Freed large blocks, kept for reuse. A graph's chain of big intermediates (softmax over
+// 4096x4096 allocates two 64 MiB results) would otherwise page-fault and zero fresh memory at
+// every op: 7 ms per 64 MiB on the development VM, as much as the op itself. Bounded by
+// min(512 MiB, 1/16 of physical memory); deliberately leaked so that buffers destroyed during
+// static destruction still find it.
+struct BlockCache {
+  std::mutex mu;
+  std::multimap<std::size_t, void*> blocks;  // mapped bytes -> address
+  std::size_t bytes = 0;
+  std::size_t cap = 0;
+};
+BlockCache& block_cache() {
+  static BlockCache* c = [] {
+    auto* cache = new BlockCache;
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    const std::size_t phys = pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : 0;
+    cache->cap = std::min<std::size_t>(std::size_t{512} << 20, phys / 16);
+    return cache;
+  }();
+  return *c;
+}
+
+void release_block(void* p, std::size_t mapped) {
+  BlockCache& c = block_cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (c.bytes + mapped <= c.cap) {
+      c.blocks.emplace(mapped, p);
+      c.bytes += mapped;
+      return;
+    }
+  }
+  munmap(p, mapped);
+}
+
+// A cached block of at least `bytes` (at most 1/8 larger), or null.
+void* take_cached(std::size_t bytes, std::size_t& mapped) {
+  BlockCache& c = block_cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  auto it = c.blocks.lower_bound(bytes);
+  if (it == c.blocks.end() || it->first > bytes + bytes / 8) return nullptr;
+  mapped = it->first;
+  void* p = it->second;
+  c.bytes -= mapped;
+  c.blocks.erase(it);
+  return p;
+}
+
+// Zeroes a reused block with every thread: a 64 MiB memset is a few milliseconds.
+void parallel_zero(void* p, std::size_t bytes) {
+  auto* b = static_cast<unsigned char*>(p);
+  const std::int64_t chunks = static_cast<std::int64_t>((bytes + (std::size_t{1} << 20) - 1) >> 20);
+#pragma omp parallel for schedule(static) if (chunks > 4)
+  for (std::int64_t k = 0; k < chunks; ++k) {
+    const std::size_t lo = static_cast<std::size_t>(k) << 20;
+    std::memset(b + lo, 0, std::min(bytes - lo, std::size_t{1} << 20));
+  }
+}
+
+std::shared_ptr<void> allocate(std::size_t bytes, bool zero) {
   if (bytes >= kMmapThreshold) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return nullptr;
+    const std::size_t want = (bytes + kPage - 1) / kPage * kPage;
+    std::size_t mapped = 0;
+    void* p = take_cached(want, mapped);
+    if (p != nullptr) {
+      if (zero) parallel_zero(p, bytes);
+    } else {
+      mapped = want;
+      p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) {  // cached blocks may be what is missing
+        release_buffer_cache();
+        p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      }
+      if (p == MAP_FAILED) return nullptr;
 #ifdef MADV_HUGEPAGE
-    madvise(p, bytes, MADV_HUGEPAGE);
+      madvise(p, mapped, MADV_HUGEPAGE);
 #endif
-    return std::shared_ptr<void>(p, [bytes](void* q) { munmap(q, bytes); });
+    }
+    return std::shared_ptr<void>(p, [mapped](void* q) { release_block(q, mapped); });
   }
   std::size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
   if (rounded == 0) rounded = kAlign;  // a zero-element buffer still has a valid pointer
   void* p = std::aligned_alloc(kAlign, rounded);
   if (p == nullptr) return nullptr;
-  std::memset(p, 0, rounded);
+  if (zero) std::memset(p, 0, rounded);
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
 
@@ -108,6 +183,14 @@ std::int64_t sign_extend4(unsigned nibble) {
 }  // namespace
 
 Buffer Buffer::zeros(ir::DType dtype, std::vector<std::int64_t> shape) {
+  return allocated(dtype, std::move(shape), true);
+}
+
+Buffer Buffer::uninitialized(ir::DType dtype, std::vector<std::int64_t> shape) {
+  return allocated(dtype, std::move(shape), false);
+}
+
+Buffer Buffer::allocated(ir::DType dtype, std::vector<std::int64_t> shape, bool zero) {
   std::int64_t n = checked_elements(dtype, shape);
   std::size_t width = storage_bytes(storage_for(dtype));
   if (static_cast<std::uint64_t>(n) > std::numeric_limits<std::size_t>::max() / width / 2)
@@ -116,7 +199,7 @@ Buffer Buffer::zeros(ir::DType dtype, std::vector<std::int64_t> shape) {
                                 shape_string(dtype, shape), n));
   std::size_t bytes = static_cast<std::size_t>(n) * width;
   Buffer b;
-  b.owner_ = allocate_zeroed(bytes);
+  b.owner_ = allocate(bytes, zero);
   if (!b.owner_)
     throw UserError(UserError::Kind::BadArgument,
                     fmt::format("cannot allocate {} bytes for tensor {} ({} elements of {} bytes "
@@ -351,6 +434,23 @@ void wrap_to_dtype(ir::DType dtype, std::span<std::int64_t> values) {
   if (dtype == ir::DType::I64) return;
   wrap_to_dtype(dtype, std::int64_t{0});  // rejects float dtypes even for empty spans
   for (std::int64_t& v : values) v = wrap_to_dtype(dtype, v);
+}
+
+void release_buffer_cache() {
+  BlockCache& c = block_cache();
+  std::multimap<std::size_t, void*> blocks;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    blocks.swap(c.blocks);
+    c.bytes = 0;
+  }
+  for (const auto& [mapped, p] : blocks) munmap(p, mapped);
+}
+
+std::size_t buffer_cache_bytes() {
+  BlockCache& c = block_cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.bytes;
 }
 
 }  // namespace solar::exec

@@ -32,6 +32,9 @@ class Buffer {
   // A zero-filled buffer owned by this object. Throws UserError(BadArgument) naming the
   // size when the allocation fails.
   static Buffer zeros(ir::DType dtype, std::vector<std::int64_t> shape);
+  // Like zeros, but the contents are unspecified: for outputs a kernel overwrites entirely
+  // (run_einsum writes every output element), sparing a zeroing pass over reused memory.
+  static Buffer uninitialized(ir::DType dtype, std::vector<std::int64_t> shape);
   // A non-owning view of caller memory already in the compute representation (f32 for an
   // f32 tensor, ...): no copy. The caller keeps `data` alive while the buffer is used.
   static Buffer borrow(ir::DType dtype, std::vector<std::int64_t> shape, void* data);
@@ -74,11 +77,21 @@ class Buffer {
   bool owns_memory() const { return owner_ != nullptr; }
 
  private:
+  static Buffer allocated(ir::DType dtype, std::vector<std::int64_t> shape, bool zero);
+
   ir::DType dtype_ = ir::DType::F32;
   std::vector<std::int64_t> shape_;
   std::shared_ptr<void> owner_;  // null for borrowed memory
   void* data_ = nullptr;
 };
+
+// Owned buffers of 1 MiB and more are whole memory mappings. When one is freed its mapping is
+// kept for reuse, up to min(512 MiB, 1/16 of physical memory) in all, so that a chain of big
+// intermediates does not page-fault fresh memory in at every op. release_buffer_cache()
+// returns every kept mapping to the system (allocation does so itself before it fails);
+// buffer_cache_bytes() is the size kept now.
+void release_buffer_cache();
+std::size_t buffer_cache_bytes();
 
 // Rounds f32 values in place to the precision and range of `dtype` (round to nearest even;
 // overflow to inf where the format has it, saturation for fp8 e4m3, fp6 and fp4, which have

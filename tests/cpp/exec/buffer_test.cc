@@ -66,6 +66,40 @@ TEST(Buffer, ZerosAreAlignedAndZero) {
   EXPECT_EQ(s.value(0), 0.0);
 }
 
+TEST(Buffer, LargeBlocksAreReusedAndZeroedAgain) {
+  release_buffer_cache();
+  ASSERT_EQ(buffer_cache_bytes(), 0u);
+  const std::int64_t n = std::int64_t{1} << 20;  // 4 MiB of f32
+  void* first = nullptr;
+  {
+    Buffer a = Buffer::zeros(DType::F32, {n});
+    first = a.raw_data();
+    for (std::int64_t i = 0; i < n; ++i) a.data<float>()[i] = 7.0f;
+  }
+  EXPECT_EQ(buffer_cache_bytes(), static_cast<std::size_t>(n * 4));  // kept, not unmapped
+  Buffer b = Buffer::zeros(DType::F32, {n});
+  EXPECT_EQ(b.raw_data(), first);  // the same mapping, reused
+  EXPECT_EQ(buffer_cache_bytes(), 0u);
+  int nonzero = 0;
+  for (std::int64_t i = 0; i < n; ++i) nonzero += b.data<float>()[i] != 0.0f;
+  EXPECT_EQ(nonzero, 0);  // zeros() clears reused memory
+  // A much larger request does not take a small cached block.
+  { Buffer c = Buffer::zeros(DType::F32, {n}); }
+  Buffer big = Buffer::uninitialized(DType::F32, {4 * n});
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(big.raw_data()) % 64, 0u);
+  EXPECT_EQ(buffer_cache_bytes(), static_cast<std::size_t>(n * 4));
+  release_buffer_cache();
+  EXPECT_EQ(buffer_cache_bytes(), 0u);
+}
+
+TEST(Buffer, UninitializedHasTheShape) {
+  Buffer u = Buffer::uninitialized(DType::BF16, {3, 5});
+  EXPECT_EQ(u.num_elements(), 15);
+  EXPECT_EQ(u.storage(), Storage::F32);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(u.raw_data()) % 64, 0u);
+  EXPECT_THROW(Buffer::uninitialized(DType::F32, {-1}), UserError);
+}
+
 TEST(Buffer, AllocationFailureNamesTheSize) {
   // 2^40 * 2^20 f32 elements: 2^62 bytes, more than any address space.
   try {

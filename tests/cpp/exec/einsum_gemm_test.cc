@@ -316,6 +316,25 @@ TEST(EinsumGemm, MaskedOperandWithInfFallsBackExactly) {
   EXPECT_TRUE(std::isfinite(got.value(0)));  // q = 0 does not reach the inf row
 }
 
+// An index repeated within an operand (a diagonal) is one strided axis: A[k,k,i] reads the
+// diagonal of its first two dimensions.
+TEST(EinsumGemm, RepeatedIndexReadsTheDiagonal) {
+  std::mt19937 rng(21);
+  Case c;
+  c.e.indices = {{"i", 40}, {"j", 30}, {"k", 24}};
+  c.e.operands = {{{AffineExpr::index(2), AffineExpr::index(2), AffineExpr::index(0)}, std::nullopt},
+                  {{AffineExpr::index(2), AffineExpr::index(1)}, std::nullopt}};
+  c.e.output = {AffineExpr::index(0), AffineExpr::index(1)};
+  c.e.combine = Expr::make(ExprOp::Mul, {Expr::operand(0), Expr::operand(1)});
+  c.e.reduce = Reduce::Sum;
+  c.in = {testing::random_buffer(DType::F32, {24, 24, 40}, rng),
+          testing::random_buffer(DType::F32, {24, 30}, rng)};
+  c.out_shape = {40, 30};
+  const auto want = reference(c.e, ptrs(c.in), c.out_dtype, c.out_shape);
+  EXPECT_EQ(compare(run(c.e, ptrs(c.in), c.out_dtype, c.out_shape), want, 3e-6, "diagonal"), 0);
+  EXPECT_EQ(last_einsum_run().path, EinsumPath::Gemm);
+}
+
 // Many small GEMMs (parallel over batches, single-threaded BLAS) and one big one (threaded
 // BLAS) give the same values as one thread.
 TEST(EinsumGemm, ThreadCountsAgree) {

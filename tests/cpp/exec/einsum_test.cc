@@ -182,6 +182,16 @@ TEST(Einsum, OutputOutsideTheImageHoldsTheIdentity) {
   Buffer x = filled(DType::F32, {4}, [](std::int64_t i) { return i; });
   Buffer y = run(p.op(), {&x}, DType::F32, {8});
   for (std::int64_t i = 0; i < 8; ++i) EXPECT_EQ(y.value(i), i % 2 ? 0.0 : i / 2 + 1.0) << i;
+  // A constant output subscript writes one column; a max leaves -inf in the other.
+  Parsed q = parse(R"(
+    x = f32[3,4] input
+    m = f32[3,2]{output} einsum [i=3,j=4] max $0 (x[i,j]) -> [i,1])");
+  Buffer x2 = filled(DType::F32, {3, 4}, [](std::int64_t i) { return i; });
+  Buffer m = run(q.op(), {&x2}, DType::F32, {3, 2});
+  for (std::int64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(m.value(2 * i), -INFINITY);
+    EXPECT_EQ(m.value(2 * i + 1), 4.0 * i + 3);  // the row's last (largest) value
+  }
 }
 
 TEST(Einsum, ScalarAndConstantEinsums) {
