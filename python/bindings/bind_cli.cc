@@ -29,6 +29,8 @@ void bind_cli(nb::module_& m) {
   codes["invalid_graph"] = int(cli::kInvalidGraph);
   codes["unknown_device"] = int(cli::kUnknownDevice);
   codes["unsupported"] = int(cli::kUnsupported);
+  codes["validation_failed"] = int(cli::kValidationFailed);
+  codes["program_error"] = int(cli::kProgramError);
   codes["internal"] = int(cli::kInternal);
   m.attr("EXIT_CODES") = codes;
 }

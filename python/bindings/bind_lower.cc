@@ -23,11 +23,15 @@ void bind_lower(nb::module_& m) {
           nb::gil_scoped_release release;
           r = lower::lower_aten(trace, {strict});
         }
-        return nb::make_tuple(nb::cast(std::move(r.graph)), nb::cast(r.warnings));
+        nb::dict trace_ids;  // graph tensor name -> trace tensor id
+        for (std::size_t k = 0; k < r.trace_ids.size(); ++k)
+          if (r.trace_ids[k] >= 0)
+            trace_ids[nb::str(r.graph.tensors()[k].name.c_str())] = r.trace_ids[k];
+        return nb::make_tuple(nb::cast(std::move(r.graph)), nb::cast(r.warnings), trace_ids);
       },
       "text"_a, "file"_a = "<optrace>", "strict"_a = false,
       "Lowers an OpTrace (solar.optrace.v1 JSON text) with the aten table; returns (graph, "
-      "warnings). With strict, an op that cannot be lowered raises UnsupportedError.");
+      "warnings, {graph tensor name: trace tensor id}). With strict, an op that cannot be lowered raises UnsupportedError.");
   m.def("aten_op_known", &lower::aten_op_known, "op"_a,
         "Whether the aten table lowers this op (\"aten::mm.default\").");
 }

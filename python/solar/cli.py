@@ -73,9 +73,10 @@ def _write_atomically(path: str, text: str) -> None:
         raise
 
 
-def _analyze_program(args: List[str]) -> int:
-    """`solar analyze model.py|trace.json ...`: capture or read the trace, lower, analyze."""
-    p = argparse.ArgumentParser(prog="solar analyze", description="Analyze a PyTorch program")
+def _program_parser(command: str) -> argparse.ArgumentParser:
+    """Options shared by `solar analyze PROGRAM` and `solar validate PROGRAM`."""
+    what = "Analyze" if command == "analyze" else "Validate by execution"
+    p = argparse.ArgumentParser(prog=f"solar {command}", description=f"{what} a PyTorch program")
     p.add_argument("program")
     p.add_argument("--arch", action="append", default=[])
     p.add_argument("--json", dest="json_path")
@@ -86,12 +87,29 @@ def _analyze_program(args: List[str]) -> int:
     p.add_argument("--save-trace", metavar="PATH")
     p.add_argument("--strict", action="store_true")
     p.add_argument("--real", action="store_true", help="capture on real tensors, not fake ones")
+    p.add_argument("--train", action="store_true", help="forward + backward (autograd graph)")
+    p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"],
+                   help="with --train: add this optimizer's update step")
+    p.add_argument("--no-crosscheck", action="store_true",
+                   help="skip the FlopCounterMode cross-check")
+    if command == "analyze":
+        p.add_argument("--validate", action="store_true",
+                       help="also run the program and the graph and compare outputs")
     p.add_argument("--debug", action="store_true")
-    try:
-        ns = p.parse_args(args)
-    except SystemExit as e:
-        return _core.EXIT_CODES["usage"] if e.code else 0
+    return p
+
+
+def _run_program(command: str, args: List[str]) -> int:
+    """`solar analyze|validate model.py|trace.json ...`: capture (or read the trace), lower,
+    analyze; validate runs the program and the lowered graph and compares their outputs."""
+    from .frontends.torch import program as prog
+    from .frontends.torch.capture import OverrideError, ProgramFormatError
+
     codes = _core.EXIT_CODES
+    try:
+        ns = _program_parser(command).parse_args(args)
+    except SystemExit as e:
+        return codes["usage"] if e.code else 0
     overrides = {}
     for item in ns.set:
         name, eq, value = item.partition("=")
@@ -102,47 +120,62 @@ def _analyze_program(args: List[str]) -> int:
     archs: List[str] = []
     for a in ns.arch or ["H100_SXM"]:
         archs.extend(x for x in a.split(",") if x)
+    validate = command == "validate" or getattr(ns, "validate", False)
+    options = prog.ProgramOptions(
+        archs=archs, policy=ns.policy, cache_state=ns.cache_state, overrides=overrides,
+        strict=ns.strict, real=ns.real, train=ns.train, optimizer=ns.optimizer,
+        validate=validate, crosscheck=not ns.no_crosscheck)
+    if ns.optimizer and not ns.train:
+        sys.stderr.write("solar: error: --optimizer needs --train\n")
+        return codes["usage"]
     try:
         if not os.path.isfile(ns.program):
             sys.stderr.write(f"solar: error: {ns.program}: no such file\n")
             return codes["io"]
         if ns.program.endswith(_PYTHON_SUFFIXES):
-            from .frontends.torch.capture import capture_program
-
             try:
-                trace = capture_program(ns.program, overrides, fake=not ns.real)
+                result = prog.analyze_file(ns.program, options)
+            except _core.Error:
+                raise
+            except (OverrideError, ProgramFormatError) as e:
+                sys.stderr.write(f"solar: error: {e}\n")
+                return codes["usage" if isinstance(e, OverrideError) else "parse"]
             except Exception as e:  # the program itself failed: not a Solar bug
                 if ns.debug:
                     raise
-                sys.stderr.write(f"solar: error: {ns.program}: capture failed: "
+                sys.stderr.write(f"solar: error: {ns.program}: the program failed: "
                                  f"{type(e).__name__}: {e}\n")
-                return codes["unsupported"]
-            text = json.dumps(trace, allow_nan=False)
+                return codes["program_error"]
         else:
-            if overrides:
-                sys.stderr.write("solar: error: --set applies to Python programs only\n")
+            if overrides or ns.train or validate:
+                sys.stderr.write("solar: error: --set, --train and validation apply to Python "
+                                 "programs only\n")
                 return codes["usage"]
             with open(ns.program, encoding="utf-8") as f:
-                text = f.read()
-        if ns.save_trace:
-            _write_atomically(ns.save_trace, text if text.endswith("\n") else text + "\n")
-        graph, notes = _core.lower_optrace(text, ns.program, ns.strict)
-        for n in notes:
+                trace = json.load(f)
+            result = prog.analyze_trace(trace, ns.program, options)
+        for n in result.warnings:
             sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
-        analysis = _core.analyze(graph, archs, ns.policy, ns.cache_state)
+        if ns.save_trace:
+            _write_atomically(ns.save_trace, json.dumps(result.trace, allow_nan=False) + "\n")
+        report = result.report
         if ns.json_path == "-":
-            sys.stdout.write(analysis.to_json(2) + "\n")
-            return codes["ok"]
-        if ns.json_path:
-            _write_atomically(ns.json_path, analysis.to_json(2) + "\n")
-        sys.stdout.write(analysis.table(ns.top))
+            sys.stdout.write(report.to_json(2) + "\n")
+        else:
+            if ns.json_path:
+                _write_atomically(ns.json_path, report.to_json(2) + "\n")
+            sys.stdout.write(report.table(ns.top))
+        validation = result.validation
+        if validation is not None and validation.get("status") != "passed":
+            sys.stderr.write(f"solar: error: {ns.program}: validation failed\n")
+            return codes["validation_failed"]
         return codes["ok"]
     except _core.Error as e:
         sys.stderr.write(f"solar: error: {e}\n")
         return getattr(e, "exit_code", codes["internal"])
-    except OSError as e:
+    except (OSError, json.JSONDecodeError) as e:
         sys.stderr.write(f"solar: error: {e}\n")
-        return codes["io"]
+        return codes["io"] if isinstance(e, OSError) else codes["parse"]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -151,7 +184,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not args:
         args = ["solar"]
     if _frontend_for(args[1:]) is not None:
-        return _analyze_program(args[2:])
+        return _run_program("analyze", args[2:])
+    if args[1:2] == ["validate"]:
+        return _run_program("validate", args[2:])
     # The C++ side writes to the process's stdout: flush ours first to keep the order.
     sys.stdout.flush()
     sys.stderr.flush()

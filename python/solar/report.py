@@ -88,12 +88,25 @@ class Report(Record):
     `report.devices` is keyed by device id: `report.devices["H100_SXM"].fused.seconds`.
     """
 
-    __slots__ = ("_analysis",)
+    __slots__ = ("_analysis", "_sections")
 
     def __init__(self, analysis: Any):
         data = json.loads(analysis.to_json())
         object.__setattr__(self, "_analysis", analysis)
+        object.__setattr__(self, "_sections", {})
         super().__init__(data)
+
+    def attach_section(self, name: str, section: dict) -> None:
+        """Adds a section computed outside the C++ analysis (the frontends' `validation`
+        and `crosscheck`): it is a field of the report and of its JSON."""
+        if name in self._data and name not in self._sections:
+            raise ValueError(f"the report already has a field {name!r}")
+        self._sections[name] = section
+        self._data[name] = section
+
+    def get_section(self, name: str) -> dict | None:
+        """An attached section, or None."""
+        return self._sections.get(name)
 
     def __getattr__(self, name: str) -> Any:
         if name == "devices":
@@ -113,7 +126,12 @@ class Report(Record):
 
     def to_json(self, indent: int | None = 2) -> str:
         """The report as JSON text (solar.report.v1), as the CLI's --json writes it."""
-        return self._analysis.to_json(-1 if indent is None else indent)
+        text = self._analysis.to_json(-1 if indent is None else indent)
+        if not self._sections:
+            return text
+        data = json.loads(text)
+        data.update(self._sections)
+        return json.dumps(data, indent=indent, allow_nan=False)
 
     def table(self, top: int = 10) -> str:
         """The readable table, as `solar analyze` prints it."""

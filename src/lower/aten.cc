@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "context.h"
+#include "families.h"
 #include "solar/ir/verify.h"
 #include "solar/util/errors.h"
 
@@ -24,7 +25,6 @@ using ir::ExprOp;
 using ir::MoveKind;
 using ir::Reduce;
 using ir::TensorId;
-using Fn = std::function<void(Context&)>;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -34,25 +34,6 @@ std::int64_t numel(const std::vector<std::int64_t>& s) {
   return n;
 }
 
-
-// A tensor-or-scalar argument as a combine term: a tensor joins `inputs`.
-Expr operand(Context& c, const char* name, std::vector<TensorId>& inputs, double dflt = 0) {
-  const auto& v = c.a(name);
-  if (v.is_object() && v.contains("tensor")) {
-    inputs.push_back(c.use_arg(name));
-    return arg(static_cast<int>(inputs.size() - 1));
-  }
-  if (v.is_null()) return num(dflt);
-  if (std::optional<double> x = number_value(v)) return num(*x);
-  throw Unsupported(fmt::format("argument '{}' is neither a tensor nor a number", name));
-}
-
-Expr mul(Expr a, Expr b) { return fn(ExprOp::Mul, {std::move(a), std::move(b)}); }
-Expr add(Expr a, Expr b) { return fn(ExprOp::Add, {std::move(a), std::move(b)}); }
-Expr sub(Expr a, Expr b) { return fn(ExprOp::Sub, {std::move(a), std::move(b)}); }
-Expr un(ExprOp op, Expr a) { return fn(op, {std::move(a)}); }
-// alpha * x, leaving x alone when alpha is 1.
-Expr scaled(double alpha, Expr x) { return alpha == 1 ? x : mul(num(alpha), std::move(x)); }
 
 // ---------------------------------------------------------------- elementwise
 
@@ -1391,6 +1372,7 @@ const Table& table() {
     reg("aten::scatter_add.default", lower_scatter_add);
     reg("aten::scatter_add_.default", lower_scatter_add);
     reg("aten::dropout.default", lower_dropout);
+    register_training_ops(reg);
     return m;
   }();
   return t;
@@ -1433,6 +1415,10 @@ LowerResult lower_aten(const OpTrace& trace, const LowerOptions& options) {
   }
   // Program outputs that are program inputs or parameters returned as they are stay sources.
   ir::verify(g);
+  result.trace_ids.assign(g.tensors().size(), -1);
+  const std::vector<TensorId>& map = c.tensor_map();
+  for (std::size_t id = 0; id < map.size(); ++id)
+    if (map[id].valid()) result.trace_ids[map[id].value] = static_cast<std::int64_t>(id);
   return result;
 }
 

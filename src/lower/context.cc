@@ -1,5 +1,6 @@
 // The lowering context: trace tensors to graph tensors, argument access, einsum builders.
 #include "context.h"
+#include "families.h"
 
 #include <limits>
 
@@ -21,6 +22,17 @@ std::int64_t norm_dim(std::int64_t d, std::size_t rank) {
 }
 
 void Context::begin(const TraceOp& op) { op_ = &op; }
+
+ir::Expr operand(Context& c, const char* name, std::vector<ir::TensorId>& inputs, double dflt) {
+  const auto& v = c.a(name);
+  if (v.is_object() && v.contains("tensor")) {
+    inputs.push_back(c.use_arg(name));
+    return arg(static_cast<int>(inputs.size() - 1));
+  }
+  if (v.is_null()) return num(dflt);
+  if (std::optional<double> x = number_value(v)) return num(*x);
+  throw Unsupported(fmt::format("argument '{}' is neither a tensor nor a number", name));
+}
 
 const nlohmann::json& Context::a(const char* name) const {
   static const nlohmann::json null;

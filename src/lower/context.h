@@ -88,6 +88,8 @@ class Context {
 
   static ir::DType dtype_of(const std::string& torch_dtype);
   solar::Origin origin() const;
+  // The graph tensor of each trace id lowered so far (invalid where none), committed ops only.
+  const std::vector<ir::TensorId>& tensor_map() const { return map_; }
 
  private:
   ir::TensorId make_tensor(std::int64_t id, ir::Role role);

@@ -26,6 +26,8 @@ enum ExitCode : int {
   kInvalidGraph = 5,   // verifier rejected the graph
   kUnknownDevice = 6,
   kUnsupported = 7,    // a construct Solar cannot model (with --strict)
+  kValidationFailed = 8,  // the lowered graph's outputs differ from the program's (validate)
+  kProgramError = 9,      // the user's program raised while it was loaded, captured or run
   kInternal = 70,      // a bug
 };
 

@@ -19,6 +19,10 @@ struct LowerResult {
   ir::Graph graph;
   // One line per op that became `unanalyzed`: "aten::foo.default (file:line): reason".
   std::vector<std::string> warnings;
+  // The trace tensor each graph tensor stands for, by graph tensor id (-1: a tensor of a
+  // decomposition). Validation uses it to feed the framework's values for sources and to
+  // find the framework's value of each output.
+  std::vector<std::int64_t> trace_ids;
 };
 
 // Lowers every op of the trace in order. Composite ops (softmax, layer norm, SDPA...) become

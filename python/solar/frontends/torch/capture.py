@@ -198,17 +198,33 @@ def _flatten(v: Any) -> Iterable[torch.Tensor]:
             yield from _flatten(x)
 
 
+_OPTIMIZERS = {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW"}
+
+
 def capture(
     fn: Callable,
     *inputs: Any,
     name: Optional[str] = None,
     fake: bool = True,
     source: str = "",
+    train: bool = False,
+    loss_fn: Optional[Callable] = None,
+    optimizer: Optional[str] = None,
     _fake_mode: Optional[FakeTensorMode] = None,
 ) -> Dict[str, Any]:
     """Runs `fn(*inputs)` (an nn.Module or a function) under the recorder and returns the
     OpTrace as a dict. Inputs, parameters and buffers become fake tensors unless fake=False
-    (then the program runs on real data). Returns the trace dict (docs/optrace.md)."""
+    (then the program runs on real data). Returns the trace dict (docs/optrace.md).
+
+    train: records a training step instead of inference: the forward pass with autograd on
+    (parameters, or the floating inputs of a module without parameters, require grad), the
+    loss `loss_fn(output, *inputs)` (default: the sum of every floating output), the real
+    backward pass autograd runs, and with `optimizer` ("sgd", "adam", "adamw") the
+    optimizer's update step. Gradients and updated parameters are program outputs."""
+    if optimizer is not None and optimizer not in _OPTIMIZERS:
+        raise ValueError(f"optimizer {optimizer!r}: expected one of {', '.join(_OPTIMIZERS)}")
+    if optimizer is not None and not train:
+        raise ValueError("an optimizer step needs train=True")
     # torch.compile wrappers: analyze the program they compile.
     fn = getattr(fn, "_orig_mod", fn)
     fn = getattr(fn, "_torchdynamo_orig_callable", fn)
@@ -227,20 +243,56 @@ def capture(
     for x in _flatten(fake_inputs):
         trace.new_tensor(x, "input")
     params: Dict[str, torch.Tensor] = {}
+    trainable: List[torch.Tensor] = []  # the leaves gradients are taken for (train)
     if module is not None:
         for pname, p in module.named_parameters():
-            params[pname] = to_fake(p.detach()) if not _is_fake(p) else p
-            trace.new_tensor(params[pname], "parameter", pname)
+            q = p if _is_fake(p) else to_fake(p.detach())
+            if train and p.requires_grad:
+                q = q.detach().requires_grad_(True)
+                trainable.append(q)
+            params[pname] = q
+            trace.new_tensor(q, "parameter", pname)
         for bname, b in module.named_buffers():
             params[bname] = to_fake(b) if not _is_fake(b) else b
             trace.new_tensor(params[bname], "buffer", bname)
+    if train and not trainable:  # a function, or a module without parameters: d/d inputs
+        for i, x in enumerate(fake_inputs):
+            if isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex()):
+                fake_inputs[i] = x.detach().requires_grad_(True)
+                trace._ids[id(fake_inputs[i])] = trace._ids.pop(id(x))
+                trace._keep.append(fake_inputs[i])
+                trainable.append(fake_inputs[i])
+
+    def forward():
+        if module is not None:
+            return torch.func.functional_call(module, params, tuple(fake_inputs))
+        return fn(*fake_inputs)
 
     def run():
-        with torch.no_grad():
-            with _Recorder(trace):
-                if module is not None:
-                    return torch.func.functional_call(module, params, tuple(fake_inputs))
-                return fn(*fake_inputs)
+        if not train:
+            with torch.no_grad():
+                with _Recorder(trace):
+                    return forward()
+        if not trainable:
+            raise ValueError("--train: the program has no parameters and no floating inputs "
+                             "to differentiate")
+        opt = None
+        if optimizer is not None:
+            # foreach=False: one update op per parameter, as the CPU default; the state
+            # (momentum, moments) is created by the first step, inside the recorder.
+            opt = getattr(torch.optim, _OPTIMIZERS[optimizer])(trainable, lr=1e-3, foreach=False)
+        with _Recorder(trace):
+            out = forward()
+            loss = loss_fn(out, *fake_inputs) if loss_fn is not None else _default_loss(out)
+            if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+                raise ValueError("--train: the loss must be a tensor with one element")
+            loss.backward()
+            if opt is not None:
+                with torch.no_grad():
+                    opt.step()
+        # What a training step produces: the loss, every gradient, the updated parameters.
+        return [loss] + [t.grad for t in trainable if t.grad is not None] + (
+            trainable if opt is not None else [])
 
     # nn.MultiheadAttention / TransformerEncoderLayer take a fused "fast path" op in eval
     # mode (aten::_transformer_encoder_layer_fwd, _native_multi_head_attention); turned off
@@ -286,6 +338,17 @@ def capture(
     return doc
 
 
+def _default_loss(out: Any) -> torch.Tensor:
+    """The sum of every floating output: a scalar whose gradient reaches every output."""
+    terms = [t.sum() for t in _flatten(out) if t.is_floating_point() and t.requires_grad]
+    if not terms:
+        raise ValueError("--train: no floating output depends on a trainable tensor")
+    loss = terms[0]
+    for t in terms[1:]:
+        loss = loss + t
+    return loss
+
+
 def _is_fake(t: torch.Tensor) -> bool:
     return isinstance(t, torch._subclasses.fake_tensor.FakeTensor)
 
@@ -299,12 +362,20 @@ def _parse_value(text: str) -> Any:
         return text
 
 
+class ProgramFormatError(ValueError):
+    """A Python file that is not a KernelBench-format program (no Model or get_inputs)."""
+
+
+class OverrideError(ValueError):
+    """A --set NAME the program file does not assign at module level (a usage error)."""
+
+
 def load_program(path: str, overrides: Optional[Dict[str, str]] = None) -> types.ModuleType:
     """Executes a KernelBench-format file as a module, once. `overrides` (NAME -> VALUE
     text, a Python literal or else a string) replace module-level constants: `NAME = VALUE`
     is injected right after each top-level statement that assigns NAME, so later constants
     and get_inputs()/get_init_inputs() see the new value. A NAME the file never assigns at
-    top level raises KeyError."""
+    top level raises OverrideError."""
     import ast
 
     path = os.path.abspath(path)
@@ -329,7 +400,7 @@ def load_program(path: str, overrides: Optional[Dict[str, str]] = None) -> types
                     body.append(ast.copy_location(fix, stmt))
         missing = sorted(set(values) - assigned)
         if missing:
-            raise KeyError(
+            raise OverrideError(
                 f"{path}: --set names {', '.join(missing)}, which the file does not assign "
                 "at module level"
             )
@@ -343,19 +414,26 @@ def load_program(path: str, overrides: Optional[Dict[str, str]] = None) -> types
 
 
 def capture_program(
-    path: str, overrides: Optional[Dict[str, str]] = None, fake: bool = True
+    path: str,
+    overrides: Optional[Dict[str, str]] = None,
+    fake: bool = True,
+    train: bool = False,
+    optimizer: Optional[str] = None,
 ) -> Dict[str, Any]:
-    """Captures a KernelBench-format file: Model(*get_init_inputs()) on get_inputs()."""
+    """Captures a KernelBench-format file: Model(*get_init_inputs()) on get_inputs().
+    train/optimizer: a training step (see capture); the file's own `loss_fn(output,
+    *inputs)`, when it defines one, is the loss."""
+    step = {"train": train, "optimizer": optimizer}
     mod = load_program(path, overrides)
     for need in ("Model", "get_inputs"):
         if not hasattr(mod, need):
-            raise AttributeError(
+            raise ProgramFormatError(
                 f"{path}: a KernelBench-format program defines class Model, get_inputs() and "
                 f"get_init_inputs(); '{need}' is missing"
             )
     if fake:
         try:
-            return _capture_loaded(mod, path, fake=True)
+            return _capture_loaded(mod, path, fake=True, **step)
         except (DataDependentOutputException, DynamicOutputShapeException) as e:
             # The program reads tensor values (.item(), nonzero...): fake tensors have none.
             warnings.warn(
@@ -363,10 +441,12 @@ def capture_program(
                 RuntimeWarning,
                 stacklevel=2,
             )
-    return _capture_loaded(mod, path, fake=False)
+    return _capture_loaded(mod, path, fake=False, **step)
 
 
-def _capture_loaded(mod: types.ModuleType, path: str, fake: bool) -> Dict[str, Any]:
+def _capture_loaded(
+    mod: types.ModuleType, path: str, fake: bool, train: bool, optimizer: Optional[str]
+) -> Dict[str, Any]:
     mode = FakeTensorMode(allow_non_fake_inputs=True) if fake else None
     init = list(mod.get_init_inputs()) if hasattr(mod, "get_init_inputs") else []
     if mode is not None:
@@ -378,6 +458,8 @@ def _capture_loaded(mod: types.ModuleType, path: str, fake: bool) -> Dict[str, A
         model = mod.Model(*init)
         inputs = list(mod.get_inputs())
     if isinstance(model, torch.nn.Module):
-        model.eval()
+        model.train(train)
     name = os.path.splitext(os.path.basename(path))[0]
-    return capture(model, *inputs, name=name, fake=fake, source=path, _fake_mode=mode)
+    return capture(model, *inputs, name=name, fake=fake, source=path, train=train,
+                   loss_fn=getattr(mod, "loss_fn", None) if train else None,
+                   optimizer=optimizer, _fake_mode=mode)

@@ -18,7 +18,7 @@ def lower(trace: Union[Dict[str, Any], str], strict: bool = False, file: str = "
     """Lowers an OpTrace (dict or JSON text) with the C++ aten table; returns (Graph,
     warnings). strict: an op that cannot be lowered raises solar.UnsupportedError."""
     text = trace if isinstance(trace, str) else json.dumps(trace, allow_nan=False)
-    graph, notes = _core.lower_optrace(text, file, strict)
+    graph, notes, _ = _core.lower_optrace(text, file, strict)
     return graph, list(notes)
 
 

@@ -1,0 +1,103 @@
+"""One PyTorch program from file to report: load, capture, lower, analyze, and on request
+validate by execution and cross-check the MACs with FlopCounterMode.
+
+`solar analyze model.py`, `solar validate model.py` and `solar suite DIR` all go through
+analyze_file, so a program gets the same report whichever command reads it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import warnings
+from typing import Any, Dict, List, Optional, Sequence
+
+from ... import _core
+from ...report import Report
+
+
+@dataclasses.dataclass
+class ProgramOptions:
+    """What to do with a program; the defaults are `solar analyze model.py`'s."""
+
+    archs: Sequence[str] = ("H100_SXM",)
+    policy: str = "pytorch-default"
+    cache_state: str = "cold"
+    overrides: Dict[str, str] = dataclasses.field(default_factory=dict)  # --set NAME=VALUE
+    strict: bool = False  # an op that cannot be lowered is an error
+    real: bool = False  # capture on real tensors (validation always does)
+    train: bool = False  # forward + backward (+ optimizer step)
+    optimizer: Optional[str] = None  # "sgd", "adam", "adamw" (with train)
+    validate: bool = False  # run the program and the graph, compare outputs
+    crosscheck: bool = True  # MACs against torch.utils.flop_counter.FlopCounterMode
+
+
+@dataclasses.dataclass
+class ProgramAnalysis:
+    """The outcome for one program. `report` carries the `validation` and `crosscheck`
+    sections when they were computed (docs/report-json.md)."""
+
+    report: Report
+    warnings: List[str]  # one line per unanalyzed op
+    trace: Dict[str, Any]  # the OpTrace (solar.optrace.v1)
+    graph: "_core.Graph"
+    trace_ids: Dict[str, int]  # graph tensor name -> trace tensor id
+
+    @property
+    def validation(self) -> Optional[Dict[str, Any]]:
+        return self.report.get_section("validation")
+
+    @property
+    def crosscheck(self) -> Optional[Dict[str, Any]]:
+        return self.report.get_section("crosscheck")
+
+
+def lower_trace(trace: Dict[str, Any], file: str, strict: bool):
+    """(graph, unanalyzed-op lines, {graph tensor name: trace id}) by the C++ aten table."""
+    text = json.dumps(trace, allow_nan=False)
+    graph, notes, trace_ids = _core.lower_optrace(text, file, strict)
+    return graph, list(notes), dict(trace_ids)
+
+
+def analyze_trace(trace: Dict[str, Any], file: str, options: ProgramOptions) -> ProgramAnalysis:
+    """Lowers and analyzes a captured (or saved) OpTrace."""
+    graph, notes, trace_ids = lower_trace(trace, file, options.strict)
+    archs = list(options.archs)
+    if not archs:
+        raise _core.UserError("analyze needs at least one device id")
+    report = Report(_core.analyze(graph, archs, options.policy, options.cache_state))
+    return ProgramAnalysis(report, notes, trace, graph, trace_ids)
+
+
+def analyze_file(path: str, options: Optional[ProgramOptions] = None) -> ProgramAnalysis:
+    """Captures the KernelBench-format program at `path` and analyzes it; with
+    options.validate it is captured on real tensors, run, and its graph executed and
+    compared (report section `validation`)."""
+    from .capture import capture_program, load_program
+
+    options = options or ProgramOptions()
+    if options.validate:
+        from .validation import capture_and_validate
+
+        return capture_and_validate(path, options)
+    trace = capture_program(path, options.overrides, fake=not options.real,
+                            train=options.train, optimizer=options.optimizer)
+    result = analyze_trace(trace, path, options)
+    if options.crosscheck:
+        attach_crosscheck(result, lambda: load_program(path, options.overrides), options)
+    return result
+
+
+def attach_crosscheck(result: ProgramAnalysis, load, options: ProgramOptions) -> None:
+    """Adds the `crosscheck` section (FlopCounterMode's MACs beside Solar's, per aten op);
+    a program FlopCounterMode cannot run gets a section saying why, not a failure."""
+    try:
+        from .crosscheck import flop_crosscheck
+
+        section = flop_crosscheck(result, load, options)
+    except Exception as e:  # the counter's own failure must not fail the analysis
+        warnings.warn(f"FlopCounterMode cross-check skipped: {type(e).__name__}: {e}",
+                      RuntimeWarning, stacklevel=2)
+        section = {"tool": "torch.utils.flop_counter.FlopCounterMode", "status": "skipped",
+                   "reason": f"{type(e).__name__}: {e}"}
+    result.report.attach_section("crosscheck", section)

@@ -1,0 +1,34 @@
+// What the families of the aten table share beyond Context: the function type of a table
+// entry, combine-expression shorthands, and the registration hooks of families that live
+// in their own file (aten.cc builds the table and calls each hook once).
+#pragma once
+
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "context.h"
+
+namespace solar::lower::detail {
+
+// One table entry: lowers the current op of the Context (throws Unsupported to leave it
+// unanalyzed).
+using Fn = std::function<void(Context&)>;
+using Register = std::function<void(std::string_view, Fn)>;
+
+// A tensor-or-scalar argument as a combine term: a tensor joins `inputs`; None is `dflt`.
+ir::Expr operand(Context& c, const char* name, std::vector<ir::TensorId>& inputs, double dflt = 0);
+
+inline ir::Expr mul(ir::Expr a, ir::Expr b) { return fn(ir::ExprOp::Mul, {std::move(a), std::move(b)}); }
+inline ir::Expr add(ir::Expr a, ir::Expr b) { return fn(ir::ExprOp::Add, {std::move(a), std::move(b)}); }
+inline ir::Expr sub(ir::Expr a, ir::Expr b) { return fn(ir::ExprOp::Sub, {std::move(a), std::move(b)}); }
+inline ir::Expr un(ir::ExprOp op, ir::Expr a) { return fn(op, {std::move(a)}); }
+// alpha * x, leaving x alone when alpha is 1.
+inline ir::Expr scaled(double alpha, ir::Expr x) {
+  return alpha == 1 ? x : mul(num(alpha), std::move(x));
+}
+
+// aten_train.cc: the backward ops autograd records and the optimizer update ops (--train).
+void register_training_ops(const Register& reg);
+
+}  // namespace solar::lower::detail
