@@ -15,7 +15,7 @@ import sys
 import tempfile
 from typing import List, Optional, Sequence
 
-from . import _core
+from . import _core, suite
 
 _PYTHON_SUFFIXES = (".py",)
 # Options of `solar analyze` that take a value (so that value is not the GRAPH argument).
@@ -187,6 +187,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _run_program("analyze", args[2:])
     if args[1:2] == ["validate"]:
         return _run_program("validate", args[2:])
+    if args[1:2] == ["suite"]:
+        return suite.main(args[2:])
     # The C++ side writes to the process's stdout: flush ours first to keep the order.
     sys.stdout.flush()
     sys.stderr.flush()

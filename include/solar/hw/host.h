@@ -37,6 +37,20 @@ struct MemoryProbe {
 };
 const MemoryProbe& memory_probe();  // runs the probe on first call
 
+// The fastest core clock observed, in MHz: one thread times dependent chains of
+// instructions whose latency in cycles is fixed by the ISA implementation (64-bit register
+// add: 1 cycle, 64-bit imul: 3 cycles on x86-64 cores), after a warm-up that lets turbo
+// ramp, best of several runs. Where an implementation executes a chain faster than that
+// latency the estimate errs high, which keeps peaks upper bounds. x86-64 only (nullopt
+// elsewhere). Runs once per process (cached).
+struct ClockProbe {
+  double mhz = 0;
+  double add_chain_mhz = 0;   // from the add chain
+  double imul_chain_mhz = 0;  // from the imul chain
+  int runs = 0;               // timed runs of each chain
+};
+std::optional<ClockProbe> clock_probe();
+
 // What detect_host() reads from the system, kept apart from the formulas in host_device()
 // so that those are testable on a described machine. Every value is Sourced: its source is
 // a key of `sources`, flag M when read on this machine, E when assumed.

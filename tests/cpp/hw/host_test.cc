@@ -1,6 +1,7 @@
 // The host device: detection on this machine, and the peak formulas on described machines.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "solar/hw/host.h"
@@ -51,6 +52,24 @@ TEST(DetectHost, ProbeIsRunOncePerProcess) {
   EXPECT_GE(a.threads, 1);
   EXPECT_GE(a.buffer_bytes, 64ull << 20);
   EXPECT_EQ(a.date.size(), 10u);  // YYYY-MM-DD
+}
+
+TEST(DetectHost, ClockIsTheFastestOfProbeAndReports) {
+  std::optional<ClockProbe> probe = clock_probe();
+#if defined(__x86_64__)
+  ASSERT_TRUE(probe.has_value());
+  EXPECT_GE(probe->runs, 2);
+  EXPECT_GT(probe->add_chain_mhz, 0);
+  EXPECT_GT(probe->imul_chain_mhz, 0);
+  EXPECT_DOUBLE_EQ(probe->mhz, std::max(probe->add_chain_mhz, probe->imul_chain_mhz));
+  // The clock the peaks use is never below the measured one (peaks must not be low).
+  HostFacts f = read_host_facts();
+  ASSERT_TRUE(f.clock_mhz.has_value());
+  EXPECT_GE(f.clock_mhz->value, probe->mhz);
+  EXPECT_EQ(f.clock_mhz->flag, "M");
+#else
+  EXPECT_FALSE(probe.has_value());
+#endif
 }
 
 // A described 56-core Sapphire Rapids at 2.0 GHz (hardware.md section 4, Xeon 8480+ at base).

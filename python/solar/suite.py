@@ -1,0 +1,800 @@
+"""`solar suite DIR`: every KernelBench-format program of a folder analyzed in one run, each
+in a worker process so that one crash, hang or exception does not stop the rest.
+
+The parent process never imports torch. It finds the programs (recursive `*.py`, sorted),
+starts `--jobs` worker processes (each imports torch and the frontend once, then analyzes
+many programs through `solar.frontends.torch.program.analyze_file`, so a program gets the
+report `solar analyze model.py` gives it), hands them one program at a time, kills and
+replaces a worker whose program exceeds `--timeout` or which dies, and writes the results:
+JSON (`solar.suite.v1`), CSV and a summary table. docs/suite.md describes it.
+
+Workers are plain subprocesses speaking JSON lines on a private pipe (not multiprocessing):
+the programs print to their stdout freely, and nothing of the user's `__main__` is
+re-imported in the worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import collections
+import csv
+import io
+import json
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+SUITE_SCHEMA = "solar.suite.v1"
+# A worker that dies this many times in a row before it is ready (torch failing to import,
+# say) means the environment is broken: the suite stops instead of respawning forever.
+_MAX_START_FAILURES = 3
+# Seconds a worker gets to import torch and the frontend before it counts as failed.
+_START_TIMEOUT_S = 300.0
+# Characters of a dead or killed worker's output kept in the failure entry.
+_TAIL_CHARS = 4000
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def _defines(tree: ast.Module, name: str) -> bool:
+    """Whether the module binds `name` at top level (class, def, assignment or import)."""
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            if stmt.name == name:
+                return True
+        elif isinstance(stmt, ast.Assign):
+            if any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+                return True
+        elif isinstance(stmt, ast.AnnAssign):
+            if isinstance(stmt.target, ast.Name) and stmt.target.id == name:
+                return True
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            if any((a.asname or a.name.split(".")[0]) == name for a in stmt.names):
+                return True
+    return False
+
+
+def module_constants(tree: ast.Module) -> set:
+    """Names a `--set` may replace in this file: those assigned by a top-level `NAME = ...`
+    or `NAME: T = ...` (the rule capture.load_program applies)."""
+    names = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign):
+            names.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            names.add(stmt.target.id)
+    return names
+
+
+def _sort_key(rel: str) -> Tuple[str, ...]:
+    return tuple(rel.split(os.sep))
+
+
+def discover(folder: str) -> Tuple[List[Dict[str, Any]], List[Dict[str, str]]]:
+    """(programs, skipped) under `folder`, recursively, sorted by path. A program is
+    {"source": path, "constants": set of module-level names}; a skipped file is
+    {"source": path, "reason": ...}. Hidden folders and __pycache__ are not entered."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
+        for name in files:
+            if name.endswith(".py"):
+                found.append(os.path.relpath(os.path.join(root, name), folder))
+    found.sort(key=_sort_key)
+    programs, skipped = [], []
+    for rel in found:
+        path = os.path.join(folder, rel)
+        if os.path.basename(rel) == "__init__.py":
+            skipped.append({"source": path, "reason": "package __init__.py"})
+            continue
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            skipped.append({"source": path, "reason": f"unreadable: {e}"})
+            continue
+        try:
+            tree = ast.parse(text, filename=path)
+        except SyntaxError as e:
+            # A file that names both parts of the format but does not parse is a broken
+            # program (a failure); anything else is simply not one of ours.
+            if "class Model" in text and "def get_inputs" in text:
+                programs.append({"source": path, "constants": set(),
+                                 "syntax_error": f"line {e.lineno}: {e.msg}"})
+            else:
+                skipped.append({"source": path, "reason": f"not Python 3 ({e.msg})"})
+            continue
+        missing = [n for n in ("Model", "get_inputs") if not _defines(tree, n)]
+        if missing:
+            skipped.append({"source": path, "reason": "not a KernelBench-format program "
+                                                      f"(no top-level {', '.join(missing)})"})
+            continue
+        programs.append({"source": path, "constants": module_constants(tree)})
+    return programs, skipped
+
+
+# --------------------------------------------------------------------------- worker side
+
+
+def _error_cause(e: BaseException) -> Tuple[str, Optional[int]]:
+    """(cause, exit code of `solar analyze` for it) of an exception out of analyze_file."""
+    from . import _core
+    from .frontends.torch.capture import OverrideError, ProgramFormatError
+
+    codes = _core.EXIT_CODES
+    if isinstance(e, _core.Error):
+        code = getattr(e, "exit_code", codes["internal"])
+        for name, value in codes.items():
+            if value == code:
+                return name, code
+        return "internal", code
+    if isinstance(e, OverrideError):
+        return "usage", codes["usage"]
+    if isinstance(e, ProgramFormatError):
+        return "not_a_program", codes["parse"]
+    return "program_error", codes["program_error"]
+
+
+def _reset_torch_state(torch, threads: int) -> None:
+    """Undoes process-wide settings a program may have changed, before the next one."""
+    torch.set_default_dtype(torch.float32)
+    torch.set_grad_enabled(True)
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
+def _analyze_task(task: Dict[str, Any], threads: int) -> Dict[str, Any]:
+    import traceback
+    import warnings
+
+    import torch
+
+    from .frontends.torch import program as prog
+
+    o = task["options"]
+    options = prog.ProgramOptions(
+        archs=o["archs"], policy=o["policy"], cache_state=o["cache_state"],
+        overrides=dict(task["overrides"]), strict=o["strict"], real=o["real"],
+        train=o["train"], optimizer=o["optimizer"], validate=o["validate"],
+        crosscheck=o["crosscheck"])
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = prog.analyze_file(task["source"], options)
+            report = json.loads(result.report.to_json(None))
+        notes = []
+        for w in caught:
+            line = f"{w.category.__name__}: {w.message}"
+            if line not in notes:
+                notes.append(line)
+        return {"id": task["id"], "ok": True, "report": report, "notes": notes[:50]}
+    except BaseException as e:  # noqa: BLE001 - SystemExit from a program is its failure
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        cause, code = _error_cause(e)
+        tb = traceback.format_exc()
+        return {"id": task["id"], "ok": False,
+                "error": {"cause": cause, "message": f"{type(e).__name__}: {e}",
+                          "exit_code": code, "traceback": tb[-_TAIL_CHARS:]}}
+    finally:
+        _reset_torch_state(torch, threads)
+
+
+def _watch_parent(parent: int) -> None:
+    """Ends the worker when the suite process is gone (a hung program would live on)."""
+    while True:
+        time.sleep(1.0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+def _worker_main() -> None:
+    """A worker: reads tasks (JSON lines) on stdin, answers on the stdout it had at start.
+    fd 1 then points at fd 2 (the worker log), so the programs' prints do not reach the
+    protocol pipe."""
+    import faulthandler
+    import threading
+
+    proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = os.fdopen(1, "w", encoding="utf-8", buffering=1)
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+    if hasattr(signal, "SIGUSR1"):  # the parent asks for a traceback before a timeout kill
+        faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
+    parent = int(os.environ.get("SOLAR_SUITE_PARENT", os.getppid()))
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    threads = int(os.environ.get("SOLAR_SUITE_THREADS", "1"))
+
+    import torch
+
+    from .frontends.torch import capture, program  # noqa: F401 - imported once, here
+
+    torch.set_num_threads(threads)
+    proto.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
+    proto.flush()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        task = json.loads(line)
+        sys.stderr.write(f"\n=== solar suite: {task['source']}\n")
+        sys.stderr.flush()
+        answer = _analyze_task(task, threads)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        proto.write(json.dumps(answer, allow_nan=False) + "\n")
+        proto.flush()
+
+
+# --------------------------------------------------------------------------- parent side
+
+
+class _Worker:
+    """One worker subprocess: its pipes, its log file and the task it is running."""
+
+    def __init__(self, env: Dict[str, str], log_dir: str, serial: int):
+        self.log_path = os.path.join(log_dir, f"worker{serial}.log")
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from solar.suite import _worker_main; _worker_main()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env,
+            close_fds=True)
+        os.set_blocking(self.proc.stdout.fileno(), False)
+        self.buffer = b""
+        self.ready = False
+        self.started = time.monotonic()
+        self.task: Optional[Dict[str, Any]] = None
+        self.deadline = 0.0
+        self.dispatched = 0.0
+        self.log_offset = 0
+
+    def send(self, task: Dict[str, Any], timeout: float) -> None:
+        self.log.flush()
+        self.log_offset = os.path.getsize(self.log_path)
+        self.task = task
+        self.dispatched = time.monotonic()
+        self.deadline = self.dispatched + timeout
+        try:
+            self.proc.stdin.write((json.dumps(task) + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError:  # the worker died: its end of file reports the crash
+            pass
+
+    def read(self) -> Tuple[List[Dict[str, Any]], bool]:
+        """(complete messages, whether the pipe reached end of file)."""
+        eof = False
+        while True:
+            try:
+                chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
+            except BlockingIOError:
+                break
+            if not chunk:
+                eof = True
+                break
+            self.buffer += chunk
+        messages = []
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            if line.strip():
+                messages.append(json.loads(line))
+        return messages, eof
+
+    def log_tail(self, offset: Optional[int] = None) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self.log_offset if offset is None else offset)
+                text = f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+        return text[-_TAIL_CHARS:]
+
+    def kill(self, dump_stack: bool = False) -> None:
+        if self.proc.poll() is None:
+            if dump_stack and hasattr(signal, "SIGUSR1"):
+                try:
+                    self.proc.send_signal(signal.SIGUSR1)
+                    time.sleep(0.3)  # faulthandler writes the stacks from its handler
+                except OSError:
+                    pass
+            self.proc.kill()
+        self.close()
+
+    def close(self) -> None:
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+def _exit_description(code: Optional[int]) -> str:
+    if code is None:
+        return "did not exit"
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+class _Progress:
+    """Progress on stderr: one updating line on a terminal, periodic plain lines otherwise."""
+
+    def __init__(self, total: int, enabled: bool, stream=None):
+        self.stream = stream or sys.stderr
+        self.total = total
+        self.enabled = enabled and total > 0
+        self.tty = self.enabled and self.stream.isatty()
+        self.start = time.monotonic()
+        self.last = 0.0
+        self.last_done = -1
+        self.interval = 0.1 if self.tty else 10.0
+
+    def update(self, done: int, failed: int, running: Sequence[str], force: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if not force and now - self.last < self.interval:
+            return
+        if not self.tty and not force and done == self.last_done:
+            return
+        self.last, self.last_done = now, done
+        elapsed = now - self.start
+        line = f"solar suite: {done}/{self.total} done, {failed} failed, {elapsed:.0f} s"
+        if self.tty:
+            width = shutil.get_terminal_size((100, 20)).columns
+            bar_w = 24
+            filled = bar_w * done // self.total
+            bar = "[" + "#" * filled + "." * (bar_w - filled) + "]"
+            line = f"{bar} {done}/{self.total}  failed {failed}  {elapsed:.0f} s"
+            if running:
+                line += "  " + os.path.basename(running[0])
+            line = line[: max(10, width - 1)]
+            self.stream.write("\r" + line + "\x1b[K")
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _failure(source: str, cause: str, message: str, **extra: Any) -> Dict[str, Any]:
+    error = {"cause": cause, "message": message}
+    error.update({k: v for k, v in extra.items() if v is not None})
+    return {"program": {"source": source}, "error": error}
+
+
+def run_suite(programs: List[Dict[str, Any]], options: Dict[str, Any], jobs: int,
+              timeout: float, overrides: Dict[str, str], progress: _Progress) -> List[Dict[str, Any]]:
+    """Analyzes every program in worker processes; returns one entry per program, in the
+    order of `programs` (a report dict, or a failure {"program", "error"}), each with a
+    `suite` object: status, wall_seconds, overrides applied."""
+    import solar
+
+    results: List[Optional[Dict[str, Any]]] = [None] * len(programs)
+    queue = collections.deque()
+    for i, p in enumerate(programs):
+        applied = {k: v for k, v in overrides.items() if k in p["constants"]}
+        if p.get("syntax_error"):
+            entry = _failure(p["source"], "syntax_error", p["syntax_error"])
+            entry["suite"] = {"status": "failed", "wall_seconds": 0.0, "overrides": applied}
+            results[i] = entry
+            continue
+        queue.append({"id": i, "source": p["source"], "overrides": applied,
+                      "options": options})
+    pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(solar.__file__)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        x for x in (pkg_root, env.get("PYTHONPATH", "")) if x)
+    env["SOLAR_SUITE_PARENT"] = str(os.getpid())
+    threads = max(1, (os.cpu_count() or 1) // max(1, jobs))
+    env["SOLAR_SUITE_THREADS"] = str(threads)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(var, str(threads))
+    env["PYTHONUNBUFFERED"] = "1"
+
+    done = sum(r is not None for r in results)
+    failed = done
+
+    def finish(worker: _Worker, entry: Dict[str, Any], notes: Sequence[str] = ()) -> None:
+        nonlocal done, failed
+        task = worker.task
+        wall = time.monotonic() - worker.dispatched
+        ok = "error" not in entry
+        entry.setdefault("program", {})["source"] = task["source"]
+        entry["suite"] = {"status": "analyzed" if ok else "failed",
+                          "wall_seconds": round(wall, 3), "overrides": task["overrides"]}
+        if notes:
+            entry["suite"]["notes"] = list(notes)
+        results[task["id"]] = entry
+        worker.task = None
+        done += 1
+        failed += 0 if ok else 1
+
+    sel = selectors.DefaultSelector()
+    workers: List[_Worker] = []
+    serial = 0
+    start_failures = 0
+    log_dir = tempfile.mkdtemp(prefix="solar-suite-")
+
+    def top_up() -> None:
+        """Starts workers until there are as many as there is work for (at most jobs)."""
+        nonlocal serial
+        busy = sum(1 for w in workers if w.task is not None)
+        while len(workers) < min(jobs, len(queue) + busy):
+            w = _Worker(env, log_dir, serial)
+            serial += 1
+            workers.append(w)
+            sel.register(w.proc.stdout, selectors.EVENT_READ, w)
+
+    def retire(w: _Worker, dump_stack: bool = False) -> None:
+        sel.unregister(w.proc.stdout)
+        workers.remove(w)
+        w.kill(dump_stack)
+
+    def start_failed(w: _Worker, why: str) -> None:
+        nonlocal start_failures
+        start_failures += 1
+        if start_failures >= _MAX_START_FAILURES:
+            raise RuntimeError(f"solar suite: worker processes fail to start ({why}); "
+                               f"the last one wrote:\n{w.log_tail(0)}")
+
+    try:
+        top_up()
+        progress.update(done, failed, [], force=True)
+        while queue or any(w.task for w in workers):
+            for w in workers:
+                if w.ready and w.task is None and queue:
+                    w.send(queue.popleft(), timeout)
+            now = time.monotonic()
+            deadlines = [w.deadline if w.task else w.started + _START_TIMEOUT_S
+                         for w in workers if w.task or not w.ready]
+            wait = max(0.0, min(deadlines) - now) if deadlines else 1.0
+            for key, _ in sel.select(min(wait, 0.5)):
+                w = key.data
+                if w not in workers:
+                    continue
+                messages, eof = w.read()
+                for m in messages:
+                    if m.get("ready"):
+                        w.ready = True
+                        start_failures = 0
+                    elif w.task is not None and m.get("id") == w.task["id"]:
+                        if m["ok"]:
+                            finish(w, m["report"], m.get("notes", ()))
+                        else:
+                            finish(w, _failure(w.task["source"], **m["error"]))
+                if eof:
+                    try:
+                        code = w.proc.wait(timeout=5)
+                    except subprocess.TimeoutExpired:
+                        code = None
+                    if w.task is not None:
+                        finish(w, _failure(w.task["source"], "crash",
+                                           f"the worker {_exit_description(code)}",
+                                           exit_status=code, output_tail=w.log_tail()))
+                    retire(w)
+                    if not w.ready:
+                        start_failed(w, f"the worker {_exit_description(code)}")
+            now = time.monotonic()
+            for w in list(workers):
+                if w.task is not None and now >= w.deadline:
+                    retire(w, dump_stack=True)
+                    finish(w, _failure(w.task["source"], "timeout",
+                                       f"no result after {timeout:g} s; the worker was killed",
+                                       output_tail=w.log_tail()))
+                elif not w.ready and now >= w.started + _START_TIMEOUT_S:
+                    retire(w)
+                    start_failed(w, f"not ready after {_START_TIMEOUT_S:g} s")
+            top_up()
+            progress.update(done, failed, [w.task["source"] for w in workers if w.task])
+        progress.update(done, failed, [], force=True)
+    finally:
+        progress.finish()
+        for w in workers:
+            try:
+                w.proc.stdin.close()  # end of tasks: an idle worker exits on its own
+            except OSError:
+                pass
+        for w in list(workers):
+            try:
+                w.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            retire(w)
+        sel.close()
+        shutil.rmtree(log_dir, ignore_errors=True)
+    return results  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def _status_counts(entries: List[Dict[str, Any]], section: str) -> Dict[str, int]:
+    counts: Dict[str, int] = collections.Counter()
+    for e in entries:
+        s = e.get(section)
+        if isinstance(s, dict):
+            counts[str(s.get("status", "unknown"))] += 1
+    return dict(sorted(counts.items()))
+
+
+def summarize(entries: List[Dict[str, Any]], skipped: List[Dict[str, str]],
+              wall: float) -> Dict[str, Any]:
+    analyzed = [e for e in entries if "error" not in e]
+    by_op: Dict[str, int] = collections.Counter()
+    programs_by_op: Dict[str, int] = collections.Counter()
+    unanalyzed = 0
+    with_unanalyzed = 0
+    for e in analyzed:
+        cov = e.get("coverage", {})
+        n = int(cov.get("unanalyzed", 0))
+        unanalyzed += n
+        with_unanalyzed += n > 0
+        ops = [u.get("framework_op") or u.get("name", "?") for u in cov.get("unanalyzed_ops", [])]
+        by_op.update(ops)
+        programs_by_op.update(set(ops))
+    failures = collections.Counter(e["error"]["cause"] for e in entries if "error" in e)
+    top = sorted(by_op.items(), key=lambda kv: (-kv[1], kv[0]))
+    return {
+        "programs": len(entries),
+        "analyzed": len(analyzed),
+        "zero_unanalyzed": len(analyzed) - with_unanalyzed,
+        "with_unanalyzed": with_unanalyzed,
+        "unanalyzed_ops": unanalyzed,
+        "unanalyzed_by_op": [{"op": op, "count": n, "programs": programs_by_op[op]}
+                             for op, n in top],
+        "validation": _status_counts(analyzed, "validation"),
+        "crosscheck": _status_counts(analyzed, "crosscheck"),
+        "failures": dict(sorted(failures.items())),
+        "skipped": {"count": len(skipped), "files": skipped},
+        "wall_seconds": round(wall, 3),
+    }
+
+
+def _fmt_counts(counts: Dict[str, int], first: Sequence[str]) -> str:
+    keys = [k for k in first] + sorted(k for k in counts if k not in first)
+    return "  ".join(f"{k} {counts.get(k, 0)}" for k in keys)
+
+
+def summary_table(summary: Dict[str, Any], folder: str, archs: Sequence[str], jobs: int,
+                  top: int = 10) -> str:
+    s = summary
+    out = io.StringIO()
+    w = out.write
+    w(f"Solar suite: {folder}  (devices {', '.join(archs)}, jobs {jobs})\n")
+    w(f"  programs                {s['programs']}")
+    if s["skipped"]["count"]:
+        w(f"  ({s['skipped']['count']} other .py files skipped)")
+    w("\n")
+    w(f"  analyzed                {s['analyzed']}\n")
+    w(f"  zero unanalyzed ops     {s['zero_unanalyzed']}\n")
+    w(f"  unanalyzed ops          {s['unanalyzed_ops']} in {s['with_unanalyzed']} programs\n")
+    for row in s["unanalyzed_by_op"][:top]:
+        w(f"    {row['op']:<40} {row['count']:>5} ops in {row['programs']} programs\n")
+    if len(s["unanalyzed_by_op"]) > top:
+        w(f"    ... {len(s['unanalyzed_by_op']) - top} more aten ops\n")
+    not_run = s["analyzed"] - sum(s["validation"].values())
+    w(f"  validation              {_fmt_counts(s['validation'], ['passed', 'failed'])}"
+      f"  not run {not_run}\n")
+    not_run = s["analyzed"] - sum(s["crosscheck"].values())
+    w(f"  crosscheck              "
+      f"{_fmt_counts(s['crosscheck'], ['agree', 'explained', 'differ'])}  not run {not_run}\n")
+    w(f"  failures                {sum(s['failures'].values())}\n")
+    for cause, n in s["failures"].items():
+        w(f"    {cause:<40} {n:>5}\n")
+    w(f"  wall time               {s['wall_seconds']:.1f} s\n")
+    return out.getvalue()
+
+
+def failure_lines(entries: List[Dict[str, Any]]) -> str:
+    lines = []
+    for e in entries:
+        if "error" in e:
+            msg = e["error"]["message"].strip().splitlines()
+            first = msg[-1] if msg else ""
+            lines.append(f"  {e['error']['cause']:<14} {e['program']['source']}: {first[:160]}\n")
+    return "failed programs\n" + "".join(lines) if lines else ""
+
+
+def _device_seconds(entry: Dict[str, Any], dev: str, which: str) -> Any:
+    devices = entry.get("devices")
+    if isinstance(devices, dict):
+        d = devices.get(dev)
+    elif isinstance(devices, list):
+        d = next((x for x in devices if x.get("id") == dev), None)
+    else:
+        d = None
+    if not d:
+        return ""
+    return d.get(which, {}).get("seconds", "")
+
+
+def to_csv(entries: List[Dict[str, Any]], archs: Sequence[str]) -> str:
+    out = io.StringIO()
+    wr = csv.writer(out, lineterminator="\n")
+    header = ["source", "status", "ops", "unanalyzed", "macs"]
+    for dev in archs:
+        header += [f"{dev}_fused_seconds", f"{dev}_unfused_seconds"]
+    header += ["validation", "crosscheck", "wall_seconds", "error_cause", "error_message"]
+    wr.writerow(header)
+    for e in entries:
+        suite = e.get("suite", {})
+        row = [e["program"]["source"], suite.get("status", "")]
+        if "error" in e:
+            row += ["", "", ""] + ["", ""] * len(archs) + ["", ""]
+            msg = e["error"]["message"].strip().splitlines()
+            row += [suite.get("wall_seconds", ""), e["error"]["cause"], msg[-1] if msg else ""]
+        else:
+            cov = e.get("coverage", {})
+            row += [cov.get("ops", ""), cov.get("unanalyzed", ""),
+                    e.get("totals", {}).get("macs", "")]
+            for dev in archs:
+                row += [_device_seconds(e, dev, "fused"), _device_seconds(e, dev, "unfused")]
+            row += [(e.get("validation") or {}).get("status", ""),
+                    (e.get("crosscheck") or {}).get("status", ""),
+                    suite.get("wall_seconds", ""), "", ""]
+        wr.writerow(row)
+    return out.getvalue()
+
+
+# --------------------------------------------------------------------------- command
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="solar suite",
+        description="Analyze every KernelBench-format program in a folder (recursively), "
+                    "each in a worker process. Exit 0 when the suite ran, whatever the "
+                    "programs did (see the summary and --json); 2 usage, 3 missing DIR or "
+                    "output folder, 6 unknown device.")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--arch", action="append", default=[], help="device id(s); default H100_SXM")
+    p.add_argument("--json", dest="json_path", metavar="PATH", help="write solar.suite.v1 JSON")
+    p.add_argument("--csv", dest="csv_path", metavar="PATH", help="one row per program")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds per program before its worker is killed (default 300)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="replace a module-level constant in the programs that assign it")
+    p.add_argument("--policy", default="pytorch-default")
+    p.add_argument("--cache-state", default="cold")
+    p.add_argument("--strict", action="store_true", help="an unanalyzed op fails its program")
+    p.add_argument("--real", action="store_true", help="capture on real tensors")
+    p.add_argument("--train", action="store_true", help="forward + backward")
+    p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"])
+    p.add_argument("--validate", action="store_true",
+                   help="run each program and its graph and compare outputs")
+    p.add_argument("--no-crosscheck", action="store_true",
+                   help="skip the FlopCounterMode cross-check")
+    p.add_argument("--top", type=int, default=10, help="unanalyzed aten ops listed (default 10)")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    return p
+
+
+def _canonical_archs(requested: Sequence[str]) -> List[str]:
+    """Device ids as the database spells them, each once; UserError for an unknown one.
+    The database is consulted without resolving `host` (which would probe this machine)."""
+    from . import _core
+
+    known = {d.lower(): d for d in _core.device_ids()}
+    out: List[str] = []
+    for a in requested:
+        d = known.get(a.lower())
+        if d is None:
+            _core.device(a)  # raises the UserError that lists the known devices
+            d = a
+        if d not in out:
+            out.append(d)
+    return out
+
+
+def _check_policy(policy: str, cache_state: str) -> None:
+    """Fails now (UserError) on a policy or cache state analyze would reject for every
+    program: a one-einsum graph is analyzed with them."""
+    from . import _core
+
+    g = _core.parse_graph('graph probe\na = f32[1] input\nb = f32[1]{output} einsum "i->i" (a)\n')
+    _core.analyze(g, ["H100_SXM"], policy, cache_state)
+
+
+def main(args: List[str]) -> int:
+    """`solar suite DIR ...` (args after `suite`); returns the exit code."""
+    from . import _core
+    from .cli import _write_atomically
+
+    codes = _core.EXIT_CODES
+    try:
+        ns = _parser().parse_args(args)
+    except SystemExit as e:
+        return codes["usage"] if e.code else 0
+
+    def usage(msg: str) -> int:
+        sys.stderr.write(f"solar suite: error: {msg}\n")
+        return codes["usage"]
+
+    overrides: Dict[str, str] = {}
+    for item in ns.set:
+        name, eq, value = item.partition("=")
+        if not eq or not name.isidentifier():
+            return usage(f"--set {item}: expected NAME=VALUE")
+        overrides[name] = value
+    if ns.jobs < 1:
+        return usage("--jobs must be at least 1")
+    if not ns.timeout > 0:
+        return usage("--timeout must be positive")
+    if ns.optimizer and not ns.train:
+        return usage("--optimizer needs --train")
+    requested: List[str] = []
+    for a in ns.arch or ["H100_SXM"]:
+        requested.extend(x.strip() for x in a.split(",") if x.strip())
+    if not requested:
+        return usage("--arch: no device id")
+    try:
+        archs = _canonical_archs(requested)
+        _check_policy(ns.policy, ns.cache_state)
+    except _core.Error as e:
+        sys.stderr.write(f"solar suite: error: {e}\n")
+        return getattr(e, "exit_code", codes["usage"])
+    if not os.path.exists(ns.dir):
+        sys.stderr.write(f"solar suite: error: {ns.dir}: no such folder\n")
+        return codes["io"]
+    if not os.path.isdir(ns.dir):
+        return usage(f"{ns.dir} is not a folder (use `solar analyze` for one program)")
+    for path in (ns.json_path, ns.csv_path):
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            sys.stderr.write(f"solar suite: error: {path}: the output folder does not exist\n")
+            return codes["io"]
+
+    start = time.monotonic()
+    programs, skipped = discover(ns.dir)
+    options = {"archs": archs, "policy": ns.policy, "cache_state": ns.cache_state,
+               "strict": ns.strict, "real": ns.real, "train": ns.train,
+               "optimizer": ns.optimizer, "validate": ns.validate,
+               "crosscheck": not ns.no_crosscheck}
+    progress = _Progress(len(programs), enabled=not ns.quiet)
+    try:
+        entries = run_suite(programs, options, ns.jobs, ns.timeout, overrides, progress)
+    except KeyboardInterrupt:
+        sys.stderr.write("solar suite: interrupted; nothing written\n")
+        return 130
+    except RuntimeError as e:
+        sys.stderr.write(f"{e}\n")
+        return codes["internal"]
+    summary = summarize(entries, skipped, time.monotonic() - start)
+    doc = {
+        "schema": SUITE_SCHEMA,
+        "options": {"dir": ns.dir, **options, "overrides": overrides, "jobs": ns.jobs,
+                    "timeout_seconds": ns.timeout},
+        "programs": entries,
+        "summary": summary,
+    }
+    try:
+        if ns.json_path:
+            _write_atomically(ns.json_path, json.dumps(doc, indent=1, allow_nan=False) + "\n")
+        if ns.csv_path:
+            _write_atomically(ns.csv_path, to_csv(entries, archs))
+    except OSError as e:
+        sys.stderr.write(f"solar suite: error: {e}\n")
+        return codes["io"]
+    sys.stdout.write(summary_table(summary, ns.dir, archs, ns.jobs, ns.top))
+    sys.stdout.write(failure_lines(entries))
+    sys.stdout.flush()
+    return codes["ok"]
