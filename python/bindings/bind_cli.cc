@@ -31,6 +31,7 @@ void bind_cli(nb::module_& m) {
   codes["unsupported"] = int(cli::kUnsupported);
   codes["validation_failed"] = int(cli::kValidationFailed);
   codes["program_error"] = int(cli::kProgramError);
+  codes["bound_violated"] = int(cli::kBoundViolated);
   codes["internal"] = int(cli::kInternal);
   m.attr("EXIT_CODES") = codes;
 }

@@ -187,6 +187,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _run_program("analyze", args[2:])
     if args[1:2] == ["validate"]:
         return _run_program("validate", args[2:])
+    if args[1:2] == ["bench"]:
+        from . import bench
+
+        return bench.main(args[2:])
     if args[1:2] == ["suite"]:
         return suite.main(args[2:])
     # The C++ side writes to the process's stdout: flush ours first to keep the order.

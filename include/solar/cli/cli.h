@@ -28,6 +28,7 @@ enum ExitCode : int {
   kUnsupported = 7,    // a construct Solar cannot model (with --strict)
   kValidationFailed = 8,  // the lowered graph's outputs differ from the program's (validate)
   kProgramError = 9,      // the user's program raised while it was loaded, captured or run
+  kBoundViolated = 10,    // solar bench: a measured run beat a SOL bound (a bug to report)
   kInternal = 70,      // a bug
 };
 

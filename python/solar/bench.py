@@ -1,0 +1,312 @@
+"""`solar bench PROGRAM`: time a PyTorch program on this machine's own device and set the
+measurement beside the program's SOL bounds for that same device.
+
+The headroom of a SOL level is measured / SOL. The fused SOL (and, where the report has
+it, the cache-aware SOL) bounds *every* implementation on the device, so a measured time
+below it is a **violation**: a bug in Solar or in the device description, reported, never
+tolerated. The unfused SOL models op-by-op execution; beating it is legitimate for fused
+code (torch.compile, fused library kernels), so it is reported as headroom only
+(DESIGN.md §5).
+
+Timing method: the program runs `warmup` times, then `trials` timed runs, each after the
+caches are flushed (a buffer twice the last-level cache is written) unless `flush=False`;
+the CPU is timed with time.perf_counter around the call, a GPU with CUDA events. The report
+gives min, median and mean; headroom and violations use the min (the fastest run is the
+one a bound must survive).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from . import _core
+
+# Levels whose SOL bounds every implementation (a run below one is a violation).
+BOUND_LEVELS = ("fused", "cache_aware")
+# Levels reported as headroom only.
+REFERENCE_LEVELS = ("unfused",)
+
+# CUDA device names (torch.cuda.get_device_name) -> Solar device ids. Substrings, tried in
+# order: the first that the name contains wins.
+_CUDA_NAMES = (
+    ("H100 PCIe", "H100_PCIe"),
+    ("H100 NVL", None),  # not in the database: refused rather than guessed
+    ("H100", "H100_SXM"),
+    ("H200", "H200"),
+    ("GB200", "GB200"),
+    ("B200", "B200"),
+    ("A100-SXM4-80GB", "A100_SXM_80GB"),
+    ("A100 80GB", "A100_SXM_80GB"),
+    ("RTX A6000", "A6000"),
+    ("Orin", "Jetson_Orin"),
+)
+
+
+@dataclasses.dataclass
+class BenchOptions:
+    trials: int = 10
+    warmup: int = 3
+    flush: bool = True
+    compile: bool = False  # time torch.compile(model) instead of the eager model
+    profile: bool = False  # per-op times from torch.profiler, joined with per-op bounds
+    overrides: Dict[str, str] = dataclasses.field(default_factory=dict)
+    policy: str = "pytorch-default"
+    device: Optional[str] = None  # "cpu" or "cuda"; default: cuda when available
+
+
+def device_id_for(torch_device: str) -> str:
+    """The Solar device id of the torch device the program runs on: `host` for the CPU,
+    the database device whose name matches the CUDA device's otherwise."""
+    if torch_device == "cpu":
+        return "host"
+    import torch
+
+    name = torch.cuda.get_device_name(torch.device(torch_device))
+    for needle, dev in _CUDA_NAMES:
+        if needle in name:
+            if dev is None:
+                break
+            return dev
+    raise _core.UserError(
+        f"CUDA device '{name}' has no entry in Solar's device database; describe it in a YAML "
+        "file (docs/devices.md) and add its name to solar.bench._CUDA_NAMES")
+
+
+class _Flusher:
+    """Writes a buffer twice the last-level cache between trials, so each trial starts
+    cold (the report's cache state)."""
+
+    def __init__(self, torch_device: str, llc_bytes: float):
+        import torch
+
+        self.bytes = int(2 * llc_bytes)
+        self.buf = torch.empty(max(1, self.bytes // 4), dtype=torch.float32, device=torch_device)
+
+    def __call__(self) -> None:
+        self.buf.fill_(1.0)
+
+
+def _last_level_bytes(device: Any) -> float:
+    levels = [m for m in device.memory if m.name != "dram" and m.capacity is not None]
+    if not levels:
+        raise _core.UserError(f"device {device.id} has no cache level to flush")
+    return max(m.capacity.value for m in levels)
+
+
+def time_program(fn: Callable[[], Any], torch_device: str, options: BenchOptions,
+                 flush: Optional[Callable[[], None]]) -> List[float]:
+    """Seconds of each timed trial of fn()."""
+    import torch
+
+    for _ in range(options.warmup):
+        fn()
+    times = []
+    cuda = torch_device.startswith("cuda")
+    for _ in range(options.trials):
+        if flush is not None:
+            flush()
+        if cuda:
+            torch.cuda.synchronize()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        else:
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+    return times
+
+
+def judge(report_devices: Dict[str, Any], device_id: str, measured_s: float) -> Dict[str, Any]:
+    """Headroom per SOL level and the violations for a measured time (seconds) against the
+    report's bounds on `device_id` (report JSON's devices.<id>)."""
+    dev = report_devices[device_id]
+    headroom: Dict[str, float] = {}
+    sol: Dict[str, float] = {}
+    violations = []
+    for level in REFERENCE_LEVELS + BOUND_LEVELS:
+        entry = dev.get(level)
+        if not isinstance(entry, dict) or entry.get("seconds") is None:
+            continue
+        s = float(entry["seconds"])
+        sol[level] = s
+        headroom[level] = measured_s / s if s > 0 else math.inf
+        if level in BOUND_LEVELS and measured_s < s:
+            violations.append({"level": level, "sol_seconds": s, "measured_seconds": measured_s,
+                               "ratio": measured_s / s})
+    return {"sol_seconds": sol, "headroom": headroom, "violations": violations}
+
+
+def _profile(fn: Callable[[], Any], report: Dict[str, Any], device_id: str) -> List[Dict]:
+    """Per aten op: the profiler's self time (mean over one profiled run) beside the sum of
+    Solar's per-op bounds for the graph ops lowered from that aten op."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    measured: Dict[str, float] = {}
+    for ev in prof.key_averages():
+        if ev.key.startswith("aten::"):
+            measured[ev.key] = measured.get(ev.key, 0.0) + ev.self_cpu_time_total / 1e6
+    bound: Dict[str, float] = {}
+    for op in report["ops"]:
+        aten = op.get("origin", {}).get("op", "")
+        name = aten.rsplit(".", 1)[0] if aten.startswith("aten::") else aten
+        sec = op.get("seconds", {}).get(device_id)
+        if name and sec is not None:
+            bound[name] = bound.get(name, 0.0) + sec
+    rows = []
+    for name in sorted(set(measured) | set(bound), key=lambda n: -measured.get(n, 0.0)):
+        m, b = measured.get(name), bound.get(name)
+        rows.append({"op": name, "measured_seconds": m, "sol_seconds": b,
+                     "headroom": (m / b) if m is not None and b else None})
+    return rows
+
+
+def bench_file(path: str, options: BenchOptions):
+    """Times the KernelBench-format program at `path` and returns its ProgramAnalysis with a
+    `measurement` section (docs/headroom.md)."""
+    import torch
+
+    from .frontends.torch.capture import load_program
+    from .frontends.torch.program import ProgramOptions, analyze_file
+
+    torch_device = options.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    device_id = device_id_for(torch_device)
+    device = _core.device(device_id)
+    result = analyze_file(path, ProgramOptions(archs=[device_id], policy=options.policy,
+                                               overrides=options.overrides, crosscheck=False))
+    mod = load_program(path, options.overrides)
+    torch.manual_seed(0)
+    init = list(mod.get_init_inputs()) if hasattr(mod, "get_init_inputs") else []
+    model = mod.Model(*init).to(torch_device).eval()
+    inputs = [x.to(torch_device) if isinstance(x, torch.Tensor) else x for x in mod.get_inputs()]
+    runner = torch.compile(model) if options.compile else model
+
+    def call():
+        with torch.no_grad():
+            return runner(*inputs)
+
+    flush = _Flusher(torch_device, _last_level_bytes(device)) if options.flush else None
+    times = time_program(call, torch_device, options, flush)
+    data = result.report.to_dict()
+    best = min(times)
+    section: Dict[str, Any] = {
+        "device": device_id,
+        "torch_device": torch_device,
+        "mode": "compile" if options.compile else "eager",
+        "timer": "cuda-events" if torch_device.startswith("cuda") else "time.perf_counter",
+        "warmup": options.warmup,
+        "trials": options.trials,
+        "cache": "flushed" if flush else "warm",
+        "flush_bytes": flush.bytes if flush else 0,
+        "times_seconds": times,
+        "min_seconds": best,
+        "median_seconds": statistics.median(times),
+        "mean_seconds": statistics.fmean(times),
+    }
+    section.update(judge(data["devices"], device_id, best))
+    section["status"] = "violation" if section["violations"] else "ok"
+    if options.profile:
+        section["per_op"] = _profile(call, data, device_id)
+    result.report.attach_section("measurement", section)
+    return result
+
+
+def format_measurement(section: Dict[str, Any], top: int = 10) -> str:
+    """The measurement as the lines `solar bench` prints after the report's table."""
+    ms = lambda s: f"{s * 1e3:.4g} ms"  # noqa: E731
+    lines = [f"measured on {section['device']} ({section['mode']}, {section['trials']} trials, "
+             f"{section['cache']} cache): min {ms(section['min_seconds'])}, median "
+             f"{ms(section['median_seconds'])}"]
+    for level, sol in section["sol_seconds"].items():
+        kind = "bound" if level in BOUND_LEVELS else "reference"
+        lines.append(f"  {level:<12} SOL {ms(sol):>12}   headroom {section['headroom'][level]:8.3g}x"
+                     f"   ({kind})")
+    for v in section["violations"]:
+        lines.append(f"  VIOLATION: measured {ms(v['measured_seconds'])} < {v['level']} SOL "
+                     f"{ms(v['sol_seconds'])} ({v['ratio']:.3g}x): a bug in Solar or in the "
+                     "device description")
+    if section.get("per_op"):
+        lines.append("  per aten op (profiler self time vs Solar's bound):")
+        for row in section["per_op"][:top]:
+            m = ms(row["measured_seconds"]) if row["measured_seconds"] is not None else "-"
+            b = ms(row["sol_seconds"]) if row["sol_seconds"] is not None else "-"
+            h = f"{row['headroom']:.3g}x" if row["headroom"] is not None else "-"
+            lines.append(f"    {row['op']:<36} {m:>12} {b:>12} {h:>9}")
+    return "\n".join(lines) + "\n"
+
+
+def main(args: Sequence[str]) -> int:
+    """`solar bench PROGRAM [--compile] [--trials N] ...`; returns the exit code."""
+    import argparse
+    import sys
+
+    from .cli import _write_atomically
+
+    codes = _core.EXIT_CODES
+    p = argparse.ArgumentParser(prog="solar bench",
+                                description="Time a PyTorch program and compare it with its SOL")
+    p.add_argument("program")
+    p.add_argument("--compile", action="store_true", help="time torch.compile(model)")
+    p.add_argument("--trials", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--no-flush", action="store_true", help="do not flush caches between trials")
+    p.add_argument("--profile", action="store_true", help="per-op times joined with bounds")
+    p.add_argument("--device", choices=["cpu", "cuda"])
+    p.add_argument("--policy", default="pytorch-default")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--json", dest="json_path")
+    p.add_argument("--top", type=int, default=10)
+    try:
+        ns = p.parse_args(list(args))
+    except SystemExit as e:
+        return codes["usage"] if e.code else 0
+    if ns.trials < 1 or ns.warmup < 0:
+        sys.stderr.write("solar: error: --trials must be >= 1 and --warmup >= 0\n")
+        return codes["usage"]
+    overrides = {}
+    for item in ns.set:
+        name, eq, value = item.partition("=")
+        if not eq or not name.isidentifier():
+            sys.stderr.write(f"solar: error: --set {item}: expected NAME=VALUE\n")
+            return codes["usage"]
+        overrides[name] = value
+    options = BenchOptions(trials=ns.trials, warmup=ns.warmup, flush=not ns.no_flush,
+                           compile=ns.compile, profile=ns.profile, overrides=overrides,
+                           policy=ns.policy, device=ns.device)
+    from .frontends.torch.capture import OverrideError, ProgramFormatError
+
+    try:
+        result = bench_file(ns.program, options)
+    except _core.Error as e:
+        sys.stderr.write(f"solar: error: {e}\n")
+        return getattr(e, "exit_code", codes["internal"])
+    except OSError as e:
+        sys.stderr.write(f"solar: error: {e}\n")
+        return codes["io"]
+    except (OverrideError, ProgramFormatError) as e:
+        sys.stderr.write(f"solar: error: {e}\n")
+        return codes["usage" if isinstance(e, OverrideError) else "parse"]
+    except Exception as e:  # the user's program failed
+        sys.stderr.write(f"solar: error: {ns.program}: the program failed: "
+                         f"{type(e).__name__}: {e}\n")
+        return codes["program_error"]
+    report = result.report
+    section = report.get_section("measurement")
+    if ns.json_path:
+        _write_atomically(ns.json_path, report.to_json(2) + "\n")
+    sys.stdout.write(report.table(ns.top))
+    sys.stdout.write(format_measurement(section, ns.top))
+    if section["violations"]:
+        sys.stderr.write(f"solar: error: {ns.program}: a measured run beats the SOL "
+                         "(violation; see above)\n")
+        return codes["bound_violated"]
+    return codes["ok"]
