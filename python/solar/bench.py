@@ -24,6 +24,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import _core
+from .errors import user_error
 
 # Levels whose SOL bounds every implementation (a run below one is a violation).
 BOUND_LEVELS = ("fused", "cache_aware")
@@ -71,9 +72,9 @@ def device_id_for(torch_device: str) -> str:
             if dev is None:
                 break
             return dev
-    raise _core.UserError(
+    raise user_error(
         f"CUDA device '{name}' has no entry in Solar's device database; describe it in a YAML "
-        "file (docs/devices.md) and add its name to solar.bench._CUDA_NAMES")
+        "file (docs/devices.md) and add its name to solar.bench._CUDA_NAMES", "unknown_device")
 
 
 class _Flusher:
@@ -93,7 +94,8 @@ class _Flusher:
 def _last_level_bytes(device: Any) -> float:
     levels = [m for m in device.memory if m.name != "dram" and m.capacity is not None]
     if not levels:
-        raise _core.UserError(f"device {device.id} has no cache level to flush")
+        raise user_error(f"device {device.id} has no cache level to flush; use --no-flush",
+                         "usage")
     return max(m.capacity.value for m in levels)
 
 
