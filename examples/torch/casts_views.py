@@ -1,6 +1,6 @@
 """Views against copies, dtype casts, in-place updates and inference dropout (KernelBench
 format). Views (view, transpose, permute, expand, slicing) move nothing; contiguous() of a
-transposed tensor, repeat, cat and casts copy.
+transposed tensor, repeat, cat and casts copy. In-place updates of a whole tensor.
 
 solar analyze examples/torch/casts_views.py --arch H100_SXM --set rows=1024
 """
@@ -23,8 +23,8 @@ class Model(nn.Module):
     def forward(self, x, y):
         t = x.transpose(1, 2)  # view [batch, cols, rows]
         c = t.contiguous()  # copy
-        flat = c.view(batch_size, -1)  # view of the copy
-        p = x.permute(2, 0, 1).reshape(cols, -1)  # permute is a view; reshape must copy
+        flat = c.view(x.shape[0], -1)  # view of the copy
+        p = x.permute(2, 0, 1).reshape(x.shape[2], -1)  # permute is a view; reshape must copy
         e = y.expand(batch_size, rows, cols)  # broadcast view of [1, rows, cols]
         r = y.repeat(reps, 1, 2)  # copy [reps, rows, 2 * cols]
         s = x[:, 1:5, ::2]  # strided slice view
@@ -33,8 +33,7 @@ class Model(nn.Module):
         as_int = (x * 4).to(torch.int32)  # cast truncates toward zero
         back = half.float() + F.dropout(x, 0.5, training=False) + self.drop(x)
         z = x.clone()
-        z[:, 0] = 0.0  # in-place write into a slice view (select + fill_)
-        z.add_(e).mul_(2.0)
+        z.add_(e).mul_(2.0).clamp_(min=-3.0)  # in-place updates: each a new version of z
         return flat, p, s * 1.0, r, joined, half, as_int, back, z
 
 

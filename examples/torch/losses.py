@@ -1,5 +1,6 @@
 """Losses on a linear classifier's output (KernelBench format): cross entropy, NLL,
-MSE, L1, smooth L1, Huber and binary cross entropy, stacked into one vector, plus a per-element MSE (reduction='none').
+MSE, L1, smooth L1, Huber and binary cross entropy, stacked into one vector, plus a
+per-element MSE (reduction='none').
 
 solar analyze examples/torch/losses.py --arch H100_SXM --set batch_size=4096
 """

@@ -1,5 +1,5 @@
 """The matmul family in one program (KernelBench format): mm, bmm, addmm, baddbmm, a
-linear layer on a rank-3 input, a three-operand einsum and an ellipsis einsum.
+linear layer on a rank-3 input, and einsums with three, two (ellipsis) and one operand.
 
 solar analyze examples/torch/matmuls.py --arch H100_SXM --set m=256
 """
@@ -11,7 +11,8 @@ batch_size = 4
 m = 16
 k = 32
 n = 24
-p = 8  # the third einsum operand's free dimension
+p = 32  # the third einsum operand's free dimension: large enough that left-to-right is
+# also the cheapest contraction order, the one opt_einsum picks when installed
 
 
 class Model(nn.Module):
@@ -25,10 +26,11 @@ class Model(nn.Module):
         y_bmm = torch.bmm(xb, wb)  # [batch, m, n]
         y_baddbmm = torch.baddbmm(cb, xb, wb)  # [batch, m, n]
         y_linear = self.proj(xb)  # [batch, m, n]
-        # Contracted left to right by torch (bij,bjk first), the cheaper order here.
+        # Contracted left to right (bij,bjk first): torch's order, and opt_einsum's at these sizes.
         y_chain = torch.einsum("bij,bjk,bkl->bil", xb, wb, v)  # [batch, m, p]
         y_ellipsis = torch.einsum("...ij,...kj->...ik", xb, xb)  # [batch, m, m]
-        return y_mm, y_addmm, y_bmm, y_baddbmm, y_linear, y_chain, y_ellipsis
+        y_single = torch.einsum("bij->bj", xb)  # one operand: a sum, no contraction
+        return y_mm, y_addmm, y_bmm, y_baddbmm, y_linear, y_chain, y_ellipsis, y_single
 
 
 def get_inputs():

@@ -21,6 +21,8 @@ class Model(nn.Module):
     def __init__(self, channels, groups, d_model):
         super().__init__()
         self.bn = nn.BatchNorm2d(channels)  # captured in eval mode: running statistics
+        self.bn.running_mean.uniform_(-0.5, 0.5)  # as after training, not the 0/1 defaults
+        self.bn.running_var.uniform_(0.5, 2.0)
         self.train_weight = nn.Parameter(torch.rand(channels) + 0.5)
         self.train_bias = nn.Parameter(torch.randn(channels))
         self.register_buffer("train_mean", torch.zeros(channels))

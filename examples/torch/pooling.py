@@ -23,6 +23,7 @@ class Model(nn.Module):
             F.max_pool1d(x1, 3, stride=2, padding=1),
             F.avg_pool1d(x1, 4, stride=4),
             F.adaptive_avg_pool1d(x1, 5),
+            F.adaptive_max_pool1d(x1, 4),
             *F.max_pool2d(x2, 3, stride=2, padding=1, dilation=1, return_indices=True),
             F.max_pool2d(x2, 2, stride=1, dilation=2),
             F.avg_pool2d(x2, 2),
@@ -31,6 +32,7 @@ class Model(nn.Module):
             F.max_pool3d(x3, 2),
             F.avg_pool3d(x3, (2, 3, 2), stride=(2, 1, 2), padding=(0, 1, 1)),
             F.adaptive_avg_pool3d(x3, 1),
+            F.adaptive_max_pool3d(x3, (2, 3, 4)),
         )
 
 

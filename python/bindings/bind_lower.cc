@@ -5,6 +5,7 @@
 
 #include "bindings.h"
 #include "solar/lower/aten.h"
+#include "solar/lower/jax.h"
 #include "solar/lower/optrace.h"
 
 namespace nb = nanobind;
@@ -21,7 +22,9 @@ void bind_lower(nb::module_& m) {
         lower::LowerResult r;
         {
           nb::gil_scoped_release release;
-          r = lower::lower_aten(trace, {strict});
+          // One dialect table per frontend (docs/optrace.md): jaxpr equations or aten ops.
+          r = trace.frontend == "jax" ? lower::lower_jax(trace, {strict})
+                                      : lower::lower_aten(trace, {strict});
         }
         nb::dict trace_ids;  // graph tensor name -> trace tensor id
         for (std::size_t k = 0; k < r.trace_ids.size(); ++k)
@@ -30,10 +33,13 @@ void bind_lower(nb::module_& m) {
         return nb::make_tuple(nb::cast(std::move(r.graph)), nb::cast(r.warnings), trace_ids);
       },
       "text"_a, "file"_a = "<optrace>", "strict"_a = false,
-      "Lowers an OpTrace (solar.optrace.v1 JSON text) with the aten table; returns (graph, "
+      "Lowers an OpTrace (solar.optrace.v1 JSON text) with the table of its frontend (aten, or jax "
+      "when frontend is \"jax\"); returns (graph, "
       "warnings, {graph tensor name: trace tensor id}). With strict, an op that cannot be lowered raises UnsupportedError.");
   m.def("aten_op_known", &lower::aten_op_known, "op"_a,
         "Whether the aten table lowers this op (\"aten::mm.default\").");
+  m.def("jax_op_known", &lower::jax_op_known, "op"_a,
+        "Whether the jax table lowers this op (\"jax::dot_general\").");
 }
 
 }  // namespace solar::python

@@ -54,6 +54,7 @@ __all__ = [
     "UserError",
     "ValidationResult",
     "analyze",
+    "analyze_jax",
     "device",
     "device_ids",
     "devices",
@@ -113,6 +114,15 @@ def analyze(
     if not archs:
         raise UserError("analyze() needs at least one device id in `arch`")
     return Report(_core.analyze(graph, archs, policy, cache_state))
+
+
+def analyze_jax(fn, *args, arch: Union[str, Iterable[str]] = "H100_SXM", **options) -> Report:
+    """Captures the JAX function `fn(*args)` (its jaxpr, on abstract values), lowers it with
+    the C++ jax table and analyzes it (docs/jax-frontend.md). Options: policy, cache_state,
+    strict, params (a pytree passed first, its leaves parameters), validate, crosscheck."""
+    from .frontends.jax.program import analyze_jax as _analyze_jax
+
+    return _analyze_jax(fn, *args, arch=arch, **options)
 
 
 def device_ids() -> list[str]:

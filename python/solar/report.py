@@ -134,8 +134,16 @@ class Report(Record):
         return json.dumps(data, indent=indent, allow_nan=False)
 
     def table(self, top: int = 10) -> str:
-        """The readable table, as `solar analyze` prints it."""
-        return self._analysis.table(top)
+        """The readable table, as `solar analyze` prints it, followed by a short block for
+        each attached `validation` / `crosscheck` section."""
+        text = self._analysis.table(top)
+        blocks = [b for b in (_validation_block(self._sections.get("validation")),
+                              _crosscheck_block(self._sections.get("crosscheck"))) if b]
+        if not blocks:
+            return text
+        if text and not text.endswith("\n"):
+            text += "\n"
+        return text + "\n" + "\n".join(blocks)
 
     def save(self, path: str) -> None:
         """Writes the JSON report to `path`."""
@@ -148,3 +156,59 @@ class Report(Record):
     def __repr__(self) -> str:
         name = self._data.get("program", {}).get("name", "?")
         return f"<solar.Report {name} on {', '.join(self._devices())}>"
+
+
+def _num(x: Any) -> str:
+    return "n/a" if x is None else f"{x:.3g}"
+
+
+def _validation_block(v: dict | None) -> str:
+    """The `validation` section in a few lines (docs/validation.md)."""
+    if not v:
+        return ""
+    status = str(v.get("status", "?"))
+    loud = "" if status == "passed" else "!!! "
+    lines = [f"{loud}Validation ({v.get('tool', '?')}, seed {v.get('seed', '?')}): "
+             f"{status.upper()}"]
+    if v.get("reason"):
+        lines.append(f"  {v['reason']}")
+    for o in v.get("outputs", []):
+        verdict = "ok  " if o.get("passed") else "FAIL"
+        lines.append(f"  {verdict} {o['name']} {o.get('dtype', '')}{o.get('shape', '')}: max abs "
+                     f"error {_num(o.get('max_abs_error'))}, max rel error "
+                     f"{_num(o.get('max_rel_error'))} (atol {o.get('atol')}, rtol {o.get('rtol')})"
+                     + (f", {o['mismatches']} mismatches" if o.get("mismatches") else ""))
+    first = v.get("first_divergent_op")
+    if first:
+        where = f" ({first['framework_op']}" if first.get("framework_op") else ""
+        if where and first.get("file"):
+            where += f" at {first['file']}:{first.get('line', 0)}"
+        where += ")" if where else ""
+        lines.append(f"  first divergent op: {first.get('op') or first.get('reason')}{where}")
+    for g in v.get("given", []):
+        lines.append(f"  given: outputs of random op {g['op']}"
+                     + (f" ({g['origin']})" if g.get("origin") else ""))
+    for e in v.get("excluded", []):
+        lines.append(f"  excluded: {e['name']}: {e['reason']}")
+    return "\n".join(lines) + "\n"
+
+
+def _crosscheck_block(c: dict | None) -> str:
+    """The `crosscheck` section in a few lines (docs/validation.md)."""
+    if not c:
+        return ""
+    status = str(c.get("status", "?"))
+    loud = "!!! " if status == "differ" else ""
+    head = f"{loud}Cross-check with FlopCounterMode: {status}"
+    if status == "skipped":
+        return head + f" ({c.get('reason', '')})\n"
+    lines = [head + f" (Solar {c.get('solar_macs')} MAC, counter {c.get('counter_macs')} MAC; "
+             f"{c.get('compared_ops', 0)} op(s) compared)"]
+    for e in c.get("per_op", []):
+        if e.get("agree") is True and not e.get("note"):
+            continue
+        mark = {True: "agree", False: "explained" if e.get("explained") else "DIFFER",
+                None: "not compared"}[e.get("agree")]
+        lines.append(f"  {mark}: {e['op']}: Solar {e['solar_macs']}, counter "
+                     f"{e['counter_macs']}" + (f": {e['note']}" if e.get("note") else ""))
+    return "\n".join(lines) + "\n"

@@ -140,6 +140,9 @@ def _error_cause(e: BaseException) -> Tuple[str, Optional[int]]:
         return "usage", codes["usage"]
     if isinstance(e, ProgramFormatError):
         return "not_a_program", codes["parse"]
+    if isinstance(e, MemoryError) or any(
+            m in str(e) for m in ("can't allocate memory", "not enough memory")):
+        return "out_of_memory", codes["program_error"]
     return "program_error", codes["program_error"]
 
 
@@ -149,6 +152,13 @@ def _reset_torch_state(torch, threads: int) -> None:
     torch.set_grad_enabled(True)
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
+
+
+def _cpu_seconds() -> float:
+    """CPU time (user + system, all threads) of this process so far, in seconds: on a
+    shared machine a fairer measure of a program's cost than its wall time."""
+    t = os.times()
+    return t.user + t.system
 
 
 def _analyze_task(task: Dict[str, Any], threads: int) -> Dict[str, Any]:
@@ -165,17 +175,29 @@ def _analyze_task(task: Dict[str, Any], threads: int) -> Dict[str, Any]:
         overrides=dict(task["overrides"]), strict=o["strict"], real=o["real"],
         train=o["train"], optimizer=o["optimizer"], validate=o["validate"],
         crosscheck=o["crosscheck"])
+    cpu0 = _cpu_seconds()
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = prog.analyze_file(task["source"], options)
-            report = json.loads(result.report.to_json(None))
+            text: Optional[str] = result.report.to_json(None)
+        report = json.loads(text)
+        if not o.get("op_rows", True) and "ops" in report:
+            del report["ops"]  # --no-ops: the per-op rows are most of a report's size
+            text = None
+        if task.get("spill"):
+            # The whole report goes to a file the parent copies into --json; the parent
+            # gets it without the per-op rows, so its memory stays small.
+            with open(task["spill"], "w", encoding="utf-8") as f:
+                f.write(text if text is not None else json.dumps(report, allow_nan=False))
+            report.pop("ops", None)
         notes = []
         for w in caught:
             line = f"{w.category.__name__}: {w.message}"
             if line not in notes:
                 notes.append(line)
-        return {"id": task["id"], "ok": True, "report": report, "notes": notes[:50]}
+        return {"id": task["id"], "ok": True, "report": report, "notes": notes[:50],
+                "cpu_seconds": round(_cpu_seconds() - cpu0, 3)}
     except BaseException as e:  # noqa: BLE001 - SystemExit from a program is its failure
         if isinstance(e, KeyboardInterrupt):
             raise
@@ -183,7 +205,8 @@ def _analyze_task(task: Dict[str, Any], threads: int) -> Dict[str, Any]:
         tb = traceback.format_exc()
         return {"id": task["id"], "ok": False,
                 "error": {"cause": cause, "message": f"{type(e).__name__}: {e}",
-                          "exit_code": code, "traceback": tb[-_TAIL_CHARS:]}}
+                          "exit_code": code, "traceback": tb[-_TAIL_CHARS:]},
+                "cpu_seconds": round(_cpu_seconds() - cpu0, 3)}
     finally:
         _reset_torch_state(torch, threads)
 
@@ -194,6 +217,24 @@ def _watch_parent(parent: int) -> None:
         time.sleep(1.0)
         if os.getppid() != parent:
             os._exit(1)
+
+
+def _warm_up(torch) -> None:
+    """Captures and analyzes a one-layer model, so that the one-time costs of the first
+    capture (lazy imports, the device database) are paid before the worker says it is
+    ready and not charged to the first program's --timeout."""
+    import warnings
+
+    from .frontends.torch import program
+    from .frontends.torch.capture import capture
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trace = capture(torch.nn.Linear(4, 4), torch.zeros(2, 4), name="warm_up")
+            program.analyze_trace(trace, "<warm-up>", program.ProgramOptions())
+    except Exception as e:  # noqa: BLE001 - the programs will meet it too and report it
+        sys.stderr.write(f"solar suite: warm-up failed: {type(e).__name__}: {e}\n")
 
 
 def _worker_main() -> None:
@@ -215,9 +256,22 @@ def _worker_main() -> None:
 
     import torch
 
-    from .frontends.torch import capture, program  # noqa: F401 - imported once, here
+    from .frontends.torch import program  # noqa: F401 - imported once, here
+    try:
+        from .frontends.torch import validation  # noqa: F401 - for --validate
+    except ImportError:
+        pass
 
     torch.set_num_threads(threads)
+    _warm_up(torch)
+    limit = int(os.environ.get("SOLAR_SUITE_MEMORY_BYTES", "0"))
+    if limit > 0:
+        # After the imports, so that only the programs meet it: an allocation past it
+        # fails (MemoryError, torch's "can't allocate memory") instead of waking the
+        # OOM killer, which may pick another process on a shared machine.
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     proto.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
     proto.flush()
     for line in sys.stdin:
@@ -229,7 +283,12 @@ def _worker_main() -> None:
         answer = _analyze_task(task, threads)
         sys.stdout.flush()
         sys.stderr.flush()
-        proto.write(json.dumps(answer, allow_nan=False) + "\n")
+        try:
+            text = json.dumps(answer, allow_nan=False)
+        except (TypeError, ValueError) as e:  # a report that is not valid JSON: a Solar bug
+            text = json.dumps({"id": task["id"], "ok": False, "error": {
+                "cause": "internal", "message": f"the result is not JSON: {e}"}})
+        proto.write(text + "\n")
         proto.flush()
 
 
@@ -350,8 +409,8 @@ class _Progress:
         now = time.monotonic()
         if not force and now - self.last < self.interval:
             return
-        if not self.tty and not force and done == self.last_done:
-            return
+        if not self.tty and done == self.last_done:
+            return  # a plain line only says something new
         self.last, self.last_done = now, done
         elapsed = now - self.start
         line = f"solar suite: {done}/{self.total} done, {failed} failed, {elapsed:.0f} s"
@@ -363,6 +422,8 @@ class _Progress:
             line = f"{bar} {done}/{self.total}  failed {failed}  {elapsed:.0f} s"
             if running:
                 line += "  " + os.path.basename(running[0])
+            elif done < self.total:
+                line += "  (starting workers: importing torch)"
             line = line[: max(10, width - 1)]
             self.stream.write("\r" + line + "\x1b[K")
         else:
@@ -382,10 +443,15 @@ def _failure(source: str, cause: str, message: str, **extra: Any) -> Dict[str, A
 
 
 def run_suite(programs: List[Dict[str, Any]], options: Dict[str, Any], jobs: int,
-              timeout: float, overrides: Dict[str, str], progress: _Progress) -> List[Dict[str, Any]]:
+              timeout: float, overrides: Dict[str, str], progress: _Progress,
+              spill_dir: Optional[str] = None,
+              memory_limit: Optional[int] = None) -> List[Dict[str, Any]]:
     """Analyzes every program in worker processes; returns one entry per program, in the
     order of `programs` (a report dict, or a failure {"program", "error"}), each with a
-    `suite` object: status, wall_seconds, overrides applied."""
+    `suite` object: status, wall_seconds, cpu_seconds, overrides applied. With spill_dir,
+    the full report of program i is left in spill_dir/i.json and its entry here has no
+    `ops` rows (write_json puts them together). memory_limit: bytes of address space per
+    worker (RLIMIT_AS), None for no limit."""
     import solar
 
     results: List[Optional[Dict[str, Any]]] = [None] * len(programs)
@@ -398,7 +464,8 @@ def run_suite(programs: List[Dict[str, Any]], options: Dict[str, Any], jobs: int
             results[i] = entry
             continue
         queue.append({"id": i, "source": p["source"], "overrides": applied,
-                      "options": options})
+                      "options": options,
+                      "spill": os.path.join(spill_dir, f"{i}.json") if spill_dir else None})
     pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(solar.__file__)))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
@@ -409,11 +476,14 @@ def run_suite(programs: List[Dict[str, Any]], options: Dict[str, Any], jobs: int
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env.setdefault(var, str(threads))
     env["PYTHONUNBUFFERED"] = "1"
+    if memory_limit:
+        env["SOLAR_SUITE_MEMORY_BYTES"] = str(int(memory_limit))
 
     done = sum(r is not None for r in results)
     failed = done
 
-    def finish(worker: _Worker, entry: Dict[str, Any], notes: Sequence[str] = ()) -> None:
+    def finish(worker: _Worker, entry: Dict[str, Any], notes: Sequence[str] = (),
+               cpu: Optional[float] = None) -> None:
         nonlocal done, failed
         task = worker.task
         wall = time.monotonic() - worker.dispatched
@@ -421,6 +491,8 @@ def run_suite(programs: List[Dict[str, Any]], options: Dict[str, Any], jobs: int
         entry.setdefault("program", {})["source"] = task["source"]
         entry["suite"] = {"status": "analyzed" if ok else "failed",
                           "wall_seconds": round(wall, 3), "overrides": task["overrides"]}
+        if cpu is not None:
+            entry["suite"]["cpu_seconds"] = cpu
         if notes:
             entry["suite"]["notes"] = list(notes)
         results[task["id"]] = entry
@@ -478,9 +550,10 @@ def run_suite(programs: List[Dict[str, Any]], options: Dict[str, Any], jobs: int
                         start_failures = 0
                     elif w.task is not None and m.get("id") == w.task["id"]:
                         if m["ok"]:
-                            finish(w, m["report"], m.get("notes", ()))
+                            finish(w, m["report"], m.get("notes", ()), m.get("cpu_seconds"))
                         else:
-                            finish(w, _failure(w.task["source"], **m["error"]))
+                            finish(w, _failure(w.task["source"], **m["error"]),
+                                   cpu=m.get("cpu_seconds"))
                 if eof:
                     try:
                         code = w.proc.wait(timeout=5)
@@ -566,6 +639,9 @@ def summarize(entries: List[Dict[str, Any]], skipped: List[Dict[str, str]],
         "failures": dict(sorted(failures.items())),
         "skipped": {"count": len(skipped), "files": skipped},
         "wall_seconds": round(wall, 3),
+        # CPU time of the workers on the programs that returned (not crashed or killed)
+        "cpu_seconds": round(sum(e.get("suite", {}).get("cpu_seconds", 0.0)
+                                 for e in entries), 3),
     }
 
 
@@ -600,7 +676,8 @@ def summary_table(summary: Dict[str, Any], folder: str, archs: Sequence[str], jo
     w(f"  failures                {sum(s['failures'].values())}\n")
     for cause, n in s["failures"].items():
         w(f"    {cause:<40} {n:>5}\n")
-    w(f"  wall time               {s['wall_seconds']:.1f} s\n")
+    w(f"  wall time               {s['wall_seconds']:.1f} s  (worker CPU time on the "
+      f"programs {s['cpu_seconds']:.1f} s)\n")
     return out.getvalue()
 
 
@@ -627,13 +704,49 @@ def _device_seconds(entry: Dict[str, Any], dev: str, which: str) -> Any:
     return d.get(which, {}).get("seconds", "")
 
 
+def write_json(path: str, head: Dict[str, Any], entries: List[Dict[str, Any]],
+               summary: Dict[str, Any], spill_dir: Optional[str]) -> None:
+    """Writes the solar.suite.v1 document to `path` atomically (a temporary file in the same
+    folder, renamed when complete), streaming: an analyzed program's full report is copied
+    from spill_dir/INDEX.json with its `suite` object added, one entry per line."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("{\n")
+            for key, value in head.items():
+                f.write(f"{json.dumps(key)}: {json.dumps(value, allow_nan=False)},\n")
+            f.write('"programs": [')
+            for i, e in enumerate(entries):
+                f.write(",\n" if i else "\n")
+                spilled = os.path.join(spill_dir, f"{i}.json") if spill_dir else None
+                if "error" not in e and spilled and os.path.exists(spilled):
+                    with open(spilled, encoding="utf-8") as r:
+                        text = r.read().rstrip()
+                    if not (text.startswith("{") and text.endswith("}") and len(text) > 2):
+                        raise RuntimeError(f"solar suite: the report of {spilled} is not a "
+                                           "JSON object")
+                    f.write(text[:-1] + ', "suite": '
+                            + json.dumps(e["suite"], allow_nan=False) + "}")
+                else:
+                    f.write(json.dumps(e, allow_nan=False))
+            f.write('\n],\n"summary": ' + json.dumps(summary, indent=1, allow_nan=False)
+                    + "\n}\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def to_csv(entries: List[Dict[str, Any]], archs: Sequence[str]) -> str:
     out = io.StringIO()
     wr = csv.writer(out, lineterminator="\n")
     header = ["source", "status", "ops", "unanalyzed", "macs"]
     for dev in archs:
         header += [f"{dev}_fused_seconds", f"{dev}_unfused_seconds"]
-    header += ["validation", "crosscheck", "wall_seconds", "error_cause", "error_message"]
+    header += ["validation", "crosscheck", "wall_seconds", "cpu_seconds", "error_cause",
+               "error_message"]
     wr.writerow(header)
     for e in entries:
         suite = e.get("suite", {})
@@ -641,7 +754,8 @@ def to_csv(entries: List[Dict[str, Any]], archs: Sequence[str]) -> str:
         if "error" in e:
             row += ["", "", ""] + ["", ""] * len(archs) + ["", ""]
             msg = e["error"]["message"].strip().splitlines()
-            row += [suite.get("wall_seconds", ""), e["error"]["cause"], msg[-1] if msg else ""]
+            row += [suite.get("wall_seconds", ""), suite.get("cpu_seconds", ""),
+                    e["error"]["cause"], msg[-1] if msg else ""]
         else:
             cov = e.get("coverage", {})
             row += [cov.get("ops", ""), cov.get("unanalyzed", ""),
@@ -650,7 +764,7 @@ def to_csv(entries: List[Dict[str, Any]], archs: Sequence[str]) -> str:
                 row += [_device_seconds(e, dev, "fused"), _device_seconds(e, dev, "unfused")]
             row += [(e.get("validation") or {}).get("status", ""),
                     (e.get("crosscheck") or {}).get("status", ""),
-                    suite.get("wall_seconds", ""), "", ""]
+                    suite.get("wall_seconds", ""), suite.get("cpu_seconds", ""), "", ""]
         wr.writerow(row)
     return out.getvalue()
 
@@ -684,6 +798,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="run each program and its graph and compare outputs")
     p.add_argument("--no-crosscheck", action="store_true",
                    help="skip the FlopCounterMode cross-check")
+    p.add_argument("--memory-limit", type=float, metavar="GB",
+                   help="address space per worker in GB (RLIMIT_AS; torch itself takes "
+                        "1-2 GB): a program allocating past it fails with cause "
+                        "out_of_memory")
+    p.add_argument("--no-ops", action="store_true",
+                   help="leave the per-op rows (`ops`) out of each report in --json")
     p.add_argument("--top", type=int, default=10, help="unanalyzed aten ops listed (default 10)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
@@ -742,6 +862,8 @@ def main(args: List[str]) -> int:
         return usage("--timeout must be positive")
     if ns.optimizer and not ns.train:
         return usage("--optimizer needs --train")
+    if ns.memory_limit is not None and not ns.memory_limit > 0:
+        return usage("--memory-limit must be positive")
     requested: List[str] = []
     for a in ns.arch or ["H100_SXM"]:
         requested.extend(x.strip() for x in a.split(",") if x.strip())
@@ -768,32 +890,36 @@ def main(args: List[str]) -> int:
     options = {"archs": archs, "policy": ns.policy, "cache_state": ns.cache_state,
                "strict": ns.strict, "real": ns.real, "train": ns.train,
                "optimizer": ns.optimizer, "validate": ns.validate,
-               "crosscheck": not ns.no_crosscheck}
+               "crosscheck": not ns.no_crosscheck, "op_rows": not ns.no_ops}
     progress = _Progress(len(programs), enabled=not ns.quiet)
+    memory_limit = int(ns.memory_limit * 1e9) if ns.memory_limit else None
+    spill_dir = tempfile.mkdtemp(prefix="solar-suite-reports-") if ns.json_path else None
     try:
-        entries = run_suite(programs, options, ns.jobs, ns.timeout, overrides, progress)
-    except KeyboardInterrupt:
-        sys.stderr.write("solar suite: interrupted; nothing written\n")
-        return 130
-    except RuntimeError as e:
-        sys.stderr.write(f"{e}\n")
-        return codes["internal"]
-    summary = summarize(entries, skipped, time.monotonic() - start)
-    doc = {
-        "schema": SUITE_SCHEMA,
-        "options": {"dir": ns.dir, **options, "overrides": overrides, "jobs": ns.jobs,
-                    "timeout_seconds": ns.timeout},
-        "programs": entries,
-        "summary": summary,
-    }
-    try:
-        if ns.json_path:
-            _write_atomically(ns.json_path, json.dumps(doc, indent=1, allow_nan=False) + "\n")
-        if ns.csv_path:
-            _write_atomically(ns.csv_path, to_csv(entries, archs))
-    except OSError as e:
-        sys.stderr.write(f"solar suite: error: {e}\n")
-        return codes["io"]
+        try:
+            entries = run_suite(programs, options, ns.jobs, ns.timeout, overrides, progress,
+                                spill_dir, memory_limit)
+        except KeyboardInterrupt:
+            sys.stderr.write("solar suite: interrupted; nothing written\n")
+            return 130
+        except RuntimeError as e:
+            sys.stderr.write(f"{e}\n")
+            return codes["internal"]
+        summary = summarize(entries, skipped, time.monotonic() - start)
+        head = {"schema": SUITE_SCHEMA,
+                "options": {"dir": ns.dir, **options, "overrides": overrides,
+                            "jobs": ns.jobs, "timeout_seconds": ns.timeout,
+                            "memory_limit_bytes": memory_limit}}
+        try:
+            if ns.json_path:
+                write_json(ns.json_path, head, entries, summary, spill_dir)
+            if ns.csv_path:
+                _write_atomically(ns.csv_path, to_csv(entries, archs))
+        except OSError as e:
+            sys.stderr.write(f"solar suite: error: {e}\n")
+            return codes["io"]
+    finally:
+        if spill_dir:
+            shutil.rmtree(spill_dir, ignore_errors=True)
     sys.stdout.write(summary_table(summary, ns.dir, archs, ns.jobs, ns.top))
     sys.stdout.write(failure_lines(entries))
     sys.stdout.flush()

@@ -17,6 +17,7 @@
 
 #include "solar/exec/kernels.h"
 #include "solar/util/errors.h"
+#include "opaque_index.h"
 
 namespace solar::exec {
 namespace {
@@ -373,10 +374,12 @@ void run_cumulative(const Call& c, Cumulative kind) {
 struct Entry {
   const char* name;
   std::function<void(const Call&)> run;
+  bool sourceless = false;  // takes no input (arange)
 };
 
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = {
+      {"arange", [](const Call& c) { run_arange(c.op, c.inputs, c.outputs); }, true},
       {"argmax", [](const Call& c) { run_arg_extreme(c, true); }},
       {"argmin", [](const Call& c) { run_arg_extreme(c, false); }},
       {"argsort", run_argsort},
@@ -384,6 +387,7 @@ const std::vector<Entry>& registry() {
       {"cummin", [](const Call& c) { run_cumulative(c, Cumulative::Min); }},
       {"cumprod", [](const Call& c) { run_cumulative(c, Cumulative::Prod); }},
       {"cumsum", [](const Call& c) { run_cumulative(c, Cumulative::Sum); }},
+      {"nonzero_coords", [](const Call& c) { run_nonzero(c.op, c.inputs, c.outputs); }},
       {"sort", run_sort},
       {"topk", run_topk},
   };
@@ -413,7 +417,7 @@ void run_opaque(const ir::OpaqueOp& o, std::span<const Buffer* const> inputs,
     throw Unsupported(fmt::format("the executor cannot run opaque function \"{}\" (it runs: {})",
                                   o.function, fmt::join(opaque_functions(), ", ")));
   Call c{o, inputs, outputs, thread_count(ctx)};
-  if (inputs.empty()) c.bad("needs an input");
+  if (inputs.empty() && !e->sourceless) c.bad("needs an input");
   e->run(c);
 }
 

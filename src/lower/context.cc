@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "solar/ir/verify.h"
 #include "solar/util/errors.h"
 
 namespace solar::lower::detail {
@@ -176,6 +177,7 @@ void Context::commit() {
     if (!ir::is_graph_source(tensors_[k].role) && !produced[k])
       throw Unsupported(fmt::format("lowering left tensor '{}' unproduced (a lowering bug)",
                                     tensors_[k].name));
+  check_staged();
   for (ir::Tensor& t : tensors_) {
     TensorId want = t.id;
     if (g_.add_tensor(std::move(t)) != want)
@@ -185,6 +187,42 @@ void Context::commit() {
   tensors_.clear();
   ops_.clear();
   mapped_.clear();
+  for (auto& [k, v] : staged_aliases_) aliases_[k] = std::move(v);
+  for (auto& [k, v] : staged_flats_) flats_[k] = v;
+  for (auto& [k, v] : staged_copies_) copies_[k] = v;
+  staged_aliases_.clear();
+  staged_flats_.clear();
+  staged_copies_.clear();
+}
+
+// The staged ops as a graph of their own (tensors they read from the graph become inputs),
+// verified: a family that built an invalid op fails here, before the graph changes, so its
+// trace op becomes unanalyzed with the reason instead of the whole lowering failing.
+void Context::check_staged() const {
+  const std::size_t base = g_.tensors().size();
+  ir::Graph mini;
+  std::map<std::uint32_t, TensorId> remap;
+  for (const ir::Op& op : ops_)
+    for (TensorId id : op.inputs)
+      if (id.value < base && !remap.contains(id.value)) {
+        ir::Tensor t = g_.tensor(id);
+        t.role = ir::Role::Input;
+        t.sparsity.reset();
+        remap[id.value] = mini.add_tensor(std::move(t));
+      }
+  for (const ir::Tensor& x : tensors_) {
+    ir::Tensor t = x;
+    remap[x.id.value] = mini.add_tensor(std::move(t));
+  }
+  for (const ir::Op& x : ops_) {
+    ir::Op op = x;
+    for (TensorId& id : op.inputs) id = remap.at(id.value);
+    for (TensorId& id : op.outputs) id = remap.at(id.value);
+    op.name.clear();
+    mini.add_op(std::move(op));
+  }
+  if (std::optional<std::string> why = ir::why_invalid(mini))
+    throw Unsupported(fmt::format("the lowering built an invalid op (a lowering bug): {}", *why));
 }
 
 void Context::rollback() {
@@ -192,6 +230,9 @@ void Context::rollback() {
   tensors_.clear();
   ops_.clear();
   mapped_.clear();
+  staged_aliases_.clear();
+  staged_flats_.clear();
+  staged_copies_.clear();
 }
 
 TensorId Context::make_tensor(std::int64_t id, ir::Role role) {
@@ -214,6 +255,165 @@ TensorId Context::make_tensor(std::int64_t id, ir::Role role) {
   map_[id] = tid;
   mapped_.push_back(id);
   return tid;
+}
+
+// ---------------------------------------------------------------- strided aliases
+
+namespace {
+
+std::int64_t product(const std::vector<std::int64_t>& s) {
+  std::int64_t n = 1;
+  for (std::int64_t x : s) n *= x;
+  return n;
+}
+
+}  // namespace
+
+const Context::Alias* Context::alias_of(TensorId t) const {
+  if (auto it = staged_aliases_.find(t.value); it != staged_aliases_.end()) return &it->second;
+  if (auto it = aliases_.find(t.value); it != aliases_.end()) return &it->second;
+  return nullptr;
+}
+
+bool Context::is_alias(TensorId t) const { return alias_of(t) != nullptr; }
+
+TensorId Context::flat_of(TensorId base) {
+  const ir::Tensor& b = t(base);
+  if (b.shape.size() == 1) return base;
+  if (auto it = staged_flats_.find(base.value); it != staged_flats_.end()) return it->second;
+  if (auto it = flats_.find(base.value); it != flats_.end()) return it->second;
+  const std::int64_t n = product(b.shape);
+  const ir::DType dt = b.dtype;
+  TensorId flat = temp("flat", {n}, dt);
+  move(ir::MoveKind::View, {base}, flat);
+  staged_flats_[base.value] = flat;
+  return flat;
+}
+
+Context::Strided Context::layout(TensorId in, std::int64_t root_trace_id) const {
+  if (const Alias* a = alias_of(in)) return a->layout;
+  Strided s;
+  const auto& shape = t(in).shape;
+  s.strides.assign(shape.size(), 0);
+  std::int64_t st = 1;
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    s.strides[d] = st;
+    st *= shape[d];
+  }
+  s.root_offset = tt(root_trace_id).storage_offset;
+  return s;
+}
+
+TensorId Context::alias_output(std::size_t k, TensorId in, Strided s) {
+  TensorId flat;
+  if (const Alias* a = alias_of(in)) flat = a->flat;
+  else flat = flat_of(in);
+  const std::int64_t n = t(flat).shape.empty() ? 1 : t(flat).shape[0];
+  TensorId out = def(k);
+  const auto& shape = t(out).shape;
+  if (s.strides.size() != shape.size())
+    throw InternalError("alias strides do not match the view's rank", __FILE__, __LINE__);
+  std::int64_t lo = s.offset, hi = s.offset;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) throw Unsupported("an empty (size-0) view");
+    const std::int64_t span = (shape[d] - 1) * s.strides[d];
+    (span < 0 ? lo : hi) += span;
+  }
+  if (lo < 0 || hi >= n)
+    throw Unsupported(fmt::format("a strided view reaches elements [{}, {}] outside the {} "
+                                  "elements of the tensor it views", lo, hi, n));
+  const ir::DType dt = t(out).dtype;
+  if (dt != t(flat).dtype) throw Unsupported("a strided view that reinterprets the dtype");
+  // A row-major layout is a contiguous block of the flat tensor: a slice and a reshape hold
+  // its values (both free), no alias needed.
+  bool row_major = true;
+  std::int64_t want = 1;
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] != 1 && s.strides[d] != want) row_major = false;
+    want *= shape[d];
+  }
+  if (row_major) {
+    const std::int64_t count = product(shape);
+    TensorId block = flat;
+    if (count != n) {
+      block = temp("block", {count}, dt);
+      move(ir::MoveKind::Slice, {flat}, block,
+           {{"starts", std::vector<std::int64_t>{s.offset}},
+            {"ends", std::vector<std::int64_t>{s.offset + count}},
+            {"steps", std::vector<std::int64_t>{1}}});
+    }
+    move(ir::MoveKind::View, {block}, out);
+    return out;
+  }
+  Alias a{flat, std::move(s)};
+  auto free_alias = [&](TensorId target) {
+    // A one-element slice broadcast to the shape: zero bytes, right shape; nothing reads it.
+    TensorId one = temp("alias_src", {1}, dt);
+    move(ir::MoveKind::Slice, {flat}, one,
+         {{"starts", std::vector<std::int64_t>{0}}, {"ends", std::vector<std::int64_t>{1}},
+          {"steps", std::vector<std::int64_t>{1}}});
+    move(ir::MoveKind::View, {one}, target);
+    staged_aliases_[target.value] = std::move(a);
+  };
+  if (t(out).role == ir::Role::Output) {  // a program output must hold its values
+    TensorId alias = temp("alias", shape, dt);
+    free_alias(alias);
+    copy_alias(alias, out);
+  } else {
+    free_alias(out);
+  }
+  return out;
+}
+
+void Context::read_through(TensorId& in, std::vector<AffineExpr>& sub, std::optional<double> pad) {
+  const Alias* a = alias_of(in);
+  if (!a) return;
+  // A padded read leaves the view's box (the flat subscript would not), and a broadcast
+  // (stride-0) dimension would drop its index from the subscript: both read a copy.
+  bool broadcast = false;
+  for (std::size_t d = 0; d < a->layout.strides.size(); ++d)
+    broadcast = broadcast || (a->layout.strides[d] == 0 && t(in).shape[d] > 1);
+  if (pad || broadcast) {
+    in = materialize(in);
+    return;
+  }
+  std::vector<ir::AffineTerm> terms;
+  std::int64_t constant = a->layout.offset;
+  const std::vector<std::int64_t>& st = a->layout.strides;
+  for (std::size_t d = 0; d < sub.size() && d < st.size(); ++d) {
+    for (const ir::AffineTerm& term : sub[d].terms())
+      terms.push_back({term.index, term.coef * st[d]});
+    constant += sub[d].constant_term() * st[d];
+  }
+  sub = {AffineExpr::make(std::move(terms), constant)};
+  in = a->flat;
+}
+
+// out[i..] = flat[offset + sum_d i_d * strides[d]] for an alias: every index is in the
+// output, so broadcast (stride-0) dimensions keep theirs; a cast happens at the store.
+void Context::copy_alias(TensorId x, TensorId out) {
+  const Alias a = *alias_of(x);
+  const std::vector<std::int64_t> shape = t(x).shape;
+  Space s;
+  std::vector<AffineExpr> out_sub;
+  std::vector<ir::AffineTerm> terms;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    ir::IndexPos i = s.add(fmt::format("i{}", d), shape[d]);
+    out_sub.push_back(ix(i));
+    terms.push_back({i, a.layout.strides[d]});
+  }
+  einsum({a.flat}, out, std::move(s), {{AffineExpr::make(std::move(terms), a.layout.offset)}},
+         std::move(out_sub), arg(0), ir::Reduce::None);
+}
+
+TensorId Context::materialize(TensorId x) {
+  if (!is_alias(x)) return x;
+  if (auto it = staged_copies_.find(x.value); it != staged_copies_.end()) return it->second;
+  if (auto it = copies_.find(x.value); it != copies_.end()) return it->second;
+  TensorId c = temp("contiguous", t(x).shape, t(x).dtype);
+  copy_alias(x, c);
+  staged_copies_[x.value] = c;
+  return c;
 }
 
 TensorId Context::use(std::int64_t id) {
@@ -252,6 +452,8 @@ void Context::einsum(std::vector<TensorId> inputs, TensorId out, Space space,
                      std::vector<std::vector<AffineExpr>> subs, std::vector<AffineExpr> out_sub,
                      ir::Expr combine, ir::Reduce reduce, std::vector<ir::AffineConstraint> mask,
                      std::vector<std::optional<double>> pads) {
+  for (std::size_t k = 0; k < inputs.size() && k < subs.size(); ++k)
+    read_through(inputs[k], subs[k], k < pads.size() ? pads[k] : std::nullopt);
   ir::EinsumOp e;
   e.indices = std::move(space.dims);
   for (std::size_t k = 0; k < subs.size(); ++k)
@@ -269,6 +471,13 @@ void Context::einsum(std::vector<TensorId> inputs, TensorId out, Space space,
 }
 
 void Context::move(ir::MoveKind kind, std::vector<TensorId> inputs, TensorId out, ir::Attrs attrs) {
+  if ((kind == ir::MoveKind::Copy || kind == ir::MoveKind::Cast) && inputs.size() == 1 &&
+      is_alias(inputs[0]) && t(inputs[0]).shape == t(out).shape) {
+    // contiguous() / clone() / a cast of a strided view: one einsum copy out of the storage.
+    copy_alias(inputs[0], out);
+    return;
+  }
+  for (TensorId& in : inputs) in = materialize(in);
   ir::Op op;
   op.inputs = std::move(inputs);
   op.outputs = {out};
@@ -278,6 +487,7 @@ void Context::move(ir::MoveKind kind, std::vector<TensorId> inputs, TensorId out
 }
 
 void Context::opaque(std::vector<TensorId> inputs, std::vector<TensorId> outputs, ir::OpaqueOp body) {
+  for (TensorId& in : inputs) in = materialize(in);
   ir::Op op;
   op.inputs = std::move(inputs);
   op.outputs = std::move(outputs);

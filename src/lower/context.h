@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -86,13 +87,46 @@ class Context {
   void channelwise(std::vector<ir::TensorId> inputs, ir::TensorId out, ir::Expr combine,
                    std::size_t channel_dim);
 
+  // --- strided aliases ---
+  // torch makes transposes, permutes, windows (as_strided, unfold) and diagonals by strides,
+  // without a copy. The graph holds such a view as an *alias*: a graph tensor of the view's
+  // logical shape whose values are flat[offset + sum_d i_d * strides[d]], where `flat` is a
+  // plain (row-major) graph tensor seen as one dimension. An alias is produced by free
+  // (zero-byte) views, so it costs nothing, but its values are never read from it: an
+  // einsum reading it reads `flat` through the strided subscript instead, and any other
+  // consumer reads a copy made by `materialize` (an einsum that costs what the copy costs).
+  // A view that is a program output is materialized at once.
+  struct Strided {
+    std::vector<std::int64_t> strides;  // per view dimension, in elements of the flat tensor
+    std::int64_t offset = 0;
+    std::int64_t root_offset = 0;       // trace storage offset of the flat tensor's element 0
+  };
+  // `in` as a strided view: an alias's layout, else row-major over `in` itself
+  // (`root_trace_id`: the trace tensor of `in`, for its storage offset).
+  Strided layout(ir::TensorId in, std::int64_t root_trace_id) const;
+  // Output k of the current op as the alias `s` over `in`'s flat tensor (s from layout(in)).
+  ir::TensorId alias_output(std::size_t k, ir::TensorId in, Strided s);
+  bool is_alias(ir::TensorId t) const;
+  // A plain graph tensor with an alias's values (an einsum copy); other tensors unchanged.
+  ir::TensorId materialize(ir::TensorId t);
+
   static ir::DType dtype_of(const std::string& torch_dtype);
   solar::Origin origin() const;
   // The graph tensor of each trace id lowered so far (invalid where none), committed ops only.
   const std::vector<ir::TensorId>& tensor_map() const { return map_; }
 
  private:
+  struct Alias {
+    ir::TensorId flat;  // a plain tensor of one dimension
+    Strided layout;
+  };
   ir::TensorId make_tensor(std::int64_t id, ir::Role role);
+  void check_staged() const;
+  void copy_alias(ir::TensorId alias, ir::TensorId out);
+  const Alias* alias_of(ir::TensorId t) const;
+  ir::TensorId flat_of(ir::TensorId base);
+  // An operand that reads an alias reads its flat tensor through the strided subscript.
+  void read_through(ir::TensorId& in, std::vector<ir::AffineExpr>& sub, std::optional<double> pad);
   ir::TensorId stage(ir::Tensor t);
   void stage(ir::Op op);
   std::vector<ir::Tensor> tensors_;    // staged
@@ -103,6 +137,11 @@ class Context {
   const TraceOp* op_ = nullptr;
   std::vector<ir::TensorId> map_;  // by trace id
   int temps_ = 0;
+  // Committed and staged (this op's) aliases, bases and flat views; staged ones are dropped
+  // by rollback.
+  std::map<std::uint32_t, Alias> aliases_, staged_aliases_;
+  std::map<std::uint32_t, ir::TensorId> flats_, staged_flats_;  // base tensor -> flat view
+  std::map<std::uint32_t, ir::TensorId> copies_, staged_copies_;  // alias -> materialized
 };
 
 // A JSON number, bool or {"float": "inf"|"-inf"|"nan"}; nullopt for anything else.

@@ -6,6 +6,11 @@ shapes, dtypes and strides but no data, so capture allocates no memory for activ
 weights. Tensors are identified by Python object and version: an in-place op (schema alias
 info with a write) gives its result a new tensor id, so every id is written once. Views
 are told from copies by the op schema (outputs that alias an input) and by storage identity.
+
+A CaptureRecord passed to capture keeps what validation and the FlopCounterMode cross-check
+need besides the trace: on real tensors, detached clones of tensor values by trace id, and
+the FLOPs FlopCounterMode (stacked under the recorder, so it sees exactly the recorded ops)
+counted for each recorded op.
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ from torch._subclasses.fake_tensor import (
 
 OPTRACE_SCHEMA = "solar.optrace.v1"
 
-_THIS_DIR = os.path.dirname(os.path.abspath(__file__))
-_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
+# Frames inside the solar package (capture, the CLI) are not the program's lines.
+_THIS_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 
 
 def _dtype_name(dt: torch.dtype) -> str:
@@ -40,10 +46,71 @@ def _op_name(func) -> str:
     return f"{func._schema.name}.{func._overloadname}"
 
 
+_SOURCE_ROLES = ("input", "parameter", "buffer", "constant")
+# Dropout ops are random only when they drop something: in eval mode or with p = 0 they are
+# the identity, and the aten table lowers them so.
+_DROPOUT_OPS = ("aten::native_dropout", "aten::dropout", "aten::feature_dropout",
+                "aten::alpha_dropout", "aten::feature_alpha_dropout")
+
+
+def _is_random(func, named: Dict[str, Any]) -> bool:
+    """Whether the op draws from a random generator (schema tag nondeterministic_seeded),
+    except a dropout that drops nothing (train=False or p=0) and attention with
+    dropout_p=0 (SDPA ops carry the tag for their optional dropout)."""
+    if torch.Tag.nondeterministic_seeded not in getattr(func, "tags", ()):
+        return False
+    if "dropout_p" in named:
+        return named["dropout_p"] != 0
+    if func._schema.name in _DROPOUT_OPS:
+        train, p = named.get("train", True), named.get("p", 0.5)
+        if train is False or p == 0:
+            return False
+    return True
+
+
+class CaptureRecord:
+    """What a capture keeps besides the trace (pass one to capture / capture_program).
+
+    values: "none"; "io" keeps a detached clone of every source tensor (input, parameter,
+    buffer, constant) when the trace first sees it, of every program output at the end, and
+    of the outputs of random ops (validation gives those to the executor); "all" also keeps
+    every op output right after its op (to locate the first divergent op). Clones, because
+    in-place ops change the objects later. Values need real tensors (fake=False).
+
+    flop_counter: stacks torch.utils.flop_counter.FlopCounterMode under the recorder;
+    counter_flops then holds, per recorded op index, the FLOPs the counter counted while
+    that op ran (ops it counted nothing for are absent)."""
+
+    def __init__(self, values: str = "none", flop_counter: bool = False) -> None:
+        if values not in ("none", "io", "all"):
+            raise ValueError(f"values={values!r}: expected 'none', 'io' or 'all'")
+        self.values_mode = values
+        self.flop_counter = flop_counter
+        self.reset()
+
+    def reset(self) -> None:
+        """Forgets what an earlier (failed) capture attempt recorded."""
+        self.values: Dict[int, torch.Tensor] = {}  # trace tensor id -> value
+        self.random_ops: List[int] = []  # indices of random ops in trace["ops"]
+        self.counter_flops: Dict[int, int] = {}  # op index -> FLOPs FlopCounterMode counted
+        self.counter_total = 0  # FlopCounterMode's total FLOPs over the capture
+        self.counter_by_packet: Dict[str, int] = {}  # "aten::mm" -> FLOPs, the counter's own view
+        self.returned: List[int] = []  # trace ids of the tensors the program (step) returned
+        self.counter_errors: Dict[str, str] = {}  # "aten::mm" -> why its formula raised
+
+    @property
+    def keeps_values(self) -> bool:
+        return self.values_mode != "none"
+
+    def keep(self, tid: int, t: torch.Tensor) -> None:
+        self.values[tid] = t.detach().clone()
+
+
 class _Trace:
     """Tensors and ops recorded so far."""
 
-    def __init__(self) -> None:
+    def __init__(self, record: Optional[CaptureRecord] = None) -> None:
+        self.record = record
         self.tensors: List[Dict[str, Any]] = []
         self.ops: List[Dict[str, Any]] = []
         self._ids: Dict[int, int] = {}  # id(tensor object) -> current trace id
@@ -76,6 +143,8 @@ class _Trace:
         self.tensors.append(entry)
         self._ids[id(t)] = tid
         self._keep.append(t)
+        if role in _SOURCE_ROLES and self.record is not None and self.record.keeps_values:
+            self.record.keep(tid, t)
         return tid
 
     def id_of(self, t: torch.Tensor) -> int:
@@ -120,18 +189,25 @@ def _source_location() -> Tuple[str, int]:
     """The innermost Python frame outside torch and this package: the program's line."""
     f = sys._getframe(2)
     while f is not None:
-        path = os.path.abspath(f.f_code.co_filename)
-        if not path.startswith(_TORCH_DIR) and not path.startswith(_THIS_DIR) and not path.startswith("<"):
+        name = f.f_code.co_filename
+        path = os.path.abspath(name)
+        # "<frozen runpy>", "<string>": no file of the program's
+        if not (name.startswith("<") or path.startswith(_TORCH_DIR)
+                or path.startswith(_THIS_DIR)):
             return path, f.f_lineno
         f = f.f_back
     return "", 0
 
 
 class _Recorder(TorchDispatchMode):
-    def __init__(self, trace: _Trace, source_lines: bool = True) -> None:
+    def __init__(self, trace: _Trace, source_lines: bool = True, counter: Any = None) -> None:
         super().__init__()
         self.trace = trace
         self.source_lines = source_lines
+        self.counter = counter  # a FlopCounterMode entered under this mode, or None
+
+    def _counted(self) -> int:
+        return sum(self.counter.flop_counts["Global"].values())
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -152,7 +228,9 @@ class _Recorder(TorchDispatchMode):
             named[a.name] = self.trace.encode(v)
             if a.alias_info is not None and a.alias_info.is_write and isinstance(v, torch.Tensor):
                 written.append(v)
+        before = self._counted() if self.counter is not None else 0
         out = func(*args, **kwargs)
+        counted = self._counted() - before if self.counter is not None else 0
         outs: List[Optional[torch.Tensor]] = []
         if isinstance(out, torch.Tensor):
             outs = [out]
@@ -165,6 +243,7 @@ class _Recorder(TorchDispatchMode):
                 else:
                     outs.append(None)
         ids: List[Optional[int]] = []
+        produced: List[Tuple[int, torch.Tensor]] = []
         for o in outs:
             if o is None:
                 ids.append(None)
@@ -172,11 +251,24 @@ class _Recorder(TorchDispatchMode):
             # A fresh result, a view (a new object over an input's storage), or an in-place
             # result (the input object itself): each gets a new id, a new version.
             ids.append(self.trace.new_tensor(o, "intermediate"))
+            produced.append((ids[-1], o))
         for w in written:  # mutated arguments not returned (e.g. running stats): new versions
             if not any(o is w for o in outs if o is not None):
                 ids.append(self.trace.new_tensor(w, "intermediate"))
+                produced.append((ids[-1], w))
         if not ids:
             return out  # no tensor result and no mutation (prim::device, asserts): no effect
+        record = self.trace.record
+        index = len(self.trace.ops)
+        if record is not None:
+            if counted:
+                record.counter_flops[index] = counted
+            random = _is_random(func, named)
+            if random:
+                record.random_ops.append(index)
+            if record.values_mode == "all" or (random and record.keeps_values):
+                for tid, t in produced:
+                    record.keep(tid, t)
         entry: Dict[str, Any] = {"op": _op_name(func), "args": named, "outputs": ids}
         if self.source_lines:
             file, line = _source_location()
@@ -210,6 +302,7 @@ def capture(
     train: bool = False,
     loss_fn: Optional[Callable] = None,
     optimizer: Optional[str] = None,
+    record: Optional[CaptureRecord] = None,
     _fake_mode: Optional[FakeTensorMode] = None,
 ) -> Dict[str, Any]:
     """Runs `fn(*inputs)` (an nn.Module or a function) under the recorder and returns the
@@ -220,7 +313,9 @@ def capture(
     (parameters, or the floating inputs of a module without parameters, require grad), the
     loss `loss_fn(output, *inputs)` (default: the sum of every floating output), the real
     backward pass autograd runs, and with `optimizer` ("sgd", "adam", "adamw") the
-    optimizer's update step. Gradients and updated parameters are program outputs."""
+    optimizer's update step. Gradients and updated parameters are program outputs.
+
+    record: a CaptureRecord to fill (tensor values on real tensors, FlopCounterMode's counts)."""
     if optimizer is not None and optimizer not in _OPTIMIZERS:
         raise ValueError(f"optimizer {optimizer!r}: expected one of {', '.join(_OPTIMIZERS)}")
     if optimizer is not None and not train:
@@ -228,8 +323,12 @@ def capture(
     # torch.compile wrappers: analyze the program they compile.
     fn = getattr(fn, "_orig_mod", fn)
     fn = getattr(fn, "_torchdynamo_orig_callable", fn)
-    trace = _Trace()
     mode = _fake_mode or (FakeTensorMode(allow_non_fake_inputs=True) if fake else None)
+    if record is not None:
+        record.reset()
+        if record.keeps_values and mode is not None:
+            raise ValueError("recording tensor values needs a capture on real tensors (fake=False)")
+    trace = _Trace(record)
     module = fn if isinstance(fn, torch.nn.Module) else None
     if name is None:
         name = type(fn).__name__ if module is not None else getattr(fn, "__name__", "program")
@@ -268,10 +367,28 @@ def capture(
             return torch.func.functional_call(module, params, tuple(fake_inputs))
         return fn(*fake_inputs)
 
+    counter = None
+    if record is not None and record.flop_counter:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        counter = FlopCounterMode(display=False, custom_mapping=_counter_formulas(record))
+
+    def recording():
+        """The recorder, with FlopCounterMode entered under it when asked: the counter sees
+        each op the recorder passes on (and counts decompositions of composite ops it has no
+        formula for under that op), never changing what the recorder sees."""
+        import contextlib
+
+        stack = contextlib.ExitStack()
+        if counter is not None:
+            stack.enter_context(counter)
+        stack.enter_context(_Recorder(trace, counter=counter))
+        return stack
+
     def run():
         if not train:
             with torch.no_grad():
-                with _Recorder(trace):
+                with recording():
                     return forward()
         if not trainable:
             raise ValueError("--train: the program has no parameters and no floating inputs "
@@ -281,7 +398,7 @@ def capture(
             # foreach=False: one update op per parameter, as the CPU default; the state
             # (momentum, moments) is created by the first step, inside the recorder.
             opt = getattr(torch.optim, _OPTIMIZERS[optimizer])(trainable, lr=1e-3, foreach=False)
-        with _Recorder(trace):
+        with recording():
             out = forward()
             loss = loss_fn(out, *fake_inputs) if loss_fn is not None else _default_loss(out)
             if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
@@ -326,6 +443,14 @@ def capture(
         tid = trace._ids.get(id(t))
         if tid is not None and trace.tensors[tid]["role"] == "intermediate":
             trace.tensors[tid]["role"] = "output"
+        if tid is not None and record is not None:
+            record.returned.append(tid)
+            if record.keeps_values:
+                record.keep(tid, t)
+    if counter is not None:
+        counts = counter.get_flop_counts().get("Global", {})
+        record.counter_by_packet = {_packet_name(k): int(v) for k, v in counts.items()}
+        record.counter_total = int(sum(counts.values()))
     doc: Dict[str, Any] = {
         "schema": OPTRACE_SCHEMA,
         "name": name,
@@ -347,6 +472,44 @@ def _default_loss(out: Any) -> torch.Tensor:
     for t in terms[1:]:
         loss = loss + t
     return loss
+
+
+def _packet_name(packet: Any) -> str:
+    """"aten::mm" for torch.ops.aten.mm (FlopCounterMode keys its counts by packet)."""
+    schema_name = getattr(packet, "_qualified_op_name", None)
+    return schema_name if isinstance(schema_name, str) else str(packet).replace(".", "::", 1)
+
+
+def _counter_formulas(record: "CaptureRecord") -> Dict[Any, Any]:
+    """FlopCounterMode's formulas, each guarded so that a formula that raises (an assertion on
+    shapes it does not expect) records the error in record.counter_errors and counts 0 for
+    that op instead of failing the capture; plus the counter's own SDPA formulas for the CPU
+    flash-attention ops its registry lacks: on CPU, scaled_dot_product_attention runs as
+    _scaled_dot_product_flash_attention_for_cpu(_backward), whose leading arguments (query,
+    key, value; grad_out, query, key, value) are those of the CUDA flash op the counter
+    covers, so the counter counts the program as it would on a GPU."""
+    from torch.utils import flop_counter as fc
+
+    aten = torch.ops.aten
+    formulas = dict(fc.flop_registry)  # packet -> formula over tensors (shapes read inside)
+    for cpu, gpu in (("_scaled_dot_product_flash_attention_for_cpu",
+                      "_scaled_dot_product_flash_attention"),
+                     ("_scaled_dot_product_flash_attention_for_cpu_backward",
+                      "_scaled_dot_product_flash_attention_backward")):
+        if hasattr(aten, cpu) and getattr(aten, gpu, None) in fc.flop_registry:
+            formulas[getattr(aten, cpu)] = fc.flop_registry[getattr(aten, gpu)]
+    mapping = {}
+    for packet, formula in formulas.items():
+        def raw(*args, _formula=formula, _name=_packet_name(packet), **kwargs):
+            try:
+                return _formula(*args, **kwargs)
+            except Exception as e:  # the counter's bug must not fail the program's capture
+                record.counter_errors.setdefault(_name, f"{type(e).__name__}: {e}")
+                return 0
+
+        raw._get_raw = True  # already reads shapes: FlopCounterMode must not wrap it again
+        mapping[packet] = raw
+    return mapping
 
 
 def _is_fake(t: torch.Tensor) -> bool:
@@ -419,18 +582,15 @@ def capture_program(
     fake: bool = True,
     train: bool = False,
     optimizer: Optional[str] = None,
+    record: Optional[CaptureRecord] = None,
 ) -> Dict[str, Any]:
     """Captures a KernelBench-format file: Model(*get_init_inputs()) on get_inputs().
     train/optimizer: a training step (see capture); the file's own `loss_fn(output,
-    *inputs)`, when it defines one, is the loss."""
-    step = {"train": train, "optimizer": optimizer}
+    *inputs)`, when it defines one, is the loss. record: see CaptureRecord (tensor values
+    need fake=False)."""
+    step = {"train": train, "optimizer": optimizer, "record": record}
     mod = load_program(path, overrides)
-    for need in ("Model", "get_inputs"):
-        if not hasattr(mod, need):
-            raise ProgramFormatError(
-                f"{path}: a KernelBench-format program defines class Model, get_inputs() and "
-                f"get_init_inputs(); '{need}' is missing"
-            )
+    check_program(mod, path)
     if fake:
         try:
             return _capture_loaded(mod, path, fake=True, **step)
@@ -444,8 +604,27 @@ def capture_program(
     return _capture_loaded(mod, path, fake=False, **step)
 
 
+def check_program(mod: types.ModuleType, path: str) -> None:
+    """ProgramFormatError unless the loaded file defines Model and get_inputs."""
+    for need in ("Model", "get_inputs"):
+        if not hasattr(mod, need):
+            raise ProgramFormatError(
+                f"{path}: a KernelBench-format program defines class Model, get_inputs() and "
+                f"get_init_inputs(); '{need}' is missing"
+            )
+
+
+def capture_loaded(
+    mod: types.ModuleType, path: str, fake: bool, train: bool = False,
+    optimizer: Optional[str] = None, record: Optional[CaptureRecord] = None,
+) -> Dict[str, Any]:
+    """Captures a program load_program already loaded (see capture_program)."""
+    return _capture_loaded(mod, path, fake, train, optimizer, record)
+
+
 def _capture_loaded(
-    mod: types.ModuleType, path: str, fake: bool, train: bool, optimizer: Optional[str]
+    mod: types.ModuleType, path: str, fake: bool, train: bool, optimizer: Optional[str],
+    record: Optional[CaptureRecord] = None,
 ) -> Dict[str, Any]:
     mode = FakeTensorMode(allow_non_fake_inputs=True) if fake else None
     init = list(mod.get_init_inputs()) if hasattr(mod, "get_init_inputs") else []
@@ -462,4 +641,4 @@ def _capture_loaded(
     name = os.path.splitext(os.path.basename(path))[0]
     return capture(model, *inputs, name=name, fake=fake, source=path, train=train,
                    loss_fn=getattr(mod, "loss_fn", None) if train else None,
-                   optimizer=optimizer, _fake_mode=mode)
+                   optimizer=optimizer, record=record, _fake_mode=mode)

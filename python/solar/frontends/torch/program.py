@@ -72,29 +72,55 @@ def analyze_trace(trace: Dict[str, Any], file: str, options: ProgramOptions) -> 
 def analyze_file(path: str, options: Optional[ProgramOptions] = None) -> ProgramAnalysis:
     """Captures the KernelBench-format program at `path` and analyzes it; with
     options.validate it is captured on real tensors, run, and its graph executed and
-    compared (report section `validation`)."""
-    from .capture import capture_program, load_program
+    compared (report section `validation`). With options.crosscheck, FlopCounterMode runs
+    stacked under the recorder in the same capture (report section `crosscheck`)."""
+    from ..jax.detect import is_jax_program
+
+    if is_jax_program(path):  # imports jax or flax and not torch: the JAX frontend
+        from ..jax.program import analyze_file as analyze_jax_file
+
+        return analyze_jax_file(path, options or ProgramOptions())
+    from .capture import CaptureRecord, capture_program, load_program
 
     options = options or ProgramOptions()
     if options.validate:
         from .validation import capture_and_validate
 
         return capture_and_validate(path, options)
-    trace = capture_program(path, options.overrides, fake=not options.real,
-                            train=options.train, optimizer=options.optimizer)
+    step = dict(fake=not options.real, train=options.train, optimizer=options.optimizer)
+    record = CaptureRecord(flop_counter=True) if options.crosscheck else None
+    try:
+        trace = capture_program(path, options.overrides, record=record, **step)
+    except Exception as e:
+        if record is None:
+            raise
+        # The counter stacked under the recorder must not cost the analysis: capture again
+        # without it (a failure of the program itself fails again and is raised from here).
+        trace = capture_program(path, options.overrides, **step)
+        record = None
+        skipped = f"the capture failed with FlopCounterMode stacked: {type(e).__name__}: {e}"
     result = analyze_trace(trace, path, options)
     if options.crosscheck:
-        attach_crosscheck(result, lambda: load_program(path, options.overrides), options)
+        if record is None:
+            result.report.attach_section("crosscheck", {
+                "tool": "torch.utils.flop_counter.FlopCounterMode", "status": "skipped",
+                "reason": skipped})
+        else:
+            attach_crosscheck(result, lambda: load_program(path, options.overrides), options,
+                              record=record)
     return result
 
 
-def attach_crosscheck(result: ProgramAnalysis, load, options: ProgramOptions) -> None:
+def attach_crosscheck(result: ProgramAnalysis, load, options: ProgramOptions,
+                      record=None) -> None:
     """Adds the `crosscheck` section (FlopCounterMode's MACs beside Solar's, per aten op);
-    a program FlopCounterMode cannot run gets a section saying why, not a failure."""
+    a program FlopCounterMode cannot run gets a section saying why, not a failure.
+    record: the CaptureRecord of the capture (flop_counter=True); without one, `load()`
+    gives the program module to count separately."""
     try:
         from .crosscheck import flop_crosscheck
 
-        section = flop_crosscheck(result, load, options)
+        section = flop_crosscheck(result, load, options, record=record)
     except Exception as e:  # the counter's own failure must not fail the analysis
         warnings.warn(f"FlopCounterMode cross-check skipped: {type(e).__name__}: {e}",
                       RuntimeWarning, stacklevel=2)

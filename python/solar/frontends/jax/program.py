@@ -1,0 +1,305 @@
+"""One JAX program from file (or function) to report: load, capture the jaxpr, lower with the
+C++ jax table, analyze; on request validate by execution (report section `validation`) and
+show XLA's own cost analysis beside Solar's counts (report section `xla`).
+
+`solar analyze prog.py` and `solar validate prog.py` reach analyze_file through the torch
+frontend's analyze_file, which hands over files that import jax or flax and not torch
+(capture.is_jax_program), so both frontends return the same ProgramAnalysis.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from ... import _core
+from ...errors import user_error
+from ...report import Report
+from . import capture as cap
+
+TOOL = "solar executor"
+XLA_TOOL = "XLA HloCostAnalysis: jax.jit(f).lower(*args).compile().cost_analysis()"
+
+
+def _program_types():
+    from ..torch.program import ProgramAnalysis, ProgramOptions, lower_trace
+
+    return ProgramAnalysis, ProgramOptions, lower_trace
+
+
+def _analyze_capture(c: "cap.Capture", file: str, options) -> Any:
+    ProgramAnalysis, _, lower_trace = _program_types()
+    graph, notes, trace_ids = lower_trace(c.trace, file, options.strict)
+    archs = list(options.archs)
+    if not archs:
+        raise _core.UserError("analyze needs at least one device id")
+    report = Report(_core.analyze(graph, archs, options.policy, options.cache_state))
+    return ProgramAnalysis(report, notes, c.trace, graph, trace_ids)
+
+
+def analyze_file(path: str, options=None):
+    """Captures the JAX program at `path` (forward/get_inputs or a Flax Model) and analyzes
+    it. options.validate: captured on the real inputs, run, and its graph executed and
+    compared (section `validation`); options.crosscheck: XLA's cost analysis beside
+    Solar's counts (section `xla`)."""
+    _, ProgramOptions, _ = _program_types()
+    options = options or ProgramOptions()
+    if options.train or options.optimizer:
+        raise user_error("--train/--optimizer are not supported for JAX programs yet", "usage")
+    try:
+        mod = cap.load_program(path, options.overrides)
+        real = options.validate or options.real
+        prog = cap.program_from_module(mod, path, abstract=not real)
+    except cap.OverrideError as e:
+        raise user_error(str(e), "usage") from None
+    except cap.ProgramFormatError as e:
+        raise user_error(str(e), "parse") from None
+    c = _capture(prog, path, values=None)
+    if not real and _data_dependent(c):
+        # A loop or branch that depends on data: the real inputs decide it (as --real would).
+        warnings.warn(f"solar: {path}: data-dependent control flow: captured again on the "
+                      "real inputs", RuntimeWarning, stacklevel=2)
+        prog = cap.program_from_module(mod, path, abstract=False)
+        c = _capture(prog, path, values=None)
+    if options.validate and _missing_given(c):
+        c = _capture(prog, path, values=True)
+    for n in c.notes:
+        warnings.warn(f"solar: {n}", RuntimeWarning, stacklevel=2)
+    result = _analyze_capture(c, path, options)
+    if options.validate:
+        result.report.attach_section("validation", validate_capture(c, prog, path))
+    if options.crosscheck:
+        result.report.attach_section("xla", xla_crosscheck(result.report, prog, c))
+    return result
+
+
+def _data_dependent(c: "cap.Capture") -> bool:
+    """Whether the capture left a loop or branch unresolved for want of real values."""
+    return any("run time" in str(o["args"].get("reason", "")) for o in c.trace["ops"])
+
+
+def _missing_given(c: "cap.Capture") -> bool:
+    """Whether an op whose values validation is given (random bits) has none recorded."""
+    return any(t not in c.values for i in c.given_ops for t in c.trace["ops"][i]["outputs"])
+
+
+def _capture(prog: "cap.Program", source: str, values) -> "cap.Capture":
+    n = len(prog.inputs)
+    if prog.params is None:
+        return cap.capture(prog.fn, *prog.inputs, values=values, name=prog.name, source=source,
+                           arg_names=[f"x{k}" for k in range(n)])
+    return cap.capture(prog.fn, prog.params, *prog.inputs, values=values, name=prog.name,
+                       source=source, param_argnums=(0,),
+                       arg_names=["params"] + [f"x{k}" for k in range(n)])
+
+
+def _args(prog: "cap.Program") -> List[Any]:
+    return ([] if prog.params is None else [prog.params]) + list(prog.inputs)
+
+
+# ---------------------------------------------------------------- validation
+
+
+def _finite(x: float) -> Optional[float]:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _executor_array(value: Any) -> np.ndarray:
+    """A numpy array the executor reads: bf16/fp8 (ml_dtypes) as float32 (exact values)."""
+    import jax
+
+    if jax.dtypes.issubdtype(getattr(value, "dtype", np.float32), jax.dtypes.prng_key):
+        value = jax.random.key_data(value)  # keys are held as their uint32 data
+    arr = np.asarray(value)
+    if arr.dtype.kind == "V" or arr.dtype.name in ("bfloat16",) or "float8" in arr.dtype.name:
+        arr = arr.astype(np.float32)
+    if arr.ndim == 0:
+        # solar.executor passes numpy arrays through np.ascontiguousarray, which makes a 0-d
+        # array 1-d; a jax array goes through DLPack with its shape intact.
+        import jax.numpy as jnp
+
+        return jnp.asarray(arr)
+    return np.ascontiguousarray(arr)
+
+
+def validation_trace(trace: Dict[str, Any], given_ops: Sequence[int]) -> Dict[str, Any]:
+    """The trace the executor runs: without the ops whose values are given (iota, random
+    bits: the executor has no kernel for them), their outputs turned into constants."""
+    if not given_ops:
+        return trace
+    drop = set(given_ops)
+    given = set()
+    for i in drop:
+        given.update(t for t in trace["ops"][i]["outputs"] if t is not None)
+    out = dict(trace)
+    out["ops"] = [op for i, op in enumerate(trace["ops"]) if i not in drop]
+    out["tensors"] = [dict(t, role="constant") if t["id"] in given else t
+                      for t in trace["tensors"]]
+    return out
+
+
+def validate_capture(c: "cap.Capture", prog: "cap.Program", file: str) -> Dict[str, Any]:
+    """The `validation` section: the program run by JAX (jax.jit) on the real inputs, the
+    lowered graph run by Solar's executor on the same inputs, parameters and constants, and
+    every program output compared under the tolerance of its dtype."""
+    import jax
+
+    from ... import executor
+
+    _, _, lower_trace = _program_types()
+    section: Dict[str, Any] = {"status": "failed", "tool": TOOL, "outputs": [], "excluded": [],
+                               "given": [{"op": c.trace["ops"][i]["op"],
+                                          "outputs": c.trace["ops"][i]["outputs"],
+                                          "reason": "no executor kernel (index or random "
+                                                    "values): JAX's values are given"}
+                                         for i in c.given_ops]}
+    vtrace = validation_trace(c.trace, c.given_ops)
+    graph, _, trace_ids = lower_trace(vtrace, file, False)
+    unanalyzed = [op for op in graph.ops if str(op.kind).rsplit(".", 1)[-1] == "unanalyzed"]
+    if unanalyzed:
+        names = ", ".join(f"{op.framework_op} ({op.origin})" for op in unanalyzed)
+        section["reason"] = (f"the graph is not executable: {len(unanalyzed)} unanalyzed "
+                             f"op(s): {names}")
+        return section
+    flat = jax.tree_util.tree_leaves(jax.jit(prog.fn)(*_args(prog)))
+    by_id: Dict[int, Any] = {}
+    for k, tid in enumerate(c.output_ids):
+        if tid is not None and k < len(flat):
+            by_id.setdefault(tid, flat[k])
+    inputs, refs = {}, {}
+    for t in graph.tensors:
+        role = str(t.role).rsplit(".", 1)[-1]
+        tid = trace_ids.get(t.name)
+        if role == "output":
+            if tid in by_id:
+                refs[t.name] = _executor_array(by_id[tid])
+        elif role != "intermediate":
+            if tid is None or tid not in c.values:
+                section["reason"] = f"no value for graph source {t.name}"
+                return section
+            inputs[t.name] = _executor_array(c.values[tid])
+    computed = {trace_ids.get(t.name) for t in graph.tensors
+                if str(t.role).rsplit(".", 1)[-1] == "output"}
+    for k, tid in enumerate(c.output_ids):
+        if tid is None:
+            section["excluded"].append({"output": k, "reason": "a literal"})
+        elif tid not in computed:
+            section["excluded"].append({"output": k, "trace_id": tid,
+                                        "reason": "returned unchanged (a graph source)"})
+    if not refs:
+        section["status"] = "inconclusive"
+        section["reason"] = "every program output is excluded, nothing was compared"
+        return section
+    try:
+        result = executor.validate(graph, inputs, refs)
+    except (_core.UnsupportedError, _core.UserError) as e:
+        section["reason"] = f"the graph could not be executed: {e}"
+        return section
+    for ch in result.outputs:
+        t = graph.tensor(ch.name)
+        section["outputs"].append({
+            "name": ch.name, "trace_id": trace_ids.get(ch.name), "shape": list(t.shape),
+            "dtype": str(t.dtype).rsplit(".", 1)[-1],
+            "max_abs_error": _finite(ch.max_abs_error), "max_rel_error": _finite(ch.max_rel_error),
+            "atol": ch.atol, "rtol": ch.rtol, "mismatches": int(ch.mismatches),
+            "passed": bool(ch.passed)})
+    if result.passed:
+        section["status"] = "passed"
+    else:
+        section["reason"] = "outputs outside tolerance: " + ", ".join(
+            ch.name for ch in result.outputs if not ch.passed)
+    return section
+
+
+# ---------------------------------------------------------------- XLA cross-check
+
+
+def _count(x) -> int:
+    return int(x) if not isinstance(x, str) else int(x)
+
+
+def xla_crosscheck(report: Report, prog: "cap.Program", c: "cap.Capture") -> Dict[str, Any]:
+    """Solar's FLOPs and bytes beside XLA's HloCostAnalysis of the compiled program, with
+    the known differences stated. Never fails the analysis: a program XLA cannot compile
+    here gets a section saying why."""
+    import jax
+
+    try:
+        args = [jax.tree_util.tree_map(
+            lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype), a) for a in _args(prog)]
+        ca = jax.jit(prog.fn).lower(*args).compile().cost_analysis()
+        if isinstance(ca, (list, tuple)):
+            ca = ca[0] if ca else {}
+        ca = dict(ca or {})
+    except Exception as e:  # XLA's own failure must not fail the analysis
+        return {"tool": XLA_TOOL, "status": "skipped", "reason": f"{type(e).__name__}: {e}"}
+    totals = report.to_dict()["totals"]
+    solar = {k: _count(totals[k]) for k in ("flops", "macs", "vector_flops", "special_ops",
+                                            "bytes_unfused", "bytes_fused")}
+    xla = {"flops": ca.get("flops"), "transcendentals": ca.get("transcendentals"),
+           "bytes_accessed": ca.get("bytes accessed")}
+    loops = [o for o in c.trace["ops"] if o["args"].get("synthetic")]
+    notes = [
+        "1 MAC = 2 FLOP in both; XLA counts one FLOP per elementwise op and reduction step as "
+        "Solar's vector_flops do, and its transcendentals are Solar's special_ops.",
+        "XLA's bytes accessed are counted after XLA's own fusion on this host's backend: "
+        "expect them between Solar's bytes_fused (compulsory traffic) and bytes_unfused "
+        "(every op through memory).",
+    ]
+    if any(o["op"] == "jax::conv_general_dilated" for o in c.trace["ops"]):
+        notes.append("XLA's convolution FLOPs leave out the taps that fall in the padding; "
+                     "Solar counts every tap of the iteration space (padding reads 0), as "
+                     "PyTorch's counter and implicit-GEMM kernels do.")
+    if loops or any("while" in n for n in c.notes):
+        notes.append("The program has loops: XLA counts the body of a while loop (scan and "
+                     "fori_loop lower to one) once; Solar counts every iteration.")
+    ratios = {}
+    if xla["flops"]:
+        ratios["flops_solar_over_xla"] = solar["flops"] / float(xla["flops"])
+    if xla["transcendentals"]:
+        ratios["special_solar_over_xla_transcendentals"] = (
+            solar["special_ops"] / float(xla["transcendentals"]))
+    if xla["bytes_accessed"]:
+        ratios["bytes_fused_over_xla"] = solar["bytes_fused"] / float(xla["bytes_accessed"])
+        ratios["bytes_unfused_over_xla"] = solar["bytes_unfused"] / float(xla["bytes_accessed"])
+    return {"tool": XLA_TOOL, "status": "compared", "backend": jax.default_backend(),
+            "solar": solar, "xla": xla, "ratios": ratios, "notes": notes}
+
+
+# ---------------------------------------------------------------- the Python API
+
+
+def analyze_jax(fn, *args, arch="H100_SXM", policy: str = "pytorch-default",
+                cache_state: str = "cold", strict: bool = False, params=None,
+                validate: bool = False, crosscheck: bool = False) -> Report:
+    """solar.analyze_jax: capture `fn(*args)` (or `fn(params, *args)`, whose leaves are
+    parameters), lower, analyze. args: arrays or jax.ShapeDtypeStruct (abstract: any size,
+    no data). validate: run `fn` and the graph on the (concrete) args and compare (section
+    `validation`); crosscheck: XLA's cost analysis beside Solar's (section `xla`)."""
+    _, ProgramOptions, _ = _program_types()
+    archs = [arch] if isinstance(arch, str) else list(arch)
+    options = ProgramOptions(archs=archs, policy=policy, cache_state=cache_state, strict=strict)
+    name = getattr(fn, "__name__", "program")
+    prog = cap.Program(fn, params, list(args), name)
+    c = _capture(prog, "", values=None)
+    if validate and _missing_given(c):
+        c = _capture(prog, "", values=True)
+    for n in c.notes:
+        warnings.warn(f"solar: {n}", RuntimeWarning, stacklevel=2)
+    result = _analyze_capture(c, "<jax>", options)
+    for n in result.warnings:
+        warnings.warn(f"solar: unanalyzed op {n}", RuntimeWarning, stacklevel=2)
+    if validate:
+        result.report.attach_section("validation", validate_capture(c, prog, "<jax>"))
+    if crosscheck:
+        result.report.attach_section("xla", xla_crosscheck(result.report, prog, c))
+    return result.report
+
+
+def is_jax_program(path: str) -> bool:
+    """Whether `solar analyze PATH` should use this frontend (see capture.is_jax_program)."""
+    return cap.is_jax_program(path)

@@ -1,0 +1,272 @@
+"""`solar suite DIR`: a folder of small real PyTorch programs (good ones, one that raises,
+one that hangs, two that kill their process, one with an unanalyzed op, files that are not
+programs) analyzed in one run; the suite must finish and report each outcome."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import io
+import json
+import textwrap
+
+import pytest
+
+pytest.importorskip("torch")
+
+from conftest import run_solar  # noqa: E402
+
+# Seconds before a program's worker is killed: small, so the hanging program costs little,
+# yet well above what a tiny capture takes on a loaded 2-core CI machine.
+TIMEOUT_S = 10
+
+HEADER = "import torch\n"
+GOOD_MM = """
+class Model(torch.nn.Module):
+    def forward(self, a, b):
+        return a @ b
+M, N, K = 24, 40, 56
+def get_inputs():
+    return [torch.randn(M, K), torch.randn(K, N)]
+def get_init_inputs():
+    return []
+"""
+GOOD_LINEAR = """
+class Model(torch.nn.Module):
+    def __init__(self, i, o):
+        super().__init__()
+        self.fc = torch.nn.Linear(i, o, bias=False)
+    def forward(self, x):
+        return self.fc(x)
+batch_size = 8
+in_features, out_features = 48, 24
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+def get_init_inputs():
+    return [in_features, out_features]
+"""
+RAISES = """
+class Model(torch.nn.Module):
+    def forward(self, x):
+        raise ValueError("this program fails on purpose")
+def get_inputs():
+    return [torch.randn(2)]
+"""
+HANGS = """
+import time
+class Model(torch.nn.Module):
+    def forward(self, x):
+        time.sleep(3600)
+def get_inputs():
+    return [torch.randn(2)]
+"""
+EXITS = """
+import os
+class Model(torch.nn.Module):
+    def forward(self, x):
+        os._exit(17)
+def get_inputs():
+    return [torch.randn(2)]
+"""
+SEGFAULTS = """
+import ctypes
+class Model(torch.nn.Module):
+    def forward(self, x):
+        ctypes.string_at(0)  # reads address 0: SIGSEGV
+def get_inputs():
+    return [torch.randn(2)]
+"""
+UNANALYZED = """
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.fft.rfft(x).abs()
+def get_inputs():
+    return [torch.randn(4, 16)]
+"""
+GREEDY = """
+class Model(torch.nn.Module):
+    def forward(self, x):
+        hog = bytearray(12 << 30)  # 12 GiB: past --memory-limit
+        return x + len(hog)
+def get_inputs():
+    return [torch.randn(2)]
+"""
+BROKEN = """
+class Model(torch.nn.Module):
+    def forward(self, x)
+        return x
+def get_inputs():
+    return [torch.randn(2)]
+"""
+
+
+def write(folder, rel, body, header=HEADER):
+    path = folder / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(header + textwrap.dedent(body))
+    return path
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("programs")
+    write(d, "a_mm.py", GOOD_MM)
+    write(d, "b_fft.py", UNANALYZED)
+    write(d, "c_raises.py", RAISES)
+    write(d, "helper.py", "SCALE = 3\n")  # not a program: skipped
+    write(d, "nested/__init__.py", "", header="")
+    write(d, "nested/d_linear.py", GOOD_LINEAR)
+    write(d, "nested/e_hangs.py", HANGS)
+    write(d, "nested/f_exits.py", EXITS)
+    write(d, "nested/g_segfaults.py", SEGFAULTS)
+    write(d, "nested/h_broken.py", BROKEN)
+    write(d, "nested/i_greedy.py", GREEDY)
+    return d
+
+
+@pytest.fixture(scope="module")
+def suite_run(programs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out")
+    js, cs = out / "suite.json", out / "suite.csv"
+    r = run_solar("suite", str(programs), "--jobs", "2", "--timeout", str(TIMEOUT_S),
+                  "--set", "batch_size=2", "--json", str(js), "--csv", str(cs),
+                  "--no-crosscheck", "--memory-limit", "8")
+    return r, json.loads(js.read_text()) if js.exists() else None, \
+        cs.read_text() if cs.exists() else None, programs
+
+
+def by_name(doc):
+    return {e["program"]["source"].rsplit("/", 1)[-1]: e for e in doc["programs"]}
+
+
+def test_the_suite_finishes_despite_failures(suite_run):
+    r, doc, _, programs = suite_run
+    assert r.returncode == 0, r.stderr  # the suite ran: 0, whatever the programs did
+    assert doc["schema"] == "solar.suite.v1"
+    names = [e["program"]["source"] for e in doc["programs"]]
+    rel = [n[len(str(programs)) + 1:] for n in names]
+    assert rel == ["a_mm.py", "b_fft.py", "c_raises.py", "nested/d_linear.py",
+                   "nested/e_hangs.py", "nested/f_exits.py", "nested/g_segfaults.py",
+                   "nested/h_broken.py", "nested/i_greedy.py"]  # sorted, recursive; __init__ and helper skipped
+
+
+def test_good_programs_have_their_macs(suite_run):
+    _, doc, _, _ = suite_run
+    e = by_name(doc)
+    M, N, K = 24, 40, 56
+    mm = e["a_mm.py"]
+    assert mm["schema"] == "solar.report.v1" and mm["program"]["frontend"] == "torch"
+    assert mm["totals"]["macs"] == M * N * K  # one GEMM: M*N*K
+    assert mm["coverage"]["unanalyzed"] == 0
+    assert len(mm["ops"]) == mm["coverage"]["ops"] == 1  # the per-op rows are there
+    B, I, O = 2, 48, 24  # batch_size shrunk by --set
+    lin = e["d_linear.py"]
+    assert lin["totals"]["macs"] == B * I * O  # x @ W^T: B*I*O
+    assert "H100_SXM" in str(lin["devices"])
+
+
+def test_set_applies_only_where_assigned(suite_run):
+    _, doc, _, _ = suite_run
+    e = by_name(doc)
+    assert e["d_linear.py"]["suite"]["overrides"] == {"batch_size": "2"}
+    assert e["a_mm.py"]["suite"]["overrides"] == {}  # no batch_size: silently not applied
+    assert e["a_mm.py"]["suite"]["status"] == "analyzed"
+    assert e["a_mm.py"]["suite"]["cpu_seconds"] > 0
+
+
+def test_failures_have_their_cause(suite_run):
+    _, doc, _, _ = suite_run
+    e = by_name(doc)
+    raised = e["c_raises.py"]["error"]
+    assert raised["cause"] == "program_error"
+    assert "this program fails on purpose" in raised["message"]
+    hang = e["e_hangs.py"]["error"]
+    assert hang["cause"] == "timeout" and f"{TIMEOUT_S} s" in hang["message"]
+    assert "e_hangs.py" in hang["output_tail"]  # the stack dumped before the kill
+    exited = e["f_exits.py"]["error"]
+    assert exited["cause"] == "crash" and "code 17" in exited["message"]
+    segv = e["g_segfaults.py"]["error"]
+    assert segv["cause"] == "crash" and "SIGSEGV" in segv["message"]
+    broken = e["h_broken.py"]["error"]
+    assert broken["cause"] == "syntax_error"
+    assert e["i_greedy.py"]["error"]["cause"] == "out_of_memory"  # RLIMIT_AS, not the OOM killer
+    for name in ("c_raises.py", "e_hangs.py", "f_exits.py", "g_segfaults.py", "h_broken.py",
+                 "i_greedy.py"):
+        assert e[name]["suite"]["status"] == "failed"
+        assert set(e[name]) == {"program", "error", "suite"}
+
+
+def test_summary_counts(suite_run):
+    r, doc, _, _ = suite_run
+    s = doc["summary"]
+    assert s["programs"] == 9 and s["analyzed"] == 3 and s["zero_unanalyzed"] == 2
+    assert s["failures"] == {"crash": 2, "out_of_memory": 1, "program_error": 1,
+                             "syntax_error": 1, "timeout": 1}
+    assert s["unanalyzed_ops"] >= 1
+    assert any(row["op"].startswith("aten::_fft_r2c") for row in s["unanalyzed_by_op"])
+    assert s["skipped"]["count"] == 2
+    assert {f["source"].rsplit("/", 1)[-1] for f in s["skipped"]["files"]} == \
+        {"helper.py", "__init__.py"}
+    assert s["crosscheck"] == {} and s["validation"] == {}  # neither was asked for
+    out = r.stdout
+    assert "analyzed                3" in out
+    assert "aten::_fft_r2c" in out
+    assert "timeout" in out and "crash" in out
+    assert "9/9 done" in r.stderr  # progress lines (stderr is not a terminal here)
+
+
+def test_csv_rows(suite_run):
+    _, doc, text, _ = suite_run
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [r["source"] for r in rows] == [e["program"]["source"] for e in doc["programs"]]
+    row = {r["source"].rsplit("/", 1)[-1]: r for r in rows}
+    M, N, K = 24, 40, 56
+    assert row["a_mm.py"]["macs"] == str(M * N * K)
+    assert row["a_mm.py"]["status"] == "analyzed" and row["a_mm.py"]["unanalyzed"] == "0"
+    assert float(row["a_mm.py"]["H100_SXM_fused_seconds"]) > 0
+    assert row["b_fft.py"]["unanalyzed"] != "0"
+    assert row["e_hangs.py"]["error_cause"] == "timeout"
+    assert row["g_segfaults.py"]["status"] == "failed"
+
+
+def test_usage_and_io_errors(tmp_path):
+    assert run_solar("suite", str(tmp_path / "missing")).returncode == 3
+    write(tmp_path, "p.py", GOOD_MM)
+    r = run_solar("suite", str(tmp_path), "--set", "no_equals_sign")
+    assert r.returncode == 2 and "NAME=VALUE" in r.stderr
+    assert run_solar("suite", str(tmp_path), "--jobs", "0").returncode == 2
+    r = run_solar("suite", str(tmp_path), "--arch", "NO_SUCH_GPU")
+    assert r.returncode == 6 and "NO_SUCH_GPU" in r.stderr
+    r = run_solar("suite", str(tmp_path), "--policy", "bogus")
+    assert r.returncode == 2 and "bogus" in r.stderr
+    r = run_solar("suite", str(tmp_path), "--json", str(tmp_path / "no" / "dir" / "x.json"))
+    assert r.returncode == 3  # checked before any program runs
+    r = run_solar("suite", str(tmp_path / "p.py"))
+    assert r.returncode == 2 and "not a folder" in r.stderr
+
+
+def _has(module):
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:
+        return False
+
+
+@pytest.mark.skipif(not _has("solar.frontends.torch.validation"),
+                    reason="the validation module of the frontend is not there yet")
+def test_validate_and_crosscheck(tmp_path):
+    write(tmp_path, "a_mm.py", GOOD_MM)
+    write(tmp_path, "sub/b_mm_relu.py", GOOD_MM.replace("a @ b", "torch.relu(a @ b)"))
+    js = tmp_path / "s.json"
+    r = run_solar("suite", str(tmp_path), "--validate", "--json", str(js), "--quiet", "--no-ops",
+                  "--arch", "H100_SXM,B200", "--timeout", "120")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(js.read_text())
+    assert "/2 done" not in r.stderr  # --quiet: no progress
+    for e in doc["programs"]:
+        assert e["validation"]["status"] == "passed", e.get("validation")
+        assert "crosscheck" in e
+        assert "ops" not in e and e["coverage"]["ops"] >= 1  # --no-ops drops the rows only
+    assert doc["summary"]["validation"] == {"passed": 2}
+    assert doc["summary"]["crosscheck"] == {"agree": 2}  # a GEMM: M*N*K both ways
+    assert doc["options"]["archs"] == ["H100_SXM", "B200"]

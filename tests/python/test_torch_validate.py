@@ -1,0 +1,301 @@
+"""Validation by execution (`solar validate model.py`, `analyze --validate`): the program runs
+on real tensors, the lowered graph runs in Solar's executor on the same sources, and every
+output is compared (section `validation`, docs/validation.md). Real PyTorch throughout."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from conftest import EXAMPLES, run_solar  # noqa: E402
+
+from solar import cli  # noqa: E402
+from solar.frontends.torch import program  # noqa: E402
+from solar.frontends.torch.program import ProgramOptions, analyze_file  # noqa: E402
+
+TORCH = EXAMPLES / "torch"
+
+
+@pytest.fixture(autouse=True)
+def _threads():
+    n = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(n)
+
+
+def write(tmp_path, name: str, body: str) -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return str(path)
+
+
+def validate(path, **kw):
+    r = analyze_file(str(path), ProgramOptions(validate=True, crosscheck=False, **kw))
+    return r.validation
+
+
+# Examples shrunk with --set (the defaults are sized for an H100, not for a CI core).
+EXAMPLE_SETS = {
+    "mlp.py": {"batch_size": "2", "hidden": "256"},
+    "conv_block.py": {"batch_size": "1", "height": "12", "width": "12"},
+    "attention.py": {"batch_size": "1", "seq_len": "24", "d_model": "128"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLE_SETS))
+def test_examples_validate(name):
+    v = validate(TORCH / name, overrides=EXAMPLE_SETS[name])
+    assert v["status"] == "passed", v
+    assert v["tool"] == "solar executor" and v["seed"] == 0
+    assert len(v["outputs"]) == 1 and v["first_divergent_op"] is None
+    out = v["outputs"][0]
+    assert out["passed"] and out["mismatches"] == 0 and out["dtype"] == "f32"
+    assert (out["atol"], out["rtol"]) == (1e-5, 1e-4)  # the f32 tolerances (docs/executor.md)
+    assert out["max_abs_error"] < out["atol"] * 10  # well inside the scaled bound
+
+
+SMALL = """
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1, stride=2)
+            self.bn = nn.BatchNorm2d(8)
+
+        def forward(self, x, y):
+            h = torch.relu(self.bn(self.conv(x)))
+            h = nn.functional.max_pool2d(h, 2)
+            s = torch.softmax(y, dim=-1) * torch.tanh(y) + y.mean(1, keepdim=True)
+            return h.flatten(1).sum(1), torch.bmm(s, s.transpose(1, 2))
+
+    def get_inputs():
+        return [torch.randn(2, 3, 16, 16), torch.randn(2, 5, 7)]
+
+    def get_init_inputs():
+        return []
+"""
+
+
+def test_small_program_with_two_outputs_validates(tmp_path):
+    v = validate(write(tmp_path, "small.py", SMALL))
+    assert v["status"] == "passed", v
+    assert [o["shape"] for o in v["outputs"]] == [[2], [2, 5, 5]]
+    assert all(o["passed"] for o in v["outputs"])
+
+
+def test_validate_cli_json_section_and_table(tmp_path):
+    path = write(tmp_path, "small.py", SMALL)
+    out = tmp_path / "r.json"
+    r = run_solar("validate", path, "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    d = json.loads(out.read_text())
+    v = d["validation"]
+    assert set(v) >= {"status", "tool", "outputs", "first_divergent_op", "excluded", "seed",
+                      "given"}
+    assert set(v["outputs"][0]) == {"name", "trace_id", "shape", "dtype", "max_abs_error",
+                                    "max_rel_error", "atol", "rtol", "mismatches", "passed"}
+    assert "crosscheck" in d  # the cross-check runs with validation too
+    assert "Validation (solar executor, seed 0): PASSED" in r.stdout
+
+
+TANH = """
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def forward(self, x):
+            y = x * 3.0
+            z = torch.tanh(y)
+            return z + 1.0
+
+    def get_inputs():
+        return [torch.randn(8, 8)]
+
+    def get_init_inputs():
+        return []
+"""
+
+
+def plant(monkeypatch, frm: str, to: str):
+    """A wrong lowering: the trace handed to the C++ table has op `frm` replaced by `to`
+    (both in the analysis and in validation, as a bug in the table would be)."""
+    real = program.lower_trace
+
+    def wrong(trace, file, strict):
+        trace = dict(trace, ops=[dict(op, op=to) if op["op"] == frm else op
+                                 for op in trace["ops"]])
+        return real(trace, file, strict)
+
+    monkeypatch.setattr(program, "lower_trace", wrong)
+
+
+def test_planted_wrong_lowering_fails_with_exit_8_and_names_the_op(tmp_path, monkeypatch, capsys):
+    path = write(tmp_path, "tanh.py", TANH)
+    plant(monkeypatch, "aten::tanh.default", "aten::sigmoid.default")
+    out = tmp_path / "r.json"
+    code = cli.main(["solar", "validate", path, "--json", str(out), "--no-crosscheck"])
+    assert code == 8  # EXIT_CODES["validation_failed"]
+    v = json.loads(out.read_text())["validation"]
+    assert v["status"] == "failed" and "outside tolerance" in v["reason"]
+    assert not v["outputs"][0]["passed"] and v["outputs"][0]["mismatches"] > 0
+    first = v["first_divergent_op"]
+    assert first["framework_op"] == "aten::sigmoid.default"  # the planted op, not the add after it
+    assert first["file"] == path and first["line"] == 8  # `z = torch.tanh(y)`
+    assert not first["tensor"]["passed"]
+    captured = capsys.readouterr()
+    assert "first divergent op" in captured.out and "validation failed" in captured.err
+
+
+def test_planted_wrong_argument_is_located(tmp_path, monkeypatch):
+    """A wrong constant (mul by 3 lowered as mul by 2) is caught at the mul."""
+    path = write(tmp_path, "tanh.py", TANH)
+    real = program.lower_trace
+
+    def wrong(trace, file, strict):
+        ops = [dict(op, args=dict(op["args"], other=2.0)) if op["op"] == "aten::mul.Tensor"
+               else op for op in trace["ops"]]
+        return real(dict(trace, ops=ops), file, strict)
+
+    monkeypatch.setattr(program, "lower_trace", wrong)
+    v = validate(path)
+    assert v["status"] == "failed"
+    assert v["first_divergent_op"]["framework_op"] == "aten::mul.Tensor"
+    assert v["first_divergent_op"]["line"] == 7  # `y = x * 3.0`
+
+
+RANDOM = """
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(16))
+            self.drop = nn.Dropout(0.5)
+
+        def forward(self, x):
+            y = self.drop(x * self.w) + 0.1 * torch.randn_like(x)
+            return torch.relu(y).sum(dim=1), torch.rand(3)
+
+    def get_inputs():
+        return [torch.randn(4, 16)]
+
+    def get_init_inputs():
+        return []
+"""
+
+
+def test_random_values_are_given_and_pure_random_outputs_excluded(tmp_path):
+    v = validate(write(tmp_path, "rnd.py", RANDOM))
+    assert v["status"] == "passed", v
+    # randn_like feeds a computed output: its draw is given, the output compared
+    assert [g["op"] for g in v["given"]] == ["aten::randn_like.default", "aten::rand.default"]
+    assert [o["shape"] for o in v["outputs"]] == [[4]]
+    # torch.rand(3) is returned as drawn: nothing to compare, excluded with the reason
+    assert len(v["excluded"]) == 1 and "random op aten::rand.default" in v["excluded"][0]["reason"]
+    # eval-mode dropout is the identity, not a random op
+    assert not any("dropout" in g["op"] for g in v["given"])
+
+
+def test_validation_leaves_the_callers_generator_alone(tmp_path):
+    torch.manual_seed(123)
+    expect = torch.rand(4)
+    torch.manual_seed(123)
+    validate(write(tmp_path, "rnd.py", RANDOM))
+    assert torch.equal(torch.rand(4), expect)
+
+
+def test_dropout_in_training_is_given(tmp_path):
+    """The examples' random_ops.py: F.dropout(training=True), bernoulli, randn_like."""
+    path = write(tmp_path, "drop.py", """
+        import torch
+        import torch.nn.functional as F
+
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                return F.dropout(x, 0.25, training=True) * 2.0 + x
+
+        def get_inputs():
+            return [torch.randn(4, 16)]
+
+        def get_init_inputs():
+            return []
+    """)
+    v = validate(path)
+    assert v["status"] == "passed", v
+    # under no_grad F.dropout decomposes: empty_like, bernoulli_ (random: given), div_, mul
+    assert [g["op"] for g in v["given"]] == ["aten::bernoulli_.float"]
+
+
+def test_only_random_outputs_is_inconclusive_and_exits_8(tmp_path, capsys):
+    path = write(tmp_path, "only.py", """
+        import torch
+
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                return torch.randn(3, 3)
+
+        def get_inputs():
+            return [torch.randn(2)]
+
+        def get_init_inputs():
+            return []
+    """)
+    v = validate(path)
+    assert v["status"] == "inconclusive" and "every program output is excluded" in v["reason"]
+    assert v["outputs"] == []
+    assert cli.main(["solar", "validate", path, "--no-crosscheck"]) == 8
+    assert "INCONCLUSIVE" in capsys.readouterr().out
+
+
+def test_unanalyzed_op_fails_naming_it(tmp_path):
+    path = write(tmp_path, "fft.py", """
+        import torch
+
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                return torch.fft.rfft(x).abs()
+
+        def get_inputs():
+            return [torch.randn(4, 16)]
+
+        def get_init_inputs():
+            return []
+    """)
+    v = validate(path)
+    assert v["status"] == "failed"
+    assert "not executable" in v["reason"] and "aten::_fft_r2c" in v["reason"]
+    assert f"{path}:6" in v["reason"]  # the program line of the op
+
+
+@pytest.mark.parametrize("optimizer", [None, "sgd", "adam"])
+def test_train_step_outputs_are_loss_gradients_and_updates(tmp_path, optimizer):
+    path = write(tmp_path, "lin.py", """
+        import torch
+
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = torch.nn.Parameter(torch.randn(16, 8))
+
+            def forward(self, x):
+                return torch.mm(x, self.w) * 0.5
+
+        def get_inputs():
+            return [torch.randn(4, 16)]
+
+        def get_init_inputs():
+            return []
+    """)
+    v = validate(path, train=True, optimizer=optimizer)
+    assert v["status"] == "passed", v
+    # the loss (a scalar), the gradient of w, and with an optimizer the updated w
+    expect = [[], [16, 8]] + ([[16, 8]] if optimizer else [])
+    assert sorted(o["shape"] for o in v["outputs"]) == expect
