@@ -897,8 +897,18 @@ ContractionClass classify_contraction(const EinsumOp& e) {
   if (e.reduce != ir::Reduce::Sum || !e.combine.is_product_of_two_operands()) {
     return ContractionClass::None;
   }
-  if (e.reduced_indices().empty()) return ContractionClass::None;  // outer product
-  auto windowed = [](const AffineExpr& x) { return !x.is_constant() && !x.as_plain_index(); };
+  const std::vector<IndexPos> reduced = e.reduced_indices();
+  if (reduced.empty()) return ContractionClass::None;  // outer product
+  // A sliding window slides a reduced index (the tap) against another index: `p*s + r*d`
+  // (a 1x1 convolution too: its tap has extent 1). An affine subscript without a reduced
+  // index is a reshape of one dimension into several kept in the output (the grouped-query
+  // head `hk*grp + j` of attention): a matmul.
+  auto windowed = [&](const AffineExpr& x) {
+    if (x.terms().size() < 2) return false;
+    for (const ir::AffineTerm& t : x.terms())
+      if (std::find(reduced.begin(), reduced.end(), t.index) != reduced.end()) return true;
+    return false;
+  };
   for (const Operand& o : e.operands)
     for (const AffineExpr& x : o.subscript)
       if (windowed(x)) return ContractionClass::Convolution;

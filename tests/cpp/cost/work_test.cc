@@ -1,5 +1,6 @@
 #include "solar/cost/work.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -113,6 +114,26 @@ TEST(EinsumWork, DepthwiseConv) {
   EXPECT_EQ(w.contraction, ContractionClass::Convolution);
   EXPECT_EQ(at(w.macs, DType::BF16), Count(4 * 32 * 28 * 28 * 3 * 3));  // N*C*P*Q*R*S
   EXPECT_EQ(w.bytes_read, Count(2 * (4 * 32 * 28 * 28 + 32 * 3 * 3)));
+}
+
+TEST(EinsumWork, PointwiseConvIsAConvolutionGroupedHeadsAreAMatmul) {
+  // A 1x1 convolution still slides its (unit) tap r against the output position p.
+  Graph conv = parse_graph(R"(
+    x = f32[2,8,16] input
+    w = f32[4,8,1] weight
+    y = f32[2,4,16] einsum [n=2,k=4,p=16,c=8,r=1] sum mul($0,$1) (x[n,c,p+r], w[k,c,r]) -> [n,k,p])");
+  EXPECT_EQ(work_of(conv, "y").contraction, ContractionClass::Convolution);
+  // Grouped-query attention scores: query head hk*grp+j reads key head hk. The affine head
+  // subscript holds no reduced index (both are kept in the output): a reshape, so a matmul,
+  // with grp = 2 and with grp = 1 (where j has extent 1).
+  for (int grp : {2, 1}) {
+    Graph gqa = parse_graph(fmt::format(R"(
+      q = f32[2,{0},16,8] input
+      k = f32[2,2,16,8] input
+      s = f32[2,2,{1},16,16] einsum [b=2,hk=2,j={1},l=16,m=16,e=8] sum mul($0,$1) (q[b,hk*{1}+j,l,e], k[b,hk,m,e]) -> [b,hk,j,l,m])",
+                                        2 * grp, grp));
+    EXPECT_EQ(work_of(gqa, "s").contraction, ContractionClass::Matmul) << "grp " << grp;
+  }
 }
 
 TEST(EinsumWork, StridedConv2d) {
