@@ -1,6 +1,7 @@
 // solar._core: lowering of a framework OpTrace (JSON text) to an EinsumGraph.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"

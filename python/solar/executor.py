@@ -44,11 +44,12 @@ def _array(value: Any) -> Any:
         return t
     import numpy as np
 
+    # np.require keeps a 0-d array 0-d (np.ascontiguousarray would make it 1-d).
     if isinstance(value, np.ndarray):
-        return np.ascontiguousarray(value)
+        return np.require(value, requirements="C")
     if hasattr(value, "__dlpack__"):
         return value
-    return np.ascontiguousarray(np.asarray(value))
+    return np.require(np.asarray(value), requirements="C")
 
 
 def _arrays(values: Optional[Mapping[str, Any]]) -> dict:
