@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
+#include "slice_union.h"
 #include "solar/util/errors.h"
 #include "work_detail.h"
 
@@ -106,11 +108,46 @@ GraphCost graph_cost(const Graph& g) {
     }
   }
 
+  // A source read in parts through slices (unbind, the steps of an unrolled scan, one layer
+  // of stacked weights each): the union of the parts read whole, which the largest single
+  // read above undercounts. Followed forward through chains of slices and shape-keeping
+  // views; a reshape ends the chain (the largest read still holds there).
+  struct Based {
+    std::uint32_t source = kNone;
+    detail::StridedBox box;
+  };
+  std::vector<Based> based(tensors.size());
+  std::vector<std::vector<detail::StridedBox>> parts(tensors.size());
+  for (const Tensor& t : tensors)
+    if (ir::is_graph_source(t.role)) based[t.id.value] = {t.id.value, detail::whole_box(t.shape)};
+  for (const Op& op : ops) {
+    if (op.kind() != OpKind::Move || op.inputs.size() != 1 || op.outputs.size() != 1 ||
+        !gc.per_op[op.id.value].analyzed)
+      continue;
+    const Based& in = based[op.inputs[0].value];
+    if (in.source == kNone) continue;
+    const Tensor& out = g.tensor(op.outputs[0]);
+    const ir::MoveOp& m = op.move();
+    if (m.kind == ir::MoveKind::View && out.shape == g.tensor(op.inputs[0]).shape) {
+      based[out.id.value] = in;
+    } else if (m.kind == ir::MoveKind::Slice) {
+      detail::StridedBox box = detail::slice_box(in.box, m);
+      const bool read_whole = detail::is_copying_slice(op) || whole[out.id.value] ||
+                              reach[out.id.value] >= tensor_bytes(out, out.num_elements());
+      if (read_whole) parts[in.source].push_back(box);
+      based[out.id.value] = {in.source, std::move(box)};
+    }
+  }
+
   for (const Tensor& t : tensors) {
     if (ir::is_graph_source(t.role)) {
       // Capped at the source's own size: an expand view may read more elements than it holds.
       const Count size = tensor_bytes(t, t.num_elements());
-      gc.compulsory_bytes_read += whole[t.id.value] ? size : std::min(size, reach[t.id.value]);
+      Count read = whole[t.id.value] ? size : std::min(size, reach[t.id.value]);
+      if (parts[t.id.value].size() > 1)
+        if (std::optional<Count> n = detail::union_elements(parts[t.id.value]))
+          read = std::max(read, std::min(size, tensor_bytes(t, *n)));
+      gc.compulsory_bytes_read += read;
     } else if (t.role == ir::Role::Output) {
       gc.compulsory_bytes_written += tensor_bytes(t, t.num_elements());
     }

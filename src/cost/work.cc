@@ -971,6 +971,10 @@ CombineCost combine_cost(const ir::Expr& combine) {
 
 namespace detail {
 
+bool is_copying_slice(const Op& op) {
+  return op.kind() == OpKind::Move && op.move().kind == MoveKind::Slice && slice_copies(op);
+}
+
 bool is_free_view(const Op& op) {
   if (op.kind() != OpKind::Move) return false;
   switch (op.move().kind) {

@@ -16,4 +16,7 @@ Work op_work(const ir::Graph& g, const ir::Op& op, std::vector<Count>* input_byt
 // True for ops that move no bytes: views and non-copy slices.
 bool is_free_view(const ir::Op& op);
 
+// True for a Slice move that copies its slice (attribute copy=1): it reads the slice whole.
+bool is_copying_slice(const ir::Op& op);
+
 }  // namespace solar::cost::detail

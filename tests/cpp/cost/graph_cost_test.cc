@@ -58,6 +58,56 @@ TEST(GraphCost, FootprintFollowsFreeViewsAndSlices) {
   EXPECT_EQ(c.total.bytes(), Count(4 * (512 + 512)));  // the views move nothing
 }
 
+TEST(GraphCost, SourceReadInDisjointSlicesCountsEveryPart) {
+  // unbind(0) of h[4,3,12]: four row slices, each read whole by its own op. Compulsory is
+  // the union of the parts (all of h), not the largest single part.
+  Graph g = parse_graph(R"(
+    h = f32[4,3,12] input
+    s0 = f32[1,3,12] move slice {starts=[0,0,0], ends=[1,3,12], steps=[1,1,1]} (h)
+    s1 = f32[1,3,12] move slice {starts=[1,0,0], ends=[2,3,12], steps=[1,1,1]} (h)
+    s2 = f32[1,3,12] move slice {starts=[2,0,0], ends=[3,3,12], steps=[1,1,1]} (h)
+    s3 = f32[1,3,12] move slice {starts=[3,0,0], ends=[4,3,12], steps=[1,1,1]} (h)
+    v0 = f32[3,12] move view (s0)
+    p = f32[3,12] einsum [i=3,j=12] none mul($0,$1) (v0[i,j], s1[0,i,j]) -> [i,j]
+    q = f32[3,12] einsum [i=3,j=12] none mul($0,$1) (s2[0,i,j], s3[0,i,j]) -> [i,j]
+    y = f32[3,12]{output} einsum [i=3,j=12] none add($0,$1) (p[i,j], q[i,j]) -> [i,j])");
+  GraphCost c = graph_cost(g);
+  EXPECT_EQ(c.compulsory_bytes_read, Count(4 * 4 * 3 * 12));  // all four rows of h
+}
+
+TEST(GraphCost, OverlappingAndStridedSlicesCountTheirUnion) {
+  // Rows [0,6) and [4,10) of x: the union is 10 rows; even and odd columns of w: all of w;
+  // a 2-D pair of corner blocks of z overlapping in one 2x2 block: 16 + 16 - 4 elements.
+  Graph g = parse_graph(R"(
+    x = f32[16,8] input
+    a = f32[6,8] move slice {starts=[0,0], ends=[6,8], steps=[1,1]} (x)
+    b = f32[6,8] move slice {starts=[4,0], ends=[10,8], steps=[1,1]} (x)
+    ya = f32[6,8]{output} einsum [i=6,j=8] none exp($0) (a[i,j]) -> [i,j]
+    yb = f32[6,8]{output} einsum [i=6,j=8] none exp($0) (b[i,j]) -> [i,j]
+    w = f32[4,8] input
+    e = f32[4,4] move slice {starts=[0,0], ends=[4,8], steps=[1,2]} (w)
+    o = f32[4,4] move slice {starts=[0,1], ends=[4,8], steps=[1,2]} (w)
+    ye = f32[4,4]{output} einsum [i=4,j=4] none add($0,$1) (e[i,j], o[i,j]) -> [i,j]
+    z = f32[8,8] input
+    c0 = f32[4,4] move slice {starts=[0,0], ends=[4,4], steps=[1,1]} (z)
+    c1 = f32[4,4] move slice {starts=[2,2], ends=[6,6], steps=[1,1]} (z)
+    yc = f32[4,4]{output} einsum [i=4,j=4] none add($0,$1) (c0[i,j], c1[i,j]) -> [i,j])");
+  GraphCost c = graph_cost(g);
+  EXPECT_EQ(c.compulsory_bytes_read, Count(4 * (10 * 8 + 4 * 8 + (16 + 16 - 4))));
+}
+
+TEST(GraphCost, SlicesReadInPartStillCountOnlyWhatIsRead) {
+  // Two slices, each read at one element per row by its consumer: no part is read whole,
+  // so the largest single read stands (a union of the slices would overcount).
+  Graph g = parse_graph(R"(
+    x = f32[8,8] input
+    a = f32[4,8] move slice {starts=[0,0], ends=[4,8], steps=[1,1]} (x)
+    b = f32[4,8] move slice {starts=[4,0], ends=[8,8], steps=[1,1]} (x)
+    y = f32[4]{output} einsum [i=4] none add($0,$1) (a[i,0], b[i,0]) -> [i])");
+  GraphCost c = graph_cost(g);
+  EXPECT_EQ(c.compulsory_bytes_read, Count(4 * 4));  // 4 elements of one slice
+}
+
 TEST(GraphCost, ExpandViewIsCappedAtTheSourceSize) {
   Graph g = parse_graph(R"(
     b = f32[1,64] weight
