@@ -83,14 +83,6 @@ def test_every_example_has_a_case():
     assert sorted(p.name for p in EXAMPLES.joinpath("jax").glob("*.py")) == sorted(CASES)
 
 
-# Known gaps outside the frontend, as strict xfails: they flip to XPASS when fixed.
-XFAIL_BYTES = {
-    "scan_rnn.py": "cost: a source's compulsory bytes are the largest single consumer's "
-                   "footprint, not the union of disjoint slices (docs/cost.md, Whole graphs): "
-                   "the unrolled scan reads xs one row per iteration, so xs counts one row",
-}
-
-
 _RESULTS = {}
 
 
@@ -130,8 +122,6 @@ def test_example(name):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_example_compulsory_bytes(name, request):
-    if name in XFAIL_BYTES:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=XFAIL_BYTES[name]))
+def test_example_compulsory_bytes(name):
     mod, result = _analyzed(name)
     assert int(result.report.totals.bytes_fused) == CASES[name][1](mod)

@@ -12,7 +12,7 @@ PyTorch computed (docs/validation.md).
 
 Examples with a known gap (an op that does not lower, an op the executor cannot run, a count
 that is off) are kept, and their tests are strict xfails naming the aten op (GAPS,
-VALIDATION_GAPS, MISCLASSED): they flip to failures (XPASS) when the gap closes, so the mark
+VALIDATION_GAPS): they flip to failures (XPASS) when the gap closes, so the mark
 must then go. The Python API (solar.analyze on a module, a torch.compile wrapper, a function)
 is checked on the same programs.
 """
@@ -290,8 +290,6 @@ EXPECTED = {
 # Their tests are strict xfails: when the gap closes they XPASS, which fails the run, and the
 # entry must go. GAPS: analysis (coverage, MACs, bytes); VALIDATION_GAPS: execution.
 GAPS = {
-    "recurrent": "compulsory bytes count only the largest of the disjoint aten::unbind.int "
-                 "slices the LSTM reads of h0 and c0, not their union (3/4 of each missing)",
     "inplace_writes": "aten::fill_.Tensor, aten::index_put_.default, aten::index_add_.default "
                       "and aten::scatter_reduce.two have no lowering in the aten table",
 }
@@ -339,15 +337,9 @@ def test_example_lowers_completely_with_formula_macs_and_bytes(name):
     assert r.crosscheck["status"] in ("agree", "explained"), r.crosscheck
 
 
-MISCLASSED = pytest.mark.xfail(strict=True, reason=(
-    "aten::mm/addmm/bmm whose operand is a transposed view (t, permute: a strided alias "
-    "subscript such as k+n*32) and the QK^T of aten::_scaled_dot_product_flash_attention_for_cpu "
-    "are classed convolution, so the math policy may price fp32 matmuls as TF32 convolutions"))
-
-
 @pytest.mark.parametrize("name,cls", [
-    pytest.param("matmuls", "matmul", marks=MISCLASSED),
-    pytest.param("gpt_block", "matmul", marks=MISCLASSED),
+    ("matmuls", "matmul"),
+    ("gpt_block", "matmul"), ("attention", "matmul"),
     ("convs", "convolution"), ("conv_transpose", "convolution")])
 def test_contractions_are_classed_as_the_math_policy_sees_them(name, cls):
     """Matmuls (whatever views their operands went through: transposed weights, einsum's
