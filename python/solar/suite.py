@@ -892,6 +892,11 @@ def main(args: List[str]) -> int:
                "optimizer": ns.optimizer, "validate": ns.validate,
                "crosscheck": not ns.no_crosscheck, "op_rows": not ns.no_ops}
     progress = _Progress(len(programs), enabled=not ns.quiet)
+
+    def terminated(signum, frame):  # SIGTERM: stop as on Ctrl-C, killing the workers
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminated)
     memory_limit = int(ns.memory_limit * 1e9) if ns.memory_limit else None
     spill_dir = tempfile.mkdtemp(prefix="solar-suite-reports-") if ns.json_path else None
     try:
@@ -918,6 +923,7 @@ def main(args: List[str]) -> int:
             sys.stderr.write(f"solar suite: error: {e}\n")
             return codes["io"]
     finally:
+        signal.signal(signal.SIGTERM, previous)
         if spill_dir:
             shutil.rmtree(spill_dir, ignore_errors=True)
     sys.stdout.write(summary_table(summary, ns.dir, archs, ns.jobs, ns.top))

@@ -936,10 +936,12 @@ void lower_sdpa(Context& c) {
       if (ks[d] != qs[d]) throw Unsupported("attention batch dimensions differ");
       batch.push_back(ix(s.add(fmt::format("b{}", d), qs[d])));
     }
-    ir::IndexPos hk = s.add("hk", Hk), j = s.add("j", grp), l = s.add("l", L);
+    // Without GQA the head is a plain index (a plain subscript is what marks a matmul).
+    ir::IndexPos hk = s.add("hk", Hk);
+    AffineExpr h = ix(hk);
+    if (grp > 1) h = AffineExpr::make({AffineTerm{hk, grp}, AffineTerm{s.add("j", grp), 1}}, 0);
+    ir::IndexPos l = s.add("l", L);
     ir::IndexPos red = s.add(qk ? "e" : "s", inner), col = s.add(qk ? "s" : "ev", last);
-    AffineExpr h = AffineExpr::make({AffineTerm{hk, grp}, AffineTerm{j, 1}}, 0);
-    if (grp == 1) h = AffineExpr::make({AffineTerm{hk, 1}, AffineTerm{j, 1}}, 0);
     std::vector<AffineExpr> sa = batch, sb = batch, so = batch;
     sa.insert(sa.end(), {h, ix(l), ix(red)});
     sb.insert(sb.end(), {ix(hk), qk ? ix(col) : ix(red), qk ? ix(red) : ix(col)});
@@ -2256,6 +2258,17 @@ const Table& table() {
     reg("aten::full.default", fill(std::nullopt, "fill_value"));
     reg("aten::full_like.default", fill(std::nullopt, "fill_value"));
     reg("aten::fill_.Scalar", fill(std::nullopt, "value"));
+    for (std::string_view name : {"aten::fill_.Tensor", "aten::fill.Tensor"})
+      reg(name, [](Context& c) {  // the one value of a 0-d tensor, broadcast
+        TensorId v = c.use_arg("value");
+        if (numel(c.t(v).shape) != 1) throw Unsupported("fill with a tensor of more than one value");
+        if (!c.t(v).shape.empty()) {
+          TensorId s = c.temp("value", {}, c.t(v).dtype);
+          c.move(MoveKind::View, {v}, s);
+          v = s;
+        }
+        c.elementwise({v}, c.def(0), arg(0));
+      });
     reg("aten::scalar_tensor.default", fill(std::nullopt, "s"));
     for (std::string_view name : {"aten::empty.memory_format", "aten::empty_like.default",
                                   "aten::empty_strided.default"})

@@ -5,13 +5,13 @@
 //
 // aten.cc registers its own entries first and the table keeps the first entry of a name,
 // so an op both files know lowers through aten.cc.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "families.h"
 #include "solar/util/errors.h"
@@ -37,7 +37,9 @@ std::int64_t numel(const Shape& s) {
   return n;
 }
 
-Expr sel(Expr c, Expr a, Expr b) { return fn(ExprOp::Select, {std::move(c), std::move(a), std::move(b)}); }
+Expr sel(Expr c, Expr a, Expr b) {
+  return fn(ExprOp::Select, {std::move(c), std::move(a), std::move(b)});
+}
 Expr cmp(ExprOp op, Expr a, Expr b) { return fn(op, {std::move(a), std::move(b)}); }
 Expr divide(Expr a, Expr b) { return fn(ExprOp::Div, {std::move(a), std::move(b)}); }
 
@@ -66,12 +68,15 @@ void bcast(Context& c, std::vector<TensorId> ins, TensorId out, const Shape& ful
   for (TensorId in : ins) {
     const Shape& sh = c.t(in).shape;
     if (sh.size() > full.size())
-      throw Unsupported(fmt::format("operand of rank {} does not broadcast to rank {}", sh.size(), full.size()));
+      throw Unsupported(
+          fmt::format("operand of rank {} does not broadcast to rank {}", sh.size(), full.size()));
     std::vector<AffineExpr> sub;
     for (std::size_t d = 0; d < sh.size(); ++d) {
       std::size_t fd = d + full.size() - sh.size();
-      if (sh[d] == full[fd]) sub.push_back(pos[fd]);
-      else if (sh[d] == 1) sub.push_back(zero());
+      if (sh[d] == full[fd])
+        sub.push_back(pos[fd]);
+      else if (sh[d] == 1)
+        sub.push_back(zero());
       else
         throw Unsupported(fmt::format("operand dimension {} of size {} does not broadcast to {}", d,
                                       sh[d], full[fd]));
@@ -82,12 +87,14 @@ void bcast(Context& c, std::vector<TensorId> ins, TensorId out, const Shape& ful
   std::vector<AffineExpr> osub;
   const bool keep = os.size() == full.size();
   for (std::size_t d = 0; d < full.size(); ++d) {
-    if (!red[d]) osub.push_back(pos[d]);
-    else if (keep) osub.push_back(zero());
+    if (!red[d])
+      osub.push_back(pos[d]);
+    else if (keep)
+      osub.push_back(zero());
   }
   if (osub.size() != os.size()) throw Unsupported("reduction output rank does not match");
-  c.einsum(std::move(ins), out, std::move(s), std::move(subs), std::move(osub), std::move(combine), r,
-           std::move(mask));
+  c.einsum(std::move(ins), out, std::move(s), std::move(subs), std::move(osub), std::move(combine),
+           r, std::move(mask));
 }
 
 std::vector<bool> all_but(std::size_t rank, std::size_t keep_dim) {
@@ -99,7 +106,8 @@ std::vector<bool> all_but(std::size_t rank, std::size_t keep_dim) {
 // A view of `t` with another shape of the same element count (or `t` when it has it).
 TensorId reshaped(Context& c, TensorId t, Shape shape, const char* what) {
   if (c.t(t).shape == shape) return t;
-  if (numel(c.t(t).shape) != numel(shape)) throw Unsupported(fmt::format("{} has an unexpected shape", what));
+  if (numel(c.t(t).shape) != numel(shape))
+    throw Unsupported(fmt::format("{} has an unexpected shape", what));
   TensorId v = c.temp(what, std::move(shape), c.t(t).dtype);
   c.move(MoveKind::View, {t}, v);
   return v;
@@ -130,9 +138,13 @@ bool produced(Context& c, std::int64_t id) {
   const auto& done = c.tensor_map();
   if (static_cast<std::size_t>(id) < done.size() && done[id].valid()) return true;
   switch (c.tt(id).role) {
-    case TraceRole::Input: case TraceRole::Parameter: case TraceRole::Buffer: case TraceRole::Constant:
+    case TraceRole::Input:
+    case TraceRole::Parameter:
+    case TraceRole::Buffer:
+    case TraceRole::Constant:
       return true;
-    case TraceRole::Intermediate: case TraceRole::Output:
+    case TraceRole::Intermediate:
+    case TraceRole::Output:
       return false;
   }
   return false;
@@ -166,7 +178,8 @@ Fn grad_with_temp(const char* x_name, std::function<Expr(Expr)> temp_fn,
 Expr gelu_grad_erf(Expr g, Expr x) {
   // dy * (cdf + x * pdf): cdf = 0.5 (1 + erf(x / sqrt 2)), pdf = exp(-x^2 / 2) / sqrt(2 pi)
   Expr cdf = mul(num(0.5), add(num(1), un(ExprOp::Erf, mul(x, num(M_SQRT1_2)))));
-  Expr pdf = mul(num(0.5 * M_2_SQRTPI * M_SQRT1_2), un(ExprOp::Exp, mul(un(ExprOp::Square, x), num(-0.5))));
+  Expr pdf = mul(num(0.5 * M_2_SQRTPI * M_SQRT1_2),
+                 un(ExprOp::Exp, mul(un(ExprOp::Square, x), num(-0.5))));
   return mul(g, add(cdf, mul(x, pdf)));
 }
 
@@ -179,7 +192,9 @@ void lower_gelu_backward(Context& c) {
   const double b = M_SQRT2 * M_2_SQRTPI * 0.5, k = 0.044715;
   grad_with_temp(
       "self",
-      [=](Expr x) { return un(ExprOp::Tanh, mul(num(b), add(x, mul(num(k), mul(x, un(ExprOp::Square, x)))))); },
+      [=](Expr x) {
+        return un(ExprOp::Tanh, mul(num(b), add(x, mul(num(k), mul(x, un(ExprOp::Square, x))))));
+      },
       [=](Expr g, Expr x, Expr t) {
         Expr left = mul(num(0.5), add(num(1), t));
         Expr right = mul(mul(mul(num(0.5), x), sub(num(1), un(ExprOp::Square, t))),
@@ -200,7 +215,8 @@ Fn softmax_backward(bool log) {
     TensorId g = c.use_arg("grad_output"), y = c.use_arg("output");
     const Shape shape = c.t(y).shape;
     const std::int64_t dim = dim_arg(c, "output", "dim", -1);
-    if (c.t(g).shape != shape) throw Unsupported("softmax gradient of another shape than the output");
+    if (c.t(g).shape != shape)
+      throw Unsupported("softmax gradient of another shape than the output");
     TensorId out = c.def(0);
     if (shape.empty()) throw Unsupported("softmax backward of a scalar");
     Shape keep = shape;
@@ -234,7 +250,8 @@ void softmax_into(Context& c, TensorId in, TensorId out, std::int64_t dim, bool 
   TensorId s = c.temp("sum", keep, dt);
   bcast(c, {e}, s, shape, red, arg(0), Reduce::Sum, mask);
   if (safe)
-    c.elementwise({e, s, m}, out, sel(cmp(ExprOp::Eq, arg(2), num(-kInf)), num(0), divide(arg(0), arg(1))), mask);
+    c.elementwise({e, s, m}, out,
+                  sel(cmp(ExprOp::Eq, arg(2), num(-kInf)), num(0), divide(arg(0), arg(1))), mask);
   else
     c.elementwise({e, s}, out, divide(arg(0), arg(1)), mask);
 }
@@ -276,9 +293,9 @@ void lower_layer_norm_backward(Context& c) {
     TensorId s1 = c.temp("sum_g", keep, dt), s2 = c.temp("sum_gx", keep, dt);
     bcast(c, {gw}, s1, shape, inner, arg(0), Reduce::Sum);
     bcast(c, {gw, xh}, s2, shape, inner, mul(arg(0), arg(1)), Reduce::Sum);
-    c.elementwise({gw, s1, xh, s2, rstd}, c.def(0),
-                  mul(mul(arg(4), num(1 / n)),
-                      sub(sub(mul(num(n), arg(0)), arg(1)), mul(arg(2), arg(3)))));
+    c.elementwise(
+        {gw, s1, xh, s2, rstd}, c.def(0),
+        mul(mul(arg(4), num(1 / n)), sub(sub(mul(num(n), arg(0)), arg(1)), mul(arg(2), arg(3)))));
   }
   if (wants(c, 1)) bcast(c, {g, xh}, c.def(1), shape, outer, mul(arg(0), arg(1)), Reduce::Sum);
   if (wants(c, 2)) bcast(c, {g}, c.def(2), shape, outer, arg(0), Reduce::Sum);
@@ -291,21 +308,25 @@ void lower_layer_norm_backward(Context& c) {
 void lower_batch_norm_backward(Context& c) {
   TensorId g = c.use_arg("grad_out"), x = c.use_arg("input");
   const Shape shape = c.t(x).shape;
-  if (shape.size() < 2 || c.t(g).shape != shape) throw Unsupported("batch norm gradient of a rank < 2 input");
+  if (shape.size() < 2 || c.t(g).shape != shape)
+    throw Unsupported("batch norm gradient of a rank < 2 input");
   const std::int64_t C = shape[1];
   const double m = static_cast<double>(numel(shape) / C);
   const bool train = c.bool_arg("train", true);
   ir::DType dt = c.t(x).dtype;
   TensorId mean, invstd;
   if (train) {
-    if (!c.has("save_mean") || !c.has("save_invstd")) throw Unsupported("training batch norm without saved statistics");
+    if (!c.has("save_mean") || !c.has("save_invstd"))
+      throw Unsupported("training batch norm without saved statistics");
     mean = c.use_arg("save_mean");
     invstd = c.use_arg("save_invstd");
   } else {
-    if (!c.has("running_mean") || !c.has("running_var")) throw Unsupported("eval batch norm without running statistics");
+    if (!c.has("running_mean") || !c.has("running_var"))
+      throw Unsupported("eval batch norm without running statistics");
     mean = c.use_arg("running_mean");
     invstd = c.temp("invstd", {C}, dt);
-    c.elementwise({c.use_arg("running_var")}, invstd, un(ExprOp::Rsqrt, add(arg(0), num(c.num_arg("eps", 1e-5)))));
+    c.elementwise({c.use_arg("running_var")}, invstd,
+                  un(ExprOp::Rsqrt, add(arg(0), num(c.num_arg("eps", 1e-5)))));
   }
   if (c.t(mean).shape != Shape{C} || c.t(invstd).shape != Shape{C})
     throw Unsupported("batch norm statistics are not per-channel vectors");
@@ -341,7 +362,8 @@ void lower_batch_norm_backward(Context& c) {
 void lower_group_norm_backward(Context& c) {
   TensorId g = c.use_arg("grad_out"), x = c.use_arg("input");
   const Shape xs = c.t(x).shape;
-  if (xs.size() < 2 || c.t(g).shape != xs) throw Unsupported("group norm gradient of a rank < 2 input");
+  if (xs.size() < 2 || c.t(g).shape != xs)
+    throw Unsupported("group norm gradient of a rank < 2 input");
   const std::int64_t N = xs[0], C = xs[1], G = c.int_arg("group", 1);
   if (G < 1 || C % G != 0) throw Unsupported("channels are not a multiple of groups");
   const std::int64_t Cg = C / G;
@@ -356,18 +378,25 @@ void lower_group_norm_backward(Context& c) {
     Space s;
     ir::IndexPos n = s.add("n", N), gi = s.add("g", G), ci = s.add("c", Cg);
     std::vector<AffineExpr> sx{ix(n), AffineExpr::make({AffineTerm{gi, Cg}, AffineTerm{ci, 1}}, 0)};
-    for (std::size_t d = 2; d < xs.size(); ++d) sx.push_back(ix(s.add(fmt::format("s{}", d), xs[d])));
+    for (std::size_t d = 2; d < xs.size(); ++d)
+      sx.push_back(ix(s.add(fmt::format("s{}", d), xs[d])));
     std::vector<std::vector<AffineExpr>> subs;
     for (TensorId in : ins) {
       const Shape& sh = c.t(in).shape;
-      if (sh == xs) subs.push_back(sx);
-      else if (sh == Shape{N, G}) subs.push_back({ix(n), ix(gi)});
-      else if (sh == Shape{C}) subs.push_back({sx[1]});
-      else throw Unsupported("group norm operand of an unexpected shape");
+      if (sh == xs)
+        subs.push_back(sx);
+      else if (sh == Shape{N, G})
+        subs.push_back({ix(n), ix(gi)});
+      else if (sh == Shape{C})
+        subs.push_back({sx[1]});
+      else
+        throw Unsupported("group norm operand of an unexpected shape");
     }
-    std::vector<AffineExpr> so = out_kind == 0 ? sx : out_kind == 1 ? std::vector<AffineExpr>{ix(n), ix(gi)}
-                                                                     : std::vector<AffineExpr>{ix(gi), ix(ci)};
-    c.einsum(std::move(ins), out, std::move(s), std::move(subs), std::move(so), std::move(combine), r);
+    std::vector<AffineExpr> so = out_kind == 0   ? sx
+                                 : out_kind == 1 ? std::vector<AffineExpr>{ix(n), ix(gi)}
+                                                 : std::vector<AffineExpr>{ix(gi), ix(ci)};
+    c.einsum(std::move(ins), out, std::move(s), std::move(subs), std::move(so), std::move(combine),
+             r);
   };
   TensorId xh;
   if (wants(c, 0) || wants(c, 1)) {
@@ -391,8 +420,10 @@ void lower_group_norm_backward(Context& c) {
     if (!wants(c, k)) continue;
     TensorId out = c.def(k);
     TensorId gc = c.temp(k == 1 ? "dweight" : "dbias", {G, Cg}, c.t(out).dtype);
-    if (k == 1) emit({g, xh}, gc, 3, mul(arg(0), arg(1)), Reduce::Sum);
-    else emit({g}, gc, 3, arg(0), Reduce::Sum);
+    if (k == 1)
+      emit({g, xh}, gc, 3, mul(arg(0), arg(1)), Reduce::Sum);
+    else
+      emit({g}, gc, 3, arg(0), Reduce::Sum);
     c.move(MoveKind::View, {gc}, out);
   }
 }
@@ -401,7 +432,8 @@ void lower_group_norm_backward(Context& c) {
 
 // convolution_backward. With the forward
 //   y[n, g*Kg+k, p] = sum_{c, r} x[n, g*Cg+c, p*s + r*d - pad] * w[g*Kg+k, c, r]
-// (transposed: y[n, g*Kg+k, o] = sum_{c, r, i : o = i*s + r*d - pad} x[n, g*Cg+c, i] * w[g*Cg+c, k, r]):
+// (transposed: y[n, g*Kg+k, o] = sum_{c, r, i : o = i*s + r*d - pad} x[n, g*Cg+c, i] * w[g*Cg+c, k,
+// r]):
 //   grad_input  = the transposed (resp. direct) convolution of grad_output with the weight,
 //   grad_weight = the correlation of the input with grad_output,
 //   grad_bias   = grad_output summed over batch and space.
@@ -461,7 +493,8 @@ void lower_convolution_backward(Context& c) {
   if (wants(c, 0)) {
     TensorId out = c.def(0);
     Builder b = start(true);
-    std::vector<AffineExpr> sg{ix(b.n), b.grouped(b.k, Kg)}, sw = wsub(b), so{ix(b.n), b.grouped(b.ci, Cg)};
+    std::vector<AffineExpr> sg{ix(b.n), b.grouped(b.k, Kg)}, sw = wsub(b),
+                                                             so{ix(b.n), b.grouped(b.ci, Cg)};
     std::vector<AffineConstraint> mask;
     bool padded = false;
     for (std::size_t d = 0; d < nd; ++d) {
@@ -469,7 +502,8 @@ void lower_convolution_backward(Context& c) {
         // dx[i] = sum_{k, r} dy[i*s + r*d - pad] * w[r]
         ir::IndexPos i = b.s.add(fmt::format("i{}", d), xs[2 + d]);
         ir::IndexPos r = b.s.add(fmt::format("r{}", d), ws[2 + d]);
-        AffineExpr at = AffineExpr::make({AffineTerm{i, stride[d]}, AffineTerm{r, dil[d]}}, -pad[d]);
+        AffineExpr at =
+            AffineExpr::make({AffineTerm{i, stride[d]}, AffineTerm{r, dil[d]}}, -pad[d]);
         within(mask, at, ys[2 + d] - 1);
         sg.push_back(at);
         sw.push_back(ix(r));
@@ -549,7 +583,8 @@ void scatter_to_plane(Context& c, std::size_t nd) {
   TensorId out = c.def(0);
   TensorId s = c.temp("scattered", plane, c.t(out).dtype);
   c.move(MoveKind::Scatter, {z, iv, gv}, s,
-         {{"axis", static_cast<std::int64_t>(lead)}, {"mode", std::string("elements")},
+         {{"axis", static_cast<std::int64_t>(lead)},
+          {"mode", std::string("elements")},
           {"reduce", std::string("sum")}});
   c.move(MoveKind::View, {s}, out);
 }
@@ -560,7 +595,8 @@ Fn avg_pool_backward(std::size_t nd) {
   return [=](Context& c) {
     TensorId gy = c.use_arg("grad_output"), x = c.use_arg("self");
     const Shape xs = c.t(x).shape, ys = c.t(gy).shape;
-    if (xs.size() < nd || ys.size() != xs.size()) throw Unsupported("pooling gradient rank mismatch");
+    if (xs.size() < nd || ys.size() != xs.size())
+      throw Unsupported("pooling gradient rank mismatch");
     auto kernel = per_dim(c, "kernel_size", nd, 1);
     auto stride = c.ints("stride").empty() ? kernel : per_dim(c, "stride", nd, 1);
     auto pad = per_dim(c, "padding", nd, 0);
@@ -586,11 +622,13 @@ Fn avg_pool_backward(std::size_t nd) {
     for (std::size_t d = 0; d < nd; ++d) {
       ir::IndexPos i = s.add(fmt::format("i{}", d), xs[lead + d]);
       ir::IndexPos p = s.add(fmt::format("p{}", d), ys[lead + d]);
-      within(mask, AffineExpr::make({AffineTerm{i, 1}, AffineTerm{p, -stride[d]}}, pad[d]), kernel[d] - 1);
+      within(mask, AffineExpr::make({AffineTerm{i, 1}, AffineTerm{p, -stride[d]}}, pad[d]),
+             kernel[d] - 1);
       sg.push_back(ix(p));
       so.push_back(ix(i));
     }
-    c.einsum({gy}, c.def(0), std::move(s), {sg}, so, mul(arg(0), num(1 / divisor)), Reduce::Sum, mask);
+    c.einsum({gy}, c.def(0), std::move(s), {sg}, so, mul(arg(0), num(1 / divisor)), Reduce::Sum,
+             mask);
   };
 }
 
@@ -600,13 +638,15 @@ Fn adaptive_avg_pool_backward(std::size_t nd) {
   return [=](Context& c) {
     TensorId gy = c.use_arg("grad_output"), x = c.use_arg("self");
     const Shape xs = c.t(x).shape, ys = c.t(gy).shape;
-    if (xs.size() < nd || ys.size() != xs.size()) throw Unsupported("pooling gradient rank mismatch");
+    if (xs.size() < nd || ys.size() != xs.size())
+      throw Unsupported("pooling gradient rank mismatch");
     const std::size_t lead = xs.size() - nd;
     Shape split(xs.begin(), xs.begin() + lead), gshape = split;
     std::int64_t window = 1;
     for (std::size_t d = lead; d < xs.size(); ++d) {
       if (ys[d] < 1 || xs[d] % ys[d] != 0)
-        throw Unsupported(fmt::format("adaptive pooling from {} to {} (uneven windows)", xs[d], ys[d]));
+        throw Unsupported(
+            fmt::format("adaptive pooling from {} to {} (uneven windows)", xs[d], ys[d]));
       split.insert(split.end(), {ys[d], xs[d] / ys[d]});
       gshape.insert(gshape.end(), {ys[d], 1});
       window *= xs[d] / ys[d];
@@ -627,8 +667,10 @@ Fn adaptive_avg_pool_backward(std::size_t nd) {
 void lower_embedding_backward(Context& c) {
   TensorId gy = c.use_arg("grad_output"), idx = c.use_arg("indices");
   const Shape is = c.t(idx).shape, gs = c.t(gy).shape;
-  if (gs.size() != is.size() + 1) throw Unsupported("embedding gradient rank does not match its indices");
-  const std::int64_t W = c.int_arg("num_weights", 0), D = gs.back(), pidx = c.int_arg("padding_idx", -1);
+  if (gs.size() != is.size() + 1)
+    throw Unsupported("embedding gradient rank does not match its indices");
+  const std::int64_t W = c.int_arg("num_weights", 0), D = gs.back(),
+                     pidx = c.int_arg("padding_idx", -1);
   TensorId out = c.def(0);
   ir::DType dt = c.t(out).dtype;
   Shape col = is;
@@ -643,7 +685,9 @@ void lower_embedding_backward(Context& c) {
       c.elementwise({}, ones, num(1));
       TensorId counts = c.temp("counts", {W}, dt);
       c.move(MoveKind::Scatter, {zeros(c, {W}, dt), idx, ones}, counts,
-             {{"axis", std::int64_t{0}}, {"mode", std::string("take")}, {"reduce", std::string("sum")}});
+             {{"axis", std::int64_t{0}},
+              {"mode", std::string("take")},
+              {"reduce", std::string("sum")}});
       TensorId per = c.temp("count_of", is, dt);
       c.move(MoveKind::Gather, {counts, idx}, per, {{"axis", std::int64_t{0}}});
       ins.push_back(reshaped(c, per, col, "count_col"));
@@ -653,15 +697,19 @@ void lower_embedding_backward(Context& c) {
     src = c.temp("rows", gs, dt);
     c.elementwise(ins, src, e);
   }
-  if (c.t(out).shape != Shape{W, D}) throw Unsupported("embedding gradient is not [num_weights, D]");
-  c.move(MoveKind::Scatter, {zeros(c, {W, D}, dt), idx, src}, out,
-         {{"axis", std::int64_t{0}}, {"mode", std::string("take")}, {"reduce", std::string("sum")}});
+  if (c.t(out).shape != Shape{W, D})
+    throw Unsupported("embedding gradient is not [num_weights, D]");
+  c.move(
+      MoveKind::Scatter, {zeros(c, {W, D}, dt), idx, src}, out,
+      {{"axis", std::int64_t{0}}, {"mode", std::string("take")}, {"reduce", std::string("sum")}});
 }
 
 // Reduction enum of aten losses: 0 none, 1 mean, 2 sum. The factor grad_output carries per
 // element: 1/numel for mean.
 double loss_norm(Context& c, TensorId x) {
-  return c.int_arg("reduction", 1) == 1 ? 1 / static_cast<double>(std::max<std::int64_t>(numel(c.t(x).shape), 1)) : 1;
+  return c.int_arg("reduction", 1) == 1
+             ? 1 / static_cast<double>(std::max<std::int64_t>(numel(c.t(x).shape), 1))
+             : 1;
 }
 
 // Pointwise loss gradients: f(grad_output, self, target) * norm, elementwise over self.
@@ -736,7 +784,9 @@ void lower_nll_loss_backward(Context& c) {
   TensorId out = c.def(0);
   TensorId s = c.temp("scattered", xs, dt);
   c.move(MoveKind::Scatter, {zeros(c, xs, dt), isafe, src}, s,
-         {{"axis", std::int64_t{1}}, {"mode", std::string("elements")}, {"reduce", std::string("sum")}});
+         {{"axis", std::int64_t{1}},
+          {"mode", std::string("elements")},
+          {"reduce", std::string("sum")}});
   c.move(MoveKind::View, {s}, out);
 }
 
@@ -751,32 +801,37 @@ void lower_nll_loss_backward(Context& c) {
 // MACs are the live (l, s) pairs only.
 void lower_sdpa_backward(Context& c) {
   const char* gname = c.has("grad_out") ? "grad_out" : "grad_out_";
-  TensorId dO = c.use_arg(gname), q = c.use_arg("query"), k = c.use_arg("key"), v = c.use_arg("value"),
-           o = c.use_arg("out");
+  TensorId dO = c.use_arg(gname), q = c.use_arg("query"), k = c.use_arg("key"),
+           v = c.use_arg("value"), o = c.use_arg("out");
   if (c.num_arg("dropout_p", 0) != 0) throw Unsupported("dropout inside attention (random mask)");
   const Shape qs = c.t(q).shape, ks = c.t(k).shape, vs = c.t(v).shape;
   const std::size_t r = qs.size();
-  if (r < 3 || ks.size() != r || vs.size() != r) throw Unsupported("attention needs [..., H, L, E] operands");
-  const std::int64_t Hq = qs[r - 3], Hk = ks[r - 3], L = qs[r - 2], S = ks[r - 2], E = qs[r - 1], Ev = vs[r - 1];
+  if (r < 3 || ks.size() != r || vs.size() != r)
+    throw Unsupported("attention needs [..., H, L, E] operands");
+  const std::int64_t Hq = qs[r - 3], Hk = ks[r - 3], L = qs[r - 2], S = ks[r - 2], E = qs[r - 1],
+                     Ev = vs[r - 1];
   if (Hk < 1 || Hq % Hk != 0) throw Unsupported("query heads are not a multiple of key heads");
   for (std::size_t d = 0; d + 3 < r; ++d)
     if (ks[d] != qs[d] || vs[d] != qs[d]) throw Unsupported("attention batch dimensions differ");
   const std::int64_t grp = Hq / Hk;
   const bool causal = c.bool_arg("is_causal", false);
-  const double scale = c.has("scale") ? c.num_arg("scale", 1) : 1 / std::sqrt(static_cast<double>(E));
+  const double scale =
+      c.has("scale") ? c.num_arg("scale", 1) : 1 / std::sqrt(static_cast<double>(E));
   ir::DType dt = c.t(q).dtype;
   Shape sshape(qs.begin(), qs.end() - 1);
   sshape.push_back(S);
 
   // Named-index contraction: each operand and the output list index names; "h" is the
   // query head hk*grp + j.
-  std::map<std::string, std::int64_t> extent{{"hk", Hk}, {"j", grp}, {"l", L}, {"s", S}, {"e", E}, {"ev", Ev}};
+  std::map<std::string, std::int64_t> extent{{"hk", Hk}, {"j", grp}, {"l", L},
+                                             {"s", S},   {"e", E},   {"ev", Ev}};
   auto contract = [&](std::vector<TensorId> ins, std::vector<std::vector<std::string>> subs_n,
                       TensorId out, std::vector<std::string> out_n, Expr combine) {
     Space s;
     std::map<std::string, ir::IndexPos> at;
     std::vector<AffineExpr> batch;
-    for (std::size_t d = 0; d + 3 < r; ++d) batch.push_back(ix(s.add(fmt::format("b{}", d), qs[d])));
+    for (std::size_t d = 0; d + 3 < r; ++d)
+      batch.push_back(ix(s.add(fmt::format("b{}", d), qs[d])));
     auto sub_of = [&](const std::vector<std::string>& names) {
       std::vector<AffineExpr> sub = batch;
       for (const std::string& nm : names) {
@@ -795,7 +850,8 @@ void lower_sdpa_backward(Context& c) {
     for (const auto& names : subs_n) subs.push_back(sub_of(names));
     std::vector<AffineExpr> so = sub_of(out_n);
     std::vector<AffineConstraint> mask;
-    if (causal) mask.push_back({AffineExpr::make({AffineTerm{at["l"], 1}, AffineTerm{at["s"], -1}}, 0)});
+    if (causal)
+      mask.push_back({AffineExpr::make({AffineTerm{at["l"], 1}, AffineTerm{at["s"], -1}}, 0)});
     c.einsum(std::move(ins), out, std::move(s), std::move(subs), std::move(so), std::move(combine),
              Reduce::Sum, mask);
   };
@@ -803,18 +859,23 @@ void lower_sdpa_backward(Context& c) {
   std::vector<AffineConstraint> emask;
   if (causal)
     emask.push_back({AffineExpr::make({AffineTerm{static_cast<ir::IndexPos>(r - 2), 1},
-                                       AffineTerm{static_cast<ir::IndexPos>(r - 1), -1}}, 0)});
+                                       AffineTerm{static_cast<ir::IndexPos>(r - 1), -1}},
+                                      0)});
 
   // Scores and probabilities.
   TensorId scores = c.temp("scores", sshape, dt);
-  contract({q, k}, {{"h", "l", "e"}, {"hk", "s", "e"}}, scores, {"h", "l", "s"}, mul(arg(0), arg(1)));
-  const char* mask_arg = c.has("attn_mask") ? "attn_mask" : c.has("attn_bias") ? "attn_bias" : nullptr;
+  contract({q, k}, {{"h", "l", "e"}, {"hk", "s", "e"}}, scores, {"h", "l", "s"},
+           mul(arg(0), arg(1)));
+  const char* mask_arg = c.has("attn_mask")   ? "attn_mask"
+                         : c.has("attn_bias") ? "attn_bias"
+                                              : nullptr;
   std::vector<TensorId> sins{scores};
   Expr logits = mul(arg(0), num(scale));
   if (mask_arg) {
     TensorId m = c.use_arg(mask_arg);
     sins.push_back(m);
-    logits = c.t(m).dtype == ir::DType::Bool ? sel(arg(1), logits, num(-kInf)) : add(logits, arg(1));
+    logits =
+        c.t(m).dtype == ir::DType::Bool ? sel(arg(1), logits, num(-kInf)) : add(logits, arg(1));
   }
   TensorId probs = c.temp("probs", sshape, dt);
   const std::int64_t lse_id = c.trace_id("logsumexp");
@@ -823,7 +884,8 @@ void lower_sdpa_backward(Context& c) {
     Shape lshape(qs.begin(), qs.end() - 1);
     lshape.push_back(1);
     sins.push_back(reshaped(c, c.use(lse_id), lshape, "lse"));
-    c.elementwise(sins, probs, un(ExprOp::Exp, sub(logits, arg(static_cast<int>(sins.size() - 1)))), emask);
+    c.elementwise(sins, probs, un(ExprOp::Exp, sub(logits, arg(static_cast<int>(sins.size() - 1)))),
+                  emask);
   } else {
     // the forward's lowering left logsumexp unproduced: recompute the softmax
     TensorId sc = c.temp("logits", sshape, dt);
@@ -832,10 +894,12 @@ void lower_sdpa_backward(Context& c) {
   }
   // dV = Pᵀ dO (summed over the query heads of a group)
   if (wants(c, 2))
-    contract({probs, dO}, {{"h", "l", "s"}, {"h", "l", "ev"}}, c.def(2), {"hk", "s", "ev"}, mul(arg(0), arg(1)));
+    contract({probs, dO}, {{"h", "l", "s"}, {"h", "l", "ev"}}, c.def(2), {"hk", "s", "ev"},
+             mul(arg(0), arg(1)));
   if (!wants(c, 0) && !wants(c, 1) && !wants(c, 3)) return;
   TensorId dP = c.temp("dprobs", sshape, dt);
-  contract({dO, v}, {{"h", "l", "ev"}, {"hk", "s", "ev"}}, dP, {"h", "l", "s"}, mul(arg(0), arg(1)));
+  contract({dO, v}, {{"h", "l", "ev"}, {"hk", "s", "ev"}}, dP, {"h", "l", "s"},
+           mul(arg(0), arg(1)));
   Shape dshape(qs.begin(), qs.end() - 1);
   dshape.push_back(1);
   TensorId D = c.temp("rowdot", dshape, dt);
@@ -847,9 +911,11 @@ void lower_sdpa_backward(Context& c) {
   TensorId dS = c.temp("dscores", sshape, dt);
   c.elementwise({probs, dP, D}, dS, mul(num(scale), mul(arg(0), sub(arg(1), arg(2)))), emask);
   if (wants(c, 0))
-    contract({dS, k}, {{"h", "l", "s"}, {"hk", "s", "e"}}, c.def(0), {"h", "l", "e"}, mul(arg(0), arg(1)));
+    contract({dS, k}, {{"h", "l", "s"}, {"hk", "s", "e"}}, c.def(0), {"h", "l", "e"},
+             mul(arg(0), arg(1)));
   if (wants(c, 1))
-    contract({dS, q}, {{"h", "l", "s"}, {"h", "l", "e"}}, c.def(1), {"hk", "s", "e"}, mul(arg(0), arg(1)));
+    contract({dS, q}, {{"h", "l", "s"}, {"h", "l", "e"}}, c.def(1), {"hk", "s", "e"},
+             mul(arg(0), arg(1)));
   if (wants(c, 3)) {
     TensorId out = c.def(3);
     if (c.t(out).shape != sshape) throw Unsupported("a broadcast attention-bias gradient");
@@ -963,7 +1029,9 @@ void lower_bce_with_logits(Context& c) {
   std::vector<TensorId> in;
   TensorId xt = c.use_arg("self");
   Expr x = operand(c, "self", in), y = operand(c, "target", in);
-  Expr logsig = sub(fn(ExprOp::Min, {x, num(0)}), un(ExprOp::Log, add(num(1), un(ExprOp::Exp, un(ExprOp::Neg, un(ExprOp::Abs, x))))));
+  Expr logsig =
+      sub(fn(ExprOp::Min, {x, num(0)}),
+          un(ExprOp::Log, add(num(1), un(ExprOp::Exp, un(ExprOp::Neg, un(ExprOp::Abs, x))))));
   Expr lw = num(1);
   if (c.has("pos_weight")) lw = add(mul(sub(operand(c, "pos_weight", in), num(1)), y), num(1));
   Expr e = sub(mul(sub(num(1), y), x), mul(lw, logsig));
@@ -976,7 +1044,9 @@ void lower_bce_with_logits(Context& c) {
   c.elementwise(in, per, e);
   TensorId s = mode == 2 ? out : c.temp("sum", c.t(out).shape, c.t(out).dtype);
   bcast(c, {per}, s, xs, std::vector<bool>(xs.size(), true), arg(0), Reduce::Sum);
-  if (mode == 1) c.elementwise({s}, out, mul(arg(0), num(1 / static_cast<double>(std::max<std::int64_t>(numel(xs), 1)))));
+  if (mode == 1)
+    c.elementwise({s}, out,
+                  mul(arg(0), num(1 / static_cast<double>(std::max<std::int64_t>(numel(xs), 1)))));
 }
 
 // glu: a * sigmoid(b) with (a, b) the halves of `dim`; its gradient is the concatenation
@@ -996,7 +1066,8 @@ Halves glu_halves(Context& c, TensorId x) {
     std::vector<std::int64_t> starts(xs.size(), 0), ends = xs, steps(xs.size(), 1);
     starts[dim] = k * half[dim];
     ends[dim] = (k + 1) * half[dim];
-    c.move(MoveKind::Slice, {x}, k == 0 ? h.a : h.b, {{"starts", starts}, {"ends", ends}, {"steps", steps}});
+    c.move(MoveKind::Slice, {x}, k == 0 ? h.a : h.b,
+           {{"starts", starts}, {"ends", ends}, {"steps", steps}});
   }
   return h;
 }
@@ -1011,7 +1082,8 @@ void lower_glu_backward(Context& c) {
   Halves h = glu_halves(c, c.use_arg("self"));
   const Shape half = c.t(h.a).shape;
   ir::DType dt = c.t(g).dtype;
-  TensorId sb = c.temp("sigmoid_b", half, dt), ga = c.temp("grad_a", half, dt), gb = c.temp("grad_b", half, dt);
+  TensorId sb = c.temp("sigmoid_b", half, dt), ga = c.temp("grad_a", half, dt),
+           gb = c.temp("grad_b", half, dt);
   c.elementwise({h.b}, sb, un(ExprOp::Sigmoid, arg(0)));
   c.elementwise({g, sb}, ga, mul(arg(0), arg(1)));
   c.elementwise({g, h.a, sb}, gb, mul(mul(mul(arg(0), arg(1)), arg(2)), sub(num(1), arg(2))));
@@ -1022,8 +1094,8 @@ void lower_glu_backward(Context& c) {
 // is then exact in its float arithmetic): out viewed as [.., in, k, ..] is x broadcast over
 // the k dims; the gradient sums grad_output over them. Other factors: unanalyzed.
 struct Upsample {
-  Shape split;   // [lead.., in0, k0, in1, k1, ..]
-  Shape narrow;  // [lead.., in0, 1, in1, 1, ..]
+  Shape split;           // [lead.., in0, k0, in1, k1, ..]
+  Shape narrow;          // [lead.., in0, 1, in1, 1, ..]
   std::vector<bool> ks;  // the k dims of split
 };
 Upsample nearest_split(Context& c, const Shape& in, const Shape& out, std::size_t nd,
@@ -1034,16 +1106,20 @@ Upsample nearest_split(Context& c, const Shape& in, const Shape& out, std::size_
   u.split.assign(in.begin(), in.begin() + lead);
   u.narrow = u.split;
   u.ks.assign(lead, false);
-  std::vector<double> given = c.has("scale_factors") ? std::vector<double>() : std::vector<double>(nd, 0);
+  std::vector<double> given =
+      c.has("scale_factors") ? std::vector<double>() : std::vector<double>(nd, 0);
   if (c.has("scale_factors"))
     for (const auto& v : c.a("scale_factors")) given.push_back(number_value(v).value_or(0));
   else
-    for (std::size_t d = 0; d < nd && d < scale_args.size(); ++d) given[d] = c.num_arg(scale_args[d], 0);
+    for (std::size_t d = 0; d < nd && d < scale_args.size(); ++d)
+      given[d] = c.num_arg(scale_args[d], 0);
   for (std::size_t d = 0; d < nd; ++d) {
     const std::int64_t i = in[lead + d], o = out[lead + d];
     const std::int64_t k = i > 0 && o % i == 0 ? o / i : 0;
-    if (k < 1 || (k & (k - 1)) != 0 || (d < given.size() && given[d] != 0 && given[d] != static_cast<double>(k)))
-      throw Unsupported(fmt::format("nearest upsampling from {} to {} (not a power-of-two factor)", i, o));
+    if (k < 1 || (k & (k - 1)) != 0 ||
+        (d < given.size() && given[d] != 0 && given[d] != static_cast<double>(k)))
+      throw Unsupported(
+          fmt::format("nearest upsampling from {} to {} (not a power-of-two factor)", i, o));
     u.split.insert(u.split.end(), {i, k});
     u.narrow.insert(u.narrow.end(), {i, 1});
     u.ks.insert(u.ks.end(), {false, true});
@@ -1089,15 +1165,18 @@ void lower_col2im(Context& c) {
   const bool batched = cs.size() == 3;
   if (!batched && cs.size() != 2) throw Unsupported("col2im of other than [N, C*kh*kw, L] columns");
   auto size = per_dim(c, "output_size", 2, 1), kernel = per_dim(c, "kernel_size", 2, 1),
-       dil = per_dim(c, "dilation", 2, 1), pad = per_dim(c, "padding", 2, 0), stride = per_dim(c, "stride", 2, 1);
+       dil = per_dim(c, "dilation", 2, 1), pad = per_dim(c, "padding", 2, 0),
+       stride = per_dim(c, "stride", 2, 1);
   const std::int64_t N = batched ? cs[0] : 1, CK = cs[cs.size() - 2], L = cs.back();
   const std::int64_t K = kernel[0] * kernel[1];
   Shape blocks(2);
   for (std::size_t d = 0; d < 2; ++d) {
-    if (stride[d] < 1 || dil[d] < 1) throw Unsupported("col2im with a non-positive stride or dilation");
+    if (stride[d] < 1 || dil[d] < 1)
+      throw Unsupported("col2im with a non-positive stride or dilation");
     blocks[d] = (size[d] + 2 * pad[d] - dil[d] * (kernel[d] - 1) - 1) / stride[d] + 1;
   }
-  if (K < 1 || CK % K != 0 || blocks[0] * blocks[1] != L) throw Unsupported("col2im sizes do not match its columns");
+  if (K < 1 || CK % K != 0 || blocks[0] * blocks[1] != L)
+    throw Unsupported("col2im sizes do not match its columns");
   const std::int64_t C = CK / K;
   TensorId cv = reshaped(c, cols, {N, C, kernel[0], kernel[1], blocks[0], blocks[1]}, "columns");
   const Shape ishape{N, C, size[0], size[1]};
@@ -1120,7 +1199,10 @@ void lower_col2im(Context& c) {
       padded = true;
     } else {
       ir::IndexPos b = s.add(fmt::format("b{}", d), blocks[d]);
-      within(mask, AffineExpr::make({AffineTerm{y, 1}, AffineTerm{k, -dil[d]}, AffineTerm{b, -stride[d]}}, pad[d]), 0);
+      within(mask,
+             AffineExpr::make({AffineTerm{y, 1}, AffineTerm{k, -dil[d]}, AffineTerm{b, -stride[d]}},
+                              pad[d]),
+             0);
       sub_blocks.push_back(ix(b));
     }
   }
@@ -1141,7 +1223,9 @@ enum class EdgePad { Reflect, Replicate };
 // along `dim`, where `sub(i, extra)` gives the position; `mask` over i (and extra).
 void along(Context& c, TensorId in, TensorId out, std::size_t dim,
            const std::function<AffineExpr(ir::IndexPos i, std::optional<ir::IndexPos> extra)>& sub,
-           std::int64_t extra_extent, const std::function<std::vector<AffineConstraint>(ir::IndexPos, std::optional<ir::IndexPos>)>& mask,
+           std::int64_t extra_extent,
+           const std::function<std::vector<AffineConstraint>(ir::IndexPos,
+                                                             std::optional<ir::IndexPos>)>& mask,
            Reduce r, std::optional<double> pad) {
   const Shape os = c.t(out).shape;
   Space s;
@@ -1178,19 +1262,25 @@ Fn edge_pad(std::size_t nd, EdgePad mode) {
       const std::size_t dim = rank - 1 - k;
       const std::int64_t L = pads[2 * k], R = pads[2 * k + 1], I = c.t(cur).shape[dim];
       if (L == 0 && R == 0) continue;
-      if (reflect && (L >= I || R >= I)) throw Unsupported("reflection padding as wide as the input");
+      if (reflect && (L >= I || R >= I))
+        throw Unsupported("reflection padding as wide as the input");
       std::vector<TensorId> parts;
       auto part = [&](std::int64_t n, bool left) {
         Shape sh = c.t(cur).shape;
         sh[dim] = n;
         TensorId t = c.temp(left ? "left" : "right", sh, c.t(cur).dtype);
-        along(c, cur, t, dim,
-              [&](ir::IndexPos i, std::optional<ir::IndexPos>) {
-                if (!reflect) return AffineExpr::constant(left ? 0 : I - 1);
-                return left ? AffineExpr::make({AffineTerm{i, -1}}, L) : AffineExpr::make({AffineTerm{i, -1}}, I - 2);
-              },
-              0, [](ir::IndexPos, std::optional<ir::IndexPos>) { return std::vector<AffineConstraint>{}; },
-              Reduce::None, std::nullopt);
+        along(
+            c, cur, t, dim,
+            [&](ir::IndexPos i, std::optional<ir::IndexPos>) {
+              if (!reflect) return AffineExpr::constant(left ? 0 : I - 1);
+              return left ? AffineExpr::make({AffineTerm{i, -1}}, L)
+                          : AffineExpr::make({AffineTerm{i, -1}}, I - 2);
+            },
+            0,
+            [](ir::IndexPos, std::optional<ir::IndexPos>) {
+              return std::vector<AffineConstraint>{};
+            },
+            Reduce::None, std::nullopt);
         parts.push_back(t);
       };
       if (L > 0) part(L, true);
@@ -1199,7 +1289,8 @@ Fn edge_pad(std::size_t nd, EdgePad mode) {
       Shape sh = c.t(cur).shape;
       sh[dim] = L + I + R;
       bool last = true;
-      for (std::size_t j = k + 1; j < nd; ++j) last = last && pads[2 * j] == 0 && pads[2 * j + 1] == 0;
+      for (std::size_t j = k + 1; j < nd; ++j)
+        last = last && pads[2 * j] == 0 && pads[2 * j + 1] == 0;
       TensorId next = last ? out : c.temp("padded", sh, c.t(cur).dtype);
       c.move(MoveKind::Concat, parts, next, {{"axis", static_cast<std::int64_t>(dim)}});
       cur = next;
@@ -1222,7 +1313,8 @@ Fn edge_pad_backward(std::size_t nd, EdgePad mode) {
       const std::size_t dim = rank - 1 - k;
       const std::int64_t L = pads[2 * k], R = pads[2 * k + 1], I = xs[dim];
       if (L == 0 && R == 0) continue;
-      if (c.t(cur).shape[dim] != L + I + R) throw Unsupported("padding gradient of an unexpected size");
+      if (c.t(cur).shape[dim] != L + I + R)
+        throw Unsupported("padding gradient of an unexpected size");
       auto slice = [&](std::int64_t from, std::int64_t n, const char* what) {
         Shape sh = c.t(cur).shape;
         std::vector<std::int64_t> starts(rank, 0), ends = sh, steps(rank, 1);
@@ -1241,33 +1333,39 @@ Fn edge_pad_backward(std::size_t nd, EdgePad mode) {
         TensorId t = c.temp(left ? "from_left" : "from_right", sh, dt);
         if (reflect) {
           // left: i in [1, L] reads g[L - i]; right: i in [I-1-R, I-2] reads g[I - 2 - i]
-          const std::int64_t lo = left ? 1 : I - 1 - R, hi = left ? L : I - 2, off = left ? L : I - 2;
-          along(c, g, t, dim,
-                [&](ir::IndexPos i, std::optional<ir::IndexPos>) { return AffineExpr::make({AffineTerm{i, -1}}, off); },
-                0,
-                [&](ir::IndexPos i, std::optional<ir::IndexPos>) {
-                  std::vector<AffineConstraint> m;
-                  within(m, AffineExpr::make({AffineTerm{i, 1}}, -lo), hi - lo);
-                  return m;
-                },
-                Reduce::None, 0.0);
+          const std::int64_t lo = left ? 1 : I - 1 - R, hi = left ? L : I - 2,
+                             off = left ? L : I - 2;
+          along(
+              c, g, t, dim,
+              [&](ir::IndexPos i, std::optional<ir::IndexPos>) {
+                return AffineExpr::make({AffineTerm{i, -1}}, off);
+              },
+              0,
+              [&](ir::IndexPos i, std::optional<ir::IndexPos>) {
+                std::vector<AffineConstraint> m;
+                within(m, AffineExpr::make({AffineTerm{i, 1}}, -lo), hi - lo);
+                return m;
+              },
+              Reduce::None, 0.0);
         } else {
           // the whole edge adds into position 0 (left) or I - 1 (right)
           const std::int64_t at = left ? 0 : I - 1;
-          along(c, g, t, dim, [&](ir::IndexPos, std::optional<ir::IndexPos> e) { return ix(*e); }, n,
-                [&](ir::IndexPos i, std::optional<ir::IndexPos>) {
-                  std::vector<AffineConstraint> m;
-                  within(m, AffineExpr::make({AffineTerm{i, 1}}, -at), 0);
-                  return m;
-                },
-                Reduce::Sum, std::nullopt);
+          along(
+              c, g, t, dim, [&](ir::IndexPos, std::optional<ir::IndexPos> e) { return ix(*e); }, n,
+              [&](ir::IndexPos i, std::optional<ir::IndexPos>) {
+                std::vector<AffineConstraint> m;
+                within(m, AffineExpr::make({AffineTerm{i, 1}}, -at), 0);
+                return m;
+              },
+              Reduce::Sum, std::nullopt);
         }
         terms.push_back(t);
       };
       if (L > 0) edge(L, true);
       if (R > 0) edge(R, false);
       bool last = true;
-      for (std::size_t j = k + 1; j < nd; ++j) last = last && pads[2 * j] == 0 && pads[2 * j + 1] == 0;
+      for (std::size_t j = k + 1; j < nd; ++j)
+        last = last && pads[2 * j] == 0 && pads[2 * j + 1] == 0;
       TensorId next = last ? out : c.temp("grad", sh, dt);
       Expr sum = arg(0);
       for (std::size_t t = 1; t < terms.size(); ++t) sum = add(sum, arg(static_cast<int>(t)));
@@ -1280,7 +1378,9 @@ Fn edge_pad_backward(std::size_t nd, EdgePad mode) {
 
 // A factory op that writes a constant.
 Fn fill_with(std::optional<double> value, const char* value_arg = nullptr) {
-  return [=](Context& c) { c.elementwise({}, c.def(0), num(value ? *value : c.num_arg(value_arg, 0))); };
+  return [=](Context& c) {
+    c.elementwise({}, c.def(0), num(value ? *value : c.num_arg(value_arg, 0)));
+  };
 }
 
 // ---------------------------------------------------------------- optimizer updates
@@ -1322,15 +1422,20 @@ void register_training_ops(const Register& reg) {
         return sel(cmp(ExprOp::Le, x, num(c.num_arg("threshold", 0))), num(0), g);
       }));
   reg("aten::gelu_backward.default", lower_gelu_backward);
-  reg("aten::silu_backward.default",
-      grad_with_temp("self", [](Expr x) { return un(ExprOp::Sigmoid, x); },
-                     [](Expr g, Expr x, Expr s) { return mul(mul(g, s), add(num(1), mul(x, sub(num(1), s)))); }));
+  reg("aten::silu_backward.default", grad_with_temp(
+                                         "self", [](Expr x) { return un(ExprOp::Sigmoid, x); },
+                                         [](Expr g, Expr x, Expr s) {
+                                           return mul(mul(g, s),
+                                                      add(num(1), mul(x, sub(num(1), s))));
+                                         }));
   reg("aten::mish_backward.default",
-      grad_with_temp("self",
-                     [](Expr x) { return un(ExprOp::Tanh, un(ExprOp::Log, add(num(1), un(ExprOp::Exp, x)))); },
-                     [](Expr g, Expr x, Expr t) {
-                       return mul(g, add(t, mul(mul(x, un(ExprOp::Sigmoid, x)), sub(num(1), un(ExprOp::Square, t)))));
-                     }));
+      grad_with_temp(
+          "self",
+          [](Expr x) { return un(ExprOp::Tanh, un(ExprOp::Log, add(num(1), un(ExprOp::Exp, x)))); },
+          [](Expr g, Expr x, Expr t) {
+            return mul(
+                g, add(t, mul(mul(x, un(ExprOp::Sigmoid, x)), sub(num(1), un(ExprOp::Square, t)))));
+          }));
   reg("aten::sigmoid_backward.default", grad_pointwise("output", [](Context&, Expr g, Expr y) {
         return mul(mul(g, sub(num(1), y)), y);
       }));
@@ -1338,32 +1443,37 @@ void register_training_ops(const Register& reg) {
         return mul(g, sub(num(1), un(ExprOp::Square, y)));
       }));
   reg("aten::hardtanh_backward.default", grad_pointwise("self", [](Context& c, Expr g, Expr x) {
-        Expr out = add(cmp(ExprOp::Le, x, num(c.num_arg("min_val", -1))), cmp(ExprOp::Ge, x, num(c.num_arg("max_val", 1))));
+        Expr out = add(cmp(ExprOp::Le, x, num(c.num_arg("min_val", -1))),
+                       cmp(ExprOp::Ge, x, num(c.num_arg("max_val", 1))));
         return sel(out, num(0), g);
       }));
   reg("aten::leaky_relu_backward.default", grad_pointwise("self", [](Context& c, Expr g, Expr x) {
         return sel(cmp(ExprOp::Gt, x, num(0)), g, mul(g, num(c.num_arg("negative_slope", 0.01))));
       }));
-  reg("aten::elu_backward.default", grad_pointwise("self_or_result", [](Context& c, Expr g, Expr x) {
+  reg("aten::elu_backward.default",
+      grad_pointwise("self_or_result", [](Context& c, Expr g, Expr x) {
         const double alpha = c.num_arg("alpha", 1), scale = c.num_arg("scale", 1),
                      in_scale = c.num_arg("input_scale", 1);
         Expr neg = c.bool_arg("is_result", false)
                        ? mul(mul(g, num(in_scale)), add(x, num(alpha * scale)))
-                       : mul(mul(g, num(in_scale * alpha * scale)), un(ExprOp::Exp, mul(x, num(in_scale))));
+                       : mul(mul(g, num(in_scale * alpha * scale)),
+                             un(ExprOp::Exp, mul(x, num(in_scale))));
         return sel(cmp(ExprOp::Le, x, num(0)), neg, mul(g, num(scale)));
       }));
   reg("aten::softplus_backward.default", grad_pointwise("self", [](Context& c, Expr g, Expr x) {
         // z / (z + 1) with z = exp(beta x) is sigmoid(beta x)
         const double beta = c.num_arg("beta", 1);
         Expr bx = scaled(beta, x);
-        return sel(cmp(ExprOp::Gt, bx, num(c.num_arg("threshold", 20))), g, mul(g, un(ExprOp::Sigmoid, bx)));
+        return sel(cmp(ExprOp::Gt, bx, num(c.num_arg("threshold", 20))), g,
+                   mul(g, un(ExprOp::Sigmoid, bx)));
       }));
   reg("aten::hardswish_backward.default", grad_pointwise("self", [](Context&, Expr g, Expr x) {
         return sel(cmp(ExprOp::Lt, x, num(-3)), num(0),
                    sel(cmp(ExprOp::Le, x, num(3)), mul(g, add(mul(x, num(1.0 / 3)), num(0.5))), g));
       }));
   reg("aten::hardsigmoid_backward.default", grad_pointwise("self", [](Context&, Expr g, Expr x) {
-        return sel(mul(cmp(ExprOp::Gt, x, num(-3)), cmp(ExprOp::Lt, x, num(3))), mul(g, num(1.0 / 6)), num(0));
+        return sel(mul(cmp(ExprOp::Gt, x, num(-3)), cmp(ExprOp::Lt, x, num(3))),
+                   mul(g, num(1.0 / 6)), num(0));
       }));
   reg("aten::native_dropout_backward.default", [](Context& c) {
     std::vector<TensorId> in;
@@ -1389,31 +1499,38 @@ void register_training_ops(const Register& reg) {
   reg("aten::embedding_dense_backward.default", lower_embedding_backward);
   reg("aten::nll_loss_backward.default", lower_nll_loss_backward);
   reg("aten::nll_loss2d_backward.default", lower_nll_loss_backward);
-  reg("aten::mse_loss_backward.default", pointwise_loss_backward([](Context&, Expr g, Expr x, Expr y) {
-        return mul(mul(num(2), sub(x, y)), g);
-      }));
-  reg("aten::smooth_l1_loss_backward.default", pointwise_loss_backward([](Context& c, Expr g, Expr x, Expr y) {
+  reg("aten::mse_loss_backward.default",
+      pointwise_loss_backward(
+          [](Context&, Expr g, Expr x, Expr y) { return mul(mul(num(2), sub(x, y)), g); }));
+  reg("aten::smooth_l1_loss_backward.default",
+      pointwise_loss_backward([](Context& c, Expr g, Expr x, Expr y) {
         const double beta = c.num_arg("beta", 1);
         Expr d = sub(x, y);
-        if (beta == 0) return mul(sel(cmp(ExprOp::Gt, d, num(0)), num(1), sel(cmp(ExprOp::Lt, d, num(0)), num(-1), num(0))), g);
+        if (beta == 0)
+          return mul(sel(cmp(ExprOp::Gt, d, num(0)), num(1),
+                         sel(cmp(ExprOp::Lt, d, num(0)), num(-1), num(0))),
+                     g);
         return sel(cmp(ExprOp::Lt, d, num(-beta)), un(ExprOp::Neg, g),
                    sel(cmp(ExprOp::Gt, d, num(beta)), g, mul(mul(d, g), num(1 / beta))));
       }));
-  reg("aten::huber_loss_backward.default", pointwise_loss_backward([](Context& c, Expr g, Expr x, Expr y) {
+  reg("aten::huber_loss_backward.default",
+      pointwise_loss_backward([](Context& c, Expr g, Expr x, Expr y) {
         const double delta = c.num_arg("delta", 1);
         Expr d = sub(x, y);
         return sel(cmp(ExprOp::Le, d, num(-delta)), mul(g, num(-delta)),
                    sel(cmp(ExprOp::Ge, d, num(delta)), mul(g, num(delta)), mul(d, g)));
       }));
-  reg("aten::binary_cross_entropy_backward.default", pointwise_loss_backward([](Context&, Expr g, Expr x, Expr y) {
+  reg("aten::binary_cross_entropy_backward.default",
+      pointwise_loss_backward([](Context&, Expr g, Expr x, Expr y) {
         // (x - y) / max((1 - x) x, 1e-12) * g, as torch
         return mul(divide(sub(x, y), fn(ExprOp::Max, {mul(sub(num(1), x), x), num(1e-12)})), g);
       }));
   // Attention.
-  for (std::string_view name : {"aten::_scaled_dot_product_flash_attention_for_cpu_backward.default",
-                                "aten::_scaled_dot_product_flash_attention_backward.default",
-                                "aten::_scaled_dot_product_efficient_attention_backward.default",
-                                "aten::_scaled_dot_product_cudnn_attention_backward.default"})
+  for (std::string_view name :
+       {"aten::_scaled_dot_product_flash_attention_for_cpu_backward.default",
+        "aten::_scaled_dot_product_flash_attention_backward.default",
+        "aten::_scaled_dot_product_efficient_attention_backward.default",
+        "aten::_scaled_dot_product_cudnn_attention_backward.default"})
     reg(name, lower_sdpa_backward);
   // View and indexing gradients, and forward ops that training captures bring.
   reg("aten::slice_backward.default", lower_slice_backward);
@@ -1431,7 +1548,9 @@ void register_training_ops(const Register& reg) {
       std::vector<TensorId> in;
       Expr x = operand(c, "self", in);
       // x * 0 keeps a NaN a NaN, as torch
-      c.elementwise(in, c.def(0), sel(cmp(ExprOp::Gt, x, num(0)), num(1), sel(cmp(ExprOp::Lt, x, num(0)), num(-1), mul(x, num(0)))));
+      c.elementwise(in, c.def(0),
+                    sel(cmp(ExprOp::Gt, x, num(0)), num(1),
+                        sel(cmp(ExprOp::Lt, x, num(0)), num(-1), mul(x, num(0)))));
     });
   reg("aten::binary_cross_entropy_with_logits.default", lower_bce_with_logits);
   // Activations whose forward and backward are both their own aten ops.
@@ -1439,8 +1558,10 @@ void register_training_ops(const Register& reg) {
     // min(x, 0) - log(1 + exp(-|x|)); the CPU buffer output is unused by the backward
     std::vector<TensorId> in;
     Expr x = operand(c, "self", in);
-    c.elementwise(in, c.def(0), sub(fn(ExprOp::Min, {x, num(0)}),
-                                    un(ExprOp::Log, add(num(1), un(ExprOp::Exp, un(ExprOp::Neg, un(ExprOp::Abs, x)))))));
+    c.elementwise(
+        in, c.def(0),
+        sub(fn(ExprOp::Min, {x, num(0)}),
+            un(ExprOp::Log, add(num(1), un(ExprOp::Exp, un(ExprOp::Neg, un(ExprOp::Abs, x)))))));
   });
   reg("aten::log_sigmoid_backward.default", grad_pointwise("self", [](Context&, Expr g, Expr x) {
         // g (neg - sign sigmoid(-|x|)), neg = [x < 0], sign = neg ? 1 : -1, as torch's CPU kernel
@@ -1458,14 +1579,18 @@ void register_training_ops(const Register& reg) {
   reg("aten::_prelu_kernel_backward.default", [](Context& c) {
     // per element: dx = x > 0 ? g : w g, dw = x > 0 ? 0 : x g (autograd sums dw afterwards)
     std::vector<TensorId> in;
-    Expr g = operand(c, "grad_output", in), x = operand(c, "self", in), w = operand(c, "weight", in);
+    Expr g = operand(c, "grad_output", in), x = operand(c, "self", in),
+         w = operand(c, "weight", in);
     if (wants(c, 0)) c.elementwise(in, c.def(0), sel(cmp(ExprOp::Gt, x, num(0)), g, mul(w, g)));
     if (wants(c, 1)) {
       std::vector<TensorId> in2{in[0], in[1]};
-      c.elementwise(in2, c.def(1), sel(cmp(ExprOp::Gt, arg(1), num(0)), num(0), mul(arg(1), arg(0))));
+      c.elementwise(in2, c.def(1),
+                    sel(cmp(ExprOp::Gt, arg(1), num(0)), num(0), mul(arg(1), arg(0))));
     }
   });
-  auto inside = [](Expr x, double l) { return mul(cmp(ExprOp::Ge, x, num(-l)), cmp(ExprOp::Le, x, num(l))); };
+  auto inside = [](Expr x, double l) {
+    return mul(cmp(ExprOp::Ge, x, num(-l)), cmp(ExprOp::Le, x, num(l)));
+  };
   reg("aten::hardshrink.default", [=](Context& c) {
     std::vector<TensorId> in;
     Expr x = operand(c, "self", in);
@@ -1475,8 +1600,9 @@ void register_training_ops(const Register& reg) {
     std::vector<TensorId> in;
     Expr x = operand(c, "self", in);
     const double l = c.num_arg("lambd", 0.5);
-    c.elementwise(in, c.def(0), sel(cmp(ExprOp::Gt, x, num(l)), sub(x, num(l)),
-                                    sel(cmp(ExprOp::Lt, x, num(-l)), add(x, num(l)), num(0))));
+    c.elementwise(in, c.def(0),
+                  sel(cmp(ExprOp::Gt, x, num(l)), sub(x, num(l)),
+                      sel(cmp(ExprOp::Lt, x, num(-l)), add(x, num(l)), num(0))));
   });
   reg("aten::hardshrink_backward.default", [=](Context& c) {
     std::vector<TensorId> in;
@@ -1491,8 +1617,9 @@ void register_training_ops(const Register& reg) {
     std::vector<TensorId> in;
     Expr x = operand(c, "self", in);
     const double alpha = c.num_arg("alpha", 1);
-    c.elementwise(in, c.def(0), sel(cmp(ExprOp::Gt, x, num(0)), x,
-                                    mul(num(alpha), sub(un(ExprOp::Exp, mul(x, num(1 / alpha))), num(1)))));
+    c.elementwise(in, c.def(0),
+                  sel(cmp(ExprOp::Gt, x, num(0)), x,
+                      mul(num(alpha), sub(un(ExprOp::Exp, mul(x, num(1 / alpha))), num(1)))));
   });
   reg("aten::logit.default", [](Context& c) {
     std::vector<TensorId> in;
@@ -1509,9 +1636,12 @@ void register_training_ops(const Register& reg) {
         const double eps = c.num_arg("eps", 0);
         return sel(add(cmp(ExprOp::Lt, x, num(eps)), cmp(ExprOp::Gt, x, num(1 - eps))), num(0), d);
       }));
-  for (auto [name, op, bound] : std::initializer_list<std::tuple<std::string_view, ExprOp, const char*>>{
-           {"aten::clamp_min.Tensor", ExprOp::Max, "min"}, {"aten::clamp_min_.Tensor", ExprOp::Max, "min"},
-           {"aten::clamp_max.Tensor", ExprOp::Min, "max"}, {"aten::clamp_max_.Tensor", ExprOp::Min, "max"}})
+  for (auto [name, op, bound] :
+       std::initializer_list<std::tuple<std::string_view, ExprOp, const char*>>{
+           {"aten::clamp_min.Tensor", ExprOp::Max, "min"},
+           {"aten::clamp_min_.Tensor", ExprOp::Max, "min"},
+           {"aten::clamp_max.Tensor", ExprOp::Min, "max"},
+           {"aten::clamp_max_.Tensor", ExprOp::Min, "max"}})
     reg(name, [op, bound](Context& c) {
       std::vector<TensorId> in;
       Expr x = operand(c, "self", in);
@@ -1536,13 +1666,16 @@ void register_training_ops(const Register& reg) {
   // Nearest upsampling (integer power-of-two factors) and its gradient.
   // (the table keys are string_views: the names are literals)
   static const char* const up[3][2][3] = {
-      {{"aten::upsample_nearest1d.default", "aten::upsample_nearest1d.vec", "aten::upsample_nearest1d_backward.default"},
+      {{"aten::upsample_nearest1d.default", "aten::upsample_nearest1d.vec",
+        "aten::upsample_nearest1d_backward.default"},
        {"aten::_upsample_nearest_exact1d.default", "aten::_upsample_nearest_exact1d.vec",
         "aten::_upsample_nearest_exact1d_backward.default"}},
-      {{"aten::upsample_nearest2d.default", "aten::upsample_nearest2d.vec", "aten::upsample_nearest2d_backward.default"},
+      {{"aten::upsample_nearest2d.default", "aten::upsample_nearest2d.vec",
+        "aten::upsample_nearest2d_backward.default"},
        {"aten::_upsample_nearest_exact2d.default", "aten::_upsample_nearest_exact2d.vec",
         "aten::_upsample_nearest_exact2d_backward.default"}},
-      {{"aten::upsample_nearest3d.default", "aten::upsample_nearest3d.vec", "aten::upsample_nearest3d_backward.default"},
+      {{"aten::upsample_nearest3d.default", "aten::upsample_nearest3d.vec",
+        "aten::upsample_nearest3d_backward.default"},
        {"aten::_upsample_nearest_exact3d.default", "aten::_upsample_nearest_exact3d.vec",
         "aten::_upsample_nearest_exact3d_backward.default"}}};
   for (std::size_t nd = 1; nd <= 3; ++nd)
@@ -1561,16 +1694,19 @@ void register_training_ops(const Register& reg) {
       for (TensorId t : in)
         if (c.t(t).dtype != ir::DType::Bool) throw Unsupported("a bitwise op on a non-bool tensor");
       if (in.empty()) throw Unsupported("no tensor operand");
-      c.elementwise(in, c.def(0), f(cmp(ExprOp::Ne, a, num(0)), arity == 2 ? cmp(ExprOp::Ne, b, num(0)) : Expr()));
+      c.elementwise(
+          in, c.def(0),
+          f(cmp(ExprOp::Ne, a, num(0)), arity == 2 ? cmp(ExprOp::Ne, b, num(0)) : Expr()));
     };
   };
-  for (std::string_view name : {"aten::bitwise_not.default", "aten::logical_not.default", "aten::logical_not_.default"})
+  for (std::string_view name :
+       {"aten::bitwise_not.default", "aten::logical_not.default", "aten::logical_not_.default"})
     reg(name, boolean(1, [](Expr a, Expr) { return cmp(ExprOp::Eq, a, num(0)); }));
-  for (std::string_view name : {"aten::bitwise_and.Tensor", "aten::bitwise_and_.Tensor", "aten::logical_and.default",
-                                "aten::logical_and_.default"})
+  for (std::string_view name : {"aten::bitwise_and.Tensor", "aten::bitwise_and_.Tensor",
+                                "aten::logical_and.default", "aten::logical_and_.default"})
     reg(name, boolean(2, [](Expr a, Expr b) { return mul(a, b); }));
-  for (std::string_view name : {"aten::bitwise_or.Tensor", "aten::bitwise_or_.Tensor", "aten::logical_or.default",
-                                "aten::logical_or_.default"})
+  for (std::string_view name : {"aten::bitwise_or.Tensor", "aten::bitwise_or_.Tensor",
+                                "aten::logical_or.default", "aten::logical_or_.default"})
     reg(name, boolean(2, [](Expr a, Expr b) { return fn(ExprOp::Max, {a, b}); }));
   // Autograd's gradient buffers: new_empty_strided is uninitialized memory that copy_ fills
   // (nothing to lower, as empty); new_zeros/new_ones write a constant.
@@ -1579,10 +1715,20 @@ void register_training_ops(const Register& reg) {
   reg("aten::new_zeros.default", fill_with(0.0));
   reg("aten::new_ones.default", fill_with(1.0));
   reg("aten::new_full.default", fill_with(std::nullopt, "fill_value"));
+  for (std::string_view name : {"aten::fill.Tensor", "aten::fill_.Tensor"})
+    reg(name, [](Context& c) {
+      // the 0-d value tensor broadcast to self's shape
+      TensorId v = c.use_arg("value");
+      if (!c.t(v).shape.empty()) throw Unsupported("fill with a value tensor of rank > 0");
+      c.elementwise({v}, c.def(0), arg(0));
+    });
   // Optimizer updates (foreach=False: one op per parameter), functional and in place.
-  for (std::string_view name : {"aten::addcmul.default", "aten::addcmul_.default"}) reg(name, addc(ExprOp::Mul));
-  for (std::string_view name : {"aten::addcdiv.default", "aten::addcdiv_.default"}) reg(name, addc(ExprOp::Div));
-  for (std::string_view name : {"aten::lerp.Scalar", "aten::lerp_.Scalar", "aten::lerp.Tensor", "aten::lerp_.Tensor"})
+  for (std::string_view name : {"aten::addcmul.default", "aten::addcmul_.default"})
+    reg(name, addc(ExprOp::Mul));
+  for (std::string_view name : {"aten::addcdiv.default", "aten::addcdiv_.default"})
+    reg(name, addc(ExprOp::Div));
+  for (std::string_view name :
+       {"aten::lerp.Scalar", "aten::lerp_.Scalar", "aten::lerp.Tensor", "aten::lerp_.Tensor"})
     reg(name, lower_lerp);
 }
 

@@ -305,8 +305,8 @@ Context::Strided Context::layout(TensorId in, std::int64_t root_trace_id) const 
 }
 
 TensorId Context::alias_output(std::size_t k, TensorId in, Strided s) {
-  TensorId flat;
-  if (const Alias* a = alias_of(in)) flat = a->flat;
+  TensorId flat, root = in;
+  if (const Alias* a = alias_of(in)) flat = a->flat, root = a->root;
   else flat = flat_of(in);
   const std::int64_t n = t(flat).shape.empty() ? 1 : t(flat).shape[0];
   TensorId out = def(k);
@@ -345,7 +345,7 @@ TensorId Context::alias_output(std::size_t k, TensorId in, Strided s) {
     move(ir::MoveKind::View, {block}, out);
     return out;
   }
-  Alias a{flat, std::move(s)};
+  Alias a{flat, std::move(s), root};
   auto free_alias = [&](TensorId target) {
     // A one-element slice broadcast to the shape: zero bytes, right shape; nothing reads it.
     TensorId one = temp("alias_src", {1}, dt);
@@ -377,6 +377,11 @@ void Context::read_through(TensorId& in, std::vector<AffineExpr>& sub, std::opti
     in = materialize(in);
     return;
   }
+  if (std::optional<std::vector<AffineExpr>> per_dim = root_subscript(*a, t(in).shape, sub)) {
+    sub = std::move(*per_dim);
+    in = a->root;
+    return;
+  }
   std::vector<ir::AffineTerm> terms;
   std::int64_t constant = a->layout.offset;
   const std::vector<std::int64_t>& st = a->layout.strides;
@@ -387,6 +392,69 @@ void Context::read_through(TensorId& in, std::vector<AffineExpr>& sub, std::opti
   }
   sub = {AffineExpr::make(std::move(terms), constant)};
   in = a->flat;
+}
+
+// The alias read as its root tensor, one subscript per root dimension, when every view
+// dimension walks one root dimension of its own (a permute, transpose, select or strided
+// slice of one): root dimension e is read at start_e + step * sub_d. A plain subscript
+// must span its whole dimension (the verifier's rule), so a view that covers part of a
+// root dimension with step 1 from 0 keeps the flat form. nullopt: the flat form.
+std::optional<std::vector<AffineExpr>> Context::root_subscript(const Alias& a,
+                                                               const std::vector<std::int64_t>& shape,
+                                                               const std::vector<AffineExpr>& sub) const {
+  const std::vector<std::int64_t>& B = t(a.root).shape;
+  const std::size_t R = B.size();
+  std::vector<std::int64_t> beta(R, 1), start(R, 0);
+  for (std::size_t e = R; e-- > 1;) beta[e - 1] = beta[e] * B[e];
+  std::int64_t rest = a.layout.offset;
+  for (std::size_t e = 0; e < R; ++e) {
+    start[e] = rest / beta[e];
+    rest %= beta[e];
+  }
+  std::vector<int> owner(R, -1);
+  std::vector<std::int64_t> step(shape.size(), 0);
+  std::vector<std::size_t> dim_of(shape.size(), 0);
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;  // its index is 0 (or constant): no root dimension needed
+    const std::int64_t s = a.layout.strides[d];
+    std::optional<std::size_t> found;
+    for (std::size_t e = 0; e < R && !found; ++e)
+      if (B[e] > 1 && s >= beta[e] && s < beta[e] * B[e] && s % beta[e] == 0) found = e;
+    if (!found || owner[*found] >= 0) return std::nullopt;
+    const std::size_t e = *found;
+    step[d] = s / beta[e];
+    if (start[e] + step[d] * (shape[d] - 1) >= B[e]) return std::nullopt;
+    owner[e] = static_cast<int>(d);
+    dim_of[d] = e;
+  }
+  std::vector<AffineExpr> out;
+  for (std::size_t e = 0; e < R; ++e) {
+    if (owner[e] < 0) {
+      out.push_back(AffineExpr::constant(start[e]));
+      continue;
+    }
+    const auto d = static_cast<std::size_t>(owner[e]);
+    std::vector<ir::AffineTerm> terms;
+    for (const ir::AffineTerm& term : sub[d].terms()) terms.push_back({term.index, term.coef * step[d]});
+    AffineExpr x = AffineExpr::make(std::move(terms), start[e] + sub[d].constant_term() * step[d]);
+    // a plain index over part of a dimension breaks the verifier's extent rule
+    if (x.as_plain_index() && shape[d] != B[e]) return std::nullopt;
+    out.push_back(std::move(x));
+  }
+  // Indices reading a size-1 view dimension have extent 1 (a read without pad stays in
+  // range): their value is 0, but they must still appear in a subscript, so they ride along
+  // on root dimension 0.
+  std::vector<ir::AffineTerm> extra;
+  for (std::size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] == 1)
+      for (const ir::AffineTerm& term : sub[d].terms()) extra.push_back(term);
+  if (!extra.empty()) {
+    if (out.empty()) return std::nullopt;
+    std::vector<ir::AffineTerm> terms = out[0].terms();
+    terms.insert(terms.end(), extra.begin(), extra.end());
+    out[0] = AffineExpr::make(std::move(terms), out[0].constant_term());
+  }
+  return out;
 }
 
 // out[i..] = flat[offset + sum_d i_d * strides[d]] for an alias: every index is in the

@@ -93,9 +93,10 @@ class Context {
   // logical shape whose values are flat[offset + sum_d i_d * strides[d]], where `flat` is a
   // plain (row-major) graph tensor seen as one dimension. An alias is produced by free
   // (zero-byte) views, so it costs nothing, but its values are never read from it: an
-  // einsum reading it reads `flat` through the strided subscript instead, and any other
-  // consumer reads a copy made by `materialize` (an einsum that costs what the copy costs).
-  // A view that is a program output is materialized at once.
+  // einsum reading it reads the viewed tensor instead (one subscript per dimension when each
+  // view dimension walks a dimension of its own, else `flat` through the strided
+  // subscript), and any other consumer reads a copy made by `materialize` (an einsum that
+  // costs what the copy costs). A view that is a program output is copied out at once.
   struct Strided {
     std::vector<std::int64_t> strides;  // per view dimension, in elements of the flat tensor
     std::int64_t offset = 0;
@@ -117,15 +118,22 @@ class Context {
 
  private:
   struct Alias {
-    ir::TensorId flat;  // a plain tensor of one dimension
+    ir::TensorId flat;  // a plain tensor of one dimension: `root` flattened
     Strided layout;
+    ir::TensorId root;  // the plain tensor viewed
   };
   ir::TensorId make_tensor(std::int64_t id, ir::Role role);
+  // Verifies the staged ops as a graph of their own (throws Unsupported: a lowering bug).
   void check_staged() const;
+  // out = the alias's values (an einsum copy; a cast when out's dtype differs).
   void copy_alias(ir::TensorId alias, ir::TensorId out);
+  std::optional<std::vector<ir::AffineExpr>> root_subscript(const Alias& a,
+                                                            const std::vector<std::int64_t>& shape,
+                                                            const std::vector<ir::AffineExpr>& sub) const;
   const Alias* alias_of(ir::TensorId t) const;
   ir::TensorId flat_of(ir::TensorId base);
-  // An operand that reads an alias reads its flat tensor through the strided subscript.
+  // An operand that reads an alias reads the viewed tensor instead (root_subscript, or the
+  // flat form); a padded or broadcast read reads a materialized copy.
   void read_through(ir::TensorId& in, std::vector<ir::AffineExpr>& sub, std::optional<double> pad);
   ir::TensorId stage(ir::Tensor t);
   void stage(ir::Op op);
@@ -137,10 +145,10 @@ class Context {
   const TraceOp* op_ = nullptr;
   std::vector<ir::TensorId> map_;  // by trace id
   int temps_ = 0;
-  // Committed and staged (this op's) aliases, bases and flat views; staged ones are dropped
-  // by rollback.
+  // Committed and staged (this op's) aliases, flat views and materialized copies; staged
+  // ones are dropped by rollback.
   std::map<std::uint32_t, Alias> aliases_, staged_aliases_;
-  std::map<std::uint32_t, ir::TensorId> flats_, staged_flats_;  // base tensor -> flat view
+  std::map<std::uint32_t, ir::TensorId> flats_, staged_flats_;  // viewed tensor -> flat view
   std::map<std::uint32_t, ir::TensorId> copies_, staged_copies_;  // alias -> materialized
 };
 

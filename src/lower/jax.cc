@@ -243,12 +243,35 @@ Fn arg_reduction(const char* what) {
   };
 }
 
-// cumsum/cumprod/cummax/cummin along `axis`: one combine per element.
+// out[.., i, ..] = in[.., n-1-i, ..] along `axis`: a copy with an affine subscript.
+void reverse_into(Context& c, TensorId x, TensorId out, std::int64_t axis) {
+  const Shape xs = c.t(x).shape;
+  Space s;
+  std::vector<AffineExpr> sx, so;
+  for (std::size_t d = 0; d < xs.size(); ++d) {
+    if (xs[d] == 0) throw Unsupported("an empty (size-0) tensor");
+    ir::IndexPos i = s.add(fmt::format("i{}", d), xs[d]);
+    so.push_back(ix(i));
+    sx.push_back(static_cast<std::int64_t>(d) == axis
+                     ? AffineExpr::make({AffineTerm{i, -1}}, xs[d] - 1) : ix(i));
+  }
+  c.einsum({x}, out, std::move(s), {sx}, so, arg(0), Reduce::None);
+}
+
+// cumsum/cumprod/cummax/cummin along `axis`: one combine per element; reverse=True is the
+// forward scan between two reversals.
 Fn cumulative(const char* what) {
   return [=](Context& c) {
-    if (c.bool_arg("reverse", false)) throw Unsupported("a reversed cumulative op");
     TensorId x = in(c, 0);
     TensorId out = c.def(0);
+    const std::int64_t axis = norm_dim(c.int_arg("axis", 0), c.t(x).shape.size());
+    const bool reverse = c.bool_arg("reverse", false);
+    TensorId src = x, dst = out;
+    if (reverse) {
+      src = c.temp("reversed", c.t(x).shape, c.t(x).dtype);
+      reverse_into(c, x, src, axis);
+      dst = c.temp("scanned", c.t(out).shape, c.t(out).dtype);
+    }
     ir::OpaqueOp o;
     o.function = what;
     o.vector_flops = c.t(x).num_elements();
@@ -256,8 +279,9 @@ Fn cumulative(const char* what) {
     o.bytes = c.t(x).size_bytes() + c.t(out).size_bytes();
     o.assumption = "sequential scan: one combine per element; reads the input once, writes each "
                    "output once";
-    o.attrs["axis"] = norm_dim(c.int_arg("axis", 0), c.t(x).shape.size());
-    c.opaque({x}, {out}, std::move(o));
+    o.attrs["axis"] = axis;
+    c.opaque({src}, {dst}, std::move(o));
+    if (reverse) reverse_into(c, dst, out, axis);
   };
 }
 

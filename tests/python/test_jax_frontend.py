@@ -151,6 +151,8 @@ def test_abstract_capture_at_any_size():
     spec = jax.ShapeDtypeStruct((n, n), np.float32)
     r = analyze(lambda a, b: a @ b, spec, spec)
     assert int(r.totals.macs) == n ** 3
+    with pytest.raises(solar.UserError, match="ShapeDtypeStruct"):
+        solar.analyze_jax(lambda a, b: a @ b, spec, spec, validate=True)  # nothing to run
 
 
 def test_params_are_weights_named_by_path():
@@ -176,44 +178,53 @@ def test_is_jax_program_reads_imports(tmp_path):
     assert not is_jax_program(str(b))
 
 
-def test_cli_analyze_and_validate_jax_programs(tmp_path):
-    path = str(EXAMPLES / "jax" / "matmul_chain.py")
-    p = run_solar("analyze", path, "--json", "-", "--no-crosscheck")
-    assert p.returncode == 0, p.stderr
-    report = json.loads(p.stdout)
-    assert report["program"]["frontend"] == "jax"
+def _cli(capsys, *args):
+    """`solar ARGS` in this process (the Python entry the console script calls): (exit code,
+    stdout, stderr)."""
+    from solar.cli import main
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        code = main(["solar", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_validate_jax_program_as_a_user_runs_it():
     p = run_solar("validate", str(EXAMPLES / "jax" / "scan_rnn.py"), "--json", "-")
     assert p.returncode == 0, p.stderr
     report = json.loads(p.stdout)
+    assert report["program"]["frontend"] == "jax"
     assert report["validation"]["status"] == "passed"
     assert report["xla"]["status"] == "compared"
+
+
+def test_cli_errors_and_overrides(tmp_path, capsys):
+    path = str(EXAMPLES / "jax" / "matmul_chain.py")
     bad = tmp_path / "bad.py"
     bad.write_text("import jax\n\ndef forward(x):\n    return x\n")
-    p = run_solar("analyze", str(bad))
-    assert p.returncode == 4 and "get_inputs" in p.stderr
-    p = run_solar("analyze", path, "--set", "NOPE=3")
-    assert p.returncode == 2 and "NOPE" in p.stderr
-
-
-def test_set_overrides_reach_jax_programs():
-    path = str(EXAMPLES / "jax" / "matmul_chain.py")
-    p = run_solar("analyze", path, "--set", "M=8", "--json", "-", "--no-crosscheck")
-    assert p.returncode == 0, p.stderr
-    r = json.loads(p.stdout)
+    code, _, err = _cli(capsys, "analyze", str(bad))
+    assert code == 4 and "get_inputs" in err  # a parse error: not a JAX program file
+    code, _, err = _cli(capsys, "analyze", path, "--set", "NOPE=3")
+    assert code == 2 and "NOPE" in err
+    code, out, err = _cli(capsys, "analyze", path, "--set", "M=8", "--json", "-",
+                          "--no-crosscheck")
+    assert code == 0, err
+    r = json.loads(out)
     assert int(r["totals"]["macs"]) == 8 * 128 * 96 + 8 * 96 * 32  # M*K*N + M*N*P at M = 8
 
 
-def test_save_trace_round_trips_through_the_jax_table(tmp_path):
+def test_save_trace_round_trips_through_the_jax_table(tmp_path, capsys):
     path = str(EXAMPLES / "jax" / "nested_jit.py")
     t = tmp_path / "t.json"
-    p = run_solar("analyze", path, "--save-trace", str(t), "--json", "-", "--no-crosscheck")
-    assert p.returncode == 0, p.stderr
-    first = json.loads(p.stdout)["totals"]["macs"]
+    code, out, err = _cli(capsys, "analyze", path, "--save-trace", str(t), "--json", "-",
+                          "--no-crosscheck")
+    assert code == 0, err
+    first = json.loads(out)["totals"]["macs"]
     assert json.loads(t.read_text())["frontend"] == "jax"
-    p = run_solar("analyze", str(t), "--json", "-")
-    assert p.returncode == 0, p.stderr
-    assert json.loads(p.stdout)["totals"]["macs"] == first
-
+    code, out, err = _cli(capsys, "analyze", str(t), "--json", "-")
+    assert code == 0, err
+    assert json.loads(out)["totals"]["macs"] == first
 
 def _ints(*shape, hi=10, seed=0):
     return np.random.default_rng(seed).integers(0, hi, shape, dtype=np.int32)
@@ -226,7 +237,8 @@ PRIMITIVES = {
                     [_rand(2, 16, 4, 8), _rand(2, 16, 4, 8, seed=1), _rand(2, 16, 4, 8, seed=2)]),
     "sort_argsort_topk": (lambda x: (jnp.sort(x, axis=-1), jnp.argsort(x, axis=-1),
                                      jax.lax.top_k(x, 3)), [_rand(4, 9)]),
-    "cumulative": (lambda x: (jnp.cumsum(x, axis=1), jax.lax.cummax(x, axis=0)), [_rand(4, 9)]),
+    "cumulative": (lambda x: (jnp.cumsum(x, axis=1), jax.lax.cummax(x, axis=0),
+                              jax.lax.cumsum(x, axis=1, reverse=True)), [_rand(4, 9)]),
     "rev_strided": (lambda x: x[::-1, ::2], [_rand(4, 9)]),
     "pad_crop": (lambda x: (jnp.pad(x, ((1, 2), (0, 3)), constant_values=1.5),
                             jax.lax.pad(x, 0.0, ((-1, 2, 0), (1, -2, 0)))), [_rand(4, 9)]),

@@ -220,6 +220,7 @@ CASES = {
     "cdist": (lambda a, b: torch.cdist(a, b), r(2, 4, 3), r(2, 5, 3)),
     # in-place variants, dtype casts, dropout in eval
     "in_place": (lambda a: a.clone().add_(1).mul_(2).clamp_(-1, 1).sigmoid_().masked_fill_(a > 0, 0.0), X2),
+    "fill_tensor": (lambda a: a.clone().fill_(torch.tensor(2.0)) + a, X2),
     "casts": (lambda a: (a.half().float(), a.long(), (a > 0).int(), a.to(torch.float64) * 2), X2),
     "dropout_eval": (lambda a: F.dropout(a, 0.5, training=False) * 2, X2),
     # losses
@@ -306,6 +307,16 @@ def test_strided_views_are_free_and_read_through_strides():
     rep = solar.analyze(graph, arch="H100_SXM")
     assert rep.totals.macs == 64 * 48 * 32
     assert rep.totals.bytes_unfused == 4 * (64 * 32 + 48 * 32 + 64 * 48)  # fp32: inputs + output
+
+
+def test_transposed_operands_and_attention_heads_stay_matmuls():
+    # plain subscripts (no strided or grouped-head affine ones): the math policy sees matmuls
+    q, k, v = r(2, 4, 6, 8), r(2, 4, 6, 8), r(2, 4, 6, 8)
+    graph = validate(lambda a, b, q, k, v: (a @ b.t(), F.scaled_dot_product_attention(q, k, v)),
+                     r(5, 6), r(7, 6), q, k, v)
+    rep = solar.analyze(graph, arch="H100_SXM")
+    classes = {op["class"] for op in rep.ops if op.macs}
+    assert classes == {"matmul"}
 
 
 def test_uneven_adaptive_pooling_reads_each_window_once():

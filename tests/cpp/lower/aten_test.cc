@@ -292,16 +292,30 @@ TEST(Aten, ATransposeIsAFreeAliasItsConsumerReadsThroughStrides) {
       EXPECT_TRUE(op.move().kind == ir::MoveKind::View || op.move().kind == ir::MoveKind::Slice);
     }
   }
-  // relu reads x (flattened to [6]) at i0*1 + i1*3: v[i0, i1] = x[i1, i0]
+  // relu reads x itself with its subscripts swapped: v[i0, i1] = x[i1, i0]
   const ir::Op* relu = nullptr;
   for (const ir::Op& op : r.graph.ops())
     if (op.kind() == ir::OpKind::Einsum && !relu) relu = &op;
   ASSERT_NE(relu, nullptr);
-  ASSERT_EQ(relu->einsum().operands[0].subscript.size(), 1u);
-  EXPECT_EQ(r.graph.tensor(relu->inputs[0]).shape, (std::vector<std::int64_t>{6}));
-  const ir::AffineExpr& sub = relu->einsum().operands[0].subscript[0];
-  std::int64_t at[2] = {2, 1};  // v[2, 1] = x[1, 2] = flat 5
-  EXPECT_EQ(sub.evaluate(at), 5);
+  EXPECT_EQ(relu->inputs[0], *r.graph.find_tensor("t0"));
+  const auto& sub = relu->einsum().operands[0].subscript;
+  ASSERT_EQ(sub.size(), 2u);
+  EXPECT_EQ(sub[0].as_plain_index(), std::optional<ir::IndexPos>(1));
+  EXPECT_EQ(sub[1].as_plain_index(), std::optional<ir::IndexPos>(0));
+}
+
+TEST(Aten, OverlappingWindowsReadTheirTensorFlattened) {
+  Trace t;
+  int x = t.tensor({2, 7}, "input"), v = t.tensor({2, 5, 3}), s = t.tensor({2, 5}, "output");
+  t.op("aten::unfold.default", {{"self", T(x)}, {"dimension", 1}, {"size", 3}, {"step", 1}}, {v});
+  t.op("aten::sum.dim_IntList", {{"self", T(v)}, {"dim", {-1}}, {"keepdim", false}}, {s});
+  LowerResult r = lower_aten(t.build());
+  ASSERT_TRUE(r.warnings.empty());
+  const ir::Op& sum = r.graph.ops().back();
+  ASSERT_EQ(sum.kind(), ir::OpKind::Einsum);
+  EXPECT_EQ(r.graph.tensor(sum.inputs[0]).shape, (std::vector<std::int64_t>{14}));  // x flattened
+  std::int64_t at[3] = {1, 2, 1};  // v[1, 2, 1] = x[1, 2 + 1] = flat 7 + 3
+  EXPECT_EQ(sum.einsum().operands[0].subscript[0].evaluate(at), 10);
 }
 
 TEST(Aten, FlipReadsBackwardsAndRollReadsEachElementOnce) {

@@ -368,7 +368,8 @@ class Walker:
     # env: var -> tensor id or _Lit
     def read(self, env, v):
         if _is_literal(v):
-            return _Lit(v.val)
+            # Scalars stay literals (constants in the combine); an array literal is a constant.
+            return _Lit(v.val) if np.ndim(v.val) == 0 else self.const(v.val)
         return env[v]
 
     def walk(self, jaxpr, consts: Sequence[Any], args: Sequence[Any],
@@ -508,6 +509,8 @@ class Walker:
         nc, ncarry = int(p["num_consts"]), int(p["num_carry"])
         per_iter = _count_equations(body.jaxpr) + 2 * (len(body.jaxpr.invars) - nc - ncarry)
         total = length * per_iter
+        if length == 0:
+            return self.opaque_loop(eqn, ins, "scan of length 0 (empty stacked outputs)")
         if total > self.budget:
             return self.opaque_loop(eqn, ins, f"scan of {length} iterations x {per_iter} ops "
                                     f"exceeds the unroll cap ({self.rec.unroll_cap} ops)")

@@ -285,6 +285,9 @@ def analyze_jax(fn, *args, arch="H100_SXM", policy: str = "pytorch-default",
     options = ProgramOptions(archs=archs, policy=policy, cache_state=cache_state, strict=strict)
     name = getattr(fn, "__name__", "program")
     prog = cap.Program(fn, params, list(args), name)
+    if validate and not all(cap._concrete(x) for x in jax_leaves(_args(prog))):
+        raise user_error("analyze_jax(validate=True) runs the program: give arrays, not "
+                         "jax.ShapeDtypeStruct", "usage")
     c = _capture(prog, "", values=None)
     if validate and _missing_given(c):
         c = _capture(prog, "", values=True)
@@ -298,6 +301,12 @@ def analyze_jax(fn, *args, arch="H100_SXM", policy: str = "pytorch-default",
     if crosscheck:
         result.report.attach_section("xla", xla_crosscheck(result.report, prog, c))
     return result.report
+
+
+def jax_leaves(tree) -> List[Any]:
+    import jax
+
+    return jax.tree_util.tree_leaves(tree)
 
 
 def is_jax_program(path: str) -> bool:
