@@ -3,7 +3,8 @@ run the program on real tensors, execute the lowered graph with Solar's executor
 inputs, parameters, buffers and constants, and compare every graph output with the
 framework's value (report section `validation`, docs/validation.md).
 
-Randomness: torch's generator is seeded (seed 0) before the program is loaded. The outputs
+Randomness: torch's, Python's and numpy's generators are seeded (seed 0) before the program
+is loaded. The outputs
 of random ops (ops tagged nondeterministic_seeded: randn, rand, bernoulli, dropout in
 training, ...) cannot be recomputed by the executor, so the values the framework drew are
 given to it: the validation graph is the analyzed graph with those ops' outputs turned into
@@ -14,6 +15,7 @@ reason; a program all of whose outputs are excluded is "inconclusive", never "pa
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -29,22 +31,20 @@ def capture_and_validate(path: str,
                          options: "_program.ProgramOptions") -> "_program.ProgramAnalysis":
     """Captures the program at `path` on real tensors (seeded), analyzes it, cross-checks its
     MACs when options.crosscheck, and attaches the `validation` section."""
-    import torch
-
     from .capture import CaptureRecord
 
     def capture(values: str, flop_counter: bool) -> Tuple[Dict[str, Any], CaptureRecord]:
         record = CaptureRecord(values=values, flop_counter=flop_counter)
         return _capture_seeded(path, options, record), record
 
-    with torch.random.fork_rng(devices=[]):  # the caller's generator state is left as it was
+    with _seeded_generators():
         trace, record = capture("io", options.crosscheck)
     result = _program.analyze_trace(trace, path, options)
     if options.crosscheck:
         _program.attach_crosscheck(result, None, options, record=record)
 
     def rerun() -> Tuple[Dict[str, Any], Any]:
-        with torch.random.fork_rng(devices=[]):
+        with _seeded_generators():
             return capture("all", False)
 
     section = validate_capture(trace, record, path, rerun=rerun)
@@ -52,14 +52,38 @@ def capture_and_validate(path: str,
     return result
 
 
-def _capture_seeded(path: str, options, record) -> Dict[str, Any]:
-    """Loads and captures the program on real tensors with torch's generator seeded first,
-    so a second capture draws the same weights, inputs and random values."""
+@contextlib.contextmanager
+def _seeded_generators():
+    """torch's, Python's and numpy's global generators seeded with SEED, and restored to the
+    caller's states afterwards: a second capture draws the same weights, inputs and random
+    values as the first, and the caller's own draws are not disturbed."""
+    import random
+
     import torch
 
+    try:
+        import numpy
+    except ImportError:  # numpy is optional for programs
+        numpy = None
+    py_state = random.getstate()
+    np_state = numpy.random.get_state() if numpy is not None else None
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(SEED)
+        random.seed(SEED)
+        if numpy is not None:
+            numpy.random.seed(SEED)
+        try:
+            yield
+        finally:
+            random.setstate(py_state)
+            if numpy is not None:
+                numpy.random.set_state(np_state)
+
+
+def _capture_seeded(path: str, options, record) -> Dict[str, Any]:
+    """Loads and captures the program on real tensors (inside _seeded_generators)."""
     from .capture import capture_loaded, check_program, load_program
 
-    torch.manual_seed(SEED)
     mod = load_program(path, options.overrides)
     check_program(mod, path)
     return capture_loaded(mod, path, fake=False, train=options.train,
