@@ -100,8 +100,10 @@ def join(programs: Iterable[Dict[str, Any]], timings: Dict[str, Any], arch: str)
             if not isinstance(sol, dict) or sol.get("seconds") is None:
                 continue
             sol_ms = float(sol["seconds"]) * 1e3
+            if sol_ms <= 0:  # no work Solar could price: no ratio (the JSON has no inf)
+                continue
             row["sol_ms"][lv] = sol_ms
-            row["headroom"][lv] = measured_ms / sol_ms if sol_ms > 0 else math.inf
+            row["headroom"][lv] = measured_ms / sol_ms
             if lv in BOUND_LEVELS and measured_ms < sol_ms:
                 row["violations"].append(lv)
         rows.append(row)
@@ -115,8 +117,7 @@ def join(programs: Iterable[Dict[str, Any]], timings: Dict[str, Any], arch: str)
         summary: Dict[str, Any] = {"problems": len(mine),
                                    "violations": sum(bool(r["violations"]) for r in mine)}
         for lv in LEVELS:
-            hs = [r["headroom"][lv] for r in mine if lv in r["headroom"]
-                  and math.isfinite(r["headroom"][lv]) and r["headroom"][lv] > 0]
+            hs = [r["headroom"][lv] for r in mine if lv in r["headroom"]]
             if hs:
                 summary[lv] = {"median_headroom": statistics.median(hs),
                                "geomean_headroom": _geomean(hs), "problems": len(hs)}

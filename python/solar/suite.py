@@ -806,6 +806,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="leave the per-op rows (`ops`) out of each report in --json")
     p.add_argument("--top", type=int, default=10, help="unanalyzed aten ops listed (default 10)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--timings", metavar="FILE",
+                   help="measured times (KernelBench timing JSON, ms) to join with the bounds "
+                        "of the one --arch device: headroom and violations (docs/headroom.md)")
+    p.add_argument("--plot", metavar="PREFIX",
+                   help="with --timings: write PREFIX.svg and PREFIX.png, measured vs fused SOL")
     return p
 
 
@@ -837,7 +842,7 @@ def _check_policy(policy: str, cache_state: str) -> None:
 
 def main(args: List[str]) -> int:
     """`solar suite DIR ...` (args after `suite`); returns the exit code."""
-    from . import _core
+    from . import _core, headroom
     from .cli import _write_atomically
 
     codes = _core.EXIT_CODES
@@ -875,6 +880,21 @@ def main(args: List[str]) -> int:
     except _core.Error as e:
         sys.stderr.write(f"solar suite: error: {e}\n")
         return getattr(e, "exit_code", codes["usage"])
+    timings = None
+    if ns.plot and not ns.timings:
+        return usage("--plot needs --timings")
+    if ns.timings:
+        if len(archs) != 1:
+            return usage("--timings joins the measurements of one device: give exactly one "
+                         "--arch (the device they were measured on)")
+        try:
+            timings = headroom.load_timings(ns.timings)
+        except OSError as e:
+            sys.stderr.write(f"solar suite: error: {e}\n")
+            return codes["io"]
+        except _core.Error as e:
+            sys.stderr.write(f"solar suite: error: {e}\n")
+            return getattr(e, "exit_code", codes["parse"])
     if not os.path.exists(ns.dir):
         sys.stderr.write(f"solar suite: error: {ns.dir}: no such folder\n")
         return codes["io"]
@@ -910,6 +930,10 @@ def main(args: List[str]) -> int:
             sys.stderr.write(f"{e}\n")
             return codes["internal"]
         summary = summarize(entries, skipped, time.monotonic() - start)
+        joined = None
+        if timings is not None:
+            joined = headroom.join(entries, timings, archs[0])
+            summary["headroom"] = joined
         head = {"schema": SUITE_SCHEMA,
                 "options": {"dir": ns.dir, **options, "overrides": overrides,
                             "jobs": ns.jobs, "timeout_seconds": ns.timeout,
@@ -928,5 +952,17 @@ def main(args: List[str]) -> int:
             shutil.rmtree(spill_dir, ignore_errors=True)
     sys.stdout.write(summary_table(summary, ns.dir, archs, ns.jobs, ns.top))
     sys.stdout.write(failure_lines(entries))
+    if joined is not None:
+        sys.stdout.write(headroom.format_summary(joined))
+        if ns.plot:
+            try:
+                for path in headroom.plot(joined, ns.plot):
+                    sys.stdout.write(f"wrote {path}\n")
+            except _core.Error as e:
+                sys.stderr.write(f"solar suite: error: {e}\n")
+                return getattr(e, "exit_code", codes["usage"])
+            except OSError as e:
+                sys.stderr.write(f"solar suite: error: {e}\n")
+                return codes["io"]
     sys.stdout.flush()
     return codes["ok"]

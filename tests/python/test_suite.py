@@ -5,7 +5,6 @@ programs) analyzed in one run; the suite must finish and report each outcome."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import io
 import json
 import textwrap
@@ -245,15 +244,6 @@ def test_usage_and_io_errors(tmp_path):
     assert r.returncode == 2 and "not a folder" in r.stderr
 
 
-def _has(module):
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ImportError:
-        return False
-
-
-@pytest.mark.skipif(not _has("solar.frontends.torch.validation"),
-                    reason="the validation module of the frontend is not there yet")
 def test_validate_and_crosscheck(tmp_path):
     write(tmp_path, "a_mm.py", GOOD_MM)
     write(tmp_path, "sub/b_mm_relu.py", GOOD_MM.replace("a @ b", "torch.relu(a @ b)"))
@@ -270,3 +260,39 @@ def test_validate_and_crosscheck(tmp_path):
     assert doc["summary"]["validation"] == {"passed": 2}
     assert doc["summary"]["crosscheck"] == {"agree": 2}  # a GEMM: M*N*K both ways
     assert doc["options"]["archs"] == ["H100_SXM", "B200"]
+
+
+def test_timings_are_joined_with_the_bounds_and_plotted(tmp_path):
+    from solar.frontends.torch.program import ProgramOptions, analyze_file
+
+    write(tmp_path, "level1/a_mm.py", GOOD_MM)
+    write(tmp_path, "level1/b_mm_relu.py", GOOD_MM.replace("a @ b", "torch.relu(a @ b)"))
+    fused_ms = {}
+    for name in ("a_mm.py", "b_mm_relu.py"):
+        r = analyze_file(str(tmp_path / "level1" / name),
+                         ProgramOptions(archs=["H100_SXM"], crosscheck=False)).report
+        fused_ms[name] = r.devices["H100_SXM"].fused.seconds * 1e3
+    # a_mm: 4x its fused SOL (headroom 4); b_mm_relu: half of it, impossible (a violation)
+    timings = {"level1": {"a_mm.py": {"min": 4 * fused_ms["a_mm.py"], "mean": 5.0},
+                          "b_mm_relu.py": {"min": 0.5 * fused_ms["b_mm_relu.py"], "mean": 5.0}}}
+    tfile = tmp_path / "timings.json"
+    tfile.write_text(json.dumps(timings))
+    js, prefix = tmp_path / "s.json", tmp_path / "scatter"
+    r = run_solar("suite", str(tmp_path / "level1"), "--no-crosscheck", "--quiet", "--json",
+                  str(js), "--timings", str(tfile), "--arch", "H100_SXM", "--plot", str(prefix),
+                  "--timeout", "120")
+    assert r.returncode == 0, r.stderr
+    joined = json.loads(js.read_text())["summary"]["headroom"]
+    rows = {row["problem"]: row for row in joined["rows"]}
+    assert rows["a_mm.py"]["headroom"]["fused"] == pytest.approx(4.0)
+    assert [v["source"].endswith("b_mm_relu.py") for v in joined["violations"]] == [True]
+    assert joined["levels"]["level1"]["violations"] == 1
+    assert "VIOLATION" in r.stdout and "b_mm_relu.py" in r.stdout
+    assert (tmp_path / "scatter.svg").exists() and (tmp_path / "scatter.png").exists()
+    # one device only, and a plot needs timings
+    assert run_solar("suite", str(tmp_path), "--timings", str(tfile),
+                     "--arch", "H100_SXM,B200").returncode == 2
+    assert run_solar("suite", str(tmp_path), "--plot", str(prefix)).returncode == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    assert run_solar("suite", str(tmp_path), "--timings", str(bad)).returncode == 4
