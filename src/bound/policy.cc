@@ -78,9 +78,13 @@ std::optional<Route> f32_route(const hw::Device& device, MathPolicy policy,
   switch (policy) {
     case MathPolicy::PytorchDefault:
       // PyTorch leaves TF32 off for matmul (torch.backends.cuda.matmul.allow_tf32 = False)
-      // and on for cuDNN convolutions (torch.backends.cudnn.allow_tf32 = True).
+      // and on for cuDNN convolutions (torch.backends.cudnn.allow_tf32 = True). Its fused
+      // attention kernels pick their own units: the memory-efficient (CUTLASS) kernel runs
+      // fp32 on tensor cores (3xTF32 on sm80+), so fp32 attention is bounded at the TF32
+      // rate (KernelBench level1/97 on H100 runs 2x faster than the fp32 SIMT peak allows).
       switch (cls) {
-        case cost::ContractionClass::Convolution: tensor_tf32 = true; break;
+        case cost::ContractionClass::Convolution:
+        case cost::ContractionClass::Attention: tensor_tf32 = true; break;
         case cost::ContractionClass::Matmul:
         case cost::ContractionClass::None: tensor_tf32 = false; break;
       }

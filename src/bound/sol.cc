@@ -17,7 +17,7 @@ namespace {
 using ir::DType;
 
 constexpr std::size_t kNumDTypes = std::size(ir::kAllDTypes);
-constexpr std::size_t kNumClasses = 3;  // cost::ContractionClass
+constexpr std::size_t kNumClasses = 4;  // cost::ContractionClass
 
 std::size_t dtype_index(DType d) { return static_cast<std::size_t>(d); }
 
@@ -26,6 +26,7 @@ std::size_t class_index(cost::ContractionClass c) {
     case cost::ContractionClass::None: return 0;
     case cost::ContractionClass::Matmul: return 1;
     case cost::ContractionClass::Convolution: return 2;
+    case cost::ContractionClass::Attention: return 3;
   }
   return 0;
 }
@@ -35,6 +36,7 @@ std::string_view class_word(cost::ContractionClass c) {
     case cost::ContractionClass::None: return "contraction";
     case cost::ContractionClass::Matmul: return "matmul";
     case cost::ContractionClass::Convolution: return "convolution";
+    case cost::ContractionClass::Attention: return "attention";
   }
   return "?";
 }
@@ -81,8 +83,9 @@ class RouteTable {
  public:
   RouteTable(const hw::Device& device, MathPolicy policy) {
     for (DType d : ir::kAllDTypes) {
-      for (cost::ContractionClass c : {cost::ContractionClass::None, cost::ContractionClass::Matmul,
-                                       cost::ContractionClass::Convolution})
+      for (cost::ContractionClass c :
+           {cost::ContractionClass::None, cost::ContractionClass::Matmul,
+            cost::ContractionClass::Convolution, cost::ContractionClass::Attention})
         contraction_[class_index(c)][dtype_index(d)] =
             intern(contraction_route(device, policy, c, d));
       vector_[dtype_index(d)] = intern(vector_route(device, d));

@@ -13,6 +13,7 @@ std::string op_class(const ir::Op& op, const cost::Work& w) {
       switch (w.contraction) {
         case cost::ContractionClass::Matmul: return "matmul";
         case cost::ContractionClass::Convolution: return "convolution";
+        case cost::ContractionClass::Attention: return "attention";
         case cost::ContractionClass::None: break;
       }
       return op.einsum().reduce != ir::Reduce::None && !op.einsum().reduced_indices().empty()

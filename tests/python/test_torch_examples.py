@@ -338,16 +338,18 @@ def test_example_lowers_completely_with_formula_macs_and_bytes(name):
 
 
 @pytest.mark.parametrize("name,cls", [
-    ("matmuls", "matmul"),
-    ("gpt_block", "matmul"), ("attention", "matmul"),
-    ("convs", "convolution"), ("conv_transpose", "convolution")])
+    ("matmuls", "matmul"), ("gpt_block", "matmul"), ("attention", "matmul"),
+    ("attention_variants", "matmul"), ("convs", "convolution"),
+    ("conv_transpose", "convolution")])
 def test_contractions_are_classed_as_the_math_policy_sees_them(name, cls):
     """Matmuls (whatever views their operands went through: transposed weights, einsum's
-    permutes) are `matmul` work, convolutions `convolution` work: the math policy prices the
-    two differently (docs/report-json.md, ops[].class)."""
+    permutes) are `matmul` work, convolutions `convolution` work, and the contractions of a
+    fused attention op (SDPA, grouped-query heads included) `attention` work: the math policy
+    prices them differently (docs/bounds.md; docs/report-json.md, ops[].class)."""
     r = analyze(name).report
     classes = {(op.origin.op, op["class"]) for op in r.ops if op.macs}
-    assert classes and all(c == cls for _, c in classes), sorted(classes)
+    want = {(op, "attention" if "scaled_dot_product" in op else cls) for op, _ in classes}
+    assert classes and classes == want, sorted(classes)
 
 
 # ---------------------------------------------------------------- validation

@@ -2,6 +2,8 @@
 // dtype, special-function ops, and bytes from footprints at each tensor's own width.
 #pragma once
 
+#include <string_view>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -17,7 +19,14 @@ enum class ContractionClass {
   None,         // not a contraction (elementwise, reduction, data movement)
   Matmul,       // plain-index contraction (mm, bmm, linear, einsum)
   Convolution,  // a contraction with a sliding-window (affine) operand subscript
+  Attention,    // a contraction of a fused attention op (its origin is SDPA): run by the
+                // framework's fused attention kernels, not by its matmul library
 };
+
+// Whether a framework op is a fused attention whose contractions the framework runs in its
+// own attention kernels (aten::scaled_dot_product_attention and its backend ops, forward and
+// backward): those choose their math units themselves (docs/bounds.md, math policies).
+bool is_fused_attention_op(std::string_view framework_op);
 
 struct Work {
   ContractionClass contraction = ContractionClass::None;

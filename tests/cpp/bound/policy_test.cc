@@ -61,11 +61,17 @@ TEST(ContractionRoute, Fp32UnderEachPolicy) {
   EXPECT_EQ(conv->label, "tensor_core.tf32");
   EXPECT_EQ(conv->rate_dtype, DType::TF32);
   EXPECT_EQ(conv->flops_per_s, 5e14);
+  // Fused attention kernels run fp32 on tensor cores (3xTF32): bounded at the TF32 rate.
+  EXPECT_EQ(contraction_route(d, MathPolicy::PytorchDefault, ContractionClass::Attention,
+                              DType::F32)->label,
+            "tensor_core.tf32");
+  const auto all = {ContractionClass::Matmul, ContractionClass::Convolution,
+                    ContractionClass::Attention};
   // tf32: every fp32 contraction on TF32 tensor cores.
-  for (ContractionClass c : {ContractionClass::Matmul, ContractionClass::Convolution})
+  for (ContractionClass c : all)
     EXPECT_EQ(contraction_route(d, MathPolicy::Tf32, c, DType::F32)->label, "tensor_core.tf32");
   // strict-fp32: never TF32.
-  for (ContractionClass c : {ContractionClass::Matmul, ContractionClass::Convolution})
+  for (ContractionClass c : all)
     EXPECT_EQ(contraction_route(d, MathPolicy::StrictFp32, c, DType::F32)->label,
               "fp32_simt.f32");
 }

@@ -136,6 +136,19 @@ TEST(EinsumWork, PointwiseConvIsAConvolutionGroupedHeadsAreAMatmul) {
   }
 }
 
+TEST(EinsumWork, ContractionsOfAFusedAttentionOpAreAttention) {
+  // The same batched product: a matmul from bmm, attention from a fused attention op.
+  Graph g = parse_graph(R"(
+    q = f32[2,16,8] input
+    k = f32[2,16,8] input
+    m = f32[2,16,16] einsum "bld,bmd->blm" (q, k) from "aten::bmm.default"
+    s = f32[2,16,16] einsum "bld,bmd->blm" (q, k) from "aten::_scaled_dot_product_flash_attention_for_cpu.default")");
+  EXPECT_EQ(classify_contraction(g, op_of(g, "m")), ContractionClass::Matmul);
+  EXPECT_EQ(classify_contraction(g, op_of(g, "s")), ContractionClass::Attention);
+  EXPECT_TRUE(is_fused_attention_op("aten::_scaled_dot_product_efficient_attention_backward.default"));
+  EXPECT_FALSE(is_fused_attention_op("aten::bmm.default"));
+}
+
 TEST(EinsumWork, StridedConv2d) {
   // 32x32 input, 3x3, stride 2, pad 1 -> 16x16.
   Graph g = parse_graph(R"(
