@@ -155,6 +155,16 @@ int run(const std::vector<std::string>& args) {
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{"Solar: speed-of-light performance analysis of deep-learning programs.", "solar"};
+  // Commands the Python console script adds (they need the frontends): listed so that
+  // `solar --help` shows the whole tool.
+  app.footer(
+      "Python programs (the `solar` console script that `pip install .` installs):\n"
+      "  analyze PROGRAM.py   capture a PyTorch or JAX program, lower, analyze (--train, "
+      "--validate)\n"
+      "  validate PROGRAM.py  run the program and its lowered graph, compare the outputs\n"
+      "  bench PROGRAM.py     time the program here beside its SOL (headroom, violations)\n"
+      "  suite DIR            every program of a folder (--timings FILE for headroom)\n"
+      "See docs/cli.md.");
   app.set_version_flag("--version", std::string("solar ") + kVersion);
   app.require_subcommand(1);
   bool debug = false;
