@@ -592,11 +592,39 @@ Device host_device(const HostFacts& f) {
   dram.capacity = f.dram_capacity;
   dram.bandwidth = f.dram_bandwidth;
   d.memory.push_back(std::move(dram));
-  for (auto [name, level] : {std::pair{"l3", &f.l3}, {"l2", &f.l2}, {"l1", &f.l1d}}) {
-    if (!*level) continue;
+  // Cache bandwidths are not published for a CPU: each is derived as an upper bound, bytes
+  // per clock per core at the widest current x86 cores (Golden Cove / Zen 5: two 64-byte
+  // loads and one 64-byte store per clock from L1; one 64-byte line per clock into L1 from
+  // L2; L3 taken at the same 64 bytes, above the 32 bytes per clock of Intel's mesh and
+  // AMD's CCX), times cores and the max clock. Overestimating a bandwidth keeps the SOL a
+  // lower bound; the figures are not meant to be reached.
+  struct CacheRate {
+    const char* name;
+    const std::optional<Sourced>* capacity;
+    int bytes_per_clock;
+    const char* why;
+  };
+  for (const CacheRate& c : {
+           CacheRate{"l3", &f.l3, 64, "64 B/clk/core (an upper bound: Intel's mesh and AMD's "
+                                      "CCX deliver 32)"},
+           CacheRate{"l2", &f.l2, 64, "64 B/clk/core (one cache line per clock into L1)"},
+           CacheRate{"l1", &f.l1d, 192, "192 B/clk/core (two 64-byte loads and one 64-byte "
+                                        "store per clock)"}}) {
+    if (!*c.capacity) continue;
     MemoryLevel m;
-    m.name = name;
-    m.capacity = *level;
+    m.name = c.name;
+    m.capacity = *c.capacity;
+    if (f.clock_mhz && f.cores.value > 0) {
+      const double bw = c.bytes_per_clock * f.cores.value * f.clock_mhz->value * 1e6;
+      m.bandwidth = Sourced{bw, "cache-rate-assumption", "D",
+                            fmt::format("{:g} cores x {} x {:g} MHz = {:.4g} GB/s; an upper "
+                                        "bound (clock flag {})",
+                                        f.cores.value, c.why, f.clock_mhz->value, bw / 1e9,
+                                        f.clock_mhz->flag)};
+      d.sources["cache-rate-assumption"] =
+          "Solar's assumption (docs/devices.md, The host): cache bytes per clock per core of "
+          "the widest current x86 cores, as upper bounds";
+    }
     d.memory.push_back(std::move(m));
   }
   return d;

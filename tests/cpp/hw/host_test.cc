@@ -131,6 +131,22 @@ TEST(HostDevice, Zen4RunsAvx512OnHalfWidthDatapaths) {
   EXPECT_DOUBLE_EQ(*d.peak(UnitKind::Vector, DType::F32), 96.0 * 2 * 8 * 2 * 2.4e9);
 }
 
+TEST(HostDevice, CacheBandwidthsAreDerivedUpperBounds) {
+  HostFacts f = xeon_8480();
+  f.l2 = Sourced{56 * 2e6, "t", "M", "test"};
+  f.l1d = Sourced{56 * 48e3, "t", "M", "test"};
+  Device d = host_device(f);
+  // bytes per clock per core x 56 cores x 2.0 GHz
+  EXPECT_DOUBLE_EQ(d.memory_level("l3")->bandwidth->value, 64.0 * 56 * 2000e6);
+  EXPECT_DOUBLE_EQ(d.memory_level("l2")->bandwidth->value, 64.0 * 56 * 2000e6);
+  EXPECT_DOUBLE_EQ(d.memory_level("l1")->bandwidth->value, 192.0 * 56 * 2000e6);
+  EXPECT_EQ(d.memory_level("l1")->bandwidth->flag, "D");
+  EXPECT_TRUE(d.sources.count(d.memory_level("l2")->bandwidth->source));
+  // Without a clock there is no rate to derive: capacities only.
+  f.clock_mhz.reset();
+  EXPECT_FALSE(host_device(f).memory_level("l2")->bandwidth.has_value());
+}
+
 TEST(HostDevice, NoClockMeansNoComputePeaks) {
   HostFacts f = xeon_8480();
   f.clock_mhz.reset();
