@@ -309,14 +309,16 @@ def test_strided_views_are_free_and_read_through_strides():
     assert rep.totals.bytes_unfused == 4 * (64 * 32 + 48 * 32 + 64 * 48)  # fp32: inputs + output
 
 
-def test_transposed_operands_and_attention_heads_stay_matmuls():
-    # plain subscripts (no strided or grouped-head affine ones): the math policy sees matmuls
+def test_transposed_operands_stay_matmuls_and_attention_is_attention():
+    # plain subscripts (no strided or grouped-head affine ones): a transposed operand is still
+    # a matmul; SDPA's contractions are `attention` (the math policy prices its fused kernels)
     q, k, v = r(2, 4, 6, 8), r(2, 4, 6, 8), r(2, 4, 6, 8)
     graph = validate(lambda a, b, q, k, v: (a @ b.t(), F.scaled_dot_product_attention(q, k, v)),
                      r(5, 6), r(7, 6), q, k, v)
     rep = solar.analyze(graph, arch="H100_SXM")
-    classes = {op["class"] for op in rep.ops if op.macs}
-    assert classes == {"matmul"}
+    classes = {(op.origin.op.startswith("aten::_scaled_dot_product"), op["class"])
+               for op in rep.ops if op.macs}
+    assert classes == {(False, "matmul"), (True, "attention")}
 
 
 def test_uneven_adaptive_pooling_reads_each_window_once():
