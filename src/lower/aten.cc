@@ -2160,8 +2160,6 @@ void lower_upsample_nearest(Context& c, std::size_t nd) {
 
 // ---------------------------------------------------------------- the table
 
-using Table = std::unordered_map<std::string_view, Fn>;
-
 const Table& table() {
   static const Table t = [] {
     Table m;
@@ -2696,43 +2694,7 @@ const Table& table() {
 bool aten_op_known(std::string_view op) { return table().contains(op); }
 
 LowerResult lower_aten(const OpTrace& trace, const LowerOptions& options) {
-  LowerResult result;
-  ir::Graph& g = result.graph;
-  g.name = trace.name;
-  g.frontend = trace.frontend;
-  g.source = trace.source;
-  Context c(trace, g);
-  for (const TraceOp& op : trace.ops) {
-    c.begin(op);
-    std::string reason;
-    auto it = table().find(op.op);
-    if (it == table().end()) {
-      reason = "no lowering in the aten table";
-    } else {
-      try {
-        it->second(c);
-        c.commit();
-        continue;
-      } catch (const Unsupported& e) {
-        c.rollback();
-        reason = e.message();
-      }
-    }
-    std::string where = op.file.empty() ? "" : fmt::format(" ({}:{})", op.file, op.line);
-    if (options.strict)
-      throw Unsupported(fmt::format("{}{} cannot be analyzed: {} (--strict)", op.op, where, reason),
-                        c.origin());
-    result.warnings.push_back(fmt::format("{}{}: {}", op.op, where, reason));
-    c.unanalyzed(reason);
-    c.commit();  // an unanalyzed op produces every output it stages
-  }
-  // Program outputs that are program inputs or parameters returned as they are stay sources.
-  ir::verify(g);
-  result.trace_ids.assign(g.tensors().size(), -1);
-  const std::vector<TensorId>& map = c.tensor_map();
-  for (std::size_t id = 0; id < map.size(); ++id)
-    if (map[id].valid()) result.trace_ids[map[id].value] = static_cast<std::int64_t>(id);
-  return result;
+  return lower_with_table(trace, options, table(), "aten");
 }
 
 }  // namespace solar::lower

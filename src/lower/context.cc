@@ -679,4 +679,44 @@ void Context::channelwise(std::vector<TensorId> inputs, TensorId out, ir::Expr c
          std::move(combine), ir::Reduce::None);
 }
 
+LowerResult lower_with_table(const OpTrace& trace, const LowerOptions& options,
+                             const Table& table, std::string_view dialect) {
+  LowerResult result;
+  ir::Graph& g = result.graph;
+  g.name = trace.name;
+  g.frontend = trace.frontend;
+  g.source = trace.source;
+  Context c(trace, g);
+  for (const TraceOp& op : trace.ops) {
+    c.begin(op);
+    std::string reason;
+    auto it = table.find(op.op);
+    if (it == table.end()) {
+      reason = fmt::format("no lowering in the {} table", dialect);
+    } else {
+      try {
+        it->second(c);
+        c.commit();
+        continue;
+      } catch (const Unsupported& e) {
+        c.rollback();
+        reason = e.message();
+      }
+    }
+    std::string where = op.file.empty() ? "" : fmt::format(" ({}:{})", op.file, op.line);
+    if (options.strict)
+      throw Unsupported(fmt::format("{}{} cannot be analyzed: {} (--strict)", op.op, where, reason),
+                        c.origin());
+    result.warnings.push_back(fmt::format("{}{}: {}", op.op, where, reason));
+    c.unanalyzed(reason);
+    c.commit();  // an unanalyzed op produces every output it stages
+  }
+  ir::verify(g);
+  result.trace_ids.assign(g.tensors().size(), -1);
+  const std::vector<ir::TensorId>& map = c.tensor_map();
+  for (std::size_t id = 0; id < map.size(); ++id)
+    if (map[id].valid()) result.trace_ids[map[id].value] = static_cast<std::int64_t>(id);
+  return result;
+}
+
 }  // namespace solar::lower::detail

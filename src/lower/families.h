@@ -5,9 +5,11 @@
 
 #include <functional>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "context.h"
+#include "solar/lower/aten.h"
 
 namespace solar::lower::detail {
 
@@ -15,6 +17,13 @@ namespace solar::lower::detail {
 // unanalyzed).
 using Fn = std::function<void(Context&)>;
 using Register = std::function<void(std::string_view, Fn)>;
+using Table = std::unordered_map<std::string_view, Fn>;
+
+// Lowers every op of `trace` with `table` (the dialect's; `dialect` names it in messages):
+// an op the table lacks or cannot model becomes `unanalyzed` with the reason (or throws
+// Unsupported with options.strict). Verifies the graph and maps graph tensors to trace ids.
+LowerResult lower_with_table(const OpTrace& trace, const LowerOptions& options,
+                             const Table& table, std::string_view dialect);
 
 // A tensor-or-scalar argument as a combine term: a tensor joins `inputs`; None is `dflt`.
 ir::Expr operand(Context& c, const char* name, std::vector<ir::TensorId>& inputs, double dflt = 0);

@@ -936,7 +936,6 @@ void lower_control_flow(Context& c) {
 
 // ---------------------------------------------------------------- the table
 
-using Table = std::unordered_map<std::string_view, Fn>;
 
 Expr sign(Expr x) {
   return fn(ExprOp::Select, {fn(ExprOp::Gt, {x, num(0)}), num(1),
@@ -1052,42 +1051,7 @@ bool jax_op_known(std::string_view op) {
 }
 
 LowerResult lower_jax(const OpTrace& trace, const LowerOptions& options) {
-  LowerResult result;
-  ir::Graph& g = result.graph;
-  g.name = trace.name;
-  g.frontend = trace.frontend;
-  g.source = trace.source;
-  Context c(trace, g);
-  for (const TraceOp& op : trace.ops) {
-    c.begin(op);
-    std::string reason;
-    auto it = table().find(op.op);
-    if (it == table().end()) {
-      reason = "no lowering in the jax table";
-    } else {
-      try {
-        it->second(c);
-        c.commit();
-        continue;
-      } catch (const Unsupported& e) {
-        c.rollback();
-        reason = e.message();
-      }
-    }
-    std::string where = op.file.empty() ? "" : fmt::format(" ({}:{})", op.file, op.line);
-    if (options.strict)
-      throw Unsupported(fmt::format("{}{} cannot be analyzed: {} (--strict)", op.op, where, reason),
-                        c.origin());
-    result.warnings.push_back(fmt::format("{}{}: {}", op.op, where, reason));
-    c.unanalyzed(reason);
-    c.commit();
-  }
-  ir::verify(g);
-  result.trace_ids.assign(g.tensors().size(), -1);
-  const std::vector<TensorId>& map = c.tensor_map();
-  for (std::size_t id = 0; id < map.size(); ++id)
-    if (map[id].valid()) result.trace_ids[map[id].value] = static_cast<std::int64_t>(id);
-  return result;
+  return lower_with_table(trace, options, table(), "jax");
 }
 
 }  // namespace solar::lower
