@@ -1,0 +1,422 @@
+// Whole-graph Q(S): the per-op ski-slopes, the no-fusion sum and the segmentation search over
+// fused segments (fusion.h; segments are costed in fusion_segment.cc, the provable mode is in
+// fusion_provable.cc).
+#include "solar/tiling/fusion.h"
+
+#include <algorithm>
+
+#include "fmt/format.h"
+#include "fusion_impl.h"
+#include "solar/cost/work.h"
+#include "solar/util/errors.h"
+
+namespace solar::tiling {
+
+std::string_view traffic_mode_name(TrafficMode m) {
+  switch (m) {
+    case TrafficMode::Attainable: return "attainable";
+    case TrafficMode::Provable: return "provable";
+  }
+  return "?";
+}
+
+std::optional<TrafficMode> parse_traffic_mode(std::string_view name) {
+  if (name == "attainable") return TrafficMode::Attainable;
+  if (name == "provable") return TrafficMode::Provable;
+  return std::nullopt;
+}
+
+std::string_view fusion_kind_name(FusionKind k) {
+  switch (k) {
+    case FusionKind::None: return "none";
+    case FusionKind::Untiled: return "untiled";
+    case FusionKind::Tiled: return "tiled";
+  }
+  return "?";
+}
+
+namespace detail {
+
+Count to_count(Wide v) {
+  return Count(static_cast<std::uint64_t>(v >> 64)) * Count(std::uint64_t{1} << 32) *
+             Count(std::uint64_t{1} << 32) +
+         Count(static_cast<std::uint64_t>(v));
+}
+
+Wide add_sat(Wide a, Wide b) { return a > kInfinite - b ? kInfinite : a + b; }
+
+Wide mul_sat(Wide a, Wide b) {
+  if (a == 0 || b == 0) return 0;
+  return a > kInfinite / b ? kInfinite : a * b;
+}
+
+std::string problem_key(const TilingProblem& p) {
+  std::string k;
+  for (const Rank& r : p.ranks) k += fmt::format("{},", r.extent);
+  for (const TensorAccess& t : p.tensors) {
+    k += fmt::format("|{}{}:", t.bits, t.output ? "o" : "");
+    for (const DimAccess& d : t.dims) {
+      k += fmt::format("{}@{}", d.extent, d.constant);
+      for (const DimTerm& term : d.terms) k += fmt::format("+{}*{}", term.coef, term.rank);
+      k += ";";
+    }
+  }
+  return k;
+}
+
+std::string mib(Wide bytes) {
+  return fmt::format("{:.4g} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
+
+}  // namespace detail
+
+using detail::kInfinite;
+using detail::Wide;
+
+namespace {
+
+// A free op (view, non-copying slice) moves nothing; the analyzer gives it zero bytes.
+bool is_free(const ir::Op& op, const cost::Work& w) {
+  return op.kind() == ir::OpKind::Move && w.analyzed && w.bytes() == Count(0);
+}
+
+}  // namespace
+
+void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c,
+                                    const GraphCurveOptions& o) {
+  graph = &g;
+  cost = &c;
+  options = o;
+  if (c.per_op.size() != g.ops().size())
+    throw UserError(UserError::Kind::BadArgument,
+                    "GraphTrafficModel: the cost was computed for another graph (" +
+                        std::to_string(c.per_op.size()) + " ops, the graph has " +
+                        std::to_string(g.ops().size()) + ")");
+  if (o.max_segment_ops < 1)
+    throw UserError(UserError::Kind::BadArgument,
+                    "GraphTrafficModel: max_segment_ops must be >= 1");
+  const std::size_t nt = g.tensors().size();
+  root.resize(nt);
+  view_parent.assign(nt, -1);
+  for (std::size_t t = 0; t < nt; ++t) root[t] = static_cast<std::uint32_t>(t);
+  users.assign(nt, {});
+  used_outside.assign(nt, false);
+  unit_of_op.assign(g.ops().size(), -1);
+
+  // Curves are shared between ops with the same problem (the layers of a model).
+  std::map<std::string, std::shared_ptr<const CurveResult>> by_problem;
+  std::map<std::string, int> problem_ids;
+  using detail::problem_key;
+
+  for (const ir::Op& op : g.ops()) {
+    const cost::Work& w = c.per_op[op.id.value];
+    if (!w.analyzed) {
+      // Its inputs must exist in DRAM for it: never kept on chip only.
+      for (ir::TensorId in : op.inputs) used_outside[root[in.value]] = true;
+      continue;
+    }
+    if (is_free(op, w) && op.inputs.size() == 1 && op.outputs.size() == 1) {
+      root[op.outputs[0].value] = root[op.inputs[0].value];
+      view_parent[op.outputs[0].value] = static_cast<int>(op.inputs[0].value);
+      continue;
+    }
+    detail::Unit u;
+    u.op = op.id;
+    u.read_bytes = w.bytes_read.raw();
+    u.write_bytes = w.bytes_written.raw();
+    u.own_bytes = w.bytes().raw();
+    if (op.kind() == ir::OpKind::Einsum) {
+      try {
+        TilingProblem p = problem_from_einsum(g, op);
+        const std::string key = problem_key(p);
+        auto it = by_problem.find(key);
+        if (it == by_problem.end()) {
+          auto r = std::make_shared<const CurveResult>(attainable_curve(p, o.einsum));
+          evaluated += r->evaluated;
+          it = by_problem.emplace(key, std::move(r)).first;
+          problem_ids.emplace(key, static_cast<int>(problem_ids.size()));
+        }
+        u.problem_id = problem_ids.at(key);
+        if (!it->second->exhaustive) exhaustive = false;
+        u.curve = it->second;
+        u.has_curve = true;
+        for (ir::TensorId in : op.inputs) u.tensor_root.push_back(root[in.value]);
+        u.tensor_root.push_back(root[op.outputs[0].value]);
+        u.problem = std::move(p);
+      } catch (const Unsupported&) {
+        // Masked or otherwise outside the tiling model: the op costs its own unfused bytes.
+      }
+    }
+    if (!u.has_curve && op.outputs.size() == 1) {
+      if (op.kind() == ir::OpKind::Move && op.inputs.size() == 1) {
+        u.can_reside = true;
+        u.operand_bytes = {u.read_bytes};
+      } else if (op.kind() == ir::OpKind::Einsum) {
+        // The same footprints the op's own cost reads (docs/cost.md).
+        const ir::EinsumOp& e = op.einsum();
+        Wide sum = 0;
+        for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+          const ir::Tensor& t = g.tensor(op.inputs[k]);
+          u.operand_bytes.push_back(
+              cost::tensor_bytes(t, cost::operand_footprint(e, e.operands[k], t)).raw());
+          sum += u.operand_bytes.back();
+        }
+        u.can_reside = sum == u.read_bytes;
+      }
+      if (u.can_reside) {
+        for (ir::TensorId in : op.inputs) u.tensor_root.push_back(root[in.value]);
+        u.tensor_root.push_back(root[op.outputs[0].value]);
+      }
+    }
+    const int idx = static_cast<int>(units.size());
+    unit_of_op[op.id.value] = idx;
+    for (ir::TensorId in : op.inputs) {
+      auto& us = users[root[in.value]];
+      if (us.empty() || us.back() != idx) us.push_back(idx);
+      // Opaque ops and multi-input moves count their bytes as a whole: what they read must
+      // be in DRAM.
+      if (!u.has_curve && !u.can_reside) used_outside[root[in.value]] = true;
+    }
+    units.push_back(std::move(u));
+  }
+  std::vector<bool> output_root(nt, false);
+  for (const ir::Tensor& t : g.tensors())
+    if (t.role == ir::Role::Output) {
+      used_outside[root[t.id.value]] = true;
+      output_root[root[t.id.value]] = true;
+    }
+  // Provable mode: einsums whose operands all come from outside the graph (fusion.h).
+  for (const detail::Unit& u : units) {
+    if (!u.has_curve) continue;  // (tensor_root of can_reside units is not needed here)
+    bool sources = true;
+    for (std::size_t t = 0; t + 1 < u.tensor_root.size(); ++t)
+      sources = sources && ir::is_graph_source(g.tensor(ir::TensorId{u.tensor_root[t]}).role);
+    if (!sources) continue;
+    const bool stored = output_root[u.tensor_root.back()];
+    provable_ops.push_back({u.op, *u.problem, stored});
+  }
+}
+
+Wide GraphTrafficModel::Impl::alone(int u, Wide capacity) const {
+  const detail::Unit& unit = units[u];
+  if (!unit.has_curve) return unit.own_bytes;
+  const TrafficCurve& c = unit.curve->curve;
+  if (c.points().empty()) return unit.own_bytes;
+  // Below the smallest mapping the op still runs; its smallest mapping is the best known.
+  std::optional<Count> q = c.traffic_at(detail::to_count(capacity));
+  return (q ? *q : c.points().front().traffic_bytes).raw();
+}
+
+detail::SegmentValue GraphTrafficModel::Impl::alone_value(int u, Wide s) const {
+  detail::SegmentValue v;
+  v.traffic = alone(u, s);
+  v.kind = FusionKind::None;
+  const detail::Unit& unit = units[u];
+  if (unit.has_curve) {
+    const auto& pts = unit.curve->curve.points();
+    auto it = std::upper_bound(
+        pts.begin(), pts.end(), s,
+        [](Wide x, const CurvePoint& p) { return x < p.buffer_bytes.raw(); });
+    if (it == pts.begin()) {
+      v.buffer = pts.empty() ? 0 : pts.front().buffer_bytes.raw();
+      v.detail = "alone; the capacity is below its smallest mapping (" + detail::mib(v.buffer) +
+                 "): that mapping's traffic";
+    } else {
+      v.buffer = std::prev(it)->buffer_bytes.raw();
+      v.detail = "alone: its ski-slope";
+    }
+  } else {
+    v.detail = "alone: its own unfused bytes (no tiling curve)";
+  }
+  return v;
+}
+
+namespace {
+
+// Each op's share of its group's traffic, in proportion to its own unfused bytes (the last
+// op takes the rounding remainder; equal shares when no op moves bytes on its own).
+void split_shares(const GraphTrafficModel::Impl& m, const FusionGroup& grp,
+                  std::vector<Count>& shares) {
+  Wide total_own = 0;
+  for (ir::OpId op : grp.ops) total_own += m.cost->per_op[op.value].bytes().raw();
+  const Wide traffic = grp.traffic_bytes.raw();
+  Wide given = 0;
+  for (std::size_t i = 0; i < grp.ops.size(); ++i) {
+    Wide s;
+    if (i + 1 == grp.ops.size()) {
+      s = traffic - given;
+    } else if (total_own == 0) {
+      s = traffic / grp.ops.size();
+    } else {
+      const Wide own = m.cost->per_op[grp.ops[i].value].bytes().raw();
+      // traffic * own / total without overflow for any realistic graph (< 2^64 each).
+      s = (traffic <= (~Wide{0}) / (own + 1)) ? traffic * own / total_own
+                                               : traffic / total_own * own;
+    }
+    given += s;
+    shares[grp.ops[i].value] = detail::to_count(s);
+  }
+}
+
+}  // namespace
+
+GraphTraffic GraphTrafficModel::Impl::attainable(Count capacity) const {
+  const Wide s = capacity.raw();
+  const int n = static_cast<int>(units.size());
+  const int max_len = options.fuse ? options.max_segment_ops : 1;
+  // best[j]: least traffic of units [0, j); from[j]: where its last segment starts.
+  std::vector<Wide> best(n + 1, kInfinite);
+  std::vector<int> from(n + 1, -1);
+  best[0] = 0;
+  for (int j = 1; j <= n; ++j) {
+    // Shortest segment first: the op alone sets a budget the longer ones must beat.
+    for (int i = j - 1; i >= std::max(0, j - max_len); --i) {
+      if (best[i] == kInfinite) continue;
+      // A single op may still gain from keeping a source it reads twice, or a dead output,
+      // on chip (a "fused" segment of one).
+      Wide seg = (j - i == 1) ? alone(i, s) : kInfinite;
+      if (options.fuse && (best[j] == kInfinite || best[j] > best[i]))
+        seg = std::min(seg, fused(i, j, s, false, std::nullopt,
+                                  best[j] == kInfinite ? kInfinite : best[j] - best[i])
+                                .traffic);
+      const Wide v = detail::add_sat(best[i], seg);
+      if (v < best[j]) {
+        best[j] = v;
+        from[j] = i;
+      }
+    }
+  }
+  SOLAR_CHECK(best[n] != kInfinite, "the no-fusion partition is always feasible");
+
+  GraphTraffic r;
+  r.mode = TrafficMode::Attainable;
+  r.capacity_bytes = capacity;
+  r.exhaustive = exhaustive;
+  r.op_traffic_bytes.assign(graph->ops().size(), Count(0));
+  auto add_group = [&](int a, int b, const detail::SegmentValue& v) {
+    FusionGroup grp;
+    for (int u = a; u < b; ++u) grp.ops.push_back(units[u].op);
+    grp.kind = v.kind;
+    grp.traffic_bytes = detail::to_count(v.traffic);
+    grp.buffer_bytes = detail::to_count(std::min(v.buffer, s));
+    grp.detail = v.detail;
+    split_shares(*this, grp, r.op_traffic_bytes);
+    r.groups.push_back(std::move(grp));
+  };
+
+  // The whole graph as one untiled segment: the only strategy that reaches the fused
+  // compulsory traffic when the segment length limit splits the graph.
+  Wide whole = kInfinite;
+  detail::SegmentValue whole_value;
+  if (options.fuse && n > max_len) {
+    whole_value = fused(0, n, s, true);
+    whole = whole_value.traffic;
+  }
+  if (whole < best[n]) {
+    r.traffic_bytes = detail::to_count(whole);
+    add_group(0, n, whole_value);
+    r.detail = "the whole graph fused into one segment";
+  } else {
+    r.traffic_bytes = detail::to_count(best[n]);
+    std::vector<std::pair<int, int>> segs;
+    for (int j = n; j > 0; j = from[j]) segs.emplace_back(from[j], j);
+    std::reverse(segs.begin(), segs.end());
+    int fused_groups = 0;
+    for (auto [a, b] : segs) {
+      const detail::SegmentValue one = b - a == 1 ? alone_value(a, s) : detail::SegmentValue{};
+      if (b - a == 1 && (!options.fuse || one.traffic <= fused(a, b, s, false).traffic)) {
+        add_group(a, b, one);
+      } else {
+        add_group(a, b, fused(a, b, s, true));
+        ++fused_groups;
+      }
+    }
+    r.detail = options.fuse ? fmt::format("segmentation: {} groups, {} fused", segs.size(),
+                                          fused_groups)
+                            : "no fusion: the sum of each op's traffic";
+  }
+  // Every strategy reads each source and writes each output at least once; the clamp only
+  // guards the footprint conventions (compulsory reads the largest footprint of a source).
+  if (r.traffic_bytes < cost->compulsory_bytes()) {
+    r.traffic_bytes = cost->compulsory_bytes();
+    r.detail += "; raised to the compulsory traffic";
+  }
+  std::lock_guard<std::mutex> lock(attained_mu);
+  if (attained.size() > 4096) attained.clear();
+  attained[s] = r.traffic_bytes;
+  return r;
+}
+
+GraphTrafficModel::GraphTrafficModel(const ir::Graph& g, const cost::GraphCost& cost,
+                                     const GraphCurveOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->build(g, cost, options);
+}
+
+GraphTrafficModel::~GraphTrafficModel() = default;
+GraphTrafficModel::GraphTrafficModel(GraphTrafficModel&&) noexcept = default;
+GraphTrafficModel& GraphTrafficModel::operator=(GraphTrafficModel&&) noexcept = default;
+
+GraphTraffic GraphTrafficModel::at(Count capacity_bytes, TrafficMode mode) const {
+  if (capacity_bytes == Count(0))
+    throw UserError(UserError::Kind::BadArgument,
+                    "GraphTrafficModel::at: the capacity must be > 0 bytes");
+  switch (mode) {
+    case TrafficMode::Attainable: return impl_->attainable(capacity_bytes);
+    case TrafficMode::Provable: return impl_->provable(capacity_bytes);
+  }
+  throw InternalError("unknown traffic mode", __FILE__, __LINE__);
+}
+
+std::optional<FusionGroup> GraphTrafficModel::group_at(ir::OpId first, ir::OpId last,
+                                                       FusionKind kind,
+                                                       Count capacity_bytes) const {
+  const Impl& m = *impl_;
+  if (capacity_bytes == Count(0))
+    throw UserError(UserError::Kind::BadArgument,
+                    "GraphTrafficModel::group_at: the capacity must be > 0 bytes");
+  if (!(first <= last) || last.value >= m.unit_of_op.size())
+    throw UserError(UserError::Kind::BadArgument,
+                    "GraphTrafficModel::group_at: need first <= last < number of ops");
+  int a = -1, b = -1;
+  for (std::uint32_t o = first.value; o <= last.value; ++o)
+    if (m.unit_of_op[o] >= 0) {
+      if (a < 0) a = m.unit_of_op[o];
+      b = m.unit_of_op[o] + 1;
+    }
+  if (a < 0) return std::nullopt;
+  const Wide s = capacity_bytes.raw();
+  detail::SegmentValue v;
+  switch (kind) {
+    case FusionKind::None:
+      if (b - a != 1) return std::nullopt;
+      v = m.alone_value(a, s);
+      break;
+    case FusionKind::Untiled:
+    case FusionKind::Tiled:
+      v = m.fused(a, b, s, true, kind);
+      break;
+  }
+  if (v.traffic == kInfinite) return std::nullopt;
+  FusionGroup grp;
+  for (int u = a; u < b; ++u) grp.ops.push_back(m.units[u].op);
+  grp.kind = v.kind;
+  grp.traffic_bytes = detail::to_count(v.traffic);
+  grp.buffer_bytes = detail::to_count(std::min(v.buffer, s));
+  grp.detail = v.detail;
+  return grp;
+}
+
+const TrafficCurve* GraphTrafficModel::op_curve(ir::OpId op) const {
+  if (op.value >= impl_->unit_of_op.size()) return nullptr;
+  const int u = impl_->unit_of_op[op.value];
+  if (u < 0 || !impl_->units[u].has_curve) return nullptr;
+  return &impl_->units[u].curve->curve;
+}
+
+std::uint64_t GraphTrafficModel::mappings_evaluated() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->evaluated + impl_->sub_evaluated;
+}
+
+}  // namespace solar::tiling

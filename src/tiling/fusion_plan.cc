@@ -1,0 +1,433 @@
+// Planning of fused segments (fusion.h): which intermediates stay on chip, their live ranges,
+// and the ranks a run can be tiled by (rows, a batch rank, a flash-style key rank); costed at
+// each capacity by fusion_segment.cc.
+#include <algorithm>
+#include <set>
+
+#include "fmt/format.h"
+#include "fusion_impl.h"
+#include "solar/cost/work.h"
+#include "solar/util/errors.h"
+
+namespace solar::tiling {
+
+using detail::SegmentPlan;
+using detail::Wide;
+
+namespace {
+
+constexpr std::size_t kMaxPlans = std::size_t{1} << 16;
+
+// The dimension of tensor `v` (a free view of its root, possibly through several) that root
+// dimension `d` becomes, or nullopt when the views mix it with other dimensions. A reshape
+// keeps a dimension when the elements before it and its extent are unchanged; a slice or
+// expand view of the same rank keeps an unsliced dimension in place.
+std::optional<int> map_dim(const GraphTrafficModel::Impl& m, std::uint32_t v, int d) {
+  const int parent = m.view_parent[v];
+  if (parent < 0) return d;
+  std::optional<int> dp = map_dim(m, static_cast<std::uint32_t>(parent), d);
+  if (!dp) return std::nullopt;
+  const auto& in = m.graph->tensor(ir::TensorId{static_cast<std::uint32_t>(parent)}).shape;
+  const auto& out = m.graph->tensor(ir::TensorId{v}).shape;
+  Wide in_count = 1, out_count = 1;
+  for (std::int64_t e : in) in_count *= static_cast<Wide>(e);
+  for (std::int64_t e : out) out_count *= static_cast<Wide>(e);
+  if (in_count == out_count) {
+    Wide before = 1;
+    for (int i = 0; i < *dp; ++i) before *= static_cast<Wide>(in[i]);
+    Wide acc = 1;
+    for (std::size_t j = 0; j < out.size(); ++j) {
+      if (acc == before && out[j] == in[*dp]) return static_cast<int>(j);
+      acc *= static_cast<Wide>(out[j]);
+    }
+    return std::nullopt;
+  }
+  if (in.size() == out.size() && in[*dp] == out[*dp]) return dp;
+  return std::nullopt;
+}
+
+// Bytes a unit reads of root `r`: the sum of the footprints of its operands naming it (two
+// operands may read different parts, as the K and V slices of one QKV tensor do), capped at
+// the root's size.
+Wide read_of_root(const GraphTrafficModel::Impl& m, int u, std::uint32_t r) {
+  const detail::Unit& unit = m.units[u];
+  const ir::Op& op = m.graph->op(unit.op);
+  const ir::Tensor& rt = m.graph->tensor(ir::TensorId{r});
+  const Wide size = rt.size_bytes().raw();
+  Wide best = 0;
+  if (!unit.has_curve) {
+    for (std::size_t k = 0; k < unit.operand_bytes.size(); ++k)
+      if (unit.tensor_root[k] == r) best += unit.operand_bytes[k];
+    return std::min(size, best);
+  }
+  const ir::EinsumOp& e = op.einsum();
+  for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+    if (unit.tensor_root[k] != r) continue;
+    const ir::Tensor& t = m.graph->tensor(op.inputs[k]);
+    best += cost::tensor_bytes(t, cost::operand_footprint(e, e.operands[k], t)).raw();
+  }
+  return std::min(size, best);
+}
+
+// Candidate fused tile sizes (more than one tile) of a rank of `rows`. Ceil mode:
+// ceil(rows / T) for T = 2, 3, 4, 6, 8, 12, ... (powers of two and 1.5 times them, so the trip
+// count grows by at most 1.5x per step; a full sweep of all O(sqrt rows) ceil tiles would cost
+// one sub-search each). Divisor mode: the divisors below rows, as Orojenesis' FFMT sweeps
+// (powers of two for power-of-two extents).
+std::vector<std::int64_t> tile_candidates(std::int64_t rows, TileMode mode) {
+  std::vector<std::int64_t> out;
+  switch (mode) {
+    case TileMode::Divisor:
+      for (std::int64_t d = 1; d * d <= rows; ++d)
+        if (rows % d == 0) {
+          if (d < rows) out.push_back(d);
+          if (rows / d < rows && rows / d != d) out.push_back(rows / d);
+        }
+      std::sort(out.begin(), out.end());
+      return out;
+    case TileMode::Ceil:
+      break;
+  }
+  for (std::int64_t t = 2; t <= rows; t *= 2)
+    for (std::int64_t trips : {t, t + t / 2}) {
+      if (trips > rows) continue;
+      const std::int64_t p = (rows + trips - 1) / trips;
+      if (out.empty() || out.back() != p) out.push_back(p);
+    }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace
+
+SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
+  auto it = plans.find({a, b});
+  if (it != plans.end()) return *it->second;
+  auto plan = std::make_unique<SegmentPlan>();
+  const int len = b - a;
+  auto in_seg = [&](int u) { return u >= a && u < b; };
+
+  // Intermediates produced inside: kept on chip when read inside (or read by nobody).
+  struct Resident {
+    std::uint32_t root;
+    int first, last;  // units (absolute) it is live across
+    bool written;     // also needed outside: written once
+  };
+  std::vector<Resident> residents;
+  std::set<std::uint32_t> resident_set;
+  for (int u = a; u < b; ++u) {
+    const detail::Unit& unit = units[u];
+    if (!unit.has_curve && !unit.can_reside) continue;
+    const std::uint32_t r = graph->op(unit.op).outputs[0].value;
+    int last = -1;
+    bool outside = used_outside[r];
+    for (int c : users[r]) {
+      if (in_seg(c)) last = std::max(last, c);
+      else outside = true;
+    }
+    const bool dead = users[r].empty() && !used_outside[r];
+    if (last < 0 && !dead) continue;
+    residents.push_back({r, u, std::max(last, u), outside});
+    resident_set.insert(r);
+  }
+  // Graph sources read twice or more inside (by two units, or by two operands of one: x + x)
+  // (variant 1): loaded once, kept.
+  struct Shared {
+    std::uint32_t root;
+    int first, last;
+    Wide load;
+  };
+  std::vector<Shared> shared;
+  {
+    std::map<std::uint32_t, std::vector<int>> readers;
+    for (int u = a; u < b; ++u)
+      for (ir::TensorId in : graph->op(units[u].op).inputs) {
+        const std::uint32_t r = root[in.value];
+        if (!ir::is_graph_source(graph->tensor(ir::TensorId{r}).role)) continue;
+        readers[r].push_back(u);
+      }
+    for (const auto& [r, us] : readers) {
+      if (us.size() < 2) continue;
+      bool ok = true;
+      Wide load = 0;
+      for (std::size_t i = 0; i < us.size(); ++i) {
+        const int u = us[i];
+        ok = ok && (units[u].has_curve || units[u].can_reside);
+        if (ok && (i == 0 || us[i - 1] != u)) load += read_of_root(*this, u, r);
+      }
+      load = std::min(load, graph->tensor(ir::TensorId{r}).size_bytes().raw());
+      if (ok) shared.push_back({r, us.front(), us.back(), load});
+    }
+  }
+
+  auto size_of = [&](std::uint32_t r) {
+    return graph->tensor(ir::TensorId{r}).size_bytes().raw();
+  };
+  // ---- untiled ----
+  for (int v = 0; v < 2; ++v) {
+    SegmentPlan::Untiled& un = plan->untiled[v];
+    if (v == 0 ? residents.empty() : shared.empty()) continue;
+    std::set<std::uint32_t> on_chip = resident_set;
+    un.reserve.assign(len, 0);
+    for (const Resident& r : residents) {
+      for (int u = r.first; u <= r.last; ++u) un.reserve[u - a] += size_of(r.root);
+      if (r.written) un.fixed += size_of(r.root);
+      un.kept.push_back(r.root);
+    }
+    if (v == 1)
+      for (const Shared& s : shared) {
+        on_chip.insert(s.root);
+        for (int u = s.first; u <= s.last; ++u) un.reserve[u - a] += size_of(s.root);
+        un.fixed += s.load;
+        un.loaded.push_back(s.root);
+      }
+    un.ok = true;
+    un.curve.assign(len, nullptr);
+    un.unit_bytes.assign(len, 0);
+    for (int u = a; u < b && un.ok; ++u) {
+      const detail::Unit& unit = units[u];
+      const ir::Op& op = graph->op(unit.op);
+      if (unit.has_curve) {
+        std::uint32_t drop = 0;
+        for (std::size_t t = 0; t < unit.tensor_root.size(); ++t)
+          if (on_chip.count(unit.tensor_root[t])) drop |= 1u << t;
+        un.curve[u - a] = sub_curve(u, drop, -1, 0);
+        if (!un.curve[u - a]) un.ok = false;
+      } else if (unit.can_reside) {
+        Wide bytes = on_chip.count(op.outputs[0].value) ? 0 : unit.write_bytes;
+        for (std::size_t k = 0; k < unit.operand_bytes.size(); ++k)
+          if (!on_chip.count(unit.tensor_root[k])) bytes += unit.operand_bytes[k];
+        un.unit_bytes[u - a] = bytes;
+      } else {
+        un.unit_bytes[u - a] = unit.own_bytes;
+      }
+    }
+  }
+
+  // ---- tiled: one output rank shared by every unit ----
+  // The rank of each unit that rank r0 of the first unit's output becomes, following every
+  // on-chip intermediate from its producer's output dimension to each reader's operand
+  // dimension (through views that keep it), and the on-chip roots that carry it; nullopt when
+  // a unit is not reached, or the rank appears in a window or with another extent. Modes:
+  // Fused: every unit keeps the rank in its output (no partial sums cross ops: FFMR).
+  // Batch: the same, and the rank indexes every tensor of every unit (attention heads).
+  // Key: a unit may reduce the rank (sum or max, done online as flash attention does:
+  // reads of a running reduction inside the key loop are assumed rescalable, as online
+  // softmax is); a value carrying the rank may not leave the run.
+  enum class Mode { Fused, Batch, Key };
+  std::set<std::uint32_t> kept_inside;  // on chip and never written
+  for (const Resident& r : residents)
+    if (!r.written) kept_inside.insert(r.root);
+  struct Propagated {
+    std::vector<int> rank;
+    std::set<std::uint32_t> carriers;
+  };
+  auto propagate = [&](int r0, Mode mode) -> std::optional<Propagated> {
+    const std::int64_t rows = units[a].problem->ranks[r0].extent;
+    std::map<std::uint32_t, int> fused_dim;  // on-chip root -> its dimension of the rank
+    Propagated out;
+    out.rank.assign(len, -1);
+    for (int u = a; u < b; ++u) {
+      const detail::Unit& unit = units[u];
+      const TilingProblem& p = *unit.problem;
+      const ir::Op& op = graph->op(unit.op);
+      int r = (u == a) ? r0 : -1;
+      for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+        auto fd = fused_dim.find(unit.tensor_root[k]);
+        if (fd == fused_dim.end()) continue;
+        std::optional<int> vd = map_dim(*this, op.inputs[k].value, fd->second);
+        if (!vd || !p.tensors[k].dims[*vd].plain()) return std::nullopt;
+        const int rk = p.tensors[k].dims[*vd].terms[0].rank;
+        if (r >= 0 && r != rk) return std::nullopt;
+        r = rk;
+      }
+      if (r < 0 || p.ranks[r].extent != rows) return std::nullopt;
+      int out_dim = -1;
+      for (std::size_t t = 0; t < p.tensors.size(); ++t) {
+        bool found = false;
+        for (std::size_t d = 0; d < p.tensors[t].dims.size(); ++d) {
+          const DimAccess& dim = p.tensors[t].dims[d];
+          bool has = false;
+          for (const DimTerm& term : dim.terms) has = has || term.rank == r;
+          if (!has) continue;
+          if (!dim.plain() || dim.extent != rows) return std::nullopt;
+          found = true;
+          if (p.tensors[t].output) out_dim = static_cast<int>(d);
+        }
+        if (mode == Mode::Batch && !found) return std::nullopt;
+      }
+      if (out_dim < 0) {
+        const ir::Reduce red = op.einsum().reduce;
+        if (mode != Mode::Key || (red != ir::Reduce::Sum && red != ir::Reduce::Max))
+          return std::nullopt;
+      }
+      out.rank[u - a] = r;
+      const std::uint32_t out_root = op.outputs[0].value;
+      // Key tiling streams the key: a value carrying it may not leave the run (it would
+      // be written one key at a time); only reductions over it do.
+      if (mode == Mode::Key && out_dim >= 0 && !kept_inside.count(out_root)) return std::nullopt;
+      if (out_dim >= 0 && resident_set.count(out_root)) {
+        fused_dim[out_root] = out_dim;
+        out.carriers.insert(out_root);
+      }
+    }
+    // Every on-chip intermediate carrying the rank was read through it by all its readers
+    // inside (checked at each read).
+    return out;
+  };
+  // Bits of one row of one batch slice of tensor `t` (rows and batch: extents it holds).
+  auto bits_per_row = [&](const ir::Tensor& t, std::int64_t rows, std::int64_t batch) {
+    return static_cast<Wide>(t.num_elements().raw()) /
+           (static_cast<Wide>(rows) * static_cast<Wide>(batch)) *
+           static_cast<Wide>(ir::dtype_bits(t.dtype));
+  };
+  bool all_curves = !residents.empty();
+  for (int u = a; u < b; ++u) all_curves = all_curves && units[u].has_curve;
+  if (all_curves) {
+    const TilingProblem& first = *units[a].problem;
+    for (const DimAccess& od : first.output().dims) {
+      const int r0 = od.terms[0].rank;
+      const std::int64_t rows = first.ranks[r0].extent;
+      if (rows < 2) continue;
+      std::optional<Propagated> fused_rank = propagate(r0, Mode::Fused);
+      if (!fused_rank) continue;
+      const std::vector<int>& rank = fused_rank->rank;
+      // A second output rank indexing every tensor of the run is looped over outermost with
+      // tile 1: it multiplies no tensor's traffic and divides every tile by its extent.
+      std::vector<int> batch_rank(len, -1);
+      std::int64_t batch = 1;
+      int first_batch = -1;
+      for (const DimAccess& bd : first.output().dims) {
+        const int rb = bd.terms[0].rank;
+        if (rb == r0 || first.ranks[rb].extent < 2) continue;
+        if (std::optional<Propagated> br = propagate(rb, Mode::Batch)) {
+          batch_rank = br->rank;
+          batch = first.ranks[rb].extent;
+          first_batch = rb;
+          break;
+        }
+      }
+      // Flash-style key tiling: another output rank of the first unit, looped innermost
+      // (one key at a time: the traffic does not depend on the key tile, the buffer grows
+      // with it), which later units may reduce online.
+      for (const DimAccess& kd : first.output().dims) {
+        if (!options.key_tiling) break;
+        const int rk = kd.terms[0].rank;
+        if (rk == r0 || rk == first_batch || first.ranks[rk].extent < 2) continue;
+        std::optional<Propagated> key = propagate(rk, Mode::Key);
+        if (!key) continue;
+        SegmentPlan::Tiled& fl = plan->tiled.emplace_back();
+        fl.ok = true;
+        fl.rows = rows;
+        fl.rank_name = first.ranks[r0].name;
+        fl.key_name = first.ranks[rk].name;
+        fl.rank = rank;
+        fl.batch_rank = batch_rank;
+        fl.batch = batch;
+        if (batch > 1) fl.rank_name += "' and '" + first.ranks[first_batch].name;
+        fl.key_rank = key->rank;
+        fl.keys = first.ranks[rk].extent;
+        fl.reserve_bits_per_row.assign(len, 0);
+        for (const Resident& rs : residents) {
+          const ir::Tensor& t = graph->tensor(ir::TensorId{rs.root});
+          if (rs.written) fl.fixed += size_of(rs.root);
+          if (key->carriers.count(rs.root)) {
+            // One key's slice, live within a key step.
+            const Wide per_row = bits_per_row(t, rows, batch) / static_cast<Wide>(fl.keys);
+            for (int u = rs.first; u <= rs.last; ++u) fl.reserve_bits_per_row[u - a] += per_row;
+          } else {
+            // A running reduction over the key (or a value of one): kept across the key loop.
+            fl.held_bits_per_row += bits_per_row(t, rows, batch);
+          }
+        }
+        fl.drop[0].assign(len, 0);
+        for (int u = a; u < b; ++u) {
+          const detail::Unit& unit = units[u];
+          const TilingProblem& p = *unit.problem;
+          const ir::Op& op = graph->op(unit.op);
+          for (std::size_t t = 0; t < unit.tensor_root.size(); ++t) {
+            const RankMask rm = p.tensors[t].ranks;
+            const bool has_row = rm & (RankMask{1} << rank[u - a]);
+            const bool has_key = rm & (RankMask{1} << fl.key_rank[u - a]);
+            if (resident_set.count(unit.tensor_root[t])) {
+              fl.drop[0][u - a] |= 1u << t;
+            } else if (has_row && !has_key) {
+              // Held across the key loop (the query rows, the output accumulator): moved once.
+              fl.drop[0][u - a] |= 1u << t;
+              const ir::Tensor& vt = graph->tensor(p.tensors[t].output ? op.outputs[0]
+                                                                       : op.inputs[t]);
+              fl.held_bits_per_row += bits_per_row(vt, rows, batch);
+              fl.held_bytes +=
+                  p.tensors[t].output
+                      ? vt.size_bytes().raw()
+                      : cost::tensor_bytes(vt, cost::operand_footprint(
+                                                   op.einsum(), op.einsum().operands[t], vt))
+                            .raw();
+            } else if (!has_row && !p.tensors[t].output) {
+              const ir::Tensor& vt = graph->tensor(op.inputs[t]);
+              fl.streamed_bytes +=
+                  cost::tensor_bytes(vt, cost::operand_footprint(op.einsum(),
+                                                                 op.einsum().operands[t], vt))
+                      .raw();
+            }
+          }
+        }
+        auto& tiles = tiles_by_rows[rows];
+        if (tiles.empty()) tiles = tile_candidates(rows, options.einsum.tiles);
+        fl.tiles = &tiles;
+        break;
+      }
+      SegmentPlan::Tiled& tl = plan->tiled.emplace_back();
+      tl.ok = true;
+      tl.rows = rows;
+      tl.rank_name = first.ranks[r0].name;
+      tl.rank = rank;
+      tl.batch_rank = batch_rank;
+      tl.batch = batch;
+      if (batch > 1) tl.rank_name += "' and '" + first.ranks[batch_rank[0]].name;
+      tl.reserve_bits_per_row.assign(len, 0);
+      for (const Resident& rs : residents) {
+        const ir::Tensor& t = graph->tensor(ir::TensorId{rs.root});
+        const Wide per_row = bits_per_row(t, rows, batch);
+        for (int u = rs.first; u <= rs.last; ++u) tl.reserve_bits_per_row[u - a] += per_row;
+        if (rs.written) tl.fixed += size_of(rs.root);
+      }
+      std::map<std::uint32_t, Wide> weights;
+      for (int v = 0; v < 2; ++v) tl.drop[v].assign(len, 0);
+      for (int u = a; u < b; ++u) {
+        const detail::Unit& unit = units[u];
+        const TilingProblem& p = *unit.problem;
+        for (std::size_t t = 0; t < unit.tensor_root.size(); ++t) {
+          if (resident_set.count(unit.tensor_root[t])) {
+            tl.drop[0][u - a] |= 1u << t;
+            tl.drop[1][u - a] |= 1u << t;
+          } else if (!p.tensors[t].output &&
+                     !(p.tensors[t].ranks & (RankMask{1} << rank[u - a]))) {
+            tl.drop[1][u - a] |= 1u << t;
+            // Per operand (read_of_root would add the unit's other operands of the root).
+            const ir::Op& op = graph->op(unit.op);
+            const ir::Tensor& vt = graph->tensor(op.inputs[t]);
+            const ir::EinsumOp& e = op.einsum();
+            const Wide fp =
+                cost::tensor_bytes(vt, cost::operand_footprint(e, e.operands[t], vt)).raw();
+            weights[unit.tensor_root[t]] += fp;
+            tl.streamed_bytes += fp;
+          }
+        }
+      }
+      // Each root at most once, whole (parts read by several operands may overlap).
+      for (const auto& [r, w] : weights) tl.weight_bytes += std::min(w, size_of(r));
+      auto& tiles = tiles_by_rows[rows];
+      if (tiles.empty()) tiles = tile_candidates(rows, options.einsum.tiles);
+      tl.tiles = &tiles;
+    }
+  }
+  // Plans take about 2 KB each; a graph of 100,000 ops would hold 800,000 of them. Past the
+  // cap they are rebuilt on demand instead (slower queries, bounded memory).
+  if (plans.size() >= kMaxPlans) plans.clear();
+  return *plans.emplace(std::make_pair(a, b), std::move(plan)).first->second;
+}
+
+
+}  // namespace solar::tiling

@@ -1,0 +1,254 @@
+// Fused segments of units (fusion.h) at one capacity: untiled fusion (whole intermediates on
+// chip) and tiled fusion (FFMT/FFMR rows, batch and key ranks; shared/reference/cache-aware.md
+// §1.5), each op costed by the ski-slope of its problem with the on-chip tensors taken out
+// (the sub-searches, cached). Plans come from fusion_plan.cc.
+#include <algorithm>
+
+#include "fmt/format.h"
+#include "fusion_impl.h"
+#include "solar/util/errors.h"
+
+namespace solar::tiling {
+
+using detail::kInfinite;
+using detail::SegmentPlan;
+using detail::SegmentValue;
+using detail::Wide;
+
+namespace {
+
+Wide ceil_div(Wide a, Wide b) { return (a + b - 1) / b; }
+
+// The names of some roots, for details: the first four, then how many more.
+std::string names(const GraphTrafficModel::Impl& m, const std::vector<std::uint32_t>& roots) {
+  std::string s;
+  for (std::size_t i = 0; i < roots.size(); ++i) {
+    if (i == 4) {
+      s += fmt::format(" and {} more", roots.size() - 4);
+      break;
+    }
+    s += (i ? ", " : "") + m.graph->tensor(ir::TensorId{roots[i]}).name;
+  }
+  return s;
+}
+
+}  // namespace
+
+const TrafficCurve* GraphTrafficModel::Impl::sub_curve(int u, std::uint32_t drop, int rank,
+                                                       std::int64_t tile, int batch_rank,
+                                                       int key_rank) const {
+  const detail::Unit& unit = units[u];
+  if (drop == 0 && rank < 0 && batch_rank < 0 && key_rank < 0) return &unit.curve->curve;
+  const SubKey sk{unit.problem_id, drop, rank, rank < 0 ? 0 : tile, batch_rank, key_rank};
+  if (auto hit = sub_by_key.find(sk); hit != sub_by_key.end()) return hit->second;
+  const TrafficCurve* c = search_sub_curve(u, drop, rank, tile, batch_rank, key_rank);
+  sub_by_key.emplace(sk, c);
+  return c;
+}
+
+const TrafficCurve* GraphTrafficModel::Impl::search_sub_curve(int u, std::uint32_t drop, int rank,
+                                                              std::int64_t tile,
+                                                              int batch_rank,
+                                                              int key_rank) const {
+  const detail::Unit& unit = units[u];
+  const TilingProblem& p = *unit.problem;
+  const std::size_t nt = p.tensors.size();
+  TilingProblem q;
+  // Ranks no kept tensor indexes are left untiled: tiling them only adds loops.
+  RankMask used = 0;
+  for (std::size_t t = 0; t < nt; ++t)
+    if (!(drop & (1u << t))) used |= p.tensors[t].ranks;
+  std::vector<int> index(p.ranks.size(), -1);
+  for (std::size_t r = 0; r < p.ranks.size(); ++r)
+    if (used & (RankMask{1} << r)) {
+      index[r] = static_cast<int>(q.ranks.size());
+      Rank rk = p.ranks[r];
+      if (static_cast<int>(r) == rank) rk.extent = tile;
+      if (static_cast<int>(r) == batch_rank || static_cast<int>(r) == key_rank) rk.extent = 1;
+      q.ranks.push_back(rk);
+    }
+  for (std::size_t t = 0; t < nt; ++t) {
+    const TensorAccess& x = p.tensors[t];
+    if (drop & (1u << t)) {
+      // An output kept on chip becomes a one-byte scalar output (no ranks: one element,
+      // moved once, kept once), subtracted again below: the search needs an output.
+      if (x.output) q.tensors.push_back({"on-chip", 8, true, {}, 0});
+      continue;
+    }
+    TensorAccess a = x;
+    a.ranks = 0;
+    for (DimAccess& d : a.dims) {
+      for (DimTerm& term : d.terms) {
+        // Planned only for plain dims of the rank's full extent.
+        if (term.rank == rank) d.extent = tile;
+        if (term.rank == batch_rank || term.rank == key_rank) d.extent = 1;
+        term.rank = index[term.rank];
+        a.ranks |= RankMask{1} << term.rank;
+      }
+    }
+    q.tensors.push_back(std::move(a));
+  }
+  const bool dummy = (drop >> (nt - 1)) & 1u;
+  for (const TensorAccess& t : q.tensors)
+    if (!(dummy && t.output))
+      q.compulsory_bits += t.elements() * Count(static_cast<std::uint64_t>(t.bits));
+  if (q.tensors.size() == 1 && dummy) {
+    // Nothing moves: every tensor is on chip.
+    auto& c = sub_curves["nothing moves"];
+    if (!c) c = std::make_unique<TrafficCurve>(std::vector<CurvePoint>{{Count(0), Count(0)}});
+    return c.get();
+  }
+  const std::string key = detail::problem_key(q) + (dummy ? "#d" : "");
+  auto it = sub_curves.find(key);
+  if (it != sub_curves.end()) return it->second ? it->second.get() : nullptr;
+  CurveOptions o = options.einsum;
+  // Bypass variants would also bypass the scalar stand-in, whose byte is then not in the
+  // buffer; they only matter below three words of buffer, never for a fused segment.
+  o.bypass = false;
+  o.max_evaluations = std::min<std::uint64_t>(o.max_evaluations, std::uint64_t{1} << 16);
+  std::unique_ptr<TrafficCurve> curve;
+  try {
+    CurveResult r = attainable_curve(q, o);
+    sub_evaluated += r.evaluated;
+    std::vector<CurvePoint> pts = r.curve.points();
+    if (dummy)
+      for (CurvePoint& pt : pts) {
+        pt.buffer_bytes -= Count(1);  // the stand-in's 8 bits, added before rounding
+        pt.traffic_bytes -= Count(1);
+      }
+    curve = std::make_unique<TrafficCurve>(std::move(pts));
+  } catch (const Unsupported&) {
+    // More loops than the search orders: this fused variant is not offered.
+  }
+  const TrafficCurve* ptr = curve.get();
+  sub_curves.emplace(key, std::move(curve));
+  return ptr;
+}
+
+SegmentValue GraphTrafficModel::Impl::fused(int a, int b, Wide s, bool describe,
+                                            std::optional<FusionKind> only, Wide budget) const {
+  std::lock_guard<std::mutex> lock(mu);
+  SegmentPlan& pl = plan(a, b);
+  const int len = b - a;
+  SegmentValue best;
+  auto lookup = [](const TrafficCurve& c, Wide cap, Wide& buf) -> Wide {
+    const auto& pts = c.points();
+    auto it = std::upper_bound(
+        pts.begin(), pts.end(), cap,
+        [](Wide x, const CurvePoint& p) { return x < p.buffer_bytes.raw(); });
+    if (it == pts.begin()) return kInfinite;
+    --it;
+    buf = it->buffer_bytes.raw();
+    return it->traffic_bytes.raw();
+  };
+  for (int v = 0; v < 2; ++v) {
+    const SegmentPlan::Untiled& un = pl.untiled[v];
+    if (!un.ok || (only && *only != FusionKind::Untiled)) continue;
+    Wide total = un.fixed, buf = 0;
+    for (int i = 0; i < len && total != kInfinite; ++i) {
+      if (un.reserve[i] > s) {
+        total = kInfinite;
+        break;
+      }
+      if (!un.curve[i]) {
+        total = detail::add_sat(total, un.unit_bytes[i]);
+        buf = std::max(buf, un.reserve[i]);
+        continue;
+      }
+      Wide b_used = 0;
+      const Wide q = lookup(*un.curve[i], s - un.reserve[i], b_used);
+      total = detail::add_sat(total, q);
+      buf = std::max(buf, un.reserve[i] + b_used);
+    }
+    if (total < best.traffic) {
+      best.traffic = total;
+      best.buffer = buf;
+      best.kind = FusionKind::Untiled;
+      if (describe) {
+        Wide peak = 0;
+        for (Wide r : un.reserve) peak = std::max(peak, r);
+        std::string what;
+        if (!un.kept.empty()) what = "intermediates on chip: " + names(*this, un.kept);
+        if (!un.loaded.empty())
+          what += (what.empty() ? "" : "; ") + std::string("sources loaded once and kept: ") +
+                  names(*this, un.loaded);
+        best.detail = fmt::format("{} ({} reserved at most)", what, detail::mib(peak));
+      }
+    }
+  }
+  for (const SegmentPlan::Tiled& tl : pl.tiled) {
+    if (only && *only != FusionKind::Tiled) break;
+    const bool flash = tl.keys > 1;
+    for (int v = 0; v < (flash ? 1 : 2); ++v) {
+      // Resident weights are loaded once in all; with a batch rank outermost only the
+      // current slice of them is held.
+      const Wide loaded = v == 1 ? tl.weight_bytes : 0;
+      const Wide base = ceil_div(loaded, static_cast<Wide>(tl.batch));
+      if (v == 1 && base == 0) continue;  // no weights: the same as variant 0
+      if (base > s || detail::add_sat(tl.fixed, loaded) >= std::min(budget, best.traffic)) continue;
+      // Largest tiles first: the fewest row tiles, so the streamed weights' lower bound
+      // T * streamed only grows and ends the sweep.
+      const std::vector<std::int64_t>& tiles = *tl.tiles;
+      for (auto pt = tiles.rbegin(); pt != tiles.rend(); ++pt) {
+        const std::int64_t p = *pt;
+        const Wide row_tiles = ceil_div(static_cast<Wide>(tl.rows), static_cast<Wide>(p));
+        const Wide fixed = detail::add_sat(tl.fixed, tl.held_bytes);
+        if (v == 0 && detail::add_sat(fixed, detail::mul_sat(row_tiles, tl.streamed_bytes)) >=
+                          std::min(budget, best.traffic))
+          break;
+        Wide total = detail::add_sat(fixed, loaded), buf = base;
+        auto reserve = [&](int i) {
+          return ceil_div((tl.reserve_bits_per_row[i] + tl.held_bits_per_row) *
+                              static_cast<Wide>(p), 8);
+        };
+        bool fits = true;
+        for (int i = 0; i < len && fits; ++i) fits = reserve(i) + base <= s;
+        if (!fits) continue;
+        // The last row tile has the remaining rows; it is costed with its own problem, at
+        // the capacity a full tile leaves (it needs no more).
+        const std::int64_t last = tl.rows - static_cast<std::int64_t>(row_tiles - 1) * p;
+        const Wide slices = static_cast<Wide>(tl.batch) * static_cast<Wide>(tl.keys);
+        for (int i = 0; i < len && total != kInfinite; ++i) {
+          const Wide res = reserve(i);
+          const int key = flash ? tl.key_rank[i] : -1;
+          const TrafficCurve* c =
+              sub_curve(a + i, tl.drop[v][i], tl.rank[i], p, tl.batch_rank[i], key);
+          const TrafficCurve* c_last =
+              last == p ? c
+                        : sub_curve(a + i, tl.drop[v][i], tl.rank[i], last, tl.batch_rank[i], key);
+          if (!c || !c_last) {
+            total = kInfinite;
+            break;
+          }
+          Wide b_used = 0, b_last = 0;
+          const Wide q = lookup(*c, s - base - res, b_used);
+          const Wide q_last = lookup(*c_last, s - base - res, b_last);
+          total = detail::add_sat(total, detail::mul_sat((row_tiles - 1) * slices, q));
+          total = detail::add_sat(total, detail::mul_sat(slices, q_last));
+          buf = std::max(buf, base + res + std::max(b_used, b_last));
+        }
+        if (total < best.traffic) {
+          best.traffic = total;
+          best.buffer = buf;
+          best.kind = FusionKind::Tiled;
+          if (describe)
+            best.detail = fmt::format(
+                "rank '{}' ({} rows) tiled by {} ({} tiles{}){}, intermediate tiles on chip; {}",
+                tl.rank_name, tl.rows, p, static_cast<std::uint64_t>(row_tiles),
+                tl.batch > 1 ? fmt::format(" x {} batch slices", tl.batch) : std::string(),
+                flash ? fmt::format(", flash-style over key rank '{}' ({} keys, one at a time; "
+                                    "{} held per row tile)",
+                                    tl.key_name, tl.keys,
+                                    detail::mib(ceil_div(tl.held_bits_per_row * p, 8)))
+                      : std::string(),
+                v == 1 ? fmt::format("weights resident ({} held, read once)", detail::mib(base))
+                       : std::string("weights re-read per tile"));
+        }
+      }
+    }
+  }
+  return best;
+}
+
+
+}  // namespace solar::tiling

@@ -1,0 +1,659 @@
+// Tests of the whole-graph traffic model (tiling/fusion.h): anchor E of
+// shared/reference/cache-aware.md §5 (GPT-3 6.7B FFN), untiled and tiled fusion on small
+// graphs, the provable mode, and invariants on random graphs against a brute force over
+// segmentations.
+#include "solar/tiling/fusion.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "fmt/format.h"
+#include "solar/ir/text.h"
+#include "solar/tiling/provable.h"
+
+namespace solar::tiling {
+namespace {
+
+constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
+constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+
+// A graph and its cost, kept together: the model refers to both.
+struct Analyzed {
+  explicit Analyzed(std::string_view text) : g(ir::parse_graph(text)), c(cost::graph_cost(g)) {}
+  ir::Graph g;
+  cost::GraphCost c;
+};
+
+double gib(Count c) { return c.to_double() / static_cast<double>(kGiB); }
+
+// ---- anchor E: GPT-3 6.7B FFN, bf16, M = 32768, D = 4096, F = 16384 ----------------------
+
+constexpr std::uint64_t M = 32768, D = 4096, F = 16384;
+const char* kFfn = R"(
+    x = bf16[32768,4096] input
+    w1 = bf16[4096,16384] weight
+    w2 = bf16[16384,4096] weight
+    h = bf16[32768,16384] einsum "md,df->mf" (x, w1)
+    y = bf16[32768,4096]{output} einsum "mf,fd->md" (h, w2))";
+constexpr std::uint64_t kX = 2 * M * D, kW1 = 2 * D * F, kW2 = 2 * F * D, kY = 2 * M * D;
+
+struct AnchorRow {
+  std::uint64_t capacity;
+  double unfused_gib;  // table column "Unfused sum" (3 digits)
+  std::uint64_t tiles; // FFMT row tiles of the table's tiled-fused value; 0: weights resident
+};
+// Tiles: the largest power-of-two row tile p whose intermediate tile p x F (2 bytes) fits
+// next to the other tiles: 32 MiB at p = 1024 (50 MiB), 64 MiB at 2048 (116 MiB), 128 MiB at
+// 4096 (256 MiB); at 1 GiB both weights (256 MiB) stay resident.
+const AnchorRow kAnchor[] = {
+    {50 * kMiB, 4.38, M / 1024},
+    {116 * kMiB, 3.38, M / 2048},
+    {256 * kMiB, 2.75, M / 4096},
+    {kGiB, 2.75, 0},
+};
+
+std::uint64_t ffmt_traffic(std::uint64_t tiles) {
+  // Weights re-read once per row tile; x read and y written once. Resident weights: once.
+  return tiles == 0 ? kX + kW1 + kW2 + kY : tiles * (kW1 + kW2) + kX + kY;
+}
+
+TEST(FusionAnchorE, DivisorModeReproducesTheTable) {
+  Analyzed a(kFfn);
+  GraphCurveOptions o;
+  o.einsum.tiles = TileMode::Divisor;
+  o.key_tiling = false;  // the table's FFMT: rows only
+  GraphCurveOptions unfused = o;
+  unfused.fuse = false;
+  GraphTrafficModel fused_model(a.g, a.c, o), unfused_model(a.g, a.c, unfused);
+  EXPECT_EQ(a.c.compulsory_bytes(), Count(kX + kW1 + kW2 + kY));  // 0.75 GiB fused
+  for (const AnchorRow& row : kAnchor) {
+    SCOPED_TRACE(row.capacity);
+    const Count s(row.capacity);
+    const GraphTraffic nf = unfused_model.at(s, TrafficMode::Attainable);
+    EXPECT_NEAR(gib(nf.traffic_bytes), row.unfused_gib, 0.005);
+    ASSERT_EQ(nf.groups.size(), 2u);
+    std::optional<FusionGroup> tiled =
+        fused_model.group_at(ir::OpId{0}, ir::OpId{1}, FusionKind::Tiled, s);
+    ASSERT_TRUE(tiled.has_value());
+    EXPECT_EQ(tiled->traffic_bytes, Count(ffmt_traffic(row.tiles)));
+    EXPECT_LE(tiled->buffer_bytes, s);
+    // h (1 GiB) never fits whole next to anything at these capacities.
+    EXPECT_FALSE(fused_model.group_at(ir::OpId{0}, ir::OpId{1}, FusionKind::Untiled, s));
+    // The composition is the pointwise minimum of the strategies.
+    const GraphTraffic q = fused_model.at(s, TrafficMode::Attainable);
+    EXPECT_EQ(q.traffic_bytes, std::min(nf.traffic_bytes, tiled->traffic_bytes));
+  }
+  // At H100's L2 tiled fusion loses (weights re-read per row tile); at 256 MiB it wins.
+  EXPECT_EQ(fused_model.at(Count(50 * kMiB), TrafficMode::Attainable).groups.size(), 2u);
+  const GraphTraffic at256 = fused_model.at(Count(256 * kMiB), TrafficMode::Attainable);
+  ASSERT_EQ(at256.groups.size(), 1u);
+  EXPECT_EQ(at256.groups[0].kind, FusionKind::Tiled);
+  EXPECT_NE(at256.groups[0].detail.find("tiled by 4096"), std::string::npos);
+}
+
+TEST(FusionAnchorE, CeilModeIsNeverAboveTheDivisorNumbers) {
+  Analyzed a(kFfn);
+  GraphCurveOptions div, ffmt;
+  div.einsum.tiles = TileMode::Divisor;
+  div.key_tiling = ffmt.key_tiling = false;
+  GraphTrafficModel ceil_model(a.g, a.c, ffmt), div_model(a.g, a.c, div);
+  GraphCurveOptions nf;
+  nf.fuse = false;
+  GraphTrafficModel ceil_unfused(a.g, a.c, nf);
+  for (const AnchorRow& row : kAnchor) {
+    SCOPED_TRACE(row.capacity);
+    const Count s(row.capacity);
+    const Count unfused = ceil_unfused.at(s, TrafficMode::Attainable).traffic_bytes;
+    EXPECT_LE(gib(unfused), row.unfused_gib + 0.005);
+    std::optional<FusionGroup> tiled =
+        ceil_model.group_at(ir::OpId{0}, ir::OpId{1}, FusionKind::Tiled, s);
+    ASSERT_TRUE(tiled.has_value());
+    EXPECT_LE(tiled->traffic_bytes, Count(ffmt_traffic(row.tiles)));
+    const GraphTraffic q = ceil_model.at(s, TrafficMode::Attainable);
+    EXPECT_EQ(q.traffic_bytes, std::min(unfused, tiled->traffic_bytes));
+    EXPECT_LE(q.traffic_bytes, div_model.at(s, TrafficMode::Attainable).traffic_bytes);
+  }
+  // Ceil tiles at 50 MiB: 24 row tiles of 1366 rows (an intermediate tile of 42.7 MiB; the
+  // last tile has 32768 - 23 * 1366 = 1350 rows) beat the 32 power-of-two tiles; weights
+  // still re-read per tile, x and y moved once.
+  std::optional<FusionGroup> t50 =
+      ceil_model.group_at(ir::OpId{0}, ir::OpId{1}, FusionKind::Tiled, Count(50 * kMiB));
+  EXPECT_EQ(t50->traffic_bytes, Count(24 * (kW1 + kW2) + kX + kY));
+  EXPECT_NE(t50->detail.find("tiled by 1366 (24 tiles)"), std::string::npos);
+}
+
+TEST(FusionAnchorE, HiddenUnitTilingHoldsRowTilesOfXAndY) {
+  // Key tiling over the hidden rank f: per row tile of p rows, one hidden unit at a time
+  // computes h[p, f] and accumulates y[p, :] += h[p, f] * W2[f, :], holding the x and y row
+  // tiles (p * (D + D) * 2 bytes) instead of FFMT's h tile (p * F * 2 bytes). The weights are
+  // still read once per row tile.
+  Analyzed a(kFfn);
+  GraphCurveOptions div, ffmt;
+  div.einsum.tiles = TileMode::Divisor;
+  ffmt = div;
+  ffmt.key_tiling = false;
+  GraphTrafficModel m(a.g, a.c, div), rows_only(a.g, a.c, ffmt);
+  // 50 MiB: p = 2048 (32 MiB held; 4096 rows would need 64 MiB): 16 row tiles.
+  std::optional<FusionGroup> t =
+      m.group_at(ir::OpId{0}, ir::OpId{1}, FusionKind::Tiled, Count(50 * kMiB));
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->traffic_bytes, Count(ffmt_traffic(M / 2048)));
+  EXPECT_NE(t->detail.find("key rank 'f'"), std::string::npos);
+  // 256 MiB: p = 8192 (128 MiB held), 4 row tiles.
+  EXPECT_EQ(m.group_at(ir::OpId{0}, ir::OpId{1}, FusionKind::Tiled, Count(256 * kMiB))
+                ->traffic_bytes,
+            Count(ffmt_traffic(M / 8192)));
+  for (const AnchorRow& row : kAnchor)
+    EXPECT_LE(m.at(Count(row.capacity), TrafficMode::Attainable).traffic_bytes,
+              rows_only.at(Count(row.capacity), TrafficMode::Attainable).traffic_bytes);
+}
+
+TEST(FusionTiled, AttentionHeadsAreABatchRankAndKeysAreTiledOnline) {
+  // scores, exp and the AV product of 4 heads, 32 queries and keys, head size 8, f32. Every
+  // tensor has the head rank h: one head at a time (tile 1) holds only that head's K and V.
+  Analyzed a(R"(
+    q = f32[32,4,8] input
+    k = f32[32,4,8] input
+    v = f32[32,4,8] input
+    s = f32[4,32,32] einsum [h,i,j,e] sum mul($0,$1) (q[i,h,e], k[j,h,e]) -> [h,i,j]
+    p = f32[4,32,32] einsum [h,i,j] none exp($0) (s[h,i,j]) -> [h,i,j]
+    o = f32[32,4,8]{output} einsum [i,h,e,j] sum mul($0,$1) (p[h,i,j], v[j,h,e]) -> [i,h,e])");
+  constexpr std::uint64_t t = 4 * 32 * 4 * 8;  // bytes of q, k, v and o
+  GraphCurveOptions rows_only;
+  rows_only.key_tiling = false;
+  GraphTrafficModel flat(a.g, a.c, rows_only), flash(a.g, a.c);
+  // 3 KiB: one head's K and V (2 KiB) stay next to a few query rows of scores (128 B per
+  // row per resident tensor): every tensor moves once. K and V of all heads (8 KiB) and the
+  // scores (16 KiB) would not fit.
+  std::optional<FusionGroup> g3 =
+      flat.group_at(ir::OpId{0}, ir::OpId{2}, FusionKind::Tiled, Count(3 * 1024));
+  ASSERT_TRUE(g3);
+  EXPECT_EQ(g3->traffic_bytes, Count(4 * t));
+  EXPECT_NE(g3->detail.find("4 batch slices"), std::string::npos);
+  // 1 KiB: K and V are re-read per query row tile. Holding q and o rows (64 B per row per
+  // head) instead of score rows (2 x 128 B), the key-tiled schedule takes larger row tiles.
+  const Count s1(1024);
+  std::optional<FusionGroup> f1 = flash.group_at(ir::OpId{0}, ir::OpId{2}, FusionKind::Tiled, s1);
+  std::optional<FusionGroup> r1 = flat.group_at(ir::OpId{0}, ir::OpId{2}, FusionKind::Tiled, s1);
+  ASSERT_TRUE(f1 && r1);
+  EXPECT_LT(f1->traffic_bytes, r1->traffic_bytes);
+  EXPECT_NE(f1->detail.find("key rank 'j'"), std::string::npos);
+  EXPECT_GE(f1->traffic_bytes, Count(4 * t));
+}
+
+TEST(FusionTiled, KeyTilingNeedsTheKeyReducedInside) {
+  // y = e * rowsum(e) keeps the column rank c in its output: streaming c one column at a time
+  // would write y before the row sums are complete, so only row tiling applies.
+  Analyzed a(R"(
+    x = f32[64,32] input
+    e = f32[64,32] einsum [i,c] none exp($0) (x[i,c]) -> [i,c]
+    r = f32[64] einsum [i,c] sum $0 (e[i,c]) -> [i]
+    y = f32[64,32]{output} einsum [i,c] none mul($0,$1) (e[i,c], r[i]) -> [i,c])");
+  GraphTrafficModel m(a.g, a.c);
+  std::optional<FusionGroup> t =
+      m.group_at(ir::OpId{0}, ir::OpId{2}, FusionKind::Tiled, Count(512));
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->detail.find("key rank"), std::string::npos);
+  EXPECT_NE(t->detail.find("rank 'i'"), std::string::npos);
+}
+
+TEST(FusionShares, GroupTrafficIsSplitByEachOpsOwnBytes) {
+  Analyzed a(kFfn);
+  GraphTrafficModel m(a.g, a.c);
+  const GraphTraffic q = m.at(Count(256 * kMiB), TrafficMode::Attainable);
+  ASSERT_EQ(q.groups.size(), 1u);
+  // Both matmuls move x/y (256 MiB), a weight (128 MiB) and h (1 GiB) unfused: equal halves.
+  EXPECT_EQ(a.c.per_op[0].bytes(), a.c.per_op[1].bytes());
+  EXPECT_EQ(q.op_traffic_bytes[0], q.op_traffic_bytes[1]);
+  EXPECT_EQ(q.op_traffic_bytes[0] + q.op_traffic_bytes[1], q.traffic_bytes);
+}
+
+// ---- untiled fusion on small graphs --------------------------------------------------------
+
+TEST(FusionUntiled, ChainKeepsItsIntermediateOnChip) {
+  Analyzed a(R"(
+    x = f32[64,32] input
+    e = f32[64,32] einsum [r,c] none exp($0) (x[r,c]) -> [r,c]
+    y = f32[64,32]{output} einsum [r,c] none mul($0,2) (e[r,c]) -> [r,c])");
+  constexpr std::uint64_t t = 4 * 64 * 32;  // bytes of each tensor
+  GraphTrafficModel m(a.g, a.c);
+  const Count big(kMiB);
+  std::optional<FusionGroup> u = m.group_at(ir::OpId{0}, ir::OpId{1}, FusionKind::Untiled, big);
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->traffic_bytes, Count(t + t));  // x read, y written; e never leaves the chip
+  EXPECT_GE(u->buffer_bytes, Count(t));       // e is reserved whole
+  const GraphTraffic q = m.at(big, TrafficMode::Attainable);
+  EXPECT_EQ(q.traffic_bytes, a.c.compulsory_bytes());
+  ASSERT_EQ(q.groups.size(), 1u);
+  EXPECT_EQ(q.groups[0].ops.size(), 2u);
+  EXPECT_NE(q.groups[0].kind, FusionKind::None);
+  // Without fusion each op moves its own input and output.
+  GraphCurveOptions nf;
+  nf.fuse = false;
+  EXPECT_EQ(GraphTrafficModel(a.g, a.c, nf).at(big, TrafficMode::Attainable).traffic_bytes,
+            Count(4 * t));
+  // Below the size of e, untiled fusion does not fit.
+  EXPECT_FALSE(m.group_at(ir::OpId{0}, ir::OpId{1}, FusionKind::Untiled, Count(t - 1)));
+}
+
+TEST(FusionUntiled, IntermediateThatIsAnOutputIsStillWritten) {
+  Analyzed a(R"(
+    x = f32[64,32] input
+    e = f32[64,32]{output} einsum [r,c] none exp($0) (x[r,c]) -> [r,c]
+    y = f32[64,32]{output} einsum [r,c] none mul($0,2) (e[r,c]) -> [r,c])");
+  constexpr std::uint64_t t = 4 * 64 * 32;
+  GraphTrafficModel m(a.g, a.c);
+  std::optional<FusionGroup> u =
+      m.group_at(ir::OpId{0}, ir::OpId{1}, FusionKind::Untiled, Count(kMiB));
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->traffic_bytes, Count(3 * t));  // x read, e and y written; e not re-read
+}
+
+TEST(FusionUntiled, IntermediateReadAfterTheSegmentIsWritten) {
+  Analyzed a(R"(
+    x = f32[64,32] input
+    e = f32[64,32] einsum [r,c] none exp($0) (x[r,c]) -> [r,c]
+    y = f32[64,32] einsum [r,c] none mul($0,2) (e[r,c]) -> [r,c]
+    z = f32[64,32]{output} einsum [r,c] none add($0,$1) (e[r,c], y[r,c]) -> [r,c])");
+  constexpr std::uint64_t t = 4 * 64 * 32;
+  GraphTrafficModel m(a.g, a.c);
+  std::optional<FusionGroup> u =
+      m.group_at(ir::OpId{0}, ir::OpId{1}, FusionKind::Untiled, Count(kMiB));
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->traffic_bytes, Count(3 * t));  // x read; e written for z; y written
+  // All three fused: only x and z move.
+  EXPECT_EQ(m.at(Count(kMiB), TrafficMode::Attainable).traffic_bytes, Count(2 * t));
+}
+
+TEST(FusionUntiled, FreeViewsAreTransparent) {
+  Analyzed a(R"(
+    x = f32[64,32] input
+    e = f32[64,32] einsum [r,c] none exp($0) (x[r,c]) -> [r,c]
+    v = f32[2048] move view (e)
+    y = f32[2048]{output} einsum [i] none mul($0,2) (v[i]) -> [i])");
+  constexpr std::uint64_t t = 4 * 64 * 32;
+  GraphTrafficModel m(a.g, a.c);
+  // Ops 0 and 2 (the view, op 1, is skipped and costs nothing).
+  std::optional<FusionGroup> u =
+      m.group_at(ir::OpId{0}, ir::OpId{2}, FusionKind::Untiled, Count(kMiB));
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->traffic_bytes, Count(2 * t));
+  EXPECT_EQ(u->ops.size(), 2u);
+  // The view merges the rows with the columns: no shared row rank to tile.
+  EXPECT_FALSE(m.group_at(ir::OpId{0}, ir::OpId{2}, FusionKind::Tiled, Count(kMiB)));
+  const GraphTraffic q = m.at(Count(kMiB), TrafficMode::Attainable);
+  EXPECT_EQ(q.op_traffic_bytes[1], Count(0));  // the view
+  EXPECT_EQ(q.op_traffic_bytes[0] + q.op_traffic_bytes[2], q.traffic_bytes);
+}
+
+// ---- tiled fusion --------------------------------------------------------------------------
+
+TEST(FusionTiled, ChainTilesByRowsBelowTheIntermediateSize) {
+  Analyzed a(R"(
+    x = f32[256,64] input
+    w1 = f32[64,512] weight
+    w2 = f32[512,64] weight
+    h = f32[256,512] einsum "md,df->mf" (x, w1)
+    hv = f32[256,512] move view (h)
+    y = f32[256,64]{output} einsum "mf,fd->md" (hv, w2))");
+  constexpr std::uint64_t x = 4 * 256 * 64, w1 = 4 * 64 * 512, w2 = 4 * 512 * 64,
+                          y = 4 * 256 * 64, h = 4 * 256 * 512;
+  GraphTrafficModel m(a.g, a.c);
+  const Count s(h / 2);  // 256 KiB: h does not fit whole
+  EXPECT_FALSE(m.group_at(ir::OpId{0}, ir::OpId{2}, FusionKind::Untiled, s));
+  std::optional<FusionGroup> t = m.group_at(ir::OpId{0}, ir::OpId{2}, FusionKind::Tiled, s);
+  ASSERT_TRUE(t);
+  // Both weights (256 KiB together) cannot stay next to a row tile, so they are re-read per
+  // row tile; x and y move once. Two row tiles would need 128 KiB of intermediate tile plus
+  // both weights (256 KiB): too much; the least traffic re-reads the weights T >= 2 times.
+  EXPECT_GE(t->traffic_bytes, Count(2 * (w1 + w2) + x + y));
+  EXPECT_LT(t->traffic_bytes, Count(2 * (x + w1 + h) + 2 * (h + w2 + y)));  // below unfused
+  EXPECT_NE(t->detail.find("rank 'm'"), std::string::npos);
+  EXPECT_LE(t->buffer_bytes, s);
+  // Large enough for the weights and a row tile: compulsory.
+  EXPECT_EQ(m.at(Count(h / 2 + w1 + w2), TrafficMode::Attainable).traffic_bytes,
+            Count(x + w1 + w2 + y));
+}
+
+TEST(FusionTiled, ReducedRankIsNotFused) {
+  // The consumer sums over the producer's rows: partial sums would cross ops (FFMR forbids
+  // it), so rows are not a fused rank; the columns (n) are.
+  Analyzed a(R"(
+    x = f32[128,32] input
+    w = f32[32,64] weight
+    h = f32[128,64] einsum "mk,kn->mn" (x, w)
+    y = f32[64]{output} einsum [m,n] sum $0 (h[m,n]) -> [n])");
+  GraphTrafficModel m(a.g, a.c);
+  std::optional<FusionGroup> t =
+      m.group_at(ir::OpId{0}, ir::OpId{1}, FusionKind::Tiled, Count(4096));
+  ASSERT_TRUE(t);
+  EXPECT_NE(t->detail.find("rank 'n'"), std::string::npos);
+}
+
+// ---- ops without a curve -------------------------------------------------------------------
+
+TEST(FusionData, MovesAndMaskedEinsumsCostTheirOwnBytes) {
+  Analyzed a(R"(
+    x = f32[16,32] input
+    s = f32[32,32] input
+    t = f32[32,16]{output} move permute {perm=[1,0]} (x)
+    m = f32[32,32]{output} einsum [q=32,k=32] none mul($0,2) (s[q,k]) -> [q,k] where q >= k)");
+  GraphCurveOptions nf;
+  nf.fuse = false;
+  GraphTrafficModel m(a.g, a.c, nf);
+  EXPECT_EQ(m.op_curve(ir::OpId{0}), nullptr);  // data movement
+  EXPECT_EQ(m.op_curve(ir::OpId{1}), nullptr);  // masked: refused by the tiling model
+  const GraphTraffic q = m.at(Count(64), TrafficMode::Attainable);
+  EXPECT_EQ(q.traffic_bytes, a.c.per_op[0].bytes() + a.c.per_op[1].bytes());
+  EXPECT_EQ(q.traffic_bytes, Count(2 * 4 * 16 * 32 + 2 * 4 * 32 * 32));  // read + write each
+  EXPECT_EQ(q.op_traffic_bytes[0], a.c.per_op[0].bytes());
+}
+
+TEST(FusionData, MaskedEinsumReadsAnOnChipInput) {
+  // A masked einsum has no curve, but its own bytes are its operands' footprints plus its
+  // output: in an untiled segment its on-chip input costs nothing.
+  Analyzed a(R"(
+    x = f32[32,32] input
+    s = f32[32,32] einsum [q,k] none exp($0) (x[q,k]) -> [q,k]
+    m = f32[32,32]{output} einsum [q=32,k=32] none mul($0,2) (s[q,k]) -> [q,k] where q >= k)");
+  constexpr std::uint64_t t = 4 * 32 * 32;
+  GraphTrafficModel m(a.g, a.c);
+  std::optional<FusionGroup> u =
+      m.group_at(ir::OpId{0}, ir::OpId{1}, FusionKind::Untiled, Count(kMiB));
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->traffic_bytes, Count(t + t));  // x read, m written; s stays on chip
+  EXPECT_EQ(m.at(Count(kMiB), TrafficMode::Attainable).traffic_bytes, a.c.compulsory_bytes());
+  EXPECT_FALSE(m.group_at(ir::OpId{0}, ir::OpId{1}, FusionKind::Tiled, Count(kMiB)));
+}
+
+TEST(FusionData, UnanalyzedOpsContributeNothing) {
+  Analyzed a(R"(
+    x = f32[16,32] input
+    f = f32[16,32] unanalyzed "aten::_fft_r2c" {reason="no lowering"} (x)
+    y = f32[16,32]{output} einsum [r,c] none exp($0) (f[r,c]) -> [r,c])");
+  GraphTrafficModel m(a.g, a.c);
+  const GraphTraffic q = m.at(Count(kMiB), TrafficMode::Attainable);
+  EXPECT_EQ(q.traffic_bytes, Count(2 * 4 * 16 * 32));  // only the exp: read f, write y
+  EXPECT_EQ(q.op_traffic_bytes[0], Count(0));
+  ASSERT_EQ(q.groups.size(), 1u);
+  EXPECT_EQ(q.groups[0].ops, std::vector<ir::OpId>{ir::OpId{1}});
+}
+
+TEST(FusionErrors, CapacityMustBePositive) {
+  Analyzed a(kFfn);
+  GraphTrafficModel m(a.g, a.c);
+  try {
+    m.at(Count(0), TrafficMode::Attainable);
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.kind(), UserError::Kind::BadArgument);
+    EXPECT_NE(std::string(e.what()).find("capacity must be > 0"), std::string::npos);
+  }
+}
+
+TEST(FusionErrors, CostOfAnotherGraphIsRefused) {
+  Analyzed a(kFfn);
+  Analyzed b(R"(
+    x = f32[4] input
+    y = f32[4]{output} einsum [i] none exp($0) (x[i]) -> [i])");
+  try {
+    GraphTrafficModel m(a.g, b.c);
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.kind(), UserError::Kind::BadArgument);
+    EXPECT_NE(std::string(e.what()).find("another graph"), std::string::npos);
+  }
+}
+
+TEST(FusionNames, ModesAndKindsRoundTrip) {
+  for (TrafficMode m : {TrafficMode::Attainable, TrafficMode::Provable})
+    EXPECT_EQ(parse_traffic_mode(traffic_mode_name(m)), m);
+  EXPECT_FALSE(parse_traffic_mode("fused"));
+  EXPECT_EQ(fusion_kind_name(FusionKind::Tiled), "tiled");
+}
+
+// ---- provable mode -------------------------------------------------------------------------
+
+TEST(FusionProvable, GemmFromSourcesToAnOutputKeepsItsFullBound) {
+  Analyzed a(R"(
+    a = f32[1024,1024] input
+    b = f32[1024,1024] weight
+    c = f32[1024,1024]{output} einsum "mk,kn->mn" (a, b))");
+  GraphTrafficModel m(a.g, a.c);
+  const Count s(64 * 1024);
+  const GraphTraffic p = m.at(s, TrafficMode::Provable);
+  const ProvableBound op = provable_bound(a.g, a.g.op(ir::OpId{0}), s);
+  ASSERT_EQ(op.formula, BoundFormula::Gemm);
+  EXPECT_EQ(p.traffic_bytes, op.traffic_bytes);
+  EXPECT_GT(p.traffic_bytes, a.c.compulsory_bytes());
+  EXPECT_NE(p.detail.find("gemm on op 0"), std::string::npos);
+  ASSERT_EQ(p.groups.size(), 1u);
+  EXPECT_EQ(p.op_traffic_bytes[0], p.traffic_bytes);
+  EXPECT_LE(p.traffic_bytes, m.at(s, TrafficMode::Attainable).traffic_bytes);
+}
+
+TEST(FusionProvable, OutputKeptOnChipGivesTheWeakerForm) {
+  Analyzed a(R"(
+    a = f32[1024,1024] input
+    b = f32[1024,1024] weight
+    h = f32[1024,1024] einsum "mk,kn->mn" (a, b)
+    y = f32[1024,1024]{output} einsum [m,n] none exp($0) (h[m,n]) -> [m,n])");
+  GraphTrafficModel m(a.g, a.c);
+  // S = 256 B = 64 words: G / (2 min(M, N, 2S)) - S words, 4 B per word.
+  const double s_words = 64, g = 1024.0 * 1024 * 1024;
+  const double want = (g / (2 * std::min({1024.0, 1024.0, 2 * s_words})) - s_words) * 4;
+  const GraphTraffic p = m.at(Count(256), TrafficMode::Provable);
+  EXPECT_NEAR(p.traffic_bytes.to_double(), want, 2);  // the bound shaves 1e-9 for rounding
+  EXPECT_GT(p.traffic_bytes, a.c.compulsory_bytes());
+  EXPECT_NE(p.detail.find("output on chip"), std::string::npos);
+  // At 64 KiB the weak form is below the compulsory traffic, which then holds.
+  EXPECT_EQ(m.at(Count(64 * 1024), TrafficMode::Provable).traffic_bytes, a.c.compulsory_bytes());
+}
+
+TEST(FusionProvable, OpReadingAnIntermediateGivesNothing) {
+  Analyzed a(R"(
+    a = f32[256,256] input
+    e = f32[256,256] einsum [m,k] none exp($0) (a[m,k]) -> [m,k]
+    b = f32[256,256] weight
+    c = f32[256,256]{output} einsum "mk,kn->mn" (e, b))");
+  GraphTrafficModel m(a.g, a.c);
+  const GraphTraffic p = m.at(Count(256), TrafficMode::Provable);
+  EXPECT_EQ(p.traffic_bytes, a.c.compulsory_bytes());
+  EXPECT_TRUE(p.groups.empty());
+}
+
+// ---- invariants on random graphs -----------------------------------------------------------
+
+// A random graph of 2-7 ops over 2-D tensors: matmuls with fresh weights, elementwise unary
+// and binary ops (a binary op may read one tensor twice), row reductions broadcast back, free
+// views that split the columns and merge them again, transposes (a copy) and masked einsums
+// (no tiling curve). The last tensor is an output; other
+// intermediates are outputs with probability 1/4.
+std::string random_graph(std::mt19937& rng) {
+  auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  struct T {
+    std::string name;
+    int rows, cols;
+    std::string type;
+  };
+  const char* types[] = {"f32", "bf16"};
+  std::vector<T> ts;
+  std::string text;
+  const int rows = uni(2, 24);
+  ts.push_back({"x", rows, uni(1, 6) * 2, types[uni(0, 1)]});
+  text += fmt::format("x = {}[{},{}] input\n", ts[0].type, rows, ts[0].cols);
+  const int n = uni(2, 7);
+  std::vector<std::string> intermediates;
+  for (int i = 0; i < n; ++i) {
+    const T& in = ts[uni(0, static_cast<int>(ts.size()) - 1)];
+    const std::string name = fmt::format("t{}", i);
+    const std::string type = types[uni(0, 1)];
+    const bool last = i + 1 == n;
+    const std::string out = last ? "{output}" : (uni(0, 3) == 0 ? "{output}" : "");
+    switch (uni(0, 6)) {
+      case 0: {
+        const int c2 = uni(1, 6) * 2;
+        text += fmt::format("w{} = {}[{},{}] weight\n", i, types[uni(0, 1)], in.cols, c2);
+        text += fmt::format("{} = {}[{},{}]{} einsum \"rc,cd->rd\" ({}, w{})\n", name, type,
+                            in.rows, c2, out, in.name, i);
+        ts.push_back({name, in.rows, c2, type});
+        break;
+      }
+      case 1:
+        text += fmt::format("{} = {}[{},{}]{} einsum [r,c] none exp($0) ({}[r,c]) -> [r,c]\n",
+                            name, type, in.rows, in.cols, out, in.name);
+        ts.push_back({name, in.rows, in.cols, type});
+        break;
+      case 2: {
+        std::vector<const T*> same;
+        for (const T& t : ts)
+          if (t.rows == in.rows && t.cols == in.cols) same.push_back(&t);
+        const T& other = *same[uni(0, static_cast<int>(same.size()) - 1)];
+        text += fmt::format(
+            "{} = {}[{},{}]{} einsum [r,c] none add($0,$1) ({}[r,c], {}[r,c]) -> [r,c]\n", name,
+            type, in.rows, in.cols, out, in.name, other.name);
+        ts.push_back({name, in.rows, in.cols, type});
+        break;
+      }
+      case 3:
+        text += fmt::format("{}s = {}[{}] einsum [r,c] sum $0 ({}[r,c]) -> [r]\n", name, type,
+                            in.rows, in.name);
+        text += fmt::format(
+            "{} = {}[{},{}]{} einsum [r,c] none mul($0,$1) ({}[r,c], {}s[r]) -> [r,c]\n", name,
+            type, in.rows, in.cols, out, in.name, name);
+        ts.push_back({name, in.rows, in.cols, type});
+        break;
+      case 4:
+        if (in.cols % 2 == 0) {
+          text += fmt::format("{}v = {}[{},2,{}] move view ({})\n", name, in.type, in.rows,
+                              in.cols / 2, in.name);
+          text += fmt::format(
+              "{}e = {}[{},2,{}] einsum [r,a,b] none exp($0) ({}v[r,a,b]) -> [r,a,b]\n", name,
+              type, in.rows, in.cols / 2, name);
+          text += fmt::format("{} = {}[{},{}]{} move view ({}e)\n", name, type, in.rows,
+                              in.cols, out, name);
+        } else {
+          text += fmt::format("{} = {}[{},{}]{} einsum [r,c] none exp($0) ({}[r,c]) -> [r,c]\n",
+                              name, type, in.rows, in.cols, out, in.name);
+        }
+        ts.push_back({name, in.rows, in.cols, type});
+        break;
+      case 5:  // a transpose that copies
+        text += fmt::format("{} = {}[{},{}]{} move permute {{perm=[1,0]}} ({})\n", name, in.type,
+                            in.cols, in.rows, out, in.name);
+        ts.push_back({name, in.cols, in.rows, in.type});
+        break;
+      case 6:  // a masked einsum: no tiling curve
+        text += fmt::format(
+            "{} = {}[{},{}]{} einsum [r={},c={}] none mul($0,2) ({}[r,c]) -> [r,c] where r >= c\n",
+            name, type, in.rows, in.cols, out, in.rows, in.cols, in.name);
+        ts.push_back({name, in.rows, in.cols, type});
+        break;
+    }
+  }
+  return text;
+}
+
+std::vector<Count> capacities() {
+  std::vector<Count> s;
+  for (std::uint64_t c = 8; c <= (std::uint64_t{1} << 22); c = c * 3 / 2) s.push_back(Count(c));
+  return s;
+}
+
+TEST(FusionProperties, InvariantsOnRandomGraphs) {
+  std::mt19937 rng(20261130);
+  for (int iter = 0; iter < 60; ++iter) {
+    const std::string text = random_graph(rng);
+    SCOPED_TRACE(text);
+    Analyzed a(text);
+    GraphCurveOptions o;
+    o.max_segment_ops = 1 + iter % 4;  // short limits exercise the whole-graph segment
+    GraphCurveOptions nf;
+    nf.fuse = false;
+    GraphTrafficModel m(a.g, a.c, o), unfused(a.g, a.c, nf);
+    Count prev;
+    bool first = true;
+    for (Count s : capacities()) {
+      const GraphTraffic q = m.at(s, TrafficMode::Attainable);
+      const GraphTraffic p = m.at(s, TrafficMode::Provable);
+      EXPECT_GE(q.traffic_bytes, a.c.compulsory_bytes());
+      EXPECT_LE(q.traffic_bytes, unfused.at(s, TrafficMode::Attainable).traffic_bytes);
+      if (!first) {
+        EXPECT_LE(q.traffic_bytes, prev) << "at " << s.str();
+      }
+      EXPECT_LE(p.traffic_bytes, q.traffic_bytes);
+      EXPECT_GE(p.traffic_bytes, a.c.compulsory_bytes());
+      Count sum;
+      std::size_t grouped = 0;
+      for (const FusionGroup& grp : q.groups) {
+        grouped += grp.ops.size();
+        EXPECT_LE(grp.buffer_bytes, s);
+      }
+      for (Count c : q.op_traffic_bytes) sum += c;
+      EXPECT_EQ(sum, q.traffic_bytes);
+      std::size_t units = 0;
+      for (const cost::Work& w : a.c.per_op) units += w.analyzed && w.bytes() > Count(0);
+      EXPECT_EQ(grouped, units);  // a partition of the analyzed ops that are not free views
+      prev = q.traffic_bytes;
+      first = false;
+    }
+    // Everything fits: the fused compulsory traffic.
+    EXPECT_EQ(m.at(Count(kGiB), TrafficMode::Attainable).traffic_bytes, a.c.compulsory_bytes());
+  }
+}
+
+// The segmentation search against all 2^(n-1) segmentations of the units, each segment at
+// its best strategy (group_at), on small random graphs.
+TEST(FusionProperties, SegmentationSearchMatchesBruteForce) {
+  std::mt19937 rng(7);
+  for (int iter = 0; iter < 40; ++iter) {
+    const std::string text = random_graph(rng);
+    SCOPED_TRACE(text);
+    Analyzed a(text);
+    std::vector<ir::OpId> units;
+    for (const ir::Op& op : a.g.ops())
+      if (a.c.per_op[op.id.value].analyzed && a.c.per_op[op.id.value].bytes() > Count(0))
+        units.push_back(op.id);
+    const int n = static_cast<int>(units.size());
+    if (n > 8) continue;
+    GraphCurveOptions o;
+    o.max_segment_ops = n;
+    GraphTrafficModel m(a.g, a.c, o);
+    for (Count s : {Count(64), Count(1024), Count(16 * 1024), Count(kMiB)}) {
+      auto best = [&](int i, int j) -> std::optional<Count> {  // units [i, j)
+        std::optional<Count> b;
+        for (FusionKind k : {FusionKind::None, FusionKind::Untiled, FusionKind::Tiled}) {
+          if (k == FusionKind::None && j - i != 1) continue;
+          std::optional<FusionGroup> grp = m.group_at(units[i], units[j - 1], k, s);
+          if (grp && (!b || grp->traffic_bytes < *b)) b = grp->traffic_bytes;
+        }
+        return b;
+      };
+      std::optional<Count> brute;
+      for (std::uint32_t cuts = 0; cuts < (1u << (n - 1)); ++cuts) {
+        Count total;
+        bool ok = true;
+        int start = 0;
+        for (int j = 1; j <= n && ok; ++j)
+          if (j == n || (cuts & (1u << (j - 1)))) {
+            std::optional<Count> b = best(start, j);
+            ok = b.has_value();
+            if (ok) total += *b;
+            start = j;
+          }
+        if (ok && (!brute || total < *brute)) brute = total;
+      }
+      ASSERT_TRUE(brute.has_value());
+      EXPECT_EQ(m.at(s, TrafficMode::Attainable).traffic_bytes,
+                std::max(*brute, a.c.compulsory_bytes()))
+          << "at " << s.str();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace solar::tiling
