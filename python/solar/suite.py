@@ -62,16 +62,251 @@ def _defines(tree: ast.Module, name: str) -> bool:
     return False
 
 
+def assigned_names(stmt: Any) -> List[str]:
+    """Names a top-level statement binds by assignment: `NAME = ...`, `NAME: T = ...`, and
+    the names of tuple or list targets (`depth, height, width = 16, 32, 32`), in order.
+    These are the names --set may replace (capture.load_program and
+    module_constants apply this rule)."""
+    import ast
+
+    def names(target: Any) -> List[str]:
+        if isinstance(target, ast.Name):
+            return [target.id]
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return [n for e in target.elts for n in names(e)]
+        if isinstance(target, ast.Starred):
+            return names(target.value)
+        return []  # attribute or subscript targets bind no module-level name
+
+    if isinstance(stmt, ast.Assign):
+        return [n for t in stmt.targets for n in names(t)]
+    if isinstance(stmt, ast.AnnAssign):
+        return names(stmt.target)
+    return []
+
+
+
 def module_constants(tree: ast.Module) -> set:
-    """Names a `--set` may replace in this file: those assigned by a top-level `NAME = ...`
-    or `NAME: T = ...` (the rule capture.load_program applies)."""
+    """Names a `--set` may replace in this file: those a top-level assignment binds
+    (assigned_names, the rule capture.load_program applies)."""
     names = set()
     for stmt in tree.body:
-        if isinstance(stmt, ast.Assign):
-            names.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
-        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-            names.add(stmt.target.id)
+        names.update(assigned_names(stmt))
     return names
+
+
+# --------------------------------------------------------------------------- shrinking
+
+
+def _int_literal(node: Any) -> Optional[int]:
+    """The value of an integer literal or of arithmetic on integer literals (`2048 * 2`,
+    `1 << 12`), else None. Names are not followed: a constant computed from another
+    (`out_channels = in_channels * 2`) follows that one's shrunk value by itself."""
+    if isinstance(node, ast.Constant):
+        v = node.value
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        v = _int_literal(node.operand)
+        return None if v is None else -v
+    if isinstance(node, ast.BinOp):
+        a, b = _int_literal(node.left), _int_literal(node.right)
+        if a is None or b is None:
+            return None
+        ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
+               ast.FloorDiv: lambda: a // b if b else None,
+               ast.LShift: lambda: a << b if 0 <= b < 64 else None,
+               ast.Pow: lambda: a ** b if 0 <= b < 64 else None}
+        f = ops.get(type(node.op))
+        return f() if f is not None else None
+    return None
+
+
+def int_constants(tree: ast.Module) -> Dict[str, int]:
+    """{NAME: value} of the top-level names bound only to integer literals (`N = 2048 * 2`,
+    or one element of `depth, height, width = 16, 32, 32`): the sizes `--shrink` may
+    reduce. A name bound to a tuple of integer literals (`input_shape = (32768,)`) gives one
+    entry per element, `NAME[i]`. A name also bound to anything else (a float, a call,
+    another name) is left out, and so are booleans."""
+    values: Dict[str, int] = {}
+    other = set()
+
+    def bind(target: Any, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            v = _int_literal(value) if value is not None else None
+            elts = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
+            if v is not None:
+                values[target.id] = max(v, values.get(target.id, v))
+            elif elts and all(_int_literal(e) is not None for e in elts) and not any(
+                    k.startswith(target.id + "[") for k in values):
+                for i, e in enumerate(elts):
+                    values[f"{target.id}[{i}]"] = _int_literal(e)
+            else:
+                other.add(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            elts = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
+            if elts is None or len(elts) != len(target.elts) or any(
+                    isinstance(e, ast.Starred) for e in target.elts):
+                for n in assigned_names(ast.Assign(targets=[target], value=value)):
+                    other.add(n)
+                return
+            for t, v in zip(target.elts, elts):
+                bind(t, v)
+        else:
+            for n in assigned_names(ast.Assign(targets=[target], value=value)):
+                other.add(n)
+
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign):
+            for t in stmt.targets:
+                bind(t, stmt.value)
+        elif isinstance(stmt, ast.AnnAssign):
+            bind(stmt.target, stmt.value)
+    return {k: v for k, v in values.items() if k.split("[")[0] not in other}
+
+
+# Constants named like a count of parts: as divisors they must stay proper divisors (a group
+# of one channel, a head of width one, a single block are degenerate). A batch size never has
+# to divide anything: it is no divisor at all (else 16 | 32 | 64 chains of unrelated powers
+# of two would hold every size up).
+_PART_WORDS = ("group", "head", "block", "patch", "window", "cluster", "chunk")
+_BATCH_WORDS = ("batch",)
+_BATCH_SIZE = 2  # what --shrink makes of a batch size
+
+
+def shrink_overrides(constants: Dict[str, int], limit: int) -> Dict[str, str]:
+    """The `--set` overrides that shrink a program's integer constants (int_constants)
+    towards `limit` while keeping the file's own relations. Every constant above `limit`
+    gets a new value, in increasing order of the old ones, such that
+      - each constant u > 1 that divided it (a batch size aside) still divides it: channels
+        stay a multiple of the groups and of the heads, a sequence of the block length; the
+        new value is a multiple of the lcm L of those divisors' new values;
+      - a divisor named like a count of parts (`num_groups`, `n_head`, `block_len`, ...)
+        stays a proper divisor: at least 2 channels per group (GroupNorm over one channel
+        of a [B, C] input normalizes one value: PyTorch's f32 result is then rounding noise
+        times 1/sqrt(eps)), 2L when L alone would equal it;
+      - equal constants stay equal (in_channels == out_channels for a residual add).
+    A batch size (a name with `batch`) becomes 2 (or `limit` when smaller), whatever its
+    value: it is no divisor, and two samples exercise the batch dimension. The target is
+    `limit >> depth`, depth being the longest chain of proper multiples above
+    the constant among the file's constants (num_groups | hidden_size): a divisor leaves
+    its multiples room below the limit. The new value is the largest multiple of L not above
+    the target, or L when L is larger, never above the old value; other constants at most
+    `limit` do not change. Names map to the new value's text; the elements of a tuple constant
+    (`NAME[i]`) are put back together as one tuple."""
+    import functools
+    import math
+
+    def divisor_ok(name: str) -> bool:
+        return not any(w in name.lower() for w in _BATCH_WORDS)
+
+    def part(name: str) -> bool:
+        return any(w in name.lower() for w in _PART_WORDS)
+
+    divisor_values = sorted({v for k, v in constants.items() if divisor_ok(k) and v > 1})
+
+    @functools.lru_cache(maxsize=None)
+    def depth(v: int) -> int:
+        if v not in divisor_values:
+            return 0
+        return max((1 + depth(w) for w in divisor_values if w > v and w % v == 0), default=0)
+
+    order = sorted(constants.items(), key=lambda kv: (kv[1], kv[0]))
+    new: Dict[str, int] = {}
+    for name, v in order:
+        if not divisor_ok(name):
+            # A batch size: two samples exercise every batch-dependent path (broadcasting
+            # over the batch included); the rest of a batch only repeats the work.
+            new[name] = min(v, _BATCH_SIZE, limit)
+            continue
+        if v <= limit:
+            new[name] = v
+            continue
+        divisors = [(u, new[u]) for u, vu in order
+                    if 1 < vu < v and v % vu == 0 and divisor_ok(u)]
+        lcm = 1
+        for _, d in divisors:
+            lcm = lcm * d // math.gcd(lcm, d)
+        k = max(1, max(1, limit >> depth(v)) // lcm)
+        parts = [d for u, d in divisors if part(u)]
+        if parts and lcm * k <= max(parts):
+            k = 2
+        new[name] = min(v, lcm * k)
+    out: Dict[str, str] = {}
+    tuples: Dict[str, List[int]] = {}
+    changed = set()
+    for key, v in constants.items():
+        base, _, idx = key.partition("[")
+        if idx:
+            tuples.setdefault(base, []).append(new[key])
+            if new[key] != v:
+                changed.add(base)
+        elif new[key] != v:
+            out[key] = str(new[key])
+    for base, elems in tuples.items():
+        if base in changed:
+            out[base] = repr(tuple(elems))
+    return out
+
+
+def scale_overrides(constants: Dict[str, int], limit: int, factor: int) -> Dict[str, str]:
+    """The overrides that divide every constant above `limit` that `factor` divides by
+    `factor` (the others stay): all their ratios are kept exactly (`out_channels == 2 * W`
+    for a LayerNorm over the last dimension of a stride-2 transposed convolution), which
+    shrink_overrides' divisibility rule does not promise. Tuple elements as there."""
+    out: Dict[str, str] = {}
+    tuples: Dict[str, List[int]] = {}
+    changed = set()
+    for key, v in constants.items():
+        nv = v // factor if v > limit and v % factor == 0 else v
+        base, _, idx = key.partition("[")
+        if idx:
+            tuples.setdefault(base, []).append(nv)
+            if nv != v:
+                changed.add(base)
+        elif nv != v:
+            out[key] = str(nv)
+    for base, elems in tuples.items():
+        if base in changed:
+            out[base] = repr(tuple(elems))
+    return out
+
+
+def shrink_ladder(constants: Dict[str, int], limit: Optional[int],
+                  explicit: Dict[str, str]) -> List[Dict[str, Any]]:
+    """The size settings `--shrink limit` tries, in order, for a program with these integer
+    constants and these explicit `--set` overrides (which win over shrinking). For L =
+    limit, 2*limit, 4*limit, ... while something is still reduced: shrink_overrides at L,
+    then a uniform scaling (scale_overrides by the smallest power of two that brings the
+    largest constant to at most L; every ratio kept); finally the program's own sizes. A
+    setting is {"limit": int or None, "overrides": {NAME: VALUE}}, plus "scale" for a
+    uniform one. The first setting under which the program runs is used (a program may
+    need room: five 2x2 poolings need 32 pixels, a classifier may expect 7x7 features, a
+    LayerNorm a width tied to the channels)."""
+    free = {k: v for k, v in constants.items() if k.split("[")[0] not in explicit}
+    ladder: List[Dict[str, Any]] = []
+    seen: List[Dict[str, str]] = []
+
+    def add(setting: Dict[str, Any], shrunk: Dict[str, str]) -> None:
+        if shrunk and shrunk not in seen:
+            seen.append(shrunk)
+            setting["overrides"] = {**explicit, **shrunk}
+            ladder.append(setting)
+
+    step = limit
+    big = max((v for v in free.values() if limit is not None and v > limit), default=0)
+    while step is not None:
+        shrunk = shrink_overrides(free, step)
+        if not shrunk or (step > limit and step >= 2 * big):
+            break  # nothing reduced, or only batch sizes left to reduce: tried at `limit`
+        add({"limit": step}, shrunk)
+        factor = 2
+        while big // factor > step:
+            factor *= 2
+        if big // factor >= 1:
+            add({"limit": step, "scale": factor}, scale_overrides(free, limit, factor))
+        step *= 2
+    ladder.append({"limit": None, "overrides": dict(explicit)})
+    return ladder
 
 
 def _sort_key(rel: str) -> Tuple[str, ...]:
@@ -117,7 +352,8 @@ def discover(folder: str) -> Tuple[List[Dict[str, Any]], List[Dict[str, str]]]:
             skipped.append({"source": path, "reason": "not a KernelBench-format program "
                                                       f"(no top-level {', '.join(missing)})"})
             continue
-        programs.append({"source": path, "constants": module_constants(tree)})
+        programs.append({"source": path, "constants": module_constants(tree),
+                         "int_constants": int_constants(tree)})
     return programs, skipped
 
 
@@ -161,6 +397,54 @@ def _cpu_seconds() -> float:
     return t.user + t.system
 
 
+def _retry_larger(e: BaseException) -> bool:
+    """Whether a shrunk program's failure may be the shrinking's doing, so the next, larger
+    setting is tried: the program itself raised (its shape arithmetic broke). Solar's own
+    errors, bad overrides and allocation failures are answers, not reasons to retry."""
+    from . import _core
+    from .frontends.torch.capture import OverrideError, ProgramFormatError
+
+    if not isinstance(e, Exception) or isinstance(
+            e, (_core.Error, OverrideError, ProgramFormatError, MemoryError)):
+        return False
+    return _error_cause(e)[0] == "program_error"
+
+
+def analyze_with_ladder(path: str, options: Any,
+                        ladder: List[Dict[str, Any]]) -> Tuple[Any, Dict[str, Any]]:
+    """analyze_file under the first size setting of `ladder` (shrink_ladder) at which the
+    program runs: (ProgramAnalysis, {"limit", "overrides", "rejected": [{"limit", "error"}]}).
+    A setting is abandoned only when the program itself raises (_retry_larger); the last
+    setting's error is raised as is, with the record of the rejected ones in its
+    `solar_shrink` attribute."""
+    import dataclasses
+
+    from .frontends.torch import program as prog
+
+    rejected: List[Dict[str, Any]] = []
+    for i, setting in enumerate(ladder):
+        opts = dataclasses.replace(options, overrides=dict(setting["overrides"]))
+        try:
+            result = prog.analyze_file(path, opts)
+        except Exception as e:
+            if i + 1 < len(ladder) and _retry_larger(e):
+                entry = {"limit": setting["limit"],
+                         "error": f"{type(e).__name__}: {e}"[:_TAIL_CHARS // 8]}
+                if "scale" in setting:
+                    entry["scale"] = setting["scale"]
+                rejected.append(entry)
+                continue
+            e.solar_shrink = {"limit": setting["limit"],  # type: ignore[attr-defined]
+                              "overrides": setting["overrides"], "rejected": rejected}
+            raise
+        used = {"limit": setting["limit"], "overrides": setting["overrides"],
+                "rejected": rejected}
+        if "scale" in setting:
+            used["scale"] = setting["scale"]
+        return result, used
+    raise ValueError("analyze_with_ladder: an empty ladder")
+
+
 def _analyze_task(task: Dict[str, Any], threads: int) -> Dict[str, Any]:
     import traceback
     import warnings
@@ -170,16 +454,18 @@ def _analyze_task(task: Dict[str, Any], threads: int) -> Dict[str, Any]:
     from .frontends.torch import program as prog
 
     o = task["options"]
+    ladder = task.get("ladder") or [{"limit": None, "overrides": task["overrides"]}]
     options = prog.ProgramOptions(
         archs=o["archs"], policy=o["policy"], cache_state=o["cache_state"],
         overrides=dict(task["overrides"]), strict=o["strict"], real=o["real"],
         train=o["train"], optimizer=o["optimizer"], validate=o["validate"],
         crosscheck=o["crosscheck"])
     cpu0 = _cpu_seconds()
+    shrink: Optional[Dict[str, Any]] = None
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            result = prog.analyze_file(task["source"], options)
+            result, shrink = analyze_with_ladder(task["source"], options, ladder)
             text: Optional[str] = result.report.to_json(None)
         report = json.loads(text)
         if not o.get("op_rows", True) and "ops" in report:
@@ -197,7 +483,7 @@ def _analyze_task(task: Dict[str, Any], threads: int) -> Dict[str, Any]:
             if line not in notes:
                 notes.append(line)
         return {"id": task["id"], "ok": True, "report": report, "notes": notes[:50],
-                "cpu_seconds": round(_cpu_seconds() - cpu0, 3)}
+                "cpu_seconds": round(_cpu_seconds() - cpu0, 3), "shrink": shrink}
     except BaseException as e:  # noqa: BLE001 - SystemExit from a program is its failure
         if isinstance(e, KeyboardInterrupt):
             raise
@@ -206,7 +492,8 @@ def _analyze_task(task: Dict[str, Any], threads: int) -> Dict[str, Any]:
         return {"id": task["id"], "ok": False,
                 "error": {"cause": cause, "message": f"{type(e).__name__}: {e}",
                           "exit_code": code, "traceback": tb[-_TAIL_CHARS:]},
-                "cpu_seconds": round(_cpu_seconds() - cpu0, 3)}
+                "cpu_seconds": round(_cpu_seconds() - cpu0, 3),
+                "shrink": getattr(e, "solar_shrink", None)}
     finally:
         _reset_torch_state(torch, threads)
 
@@ -445,13 +732,15 @@ def _failure(source: str, cause: str, message: str, **extra: Any) -> Dict[str, A
 def run_suite(programs: List[Dict[str, Any]], options: Dict[str, Any], jobs: int,
               timeout: float, overrides: Dict[str, str], progress: _Progress,
               spill_dir: Optional[str] = None,
-              memory_limit: Optional[int] = None) -> List[Dict[str, Any]]:
+              memory_limit: Optional[int] = None,
+              shrink: Optional[int] = None) -> List[Dict[str, Any]]:
     """Analyzes every program in worker processes; returns one entry per program, in the
     order of `programs` (a report dict, or a failure {"program", "error"}), each with a
     `suite` object: status, wall_seconds, cpu_seconds, overrides applied. With spill_dir,
     the full report of program i is left in spill_dir/i.json and its entry here has no
     `ops` rows (write_json puts them together). memory_limit: bytes of address space per
-    worker (RLIMIT_AS), None for no limit."""
+    worker (RLIMIT_AS), None for no limit. shrink: `--shrink` limit (shrink_ladder), None
+    for the programs' own sizes."""
     import solar
 
     results: List[Optional[Dict[str, Any]]] = [None] * len(programs)
@@ -463,8 +752,11 @@ def run_suite(programs: List[Dict[str, Any]], options: Dict[str, Any], jobs: int
             entry["suite"] = {"status": "failed", "wall_seconds": 0.0, "overrides": applied}
             results[i] = entry
             continue
-        queue.append({"id": i, "source": p["source"], "overrides": applied,
-                      "options": options,
+        ladder = (shrink_ladder(p.get("int_constants", {}), shrink, applied)
+                  if shrink is not None else None)
+        queue.append({"id": i, "source": p["source"],
+                      "overrides": ladder[0]["overrides"] if ladder else applied,
+                      "ladder": ladder, "options": options,
                       "spill": os.path.join(spill_dir, f"{i}.json") if spill_dir else None})
     pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(solar.__file__)))
     env = dict(os.environ)
@@ -483,14 +775,21 @@ def run_suite(programs: List[Dict[str, Any]], options: Dict[str, Any], jobs: int
     failed = done
 
     def finish(worker: _Worker, entry: Dict[str, Any], notes: Sequence[str] = (),
-               cpu: Optional[float] = None) -> None:
+               cpu: Optional[float] = None, shrink: Optional[Dict[str, Any]] = None) -> None:
         nonlocal done, failed
         task = worker.task
         wall = time.monotonic() - worker.dispatched
         ok = "error" not in entry
         entry.setdefault("program", {})["source"] = task["source"]
         entry["suite"] = {"status": "analyzed" if ok else "failed",
-                          "wall_seconds": round(wall, 3), "overrides": task["overrides"]}
+                          "wall_seconds": round(wall, 3),
+                          "overrides": shrink["overrides"] if shrink else task["overrides"]}
+        if task.get("ladder"):
+            # --shrink: the size limit the program ran at (null: its own sizes) and the
+            # smaller settings it raised under; a crash or timeout leaves it unknown.
+            entry["suite"]["shrink"] = ({k: shrink[k] for k in ("limit", "scale", "rejected")
+                                         if k in shrink}
+                                        if shrink else None)
         if cpu is not None:
             entry["suite"]["cpu_seconds"] = cpu
         if notes:
@@ -550,10 +849,11 @@ def run_suite(programs: List[Dict[str, Any]], options: Dict[str, Any], jobs: int
                         start_failures = 0
                     elif w.task is not None and m.get("id") == w.task["id"]:
                         if m["ok"]:
-                            finish(w, m["report"], m.get("notes", ()), m.get("cpu_seconds"))
+                            finish(w, m["report"], m.get("notes", ()), m.get("cpu_seconds"),
+                                   m.get("shrink"))
                         else:
                             finish(w, _failure(w.task["source"], **m["error"]),
-                                   cpu=m.get("cpu_seconds"))
+                                   cpu=m.get("cpu_seconds"), shrink=m.get("shrink"))
                 if eof:
                     try:
                         code = w.proc.wait(timeout=5)
@@ -788,6 +1088,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="seconds per program before its worker is killed (default 300)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="replace a module-level constant in the programs that assign it")
+    p.add_argument("--shrink", type=int, metavar="N",
+                   help="reduce each program's integer size constants to at most N, keeping "
+                        "their divisibility (groups, heads); a program that raises at that "
+                        "size is retried at 2N, 4N, ..., then at its own sizes")
     p.add_argument("--policy", default="pytorch-default")
     p.add_argument("--cache-state", default="cold")
     p.add_argument("--strict", action="store_true", help="an unanalyzed op fails its program")
@@ -863,6 +1167,8 @@ def main(args: List[str]) -> int:
         overrides[name] = value
     if ns.jobs < 1:
         return usage("--jobs must be at least 1")
+    if ns.shrink is not None and ns.shrink < 1:
+        return usage("--shrink must be at least 1")
     if not ns.timeout > 0:
         return usage("--timeout must be positive")
     if ns.optimizer and not ns.train:
@@ -922,7 +1228,7 @@ def main(args: List[str]) -> int:
     try:
         try:
             entries = run_suite(programs, options, ns.jobs, ns.timeout, overrides, progress,
-                                spill_dir, memory_limit)
+                                spill_dir, memory_limit, ns.shrink)
         except KeyboardInterrupt:
             sys.stderr.write("solar suite: interrupted; nothing written\n")
             return 130
@@ -936,6 +1242,7 @@ def main(args: List[str]) -> int:
             summary["headroom"] = joined
         head = {"schema": SUITE_SCHEMA,
                 "options": {"dir": ns.dir, **options, "overrides": overrides,
+                            "shrink": ns.shrink,
                             "jobs": ns.jobs, "timeout_seconds": ns.timeout,
                             "memory_limit_bytes": memory_limit}}
         try:

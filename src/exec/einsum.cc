@@ -85,6 +85,9 @@ void run_einsum(const ir::EinsumOp& e, std::span<const Buffer* const> inputs, Bu
   spec.output = LoopTensor{output.raw_data(), output.storage(), output.shape(), e.output, {}};
   spec.output_dtype = output.dtype();
   spec.combine = e.combine;
+  std::vector<ir::DType> operand_dtypes;
+  for (const Buffer* b : inputs) operand_dtypes.push_back(b->dtype());
+  spec.ints = integer_type(operand_dtypes, output.dtype());
   spec.reduce = e.reduce;
   spec.mask = e.mask;
   const int threads = ctx.threads > 0 ? ctx.threads : omp_get_max_threads();

@@ -30,15 +30,28 @@ bool integer_closed(const Expr& e) {
     case ExprOp::Add: case ExprOp::Sub: case ExprOp::Mul: case ExprOp::Max: case ExprOp::Min:
     case ExprOp::Lt: case ExprOp::Le: case ExprOp::Gt: case ExprOp::Ge: case ExprOp::Eq:
     case ExprOp::Ne: case ExprOp::Select: case ExprOp::Neg: case ExprOp::Abs:
-    case ExprOp::Square: case ExprOp::Relu:
+    case ExprOp::Square: case ExprOp::Relu: case ExprOp::Floor: case ExprOp::Ceil:
+    case ExprOp::Trunc: case ExprOp::RoundEven: case ExprOp::RoundAway: case ExprOp::Sign:
+    case ExprOp::Rem: case ExprOp::Mod: case ExprOp::And: case ExprOp::Or: case ExprOp::Xor:
+    case ExprOp::Not: case ExprOp::Shl: case ExprOp::Ashr: case ExprOp::Lshr:
+    case ExprOp::Popcount: case ExprOp::Clz: case ExprOp::IDiv:
       for (const Expr& c : e.children())
         if (!integer_closed(c)) return false;
       return true;
     case ExprOp::Div: case ExprOp::Pow: case ExprOp::Exp: case ExprOp::Log: case ExprOp::Tanh:
     case ExprOp::Erf: case ExprOp::Rsqrt: case ExprOp::Sqrt: case ExprOp::Recip:
-    case ExprOp::Sigmoid: case ExprOp::Sin: case ExprOp::Cos:
+    case ExprOp::Sigmoid: case ExprOp::Sin: case ExprOp::Cos: case ExprOp::Atan:
+    case ExprOp::Asin: case ExprOp::Acos: case ExprOp::Atan2: case ExprOp::F32Bits:
+    case ExprOp::BitsF32: case ExprOp::ErfInv: case ExprOp::Lgamma: case ExprOp::Digamma:
       return false;
   }
+  return false;
+}
+
+bool reinterprets_bits(const Expr& e) {
+  if (e.op() == ExprOp::F32Bits || e.op() == ExprOp::BitsF32) return true;
+  for (const Expr& c : e.children())
+    if (reinterprets_bits(c)) return true;
   return false;
 }
 
@@ -65,6 +78,13 @@ int compile(const Expr& e, Program& p) {
     case ExprOp::Abs: case ExprOp::Square: case ExprOp::Relu: case ExprOp::Exp: case ExprOp::Log:
     case ExprOp::Tanh: case ExprOp::Erf: case ExprOp::Rsqrt: case ExprOp::Sqrt:
     case ExprOp::Recip: case ExprOp::Sigmoid: case ExprOp::Sin: case ExprOp::Cos:
+    case ExprOp::Atan: case ExprOp::Asin: case ExprOp::Acos: case ExprOp::Atan2:
+    case ExprOp::Floor: case ExprOp::Ceil: case ExprOp::Trunc: case ExprOp::RoundEven:
+    case ExprOp::RoundAway: case ExprOp::Sign: case ExprOp::Rem: case ExprOp::Mod: case ExprOp::And:
+    case ExprOp::Or: case ExprOp::Xor: case ExprOp::Not: case ExprOp::Shl: case ExprOp::Ashr:
+    case ExprOp::Lshr: case ExprOp::Popcount: case ExprOp::Clz: case ExprOp::F32Bits:
+    case ExprOp::BitsF32: case ExprOp::ErfInv: case ExprOp::Lgamma: case ExprOp::Digamma:
+    case ExprOp::IDiv:
       break;
   }
   Instr in;
@@ -171,7 +191,8 @@ bool output_is_one_to_one(const std::vector<std::int64_t>& out_stride,
 
 Storage compute_storage(const std::vector<Storage>& operand_storage, Storage output_storage,
                         const Expr& combine, const std::vector<std::optional<double>>& pads) {
-  bool f64 = output_storage == Storage::F64, f32 = output_storage == Storage::F32;
+  bool f64 = output_storage == Storage::F64 || reinterprets_bits(combine),
+       f32 = output_storage == Storage::F32;
   for (Storage s : operand_storage) {
     f64 = f64 || s == Storage::F64;
     f32 = f32 || s == Storage::F32;
@@ -181,6 +202,30 @@ Storage compute_storage(const std::vector<Storage>& operand_storage, Storage out
   for (const std::optional<double>& p : pads)
     if (p && (!std::isfinite(*p) || *p != std::nearbyint(*p))) return Storage::F64;
   return integer_closed(combine) ? Storage::I64 : Storage::F64;
+}
+
+IntType integer_type(const std::vector<DType>& operand_dtypes, DType output_dtype) {
+  IntType t;
+  bool any_int = false, any_bool = false;
+  auto consider = [&](DType d) {
+    if (d == DType::Bool) {
+      any_bool = true;
+      return;
+    }
+    if (!ir::is_integer(d)) return;
+    const int bits = ir::dtype_bits(d);
+    const bool is_unsigned = d == DType::U8;
+    if (!any_int || bits > t.bits || (bits == t.bits && !is_unsigned)) {
+      t.bits = bits;
+      t.is_unsigned = is_unsigned;
+    }
+    any_int = true;
+  };
+  for (DType d : operand_dtypes) consider(d);
+  consider(output_dtype);
+  if (!any_int && any_bool) return IntType{1, true, true};
+  if (!any_int) return IntType{};
+  return t;
 }
 
 double reduce_identity(Reduce r, DType d) {
@@ -227,6 +272,7 @@ void run_loop_nest(const LoopSpec& spec, int threads) {
   p.compute = spec.compute ? *spec.compute
                            : compute_storage(storages, spec.output.storage, spec.combine, pads);
   p.reduce = spec.reduce;
+  p.ints = spec.ints;
   p.identity = reduce_identity(spec.reduce, spec.output_dtype);
 
   std::vector<char> used(spec.operands.size(), 0);

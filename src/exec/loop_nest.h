@@ -25,6 +25,20 @@ struct LoopTensor {
   std::optional<double> pad;  // operands only: the value read outside the tensor
 };
 
+// The integer type an einsum's combine works in (ir/expr.h, "Integer semantics"): its width
+// in bits and signedness. Bool is width 1, unsigned, with not(x) as logical not and no
+// wrap-around of other results (a bool sum stays a truth value when stored).
+struct IntType {
+  int bits = 64;
+  bool is_unsigned = false;
+  bool is_bool = false;
+};
+
+// The einsum's integer type: the widest integer dtype among the operands and the output
+// (float operands and a float output do not count; at equal width a signed type wins); bool
+// when all are bool; i64 when none is an integer.
+IntType integer_type(const std::vector<ir::DType>& operand_dtypes, ir::DType output_dtype);
+
 // One einsum over raw tensors; ir::EinsumOp semantics (include/solar/ir/graph.h), except
 // that when the output map is one-to-one, output elements outside the image of the iteration
 // box are left untouched (callers fill them: the GEMM path writes chunks of one output with
@@ -39,11 +53,14 @@ struct LoopSpec {
   ir::Reduce reduce = ir::Reduce::None;
   std::vector<ir::AffineConstraint> mask;
   std::optional<Storage> compute;  // the arithmetic type; chosen from the dtypes when empty
+  IntType ints;                    // the integer type of the combine (integer_type)
 };
 
 // The arithmetic type of an einsum (docs/executor.md): f64 when any operand or the output is
-// f64; f32 when any is another float; i64 for all-integer einsums whose combine needs no
-// division, power or special function and whose constants and pads are integers; f64 else.
+// f64, or when the combine reinterprets bits (f32_bits, bits_f32: f64 holds every f32 and
+// every 32-bit integer exactly); f32 when any is another float; i64 for all-integer einsums
+// whose combine needs no division, power or special function and whose constants and pads
+// are integers; f64 else.
 Storage compute_storage(const std::vector<Storage>& operand_storage, Storage output_storage,
                         const ir::Expr& combine, const std::vector<std::optional<double>>& pads);
 
@@ -118,6 +135,7 @@ struct LoopPlan {
   std::vector<PlanOperand> operands;
   std::vector<PlanConstraint> mask;
   Program program;
+  IntType ints;  // the combine's integer type (results wrap to it in i64 compute)
   ir::Reduce reduce = ir::Reduce::None;
   LoopMode mode = LoopMode::OutputInner;
   std::vector<int> outer;  // parallel loops (owned output indices), outermost first

@@ -17,7 +17,9 @@
 
 #include "solar/exec/kernels.h"
 #include "solar/util/errors.h"
+#include "opaque_gather.h"
 #include "opaque_index.h"
+#include "opaque_pool.h"
 
 namespace solar::exec {
 namespace {
@@ -388,8 +390,13 @@ const std::vector<Entry>& registry() {
       {"cumprod", [](const Call& c) { run_cumulative(c, Cumulative::Prod); }},
       {"cumsum", [](const Call& c) { run_cumulative(c, Cumulative::Sum); }},
       {"nonzero_coords", [](const Call& c) { run_nonzero(c.op, c.inputs, c.outputs); }},
+      {"pool_argmax", [](const Call& c) { run_pool_argmax(c.op, c.inputs, c.outputs); }},
       {"sort", run_sort},
+      {"strided_offsets", [](const Call& c) { run_strided_offsets(c.op, c.inputs, c.outputs); },
+       true},
       {"topk", run_topk},
+      {"xla_gather", [](const Call& c) { run_xla_gather(c.op, c.inputs, c.outputs); }},
+      {"xla_scatter", [](const Call& c) { run_xla_scatter(c.op, c.inputs, c.outputs); }},
   };
   return entries;
 }

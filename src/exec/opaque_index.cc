@@ -2,7 +2,9 @@
 // boolean-mask indexing (x[mask], x[mask] = v, masked_select) turns into; its output shape
 // depends on the data, so the graph declares the count the framework's run found, and a run
 // that finds another count is refused rather than given a tensor of another shape.
-// "arange": torch.arange / linspace values, the one opaque function without an input.
+// "arange": torch.arange / linspace values, and "strided_offsets": the element offsets of a
+// strided view (a write through a view, as_strided_scatter), the opaque functions without an
+// input.
 #include "opaque_index.h"
 
 #include <cmath>
@@ -86,6 +88,44 @@ void run_arange(const ir::OpaqueOp& op, std::span<const Buffer* const> inputs,
       double* o = out.data<double>();
       for (std::int64_t i = 0; i < n; ++i) o[i] = start + static_cast<double>(i) * step;
       break;
+    }
+  }
+}
+
+void run_strided_offsets(const ir::OpaqueOp& op, std::span<const Buffer* const> inputs,
+                         std::span<Buffer* const> outputs) {
+  auto bad = [&](const std::string& what) { fail(op, what); };
+  if (!inputs.empty() || outputs.size() != 1) bad("takes no input and has one output");
+  Buffer& out = *outputs[0];
+  if (out.storage() != Storage::I64 || out.dtype() == ir::DType::Bool)
+    bad("the output holds offsets and needs an integer dtype");
+  const std::vector<std::int64_t>& shape = out.shape();
+  std::vector<std::int64_t> strides;
+  std::int64_t offset = 0;
+  if (auto it = op.attrs.find("strides"); it != op.attrs.end()) {
+    if (const auto* v = std::get_if<std::vector<std::int64_t>>(&it->second)) strides = *v;
+    else if (const auto* i = std::get_if<std::int64_t>(&it->second)) strides = {*i};
+    else bad("attribute 'strides' must be a list of integers");
+  }
+  if (strides.size() != shape.size())
+    bad(fmt::format("needs one stride per output dimension ({}), got {}", shape.size(),
+                    strides.size()));
+  if (auto it = op.attrs.find("offset"); it != op.attrs.end()) {
+    const auto* v = std::get_if<std::int64_t>(&it->second);
+    if (!v) bad("attribute 'offset' must be an integer");
+    offset = *v;
+  }
+  std::int64_t* o = out.data<std::int64_t>();
+  const std::int64_t n = out.num_elements();
+  std::vector<std::int64_t> coord(shape.size(), 0);
+  std::int64_t at = offset;
+  for (std::int64_t i = 0; i < n; ++i) {
+    o[i] = at;
+    for (std::size_t d = shape.size(); d-- > 0;) {  // next row-major coordinate
+      at += strides[d];
+      if (++coord[d] < shape[d]) break;
+      at -= coord[d] * strides[d];
+      coord[d] = 0;
     }
   }
 }

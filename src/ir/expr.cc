@@ -11,12 +11,19 @@ int expr_arity(ExprOp op) {
     case ExprOp::Operand: case ExprOp::Const: return 0;
     case ExprOp::Add: case ExprOp::Sub: case ExprOp::Mul: case ExprOp::Div: case ExprOp::Max:
     case ExprOp::Min: case ExprOp::Pow: case ExprOp::Lt: case ExprOp::Le: case ExprOp::Gt:
-    case ExprOp::Ge: case ExprOp::Eq: case ExprOp::Ne:
+    case ExprOp::Ge: case ExprOp::Eq: case ExprOp::Ne: case ExprOp::Atan2: case ExprOp::Rem:
+    case ExprOp::Mod: case ExprOp::And: case ExprOp::Or: case ExprOp::Xor: case ExprOp::Shl:
+    case ExprOp::Ashr: case ExprOp::Lshr: case ExprOp::IDiv:
       return 2;
     case ExprOp::Select: return 3;
     case ExprOp::Neg: case ExprOp::Abs: case ExprOp::Square: case ExprOp::Relu: case ExprOp::Exp:
     case ExprOp::Log: case ExprOp::Tanh: case ExprOp::Erf: case ExprOp::Rsqrt: case ExprOp::Sqrt:
     case ExprOp::Recip: case ExprOp::Sigmoid: case ExprOp::Sin: case ExprOp::Cos:
+    case ExprOp::Atan: case ExprOp::Asin: case ExprOp::Acos: case ExprOp::Floor:
+    case ExprOp::Ceil: case ExprOp::Trunc: case ExprOp::RoundEven: case ExprOp::RoundAway:
+    case ExprOp::Sign: case ExprOp::Not: case ExprOp::Popcount: case ExprOp::Clz:
+    case ExprOp::F32Bits: case ExprOp::BitsF32: case ExprOp::ErfInv: case ExprOp::Lgamma:
+    case ExprOp::Digamma:
       return 1;
   }
   return 0;
@@ -54,12 +61,39 @@ std::string_view expr_op_name(ExprOp op) {
     case ExprOp::Sigmoid: return "sigmoid";
     case ExprOp::Sin: return "sin";
     case ExprOp::Cos: return "cos";
+    case ExprOp::Atan: return "atan";
+    case ExprOp::Asin: return "asin";
+    case ExprOp::Acos: return "acos";
+    case ExprOp::Atan2: return "atan2";
+    case ExprOp::Floor: return "floor";
+    case ExprOp::Ceil: return "ceil";
+    case ExprOp::Trunc: return "trunc";
+    case ExprOp::RoundEven: return "round_even";
+    case ExprOp::RoundAway: return "round_away";
+    case ExprOp::Sign: return "sign";
+    case ExprOp::Rem: return "rem";
+    case ExprOp::Mod: return "mod";
+    case ExprOp::And: return "and";
+    case ExprOp::Or: return "or";
+    case ExprOp::Xor: return "xor";
+    case ExprOp::Not: return "not";
+    case ExprOp::Shl: return "shl";
+    case ExprOp::Ashr: return "ashr";
+    case ExprOp::Lshr: return "lshr";
+    case ExprOp::Popcount: return "popcount";
+    case ExprOp::Clz: return "clz";
+    case ExprOp::F32Bits: return "f32_bits";
+    case ExprOp::BitsF32: return "bits_f32";
+    case ExprOp::ErfInv: return "erfinv";
+    case ExprOp::Lgamma: return "lgamma";
+    case ExprOp::Digamma: return "digamma";
+    case ExprOp::IDiv: return "idiv";
   }
   return "?";
 }
 
 std::optional<ExprOp> parse_expr_op(std::string_view name) {
-  for (int i = static_cast<int>(ExprOp::Add); i <= static_cast<int>(ExprOp::Cos); ++i) {
+  for (int i = static_cast<int>(ExprOp::Add); i <= static_cast<int>(kLastExprOp); ++i) {
     auto op = static_cast<ExprOp>(i);
     if (expr_op_name(op) == name) return op;
   }
@@ -70,11 +104,39 @@ bool is_special_function(ExprOp op) {
   switch (op) {
     case ExprOp::Exp: case ExprOp::Log: case ExprOp::Tanh: case ExprOp::Erf: case ExprOp::Rsqrt:
     case ExprOp::Sqrt: case ExprOp::Recip: case ExprOp::Sigmoid: case ExprOp::Sin: case ExprOp::Cos:
+    case ExprOp::Atan: case ExprOp::Asin: case ExprOp::Acos: case ExprOp::Atan2:
+    case ExprOp::ErfInv: case ExprOp::Lgamma: case ExprOp::Digamma:
       return true;
     case ExprOp::Operand: case ExprOp::Const: case ExprOp::Add: case ExprOp::Sub: case ExprOp::Mul:
     case ExprOp::Div: case ExprOp::Max: case ExprOp::Min: case ExprOp::Pow: case ExprOp::Lt:
     case ExprOp::Le: case ExprOp::Gt: case ExprOp::Ge: case ExprOp::Eq: case ExprOp::Ne:
     case ExprOp::Select: case ExprOp::Neg: case ExprOp::Abs: case ExprOp::Square: case ExprOp::Relu:
+    case ExprOp::Floor: case ExprOp::Ceil: case ExprOp::Trunc: case ExprOp::RoundEven:
+    case ExprOp::RoundAway: case ExprOp::Sign: case ExprOp::Rem: case ExprOp::Mod: case ExprOp::And:
+    case ExprOp::Or: case ExprOp::Xor: case ExprOp::Not: case ExprOp::Shl: case ExprOp::Ashr:
+    case ExprOp::Lshr: case ExprOp::Popcount: case ExprOp::Clz: case ExprOp::F32Bits:
+    case ExprOp::BitsF32: case ExprOp::IDiv:
+      return false;
+  }
+  return false;
+}
+
+bool is_bitwise(ExprOp op) {
+  switch (op) {
+    case ExprOp::And: case ExprOp::Or: case ExprOp::Xor: case ExprOp::Not: case ExprOp::Shl:
+    case ExprOp::Ashr: case ExprOp::Lshr: case ExprOp::Popcount: case ExprOp::Clz:
+      return true;
+    case ExprOp::Operand: case ExprOp::Const: case ExprOp::Add: case ExprOp::Sub: case ExprOp::Mul:
+    case ExprOp::Div: case ExprOp::Max: case ExprOp::Min: case ExprOp::Pow: case ExprOp::Lt:
+    case ExprOp::Le: case ExprOp::Gt: case ExprOp::Ge: case ExprOp::Eq: case ExprOp::Ne:
+    case ExprOp::Select: case ExprOp::Neg: case ExprOp::Abs: case ExprOp::Square: case ExprOp::Relu:
+    case ExprOp::Exp: case ExprOp::Log: case ExprOp::Tanh: case ExprOp::Erf: case ExprOp::Rsqrt:
+    case ExprOp::Sqrt: case ExprOp::Recip: case ExprOp::Sigmoid: case ExprOp::Sin: case ExprOp::Cos:
+    case ExprOp::Atan: case ExprOp::Asin: case ExprOp::Acos: case ExprOp::Atan2:
+    case ExprOp::Floor: case ExprOp::Ceil: case ExprOp::Trunc: case ExprOp::RoundEven:
+    case ExprOp::RoundAway: case ExprOp::Sign: case ExprOp::Rem: case ExprOp::Mod:
+    case ExprOp::F32Bits: case ExprOp::BitsF32: case ExprOp::ErfInv: case ExprOp::Lgamma:
+    case ExprOp::Digamma: case ExprOp::IDiv:
       return false;
   }
   return false;

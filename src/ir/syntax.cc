@@ -490,6 +490,16 @@ Count parse_count(Lexer& lex, const Ctx& context) {
   return *c;
 }
 
+// The function names the parser knows, space-separated (for the unknown-function error).
+static std::string known_functions() {
+  std::string names;
+  for (int i = static_cast<int>(ExprOp::Add); i <= static_cast<int>(ir::kLastExprOp); ++i) {
+    if (!names.empty()) names += " ";
+    names += expr_op_name(static_cast<ExprOp>(i));
+  }
+  return names;
+}
+
 Expr parse_combine(Lexer& lex, const Ctx& context, int depth) {
   if (depth >= kMaxExprDepth)
     lex.fail(fmt::format("combine expression {} nests deeper than {} levels", context,
@@ -513,10 +523,8 @@ Expr parse_combine(Lexer& lex, const Ctx& context, int depth) {
   Token name = lex.next();
   std::optional<ExprOp> op = parse_expr_op(name.text);
   if (!op)
-    lex.fail(fmt::format("unknown combine function '{}' {} (known: add sub mul div max min pow "
-                         "lt le gt ge eq ne select neg abs square relu exp log tanh erf rsqrt "
-                         "sqrt recip sigmoid sin cos)",
-                         name.text, context),
+    lex.fail(fmt::format("unknown combine function '{}' {} (known: {})", name.text, context,
+                         known_functions()),
              name.line);
   lex.expect("(", [&] { return fmt::format("after '{}' {}", name.text, context); });
   std::vector<Expr> args;
@@ -577,7 +585,13 @@ std::string format_combine(const Expr& e) {
     case ExprOp::Ge: case ExprOp::Eq: case ExprOp::Ne: case ExprOp::Select: case ExprOp::Neg:
     case ExprOp::Abs: case ExprOp::Square: case ExprOp::Relu: case ExprOp::Exp: case ExprOp::Log:
     case ExprOp::Tanh: case ExprOp::Erf: case ExprOp::Rsqrt: case ExprOp::Sqrt: case ExprOp::Recip:
-    case ExprOp::Sigmoid: case ExprOp::Sin: case ExprOp::Cos:
+    case ExprOp::Sigmoid: case ExprOp::Sin: case ExprOp::Cos: case ExprOp::Atan: case ExprOp::Asin:
+    case ExprOp::Acos: case ExprOp::Atan2: case ExprOp::Floor: case ExprOp::Ceil: case ExprOp::Trunc:
+    case ExprOp::RoundEven: case ExprOp::RoundAway: case ExprOp::Sign: case ExprOp::Rem:
+    case ExprOp::Mod: case ExprOp::And: case ExprOp::Or: case ExprOp::Xor: case ExprOp::Not:
+    case ExprOp::Shl: case ExprOp::Ashr: case ExprOp::Lshr: case ExprOp::Popcount: case ExprOp::Clz:
+    case ExprOp::F32Bits: case ExprOp::BitsF32: case ExprOp::ErfInv: case ExprOp::Lgamma:
+    case ExprOp::Digamma: case ExprOp::IDiv:
       break;
   }
   std::string out(expr_op_name(e.op()));

@@ -179,11 +179,12 @@ Fn reduction(Reduce r, bool mean = false) {
 // An argmax/argmin over one dimension (or all, without `axis`): not an einsum; compares
 // every element once.
 void arg_reduce(Context& c, TensorId in, TensorId out, const char* what,
-                std::optional<std::int64_t> axis = std::nullopt) {
+                std::optional<std::int64_t> axis = std::nullopt, ir::Attrs attrs = {}) {
   const ir::Tensor& t = c.t(in);
   std::int64_t n = numel(t.shape);
   ir::OpaqueOp o;
   o.function = what;
+  o.attrs = std::move(attrs);  // pool_argmax: its windows, so the executor can run it
   o.vector_flops = Count(n);
   o.special_ops = Count(0);
   o.bytes = t.size_bytes() + c.t(out).size_bytes();
@@ -503,7 +504,8 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return -floor_div(-a, b)
 // affine in (rho, v) and each residue class is an ordinary strided correlation,
 //   y[n, g*Kg+k, s*q+rho] = sum_{c,v} x[n, g*Cg+c, q+v] * w[g*Cg+c, k, rho+pad-s*v]
 // masked to 0 <= q+v < Lin, 0 <= rho+pad-s*v < Kr and s*q+rho < Lout. For d > 1 the tap is
-// its own index r with the equality r*d == rho+pad-s*v (two constraints). Every live point
+// its own index r with the equality r*d == rho+pad-s*v (two constraints), except when s
+// divides d: then every tap lands on one residue and i = q + c0 - r*d/s. Every live point
 // is one (input position, tap) pair that lands inside the output, so the MACs are exactly
 // N * Cin * Kg * (such pairs): taps that padding crops are not counted. The einsum's output
 // covers s*ceil(Lout/s) positions per dimension; when Lout is not a multiple of s the
@@ -553,6 +555,22 @@ void lower_transposed_convolution(Context& c, TensorId x, TensorId w) {
                        Lout = os[2 + d];
     const std::int64_t v_min = ceil_div(p - dl * (Kr - 1), st), v_max = floor_div(st - 1 + p, st);
     if (v_max < v_min) throw Unsupported("transposed convolution whose taps never land");
+    if (dl > 1 && dl % st == 0) {
+      // s | d (s = 1 included): every tap lands on the one residue rho0 = -pad mod s, from
+      // input position i = q + c0 - r*(d/s): the tap stays an index and the equality goes
+      // away (the masked (rho, v, r) form iterates s*V*K points per output position for
+      // the K*Lin/Lout that land). The other residues are outside the einsum's image: 0.
+      const std::int64_t rho0 = ((-p) % st + st) % st, c0 = (rho0 + p) / st, dd = dl / st;
+      ir::IndexPos q = s.add(fmt::format("q{}", d), yshape[2 + d] / st);
+      ir::IndexPos r = s.add(fmt::format("r{}", d), Kr);
+      sx.push_back(AffineExpr::make({AffineTerm{q, 1}, AffineTerm{r, -dd}}, c0));
+      ge0({AffineTerm{q, 1}, AffineTerm{r, -dd}}, c0);
+      ge0({AffineTerm{q, -1}, AffineTerm{r, dd}}, Lin - 1 - c0);
+      sw.push_back(ix(r));
+      so.push_back(AffineExpr::make({AffineTerm{q, st}}, rho0));
+      if (yshape[2 + d] != Lout) ge0({AffineTerm{q, -st}}, Lout - 1 - rho0);
+      continue;
+    }
     ir::IndexPos q = s.add(fmt::format("q{}", d), yshape[2 + d] / st);
     ir::IndexPos rho = s.add(fmt::format("rho{}", d), st);
     ir::IndexPos v = s.add(fmt::format("v{}", d), v_max - v_min + 1);
@@ -671,7 +689,9 @@ Fn max_pool(std::size_t nd) {
     auto stride = c.ints("stride").empty() ? kernel : per_dim(c, "stride", nd, 1);
     auto pad = per_dim(c, "padding", nd, 0), dil = per_dim(c, "dilation", nd, 1);
     pool_into(c, in, c.def(0), nd, kernel, stride, pad, dil, Reduce::Max, -kInf);
-    if (c.out_id(1)) arg_reduce(c, in, c.def(1), "pool_argmax");
+    if (c.out_id(1))
+      arg_reduce(c, in, c.def(1), "pool_argmax", std::nullopt,
+                 {{"kernel", kernel}, {"stride", stride}, {"padding", pad}, {"dilation", dil}});
   };
 }
 
@@ -779,7 +799,9 @@ Fn adaptive_pool(std::size_t nd, bool is_max) {
       for (std::size_t d = 0; d < nd; ++d) kernel[d] = is[lead + d] / osz[d];
       if (is_max) {
         pool_into(c, in, out, nd, kernel, kernel, zeros, ones, Reduce::Max, -kInf);
-        if (c.out_id(1)) arg_reduce(c, in, c.def(1), "pool_argmax");
+        if (c.out_id(1))
+          arg_reduce(c, in, c.def(1), "pool_argmax", std::nullopt,
+                     {{"adaptive", std::int64_t{1}}, {"output_size", osz}});
         return;
       }
       TensorId sum = c.temp("sum", c.t(out).shape, dt);
@@ -820,7 +842,9 @@ Fn adaptive_pool(std::size_t nd, bool is_max) {
     c.einsum({in}, target, std::move(s), {si}, so, arg(0), is_max ? Reduce::Max : Reduce::Sum, mask,
              {is_max ? -kInf : 0.0});
     if (is_max) {
-      if (c.out_id(1)) arg_reduce(c, in, c.def(1), "pool_argmax");
+      if (c.out_id(1))
+        arg_reduce(c, in, c.def(1), "pool_argmax", std::nullopt,
+                   {{"adaptive", std::int64_t{1}}, {"output_size", osz}});
       return;
     }
     std::vector<TensorId> counts;
@@ -1162,6 +1186,55 @@ void lower_as_strided(Context& c) {
   s.offset = storage_offset - s.root_offset;
   if (s.strides.size() != c.tt(*c.out_id(0)).shape.size()) throw Unsupported("as_strided rank mismatch");
   c.alias_output(0, in, std::move(s));
+}
+
+// as_strided_scatter(self, src, size, stride, storage_offset): self with the elements of
+// self.as_strided(size, stride, storage_offset) (offsets relative to self's first element,
+// self seen row-major, as torch's functional form clones it) replaced by src. The capture
+// records it for a write through one view that another view must see (capture.py, _Trace).
+// Graph: the offsets (an opaque "strided_offsets"), then a scatter into self flattened.
+void lower_as_strided_scatter(Context& c) {
+  TensorId self = c.use_arg("self");
+  TensorId src = c.use_arg("src");
+  const auto size = c.ints("size"), stride = c.ints("stride");
+  const std::int64_t offset = c.int_arg("storage_offset", 0);
+  const ir::Tensor& st = c.t(self);
+  const std::int64_t n = numel(st.shape), m = numel(size);
+  if (stride.size() != size.size() || c.t(src).shape != size)
+    throw Unsupported("as_strided_scatter: src's shape differs from size, or stride's rank");
+  if (m == 0 || n == 0) throw Unsupported("an empty (size-0) tensor");
+  std::int64_t lo = offset, hi = offset;
+  for (std::size_t d = 0; d < size.size(); ++d)
+    (stride[d] < 0 ? lo : hi) += (size[d] - 1) * stride[d];
+  if (lo < 0 || hi >= n)
+    throw Unsupported(fmt::format("as_strided_scatter reaches elements [{}, {}] outside the {} "
+                                  "of self", lo, hi, n));
+  const ir::DType dt = st.dtype;
+  if (c.t(src).dtype != dt) {
+    TensorId cast = c.temp("src_cast", size, dt);
+    c.move(MoveKind::Cast, {src}, cast);
+    src = cast;
+  }
+  TensorId offsets = c.temp("offsets", size, ir::DType::I64);
+  ir::OpaqueOp o;
+  o.function = "strided_offsets";
+  o.vector_flops = Count(m);
+  o.special_ops = Count(0);
+  o.bytes = c.t(offsets).size_bytes();
+  o.assumption = "one multiply-add per written element (offset + sum_d j_d*stride_d); writes "
+                 "the offsets once";
+  o.attrs = {{"strides", stride}, {"offset", offset}};
+  c.opaque({}, {offsets}, std::move(o));
+  TensorId flat_self = c.temp("flat", {n}, dt), flat_src = c.temp("flat_src", {m}, dt),
+           flat_idx = c.temp("flat_offsets", {m}, ir::DType::I64),
+           out_flat = c.temp("scattered", {n}, dt);
+  c.move(MoveKind::View, {self}, flat_self);
+  c.move(MoveKind::View, {src}, flat_src);
+  c.move(MoveKind::View, {offsets}, flat_idx);
+  c.move(MoveKind::Scatter, {flat_self, flat_idx, flat_src}, out_flat,
+         {{"axis", std::int64_t{0}}, {"mode", std::string("elements")},
+          {"reduce", std::string("none")}});
+  c.move(MoveKind::View, {out_flat}, c.def(0));
 }
 
 void slice_into(Context& c, TensorId in, TensorId out, std::int64_t dim, std::int64_t start,
@@ -2164,6 +2237,7 @@ const Table& table() {
   static const Table t = [] {
     Table m;
     auto reg = [&m](std::string_view name, Fn f) { m.emplace(name, std::move(f)); };
+    register_math_ops(reg);  // first: its bitwise and div-with-rounding entries win (emplace)
     // Elementwise: functional and in-place overloads share a lowering (the trace gives an
     // in-place result a new tensor version).
     for (auto [name, op, alpha, rev] :
@@ -2371,6 +2445,7 @@ const Table& table() {
     reg("aten::diagonal.default", lower_diagonal);
     reg("aten::as_strided.default", lower_as_strided);
     reg("aten::as_strided_.default", lower_as_strided);
+    reg("aten::as_strided_scatter.default", lower_as_strided_scatter);
     reg("aten::slice.Tensor", lower_slice);
     reg("aten::select.int", lower_select);
     reg("aten::split.Tensor", [](Context& c) { lower_split(c, false); });

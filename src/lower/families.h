@@ -39,5 +39,8 @@ inline ir::Expr scaled(double alpha, ir::Expr x) {
 
 // aten_train.cc: the backward ops autograd records and the optimizer update ops (--train).
 void register_training_ops(const Register& reg);
+// aten_math.cc: rounding, remainders, bitwise ops, inverse trigonometry, interpolation
+// (linear to bicubic), k-th value selection and embedding_bag.
+void register_math_ops(const Register& reg);
 
 }  // namespace solar::lower::detail

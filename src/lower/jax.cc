@@ -5,10 +5,12 @@
 #include "solar/lower/jax.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <string>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -132,8 +134,52 @@ Fn nary(std::function<Expr(std::vector<Expr>)> f, std::size_t arity) {
     c.elementwise(ins, c.def(0), f(xs));
   };
 }
+// The width of an unsigned operand held as the signed type of its width (uint16, uint32:
+// the IR has no such types), 0 for any other operand.
+int unsigned_bits(Context& c, std::size_t k) {
+  const auto& o = operands(c);
+  if (k >= o.size() || !is_tensor(o[k])) return 0;
+  const std::string& d = c.tt(o[k]["tensor"].get<std::int64_t>()).dtype;
+  return d == "uint32" ? 32 : d == "uint16" ? 16 : 0;
+}
+
+// x (held signed) as i64 holding its unsigned value: x + 2^bits where x reads negative.
+TensorId unsigned_wide(Context& c, TensorId x, int bits) {
+  TensorId w = c.temp("unsigned", c.t(x).shape, ir::DType::I64);
+  c.elementwise({x}, w, fn(ExprOp::Select, {fn(ExprOp::Lt, {arg(0), num(0)}),
+                                            add(arg(0), num(std::ldexp(1.0, bits))), arg(0)}));
+  return w;
+}
+
+// Ops whose result depends on reading the bits as unsigned (comparisons, min/max, division,
+// remainder): on uint16/uint32 operands they run on the widened (i64) values, and an integer
+// result is cast back (wrapping to the output's width). Other binary ops are the same on
+// the signed reading (add, sub, mul and the bit ops wrap to the same bits).
 Fn binary(ExprOp op) {
-  return nary([op](std::vector<Expr> x) { return fn(op, {x[0], x[1]}); }, 2);
+  Fn plain = nary([op](std::vector<Expr> x) { return fn(op, {x[0], x[1]}); }, 2);
+  const bool order = op == ExprOp::Lt || op == ExprOp::Le || op == ExprOp::Gt ||
+                     op == ExprOp::Ge || op == ExprOp::Max || op == ExprOp::Min ||
+                     op == ExprOp::Div || op == ExprOp::Rem;
+  if (!order) return plain;
+  return [=](Context& c) {
+    if (n_operands(c) != 2) throw Unsupported("expects 2 operands");
+    if (!unsigned_bits(c, 0) && !unsigned_bits(c, 1)) return plain(c);
+    std::vector<TensorId> ins;
+    std::vector<Expr> xs;
+    for (std::size_t k = 0; k < 2; ++k) {
+      if (int bits = unsigned_bits(c, k)) {
+        ins.push_back(unsigned_wide(c, in(c, k), bits));
+        xs.push_back(arg(static_cast<int>(ins.size() - 1)));
+      } else {
+        xs.push_back(term(c, k, ins));
+      }
+    }
+    TensorId out = c.def(0);
+    if (c.t(out).dtype == ir::DType::Bool) return c.elementwise(ins, out, fn(op, {xs[0], xs[1]}));
+    TensorId wide = c.temp("wide", c.t(out).shape, ir::DType::I64);
+    c.elementwise(ins, wide, fn(op, {xs[0], xs[1]}));
+    c.move(MoveKind::Cast, {wide}, out);
+  };
 }
 Fn unary(std::function<Expr(Expr)> f) {
   return nary([f](std::vector<Expr> x) { return f(x[0]); }, 1);
@@ -142,20 +188,91 @@ Fn unary(ExprOp op) {
   return unary([op](Expr x) { return un(op, x); });
 }
 
-// Logical ops: on bool (0/1) values `and` is min, `or` max, `not` x == 0; on integers they
-// are bitwise, which no combine expresses.
-Fn logical(ExprOp op, bool negate = false) {
+// Logical ops: on bool (0/1) values `and` is min, `or` max, `not` x == 0, `xor` x != y; on
+// integers they are the bitwise ops, evaluated in the einsum's integer type (wrapping to its
+// width: docs/ir-text.md, "Integer arithmetic").
+Fn logical(ExprOp on_bool, ExprOp on_int, bool negate = false) {
   return [=](Context& c) {
     TensorId out = c.def(0);
-    if (c.t(out).dtype != ir::DType::Bool) throw Unsupported("bitwise op on integers");
+    const bool boolean = c.t(out).dtype == ir::DType::Bool;
+    if (!boolean && !ir::is_integer(c.t(out).dtype))
+      throw Unsupported("a bitwise op on a floating-point tensor");
     std::vector<TensorId> ins;
     if (negate) {
       Expr x = term(c, 0, ins);
-      return c.elementwise(ins, out, fn(ExprOp::Eq, {x, num(0)}));
+      return c.elementwise(ins, out, boolean ? fn(ExprOp::Eq, {x, num(0)}) : un(on_int, x));
     }
     Expr x = term(c, 0, ins), y = term(c, 1, ins);
-    c.elementwise(ins, out, fn(op, {x, y}));
+    c.elementwise(ins, out, fn(boolean ? on_bool : on_int, {x, y}));
   };
+}
+
+// An integer-only function (shifts, population_count, clz).
+Fn integer_op(std::function<Expr(std::vector<Expr>)> f, std::size_t arity) {
+  Fn inner = nary(std::move(f), arity);
+  return [inner](Context& c) {
+    for (std::size_t k = 0; k < c.op().outputs.size(); ++k)
+      if (c.out_id(k) && !ir::is_integer(Context::dtype_of(c.tt(*c.out_id(k)).dtype)))
+        throw Unsupported("an integer bit operation on a non-integer tensor");
+    inner(c);
+  };
+}
+
+// erf_inv as XLA computes it for f32 (chlo.erf_inv: Giles' single-precision approximation,
+// "Approximating the erfinv function", GPU Computing Gems, 2011), since the IR has no erf_inv:
+//   w = -log(1 - x^2); v = w < 5 ? w - 2.5 : sqrt(w) - 3;
+//   out = |x| == 1 ? x * inf : P(v) * x, P the degree-8 polynomial of w's range.
+// Three einsums (w, v, the rest) so that the cost counts each node once per element: one log
+// and one sqrt (special ops) and both polynomials (XLA selects each coefficient instead).
+void lower_erf_inv(Context& c) {
+  static constexpr double kLow[9] = {2.81022636e-08,  3.43273939e-07, -3.5233877e-06,
+                                     -4.39150654e-06, 0.00021858087,  -0.00125372503,
+                                     -0.00417768164,  0.246640727,    1.50140941};
+  static constexpr double kHigh[9] = {-0.000200214257, 0.000100950558, 0.00134934322,
+                                      -0.00367342844,  0.00573950773,  -0.0076224613,
+                                      0.00943887047,   1.00167406,     2.83297682};
+  TensorId x = in(c, 0);
+  TensorId out = c.def(0);
+  const ir::DType dt = c.t(out).dtype;
+  if (!ir::is_float(dt)) throw Unsupported("erf_inv of a non-float tensor");
+  const Shape xs = c.t(x).shape;
+  TensorId w = c.temp("w", xs, dt), v = c.temp("v", xs, dt);
+  c.elementwise({x}, w, un(ExprOp::Neg, un(ExprOp::Log, sub(num(1), mul(arg(0), arg(0))))));
+  c.elementwise({w}, v, fn(ExprOp::Select, {fn(ExprOp::Lt, {arg(0), num(5)}),
+                                            sub(arg(0), num(2.5)),
+                                            sub(un(ExprOp::Sqrt, arg(0)), num(3))}));
+  auto horner = [](const double (&k)[9]) {
+    Expr p = num(k[0]);
+    for (int i = 1; i < 9; ++i) p = add(num(k[i]), mul(p, arg(2)));
+    return p;
+  };
+  Expr p = fn(ExprOp::Select, {fn(ExprOp::Lt, {arg(1), num(5)}), horner(kLow), horner(kHigh)});
+  c.elementwise({x, w, v}, out,
+                fn(ExprOp::Select, {fn(ExprOp::Eq, {un(ExprOp::Abs, arg(0)), num(1)}),
+                                    mul(arg(0), num(kInf)), mul(p, arg(0))}));
+}
+
+// lax.round: rounding_method AWAY_FROM_ZERO (0, lax's default) or TO_NEAREST_EVEN (1,
+// jnp.round).
+void lower_round(Context& c) {
+  const auto& m = c.a("rounding_method");
+  bool even = false;
+  if (m.is_number_integer()) even = m.get<std::int64_t>() == 1;
+  else if (m.is_string()) even = m.get<std::string>().find("EVEN") != std::string::npos;
+  std::vector<TensorId> ins;
+  Expr x = term(c, 0, ins);
+  c.elementwise(ins, c.def(0), un(even ? ExprOp::RoundEven : ExprOp::RoundAway, x));
+}
+
+// bitcast_convert_type between types of one width: the same bits seen as another dtype (a
+// free view that reinterprets; uint32 random bits -> float32 in jax.random.uniform).
+void lower_bitcast(Context& c) {
+  TensorId x = in(c, 0);
+  TensorId out = c.def(0);
+  if (c.t(x).shape != c.t(out).shape ||
+      ir::dtype_bits(c.t(x).dtype) != ir::dtype_bits(c.t(out).dtype))
+    throw Unsupported("bitcast_convert_type between types of different widths");
+  c.move(MoveKind::View, {x}, out);
 }
 
 void lower_integer_pow(Context& c) {
@@ -208,7 +325,25 @@ void lower_convert(Context& c) {
     return c.elementwise(ins, out, term(c, 0, ins));
   }
   TensorId x = in(c, 0);
-  c.move(c.t(x).dtype == c.t(out).dtype ? MoveKind::View : MoveKind::Cast, {x}, out);
+  // uint16/uint32 are held as the signed type of their width (the same bits): converting
+  // one to a float or a wider integer adds 2^bits to the values that read as negative. For
+  // floats the fix-up is exact in f64 and rounded once, as JAX converts.
+  const std::string& src = c.tt(o[0]["tensor"].get<std::int64_t>()).dtype;
+  const ir::DType dt = c.t(out).dtype;
+  const int bits = src == "uint32" ? 32 : src == "uint16" ? 16 : 0;
+  if (bits && (ir::is_float(dt) || (ir::is_integer(dt) && ir::dtype_bits(dt) > bits))) {
+    const Expr fix = fn(ExprOp::Select, {fn(ExprOp::Lt, {arg(0), num(0)}),
+                                         add(arg(0), num(std::ldexp(1.0, bits))), arg(0)});
+    if (!ir::is_float(dt)) return c.elementwise({x}, out, fix);
+    TensorId wide = c.temp("wide", c.t(x).shape, ir::DType::F64);
+    c.move(MoveKind::Cast, {x}, wide);
+    TensorId unsigned_value = out;
+    if (dt != ir::DType::F64) unsigned_value = c.temp("unsigned", c.t(x).shape, ir::DType::F64);
+    c.elementwise({wide}, unsigned_value, fix);
+    if (unsigned_value != out) c.move(MoveKind::Cast, {unsigned_value}, out);
+    return;
+  }
+  c.move(c.t(x).dtype == dt ? MoveKind::View : MoveKind::Cast, {x}, out);
 }
 
 void lower_copy(Context& c) { c.move(MoveKind::Copy, {in(c, 0)}, c.def(0)); }
@@ -432,22 +567,32 @@ void lower_conv(Context& c) {
            {padded ? std::optional<double>(0.0) : std::nullopt, std::nullopt});
 }
 
+TensorId interior_pad(Context& c, TensorId x, std::size_t d, std::int64_t interior, double value);
+
 // reduce_window_{sum,max,min} (pooling): out[p..] = REDUCE_r in[p*stride + r*dilation - lo],
-// reads outside the input yield the reduction's identity.
+// reads outside the input yield the reduction's identity. Base dilation bd (the input seen
+// with bd - 1 holes between neighbours) is first made explicit: the input is spread with the
+// identity in the holes (interior_pad, copies), so every window tap is counted, as for the
+// padding; the window einsum then reads the dilated input.
 Fn reduce_window(Reduce r) {
   return [=](Context& c) {
     TensorId x = in(c, 0);
     TensorId out = c.def(0);
-    const Shape xs = c.t(x).shape, os = c.t(out).shape;
-    const std::size_t rank = xs.size();
+    const Shape os = c.t(out).shape;
+    const std::size_t rank = c.t(x).shape.size();
     Shape win = ints(c, "window_dimensions");
     Shape stride = or_ones(ints(c, "window_strides"), rank),
           bd = or_ones(ints(c, "base_dilation"), rank),
           wd = or_ones(ints(c, "window_dilation"), rank);
     auto pad = pad_pairs(c.a("padding"), rank);
     if (win.size() != rank || os.size() != rank) throw Unsupported("window of the wrong rank");
-    for (std::int64_t b : bd)
-      if (b != 1) throw Unsupported("reduce_window with base dilation");
+    const double identity = r == Reduce::Max ? -kInf : r == Reduce::Min ? kInf : 0;
+    for (std::size_t d = 0; d < rank; ++d) {
+      if (bd[d] < 1) throw Unsupported("reduce_window with base dilation below 1");
+      if (c.t(x).shape[d] == 0) throw Unsupported("an empty (size-0) tensor");
+      if (bd[d] > 1 && c.t(x).shape[d] > 1) x = interior_pad(c, x, d, bd[d] - 1, identity);
+    }
+    const Shape xs = c.t(x).shape;
     Space s;
     std::vector<AffineExpr> sx, so;
     std::vector<ir::IndexPos> ps, rs;
@@ -468,7 +613,6 @@ Fn reduce_window(Reduce r) {
     }
     for (std::int64_t e : ext)
       if (e == 0) throw Unsupported("an empty (size-0) tensor");
-    double identity = r == Reduce::Max ? -kInf : r == Reduce::Min ? kInf : 0;
     c.einsum({x}, out, std::move(s), {sx}, so, arg(0), r, {},
              {needs_pad ? std::optional<double>(identity) : std::nullopt});
   };
@@ -504,7 +648,17 @@ void lower_broadcast_in_dim(Context& c) {
   c.move(MoveKind::View, {v}, out);
 }
 
-void lower_view(Context& c) { c.move(MoveKind::View, {in(c, 0)}, c.def(0)); }
+// reshape/squeeze/expand_dims: a free view; of a literal (a scalar the recorder folded), the
+// constant written out.
+void lower_view(Context& c) {
+  const auto& o = operands(c);
+  if (!o.empty() && !is_tensor(o[0])) {
+    std::vector<TensorId> ins;
+    TensorId out = c.def(0);
+    return c.elementwise(ins, out, term(c, 0, ins));
+  }
+  c.move(MoveKind::View, {in(c, 0)}, c.def(0));
+}
 
 void lower_reshape(Context& c) {
   if (!c.a("dimensions").is_null()) throw Unsupported("reshape with a dimension order");
@@ -628,6 +782,24 @@ void lower_concatenate(Context& c) {
          {{"axis", norm_dim(c.int_arg("dimension", 0), c.t(out).shape.size())}});
 }
 
+// stack(operands, axis): each operand viewed with a size-1 dimension at `axis`, concatenated.
+void lower_stack(Context& c) {
+  TensorId out = c.def(0);
+  const Shape os = c.t(out).shape;
+  const std::int64_t axis = norm_dim(c.int_arg("axis", 0), os.size());
+  std::vector<TensorId> rows;
+  for (std::size_t k = 0; k < n_operands(c); ++k) {
+    TensorId x = in(c, k);
+    Shape s = c.t(x).shape;
+    s.insert(s.begin() + axis, 1);
+    TensorId v = c.temp("row", s, c.t(x).dtype);
+    c.move(MoveKind::View, {x}, v);
+    rows.push_back(v);
+  }
+  if (rows.size() == 1) return c.move(MoveKind::Copy, rows, out);
+  c.move(MoveKind::Concat, rows, out, {{"axis", axis}});
+}
+
 void lower_split(Context& c) {
   TensorId x = in(c, 0);
   const Shape xs = c.t(x).shape;
@@ -644,23 +816,60 @@ void lower_split(Context& c) {
   }
 }
 
-// pad(x, value) with (low, high, interior) per dimension; negative low/high crop.
+// x with `interior` copies of `value` between neighbours along dimension d: x viewed with a
+// new size-1 dimension after d, padded there to interior + 1, viewed back (n * (interior + 1)
+// along d) and sliced to (n - 1) * (interior + 1) + 1: a pad and a slice (copies) between
+// free views, plain moves that execute, whose bytes are those of the two copies.
+TensorId interior_pad(Context& c, TensorId x, std::size_t d, std::int64_t interior, double value) {
+  const Shape xs = c.t(x).shape;
+  const ir::DType dt = c.t(x).dtype;
+  const std::int64_t n = xs[d], step = interior + 1;
+  Shape split = xs;
+  split.insert(split.begin() + static_cast<std::ptrdiff_t>(d) + 1, 1);
+  TensorId v = c.temp("split", split, dt);
+  c.move(MoveKind::View, {x}, v);
+  Shape pads(2 * split.size(), 0), padded = split;
+  pads[2 * (d + 1) + 1] = interior;
+  padded[d + 1] = step;
+  TensorId p = c.temp("spread", padded, dt);
+  c.move(MoveKind::Pad, {v}, p, {{"pads", pads}, {"value", value}});
+  Shape flat = xs;
+  flat[d] = n * step;
+  TensorId f = c.temp("interleaved", flat, dt);
+  c.move(MoveKind::View, {p}, f);
+  Shape dilated = xs, starts(xs.size(), 0), ends = flat;
+  dilated[d] = ends[d] = (n - 1) * step + 1;
+  TensorId out = c.temp("dilated", dilated, dt);
+  slice_move(c, f, out, starts, ends, Shape(xs.size(), 1));
+  return out;
+}
+
+// pad(x, value) with (low, high, interior) per dimension; negative low/high crop; interior
+// padding first spreads the elements (interior_pad), then the edges are padded.
 void lower_pad(Context& c) {
   TensorId x = in(c, 0);
   std::optional<double> value = known(c, 1);
   if (!value) throw Unsupported("a padding value known only at run time");
   const auto& cfg = c.a("padding_config");
-  const std::size_t r = c.t(x).shape.size();
+  const Shape xs = c.t(x).shape;
+  const std::size_t r = xs.size();
   if (!cfg.is_array() || cfg.size() != r) throw Unsupported("padding_config of the wrong rank");
   Shape pads;
-  for (const auto& p : cfg) {
-    Shape t = int_list(p, "padding_config");
+  TensorId cur = x;
+  bool edges = false;
+  for (std::size_t d = 0; d < r; ++d) {
+    Shape t = int_list(cfg[d], "padding_config");
     if (t.size() != 3) throw Unsupported("padding_config entries are (low, high, interior)");
-    if (t[2] != 0) throw Unsupported("interior padding");
+    if (t[2] < 0) throw Unsupported("negative interior padding");
+    if (t[2] > 0 && xs[d] > 1) cur = interior_pad(c, cur, d, t[2], *value);
+    else if (t[2] > 0 && xs[d] == 0) throw Unsupported("an empty (size-0) tensor");
     pads.push_back(t[0]);
     pads.push_back(t[1]);
+    edges = edges || t[0] != 0 || t[1] != 0;
   }
-  c.move(MoveKind::Pad, {x}, c.def(0), {{"pads", pads}, {"value", *value}});
+  TensorId out = c.def(0);
+  if (!edges) return c.move(cur == x ? MoveKind::Copy : MoveKind::View, {cur}, out);
+  c.move(MoveKind::Pad, {cur}, out, {{"pads", pads}, {"value", *value}});
 }
 
 // ---------------------------------------------------------------- gather / scatter
@@ -717,9 +926,11 @@ TensorId index_view(Context& c, TensorId idx) {
   return v;
 }
 
-// An opaque gather/scatter with general dimension numbers: bytes are what it touches.
+// A gather/scatter with general dimension numbers: the executor's "xla_gather" /
+// "xla_scatter" kernel (src/exec/opaque_gather.h) with the dimension numbers, slice sizes
+// and mode as attributes; bytes are what it touches.
 void opaque_indexing(Context& c, const char* what, std::vector<TensorId> ins, TensorId out,
-                     Count bytes) {
+                     Count bytes, ir::Attrs attrs) {
   ir::OpaqueOp o;
   o.function = what;
   o.vector_flops = Count(0);
@@ -727,20 +938,51 @@ void opaque_indexing(Context& c, const char* what, std::vector<TensorId> ins, Te
   o.bytes = bytes;
   o.assumption = fmt::format("{} with general dimension numbers: reads the indices and the "
                              "elements it moves, writes its output once", what);
+  o.attrs = std::move(attrs);
   c.opaque(std::move(ins), {out}, std::move(o));
+}
+
+// JAX's GatherScatterMode by name (CLIP, FILL_OR_DROP, PROMISE_IN_BOUNDS) in lower case;
+// ONE_HOT has no kernel.
+std::string index_mode(Context& c, const char* dflt) {
+  const auto& m = c.a("mode");
+  std::string name = m.is_string() ? m.get<std::string>() : dflt;
+  if (auto dot = name.rfind('.'); dot != std::string::npos) name = name.substr(dot + 1);
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  if (name != "clip" && name != "fill_or_drop" && name != "promise_in_bounds")
+    throw Unsupported(fmt::format("gather/scatter mode {}", name));
+  return name;
 }
 
 void lower_gather(Context& c) {
   TensorId x = in(c, 0), idx = in(c, 1);
   TensorId out = c.def(0);
   const Shape xs = c.t(x).shape, is = c.t(idx).shape, os = c.t(out).shape;
-  if (auto p = gather_pattern(c, xs, is, os)) {
+  // The gather move has PyTorch's index semantics (an index out of range is an error at run
+  // time, never a silent value): right for in-range indices, which promise_in_bounds and
+  // fill_or_drop programs have as a rule; "clip" asks for clamping, which the kernel does.
+  if (auto p = index_mode(c, "clip") != "clip" ? gather_pattern(c, xs, is, os) : std::nullopt) {
     TensorId i = index_view(c, idx);
     return c.move(MoveKind::Gather, {x, i}, out,
                   {{"axis", p->axis}, {"mode", std::string(p->elements ? "elements" : "take")}});
   }
+  const auto& dn = c.a("dimension_numbers");
+  if (!dn.is_object()) throw Unsupported("gather without dimension numbers");
+  ir::Attrs attrs;
+  for (const char* k : {"offset_dims", "collapsed_slice_dims", "start_index_map",
+                        "operand_batching_dims", "start_indices_batching_dims"})
+    attrs[k] = field(dn, k);
+  attrs["slice_sizes"] = ints(c, "slice_sizes");
+  attrs["mode"] = index_mode(c, "clip");
+  if (std::get<std::string>(attrs["mode"]) == "fill_or_drop") {
+    std::optional<double> fill = number_value(c.a("fill_value"));
+    if (!fill) throw Unsupported("fill_or_drop gather without a fill value");
+    attrs["fill_value"] = *fill;
+  }
   Count gathered = c.t(out).size_bytes();
-  opaque_indexing(c, "gather", {x, idx}, out, gathered + c.t(idx).size_bytes() + gathered);
+  opaque_indexing(c, "xla_gather", {x, idx}, out, gathered + c.t(idx).size_bytes() + gathered,
+                  std::move(attrs));
 }
 
 // A scatter of one window at indices the recorder knew (`x.at[1:3, 2:5].set(u)`): the
@@ -787,7 +1029,7 @@ Fn scatter(const char* reduce) {
     const Shape xs = c.t(x).shape, is = c.t(idx).shape, us = c.t(u).shape;
     const auto& dn = c.a("dimension_numbers");
     std::optional<IndexPattern> p;
-    if (dn.is_object()) {
+    if (dn.is_object() && index_mode(c, "fill_or_drop") != "clip") {
       Shape window = field(dn, "update_window_dims"),
             inserted = field(dn, "inserted_window_dims"),
             smap = field(dn, "scatter_dims_to_operand_dims"),
@@ -820,9 +1062,18 @@ Fn scatter(const char* reduce) {
                     {{"axis", p->axis}, {"mode", std::string(p->elements ? "elements" : "take")},
                      {"reduce", std::string(reduce)}});
     }
+    if (!dn.is_object()) throw Unsupported("scatter without dimension numbers");
+    ir::Attrs attrs;
+    for (const char* k : {"update_window_dims", "inserted_window_dims",
+                          "scatter_dims_to_operand_dims", "operand_batching_dims",
+                          "scatter_indices_batching_dims"})
+      attrs[k] = field(dn, k);
+    attrs["mode"] = index_mode(c, "fill_or_drop");
+    attrs["combine"] = std::string(reduce);
     Count moved = c.t(u).size_bytes();
-    opaque_indexing(c, "scatter", {x, idx, u}, out,
-                    c.t(x).size_bytes() + c.t(idx).size_bytes() + moved + c.t(out).size_bytes());
+    opaque_indexing(c, "xla_scatter", {x, idx, u}, out,
+                    c.t(x).size_bytes() + c.t(idx).size_bytes() + moved + c.t(out).size_bytes(),
+                    std::move(attrs));
   };
 }
 
@@ -834,18 +1085,31 @@ std::int64_t ceil_log2(std::int64_t n) {
   return k;
 }
 
-// iota: index arithmetic, not an einsum over data; validation is given its values.
+// iota: the executor's "arange" (0, 1, 2, ... along `dimension`) over that dimension alone,
+// broadcast to the output's shape by free views; one integer add per element of the line.
 void lower_iota(Context& c) {
   TensorId out = c.def(0);
+  const Shape os = c.t(out).shape;
+  if (os.empty()) throw Unsupported("iota of rank 0");
+  const std::int64_t dim = norm_dim(c.int_arg("dimension", 0), os.size());
+  TensorId line = out;
+  if (os.size() > 1) line = c.temp("line", {os[dim]}, c.t(out).dtype);
   ir::OpaqueOp o;
-  o.function = "iota";
-  o.vector_flops = c.t(out).num_elements();
+  o.function = "arange";
+  o.vector_flops = Count(os[dim]);
   o.special_ops = Count(0);
-  o.bytes = c.t(out).size_bytes();
-  o.assumption =
-      "one integer add per element (the index along `dimension`); writes the output once";
-  o.attrs["dimension"] = c.int_arg("dimension", 0);
-  c.opaque({}, {out}, std::move(o));
+  o.bytes = c.t(line).size_bytes();
+  o.assumption = "one integer add per element of the index line (0, 1, ..., n-1); writes it "
+                 "once; the broadcast to the output's shape is a free view";
+  o.attrs["start"] = std::int64_t{0};
+  o.attrs["step"] = std::int64_t{1};
+  c.opaque({}, {line}, std::move(o));
+  if (line == out) return;
+  Shape aligned(os.size(), 1);
+  aligned[dim] = os[dim];
+  TensorId v = c.temp("aligned", aligned, c.t(out).dtype);
+  c.move(MoveKind::View, {line}, v);
+  c.move(MoveKind::View, {v}, out);
 }
 
 // sort of one operand (values), or of (keys, iota) with one key (values and the argsort).
@@ -865,6 +1129,13 @@ void lower_sort(Context& c) {
     outs.push_back(c.def(k));
     bytes = bytes + c.t(outs.back()).size_bytes();
   }
+  // Unsigned keys (random bits in jax.random.permutation) sort by their unsigned values:
+  // sorted widened, the values cast back to the held type.
+  TensorId values_out = outs[0];
+  if (int bits = unsigned_bits(c, 0)) {
+    x = unsigned_wide(c, x, bits);
+    outs[0] = c.temp("sorted", xs, ir::DType::I64);
+  }
   std::int64_t len = xs.empty() ? 1 : xs[axis];
   ir::OpaqueOp o;
   o.function = "sort";
@@ -876,6 +1147,7 @@ void lower_sort(Context& c) {
                  "values (and indices) once";
   o.attrs["axis"] = axis;
   c.opaque({x}, outs, std::move(o));
+  if (outs[0] != values_out) c.move(MoveKind::Cast, {outs[0]}, values_out);
 }
 
 void lower_top_k(Context& c) {
@@ -937,11 +1209,6 @@ void lower_control_flow(Context& c) {
 // ---------------------------------------------------------------- the table
 
 
-Expr sign(Expr x) {
-  return fn(ExprOp::Select, {fn(ExprOp::Gt, {x, num(0)}), num(1),
-                             fn(ExprOp::Select, {fn(ExprOp::Lt, {x, num(0)}), num(-1), num(0)})});
-}
-
 const Table& table() {
   static const Table t = [] {
     Table m;
@@ -967,17 +1234,41 @@ const Table& table() {
           return fn(ExprOp::Div, {un(ExprOp::Sin, x), un(ExprOp::Cos, x)});
         }));
     reg("jax::erfc", unary([](Expr x) { return sub(num(1), un(ExprOp::Erf, x)); }));
-    reg("jax::sign", unary(sign));
+    reg("jax::sign", unary(ExprOp::Sign));
     reg("jax::cbrt", unary([](Expr x) {
-          return mul(sign(x), fn(ExprOp::Pow, {un(ExprOp::Abs, x), num(1.0 / 3)}));
+          return mul(un(ExprOp::Sign, x), fn(ExprOp::Pow, {un(ExprOp::Abs, x), num(1.0 / 3)}));
         }));
+    reg("jax::erf_inv", lower_erf_inv);
+    reg("jax::floor", unary(ExprOp::Floor));
+    reg("jax::ceil", unary(ExprOp::Ceil));
+    reg("jax::round", lower_round);
+    reg("jax::rem", binary(ExprOp::Rem));
+    reg("jax::atan2", binary(ExprOp::Atan2));
+    reg("jax::atan", unary(ExprOp::Atan));
+    reg("jax::asin", unary(ExprOp::Asin));
+    reg("jax::acos", unary(ExprOp::Acos));
+    reg("jax::shift_left", integer_op([](std::vector<Expr> x) {
+          return fn(ExprOp::Shl, {x[0], x[1]});
+        }, 2));
+    reg("jax::shift_right_logical", integer_op([](std::vector<Expr> x) {
+          return fn(ExprOp::Lshr, {x[0], x[1]});
+        }, 2));
+    reg("jax::shift_right_arithmetic", integer_op([](std::vector<Expr> x) {
+          return fn(ExprOp::Ashr, {x[0], x[1]});
+        }, 2));
+    reg("jax::population_count", integer_op([](std::vector<Expr> x) {
+          return un(ExprOp::Popcount, x[0]);
+        }, 1));
+    reg("jax::clz", integer_op([](std::vector<Expr> x) { return un(ExprOp::Clz, x[0]); }, 1));
+    reg("jax::bitcast_convert_type", lower_bitcast);
+    reg("jax::stack", lower_stack);
     // x - x is 0 for finite x and NaN for inf and NaN.
     reg("jax::is_finite", unary([](Expr x) { return fn(ExprOp::Eq, {sub(x, x), num(0)}); }));
     reg("jax::integer_pow", lower_integer_pow);
-    reg("jax::and", logical(ExprOp::Min));
-    reg("jax::or", logical(ExprOp::Max));
-    reg("jax::not", logical(ExprOp::Eq, true));
-    reg("jax::xor", logical(ExprOp::Ne));
+    reg("jax::and", logical(ExprOp::Min, ExprOp::And));
+    reg("jax::or", logical(ExprOp::Max, ExprOp::Or));
+    reg("jax::not", logical(ExprOp::Eq, ExprOp::Not, true));
+    reg("jax::xor", logical(ExprOp::Ne, ExprOp::Xor));
     reg("jax::select_n", lower_select_n);
     reg("jax::clamp", lower_clamp);
     reg("jax::convert_element_type", lower_convert);
@@ -1035,7 +1326,9 @@ const Table& table() {
                                   "jax::threefry2x32", "jax::rng_bit_generator",
                                   "jax::rng_uniform"})
       reg(name, lower_random);
-    for (std::string_view name : {"jax::scan", "jax::while", "jax::cond", "jax::shard_map"})
+    // Loops, branches and equations the recorder could not record faithfully (it says why).
+    for (std::string_view name :
+         {"jax::scan", "jax::while", "jax::cond", "jax::shard_map", "jax::unsupported"})
       reg(name, lower_control_flow);
     return m;
   }();
@@ -1047,7 +1340,7 @@ const Table& table() {
 bool jax_op_known(std::string_view op) {
   auto it = table().find(op);
   return it != table().end() && op != "jax::scan" && op != "jax::while" && op != "jax::cond" &&
-         op != "jax::shard_map";
+         op != "jax::shard_map" && op != "jax::unsupported";
 }
 
 LowerResult lower_jax(const OpTrace& trace, const LowerOptions& options) {

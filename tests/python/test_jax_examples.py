@@ -62,6 +62,9 @@ CASES = {
         # projection; outputs: the table-shaped gradient and the picked scores
         lambda m: F32 * (min(m.B * m.S * m.D, m.V * m.D) + m.B * m.S + m.D * m.C + m.V * m.D
                          + m.B * m.S)),
+    "rng_dropout.py": (
+        lambda m: m.B * m.D * m.F,
+        lambda m: F32 * (m.B * m.D + m.D * m.F + m.B * m.F) + 2 * 4),  # + the uint32[2] key
     "flax_mlp.py": (
         lambda m: m.B * (m.IN * m.HID + m.HID * m.OUT),
         lambda m: F32 * (m.B * m.IN + m.IN * m.HID + m.HID + m.HID * m.OUT + m.OUT

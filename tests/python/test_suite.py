@@ -298,3 +298,118 @@ def test_timings_are_joined_with_the_bounds_and_plotted(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2]")
     assert run_solar("suite", str(tmp_path), "--timings", str(bad)).returncode == 4
+
+
+# --shrink: each program's integer size constants reduced, keeping the file's relations;
+# a program that raises at the reduced size is retried larger.
+GROUPED = """
+class Model(torch.nn.Module):
+    def __init__(self, c, g):
+        super().__init__()
+        self.fc = torch.nn.Linear(c, c)
+        self.gn = torch.nn.GroupNorm(g, c)
+    def forward(self, x):
+        return self.gn(self.fc(x))
+batch_size = 24
+channels, num_groups = 1024, 64
+def get_inputs():
+    return [torch.randn(batch_size, channels)]
+def get_init_inputs():
+    return [channels, num_groups]
+"""
+NEEDS_ROOM = """
+class Model(torch.nn.Module):
+    def forward(self, x):
+        for _ in range(6):  # six 2x2 poolings: at least 64 pixels
+            x = torch.nn.functional.max_pool2d(x, 2)
+        return x
+batch_size = 2
+height, width = 256, 256
+def get_inputs():
+    return [torch.randn(batch_size, 3, height, width)]
+"""
+
+
+def test_shrink_keeps_divisibility_and_equality():
+    import ast
+
+    from solar.suite import int_constants, shrink_overrides
+
+    tree = ast.parse(textwrap.dedent("""
+        batch_size = 24
+        in_features = out_features = 8192
+        num_groups = 512
+        kernel_size = 3
+        D, H, W = 16, 32, 32
+        N = 2048 * 2
+        scale = 2.0
+        flag = True
+        derived = in_features * 2
+        input_shape = (4096, 3)
+    """))
+    consts = int_constants(tree)
+    # literals, tuple elements and literal arithmetic, tuples of literals element by element;
+    # not floats, bools, names computed from others
+    assert consts == {"batch_size": 24, "in_features": 8192, "out_features": 8192,
+                      "num_groups": 512, "kernel_size": 3, "D": 16, "H": 32, "W": 32,
+                      "N": 4096, "input_shape[0]": 4096, "input_shape[1]": 3}
+    shrunk = shrink_overrides(consts, 16)
+    assert set(shrunk) == {"batch_size", "in_features", "out_features", "num_groups", "H", "W",
+                           "N", "input_shape"}  # only constants above the limit change
+    full = dict(consts)
+    for k, v in shrunk.items():
+        if k == "input_shape":
+            new = ast.literal_eval(v)  # a tuple again, its small element kept
+            assert isinstance(new, tuple) and new[1] == 3 and new[0] < 4096
+            full["input_shape[0]"] = new[0]
+        else:
+            assert int(v) < consts[k]
+            full[k] = int(v)
+    assert max(full.values()) <= 32
+    assert full["in_features"] == full["out_features"]  # equal stays equal
+    assert full["batch_size"] == 2  # a batch size is two samples, and no divisor
+    for u in consts:  # every other divisor still divides
+        for v in consts:
+            if 1 < consts[u] < consts[v] and consts[v] % consts[u] == 0 and \
+                    "batch_size" not in (u, v):
+                assert full[v] % full[u] == 0, (u, v, full)
+    # groups stay a proper divisor: at least 2 features per group
+    assert full["in_features"] // full["num_groups"] >= 2
+    # nothing above the limit: only the batch size changes
+    assert shrink_overrides(consts, 10_000) == {"batch_size": "2"}
+
+
+def test_set_replaces_a_name_of_a_tuple_assignment(tmp_path):
+    from solar.frontends.torch.capture import load_program
+
+    p = write(tmp_path, "t.py", NEEDS_ROOM)
+    mod = load_program(str(p), {"width": "64"})
+    assert (mod.height, mod.width) == (256, 64)
+    assert list(mod.get_inputs()[0].shape) == [2, 3, 256, 64]
+
+
+def test_suite_shrink_validates_small_and_retries_larger(tmp_path):
+    write(tmp_path, "a_grouped.py", GROUPED)
+    write(tmp_path, "b_needs_room.py", NEEDS_ROOM)
+    js = tmp_path / "s.json"
+    r = run_solar("suite", str(tmp_path), "--shrink", "16", "--validate", "--no-crosscheck",
+                  "--json", str(js), "--quiet", "--timeout", "120")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(js.read_text())
+    assert doc["options"]["shrink"] == 16
+    e = by_name(doc)
+    g = e["a_grouped.py"]
+    assert g["validation"]["status"] == "passed", g["validation"]
+    ov = {k: int(v) for k, v in g["suite"]["overrides"].items()}
+    assert set(ov) == {"batch_size", "channels", "num_groups"} and max(ov.values()) <= 16
+    assert ov["batch_size"] == 2
+    assert ov["channels"] % ov["num_groups"] == 0
+    assert ov["channels"] // ov["num_groups"] >= 2  # GroupNorm over 2+ channels per group
+    assert g["suite"]["shrink"] == {"limit": 16, "rejected": []}
+    room = e["b_needs_room.py"]
+    assert room["validation"]["status"] == "passed", room["validation"]
+    # 16 and 32 pixels cannot take six poolings: the program raised, 64 is the first that runs
+    assert room["suite"]["shrink"]["limit"] == 64
+    assert [x["limit"] for x in room["suite"]["shrink"]["rejected"]] == [16, 32]
+    assert room["suite"]["overrides"] == {"height": "64", "width": "64"}
+    assert run_solar("suite", str(tmp_path), "--shrink", "0").returncode == 2

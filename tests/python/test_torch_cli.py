@@ -91,3 +91,21 @@ def test_unanalyzed_op_warns_and_strict_fails(tmp_path):
 def test_unknown_device_exit_code():
     r = run_solar("analyze", str(TORCH / "mlp.py"), "--set", "batch_size=1", "--arch", "Z9000")
     assert r.returncode == 6
+
+
+def test_validate_with_shrink_names_the_sizes_it_ran_at():
+    # mlp.py: batch_size 64 (its own), in_features and out_features 1024, hidden 4096;
+    # --shrink 16 reduces each (suite.shrink_overrides); --set wins over it.
+    r = run_solar("validate", str(TORCH / "mlp.py"), "--shrink", "16", "--set", "batch_size=2",
+                  "--no-crosscheck", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["validation"]["status"] == "passed"
+    note = [line for line in r.stderr.splitlines() if "ran at" in line]
+    assert len(note) == 1 and "batch_size=2" in note[0]
+    sizes = dict(kv.split("=") for kv in note[0].split("ran at ")[1].split())
+    assert all(int(v) <= 16 for v in sizes.values()), sizes
+    B, I, H, O = (int(sizes[k]) for k in ("batch_size", "in_features", "hidden", "out_features"))
+    assert d["totals"]["macs"] == B * I * H + B * H * O  # the analysis is of the shrunk program
+    r = run_solar("validate", str(TORCH / "mlp.py"), "--shrink", "0")
+    assert r.returncode == 2 and "--shrink" in r.stderr

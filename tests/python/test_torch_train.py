@@ -397,12 +397,9 @@ def test_training_graph_reproduces_pytorch(name, optimizer):
             _assert_found(f"updated {pname}", p, outputs)
 
 
-# The forward's max-pooling indices are an opaque "pool_argmax" (src/lower/aten.cc); once the
-# executor runs it, the max-pooling gradients (a scatter at those indices) validate too.
-@pytest.mark.skipif(
-    "pool_argmax" not in solar.opaque_functions(),
-    reason="the executor cannot run the forward's max-pooling indices yet",
-)
+# The forward's max-pooling indices are an opaque "pool_argmax" (src/lower/aten.cc) the
+# executor runs (src/exec/opaque_pool.cc): the max-pooling gradients (a scatter at those
+# indices) validate too.
 @pytest.mark.parametrize("name", ["convnet", "conv1d3d"])
 def test_max_pool_training_graph_reproduces_pytorch(name):
     test_training_graph_reproduces_pytorch(name, None)

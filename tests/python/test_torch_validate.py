@@ -303,3 +303,161 @@ def test_train_step_outputs_are_loss_gradients_and_updates(tmp_path, optimizer):
     # the loss (a scalar), the gradient of w, and with an optimizer the updated w
     expect = [[], [16, 8]] + ([[16, 8]] if optimizer else [])
     assert sorted(o["shape"] for o in v["outputs"]) == expect
+
+
+# Writes through views: the in-place op gives only the view a new trace version; the base
+# (and other views) must see the write (capture.py, _Trace: as_strided_scatter / as_strided
+# versions recorded when a stale object is read).
+VIEW_WRITES = """
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def forward(self, x, u):
+            y = x.clone()
+            y[:, 0] = 0.0                  # select view + fill_: the base must see it
+            y[1:3, 2:5] = u                # a box through two slices + copy_
+            y[::2, -1].mul_(3.0)           # a strided view, in place
+            col = y[:, 1]                  # a view made before the next write...
+            y.add_(1.0)                    # ...the base written in place: the view sees it
+            t = y.t()
+            t[0].neg_()                    # a write through a transposed view
+            return y, col * 2.0
+
+    def get_inputs():
+        return [torch.randn(6, 7), torch.randn(2, 3)]
+"""
+
+
+def test_writes_through_views_reach_the_viewed_tensor(tmp_path):
+    path = write(tmp_path, "view_writes.py", VIEW_WRITES)
+    r = analyze_file(path, ProgramOptions(validate=True, crosscheck=False))
+    v = r.validation
+    assert v["status"] == "passed", v
+    assert len(v["outputs"]) == 2 and all(o["mismatches"] == 0 for o in v["outputs"])
+    ops = [op["op"] for op in r.trace["ops"]]
+    # the base is brought up to date by torch's functional form of each write it missed
+    assert "aten::as_strided_scatter.default" in ops
+    assert r.warnings == []  # nothing unanalyzed
+
+
+INTERLEAVED = """
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def forward(self, x):
+            a = x.t()[::2]           # every other column of x
+            b = x.t()[:, ::2]        # every other row of x, transposed
+            a.mul_(2.0)              # b shares elements with a, neither holds the other
+            return b + 1.0
+
+    def get_inputs():
+        return [torch.randn(4, 6)]
+"""
+
+
+def test_a_write_between_interleaved_views_goes_through_the_base(tmp_path):
+    r = analyze_file(write(tmp_path, "interleaved.py", INTERLEAVED),
+                     ProgramOptions(validate=True, crosscheck=False))
+    assert r.validation["status"] == "passed", r.validation
+    ops = [op["op"] for op in r.trace["ops"]]
+    # x (dense, holds both) is brought up to date first, b is read back out of it
+    assert ops.count("aten::as_strided_scatter.default") == 1
+    assert ops[-2] == "aten::as_strided.default" and ops[-1] == "aten::add.Tensor"
+
+
+NO_BASE = """
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            buf = torch.arange(24.0).reshape(4, 6)
+            self.a = buf.t()[::2]        # two interleaved views made outside the capture:
+            self.b = buf.t()[:, ::2]     # the trace never sees their dense base
+
+        def forward(self, x):
+            before = self.b * 1.0        # b is read before the write and after it
+            self.a.mul_(2.0)
+            return self.b + x + before
+
+    def get_inputs():
+        return [torch.randn(6, 2)]
+"""
+
+
+def test_a_write_the_trace_cannot_place_is_refused_not_stale(tmp_path):
+    r = analyze_file(write(tmp_path, "no_base.py", NO_BASE),
+                     ProgramOptions(validate=True, crosscheck=False))
+    v = r.validation
+    assert v["status"] == "failed" and "solar::write_through_view" in v["reason"], v
+    assert any("solar::write_through_view" in w for w in r.warnings)
+
+
+# A dilated transposed convolution whose stride divides its dilation (stride 1 included):
+# the lowering solves the tap equality (one residue class receives every tap) instead of
+# masking an (o, r, i) space the executor would walk point by point. Exact values and the
+# exact MACs: only (input position, tap) pairs that land inside the output.
+DILATED_CONVT = """
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.ConvTranspose3d(4, 6, 3, stride=2, padding=1, dilation=2)
+            self.b = nn.ConvTranspose1d(4, 6, 5, stride=1, padding=2, dilation=3)
+
+        def forward(self, x, y):
+            return self.a(x), self.b(y)
+
+    def get_inputs():
+        return [torch.randn(2, 4, 5, 6, 7), torch.randn(2, 4, 11)]
+"""
+
+
+def test_dilated_transposed_convolution_with_stride_dividing_dilation(tmp_path):
+    r = analyze_file(write(tmp_path, "convt.py", DILATED_CONVT),
+                     ProgramOptions(validate=True, crosscheck=False))
+    assert r.validation["status"] == "passed", r.validation
+
+    def landed(n, k, s, pad, d):  # (input position, tap) pairs landing in the output
+        out = (n - 1) * s - 2 * pad + d * (k - 1) + 1
+        return sum(1 for i in range(n) for t in range(k) if 0 <= i * s + t * d - pad < out)
+
+    N, Cin, Cout = 2, 4, 6
+    macs_a = N * Cin * Cout * landed(5, 3, 2, 1, 2) * landed(6, 3, 2, 1, 2) * landed(7, 3, 2, 1, 2)
+    macs_b = N * Cin * Cout * landed(11, 5, 1, 2, 3)
+    assert r.report.totals.macs == macs_a + macs_b
+    # the taps stay indices and nothing ties them to a residue: no masked (rho, v, r) space
+    convs = [line for line in r.graph.to_text().splitlines()
+             if "einsum" in line and "aten::convolution" in line and " sum " in line]
+    assert len(convs) == 2 and not any("rho" in line or "v0" in line for line in convs), convs
+
+
+# The indices of max pooling (opaque "pool_argmax", src/exec/opaque_pool.cc) are executed and
+# compared exactly: padded, dilated, strided and ceil-mode windows, and uneven adaptive ones.
+POOL_INDICES = """
+    import torch
+    import torch.nn.functional as F
+
+    class Model(torch.nn.Module):
+        def forward(self, x, y, z):
+            a = F.max_pool3d(x, 3, stride=2, padding=1, dilation=2, return_indices=True)
+            b = F.adaptive_max_pool2d(y, (3, 5), return_indices=True)
+            c = F.max_pool1d(z, 4, stride=3, padding=2, ceil_mode=True, return_indices=True)
+            return (*a, *b, *c)
+
+    def get_inputs():
+        return [torch.randn(2, 3, 7, 8, 9), torch.randn(2, 3, 10, 11), torch.randn(2, 3, 17)]
+"""
+
+
+def test_max_pool_indices_are_executed_and_compared(tmp_path):
+    v = validate(write(tmp_path, "pool_indices.py", POOL_INDICES))
+    assert v["status"] == "passed", v
+    ints = [o for o in v["outputs"] if o["dtype"] == "i64"]
+    assert len(v["outputs"]) == 6 and len(ints) == 3  # three values, three index tensors
+    assert all(o["mismatches"] == 0 and o["atol"] == 0 for o in ints)  # integers: exact

@@ -572,6 +572,48 @@ TEST(CombineCost, FunctionTable) {
   EXPECT_EQ(sel.vector_flops, 2u);  // gt, select
 }
 
+TEST(CombineCost, RoundingRemainderAndBitFunctions) {
+  using ir::Expr;
+  using ir::ExprOp;
+  Expr x = Expr::operand(0), y = Expr::operand(1);
+  // One vector op each: rounding, sign and the integer bit operations.
+  for (ExprOp op : {ExprOp::Floor, ExprOp::Ceil, ExprOp::Trunc, ExprOp::RoundEven, ExprOp::RoundAway,
+                    ExprOp::Sign, ExprOp::Not, ExprOp::Popcount, ExprOp::Clz}) {
+    CombineCost c = combine_cost(Expr::make(op, {x}));
+    EXPECT_EQ(c.vector_flops, 1u) << ir::expr_op_name(op);
+    EXPECT_EQ(c.special_ops, 0u) << ir::expr_op_name(op);
+  }
+  for (ExprOp op : {ExprOp::And, ExprOp::Or, ExprOp::Xor, ExprOp::Shl, ExprOp::Ashr, ExprOp::Lshr}) {
+    CombineCost c = combine_cost(Expr::make(op, {x, y}));
+    EXPECT_EQ(c.vector_flops, 1u) << ir::expr_op_name(op);
+  }
+  EXPECT_EQ(combine_cost(Expr::make(ExprOp::IDiv, {x, y})).vector_flops, 2u);  // div, trunc
+  EXPECT_EQ(combine_cost(Expr::make(ExprOp::Rem, {x, y})).vector_flops, 4u);  // div, trunc, mul, sub
+  EXPECT_EQ(combine_cost(Expr::make(ExprOp::Mod, {x, y})).vector_flops, 6u);  // rem + compare, add
+  CombineCost a2 = combine_cost(Expr::make(ExprOp::Atan2, {x, y}));
+  EXPECT_EQ(a2.special_ops, 1u);   // atan
+  EXPECT_EQ(a2.vector_flops, 2u);  // div, quadrant select
+  for (ExprOp op : {ExprOp::Atan, ExprOp::Asin, ExprOp::Acos, ExprOp::ErfInv, ExprOp::Lgamma, ExprOp::Digamma})
+    EXPECT_EQ(combine_cost(Expr::make(op, {x})).special_ops, 1u) << ir::expr_op_name(op);
+  // A bit reinterpretation is free: only the or and the shift of the RNG idiom count.
+  CombineCost rng = combine_cost(Expr::make(
+      ExprOp::BitsF32, {Expr::make(ExprOp::Or, {Expr::make(ExprOp::Lshr, {x, Expr::constant(9)}),
+                                                Expr::constant(1065353216)})}));
+  EXPECT_EQ(rng.vector_flops, 2u);
+  EXPECT_EQ(rng.special_ops, 0u);
+}
+
+TEST(EinsumWork, IntegerBitOpsCountAsVectorWorkOfTheOutputType) {
+  constexpr std::uint64_t N = 1000;
+  Graph g = parse_graph(R"(
+    k = i32[1000] input
+    r = i32[1000]{output} einsum [i=1000] none xor($0,lshr($0,13)) (k[i]) -> [i])");
+  Work r = work_of(g, "r");
+  EXPECT_EQ(at(r.vector_flops, DType::I32), Count(2 * N));  // lshr, xor per element
+  EXPECT_EQ(r.bytes_read, Count(4 * N));
+  EXPECT_EQ(r.bytes_written, Count(4 * N));
+}
+
 TEST(EinsumWork, SoftmaxDecomposition) {
   constexpr std::uint64_t R = 4 * 8 * 64, C = 64;  // rows = B*H*Q, columns = K
   Graph g = parse_graph(R"(

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -19,15 +21,48 @@
 
 namespace solar::exec::testing {
 
-inline double ref_expr(const ir::Expr& e, const std::vector<double>& v) {
+// The integer type the reference evaluates bit operations and wrap-around in (ir/expr.h,
+// "Integer semantics"), written independently of the executor's: `wrap` is false for
+// einsums that do not compute in integers (results are then exact).
+struct RefInt {
+  bool wrap = false;
+  int bits = 64;
+  bool is_unsigned = false;
+  bool is_bool = false;
+  // x as the value of the type: x mod 2^bits, shifted into the signed range when signed.
+  double canon128(__int128 x) const {
+    const __int128 m = static_cast<__int128>(1) << bits;
+    __int128 r = x % m;
+    if (r < 0) r += m;
+    if (!is_unsigned && r >= m / 2) r -= m;
+    return static_cast<double>(r);
+  }
+  double canon(double x) const { return canon128(static_cast<__int128>(x)); }
+  static __int128 i128(double x) { return static_cast<__int128>(x); }
+  double wrapped(double x) const { return wrap && !is_bool ? canon(x) : x; }
+  double wrapped128(__int128 x) const {
+    return wrap && !is_bool ? canon128(x) : static_cast<double>(x);
+  }
+  // The bit pattern as a non-negative number below 2^bits.
+  unsigned __int128 pattern(double x) const {
+    const __int128 m = static_cast<__int128>(1) << bits;
+    __int128 r = static_cast<__int128>(x) % m;
+    if (r < 0) r += m;
+    return static_cast<unsigned __int128>(r);
+  }
+};
+
+inline double ref_expr(const ir::Expr& e, const std::vector<double>& v, const RefInt& t = {}) {
   using ir::ExprOp;
-  auto c = [&](int i) { return ref_expr(e.children()[static_cast<std::size_t>(i)], v); };
+  auto c = [&](int i) { return ref_expr(e.children()[static_cast<std::size_t>(i)], v, t); };
+  auto w = [&](double x) { return t.wrapped(x); };
   switch (e.op()) {
     case ExprOp::Operand: return v[static_cast<std::size_t>(e.operand_index())];
     case ExprOp::Const: return e.value();
-    case ExprOp::Add: return c(0) + c(1);
-    case ExprOp::Sub: return c(0) - c(1);
-    case ExprOp::Mul: return c(0) * c(1);
+    // In integer einsums, sums and products are exact (in __int128) before they wrap.
+    case ExprOp::Add: return t.wrap ? t.wrapped128(t.i128(c(0)) + t.i128(c(1))) : c(0) + c(1);
+    case ExprOp::Sub: return t.wrap ? t.wrapped128(t.i128(c(0)) - t.i128(c(1))) : c(0) - c(1);
+    case ExprOp::Mul: return t.wrap ? t.wrapped128(t.i128(c(0)) * t.i128(c(1))) : c(0) * c(1);
     case ExprOp::Div: return c(0) / c(1);
     case ExprOp::Max: { double a = c(0), b = c(1); return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
     case ExprOp::Min: { double a = c(0), b = c(1); return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
@@ -39,9 +74,9 @@ inline double ref_expr(const ir::Expr& e, const std::vector<double>& v) {
     case ExprOp::Eq: return c(0) == c(1) ? 1 : 0;
     case ExprOp::Ne: return c(0) != c(1) ? 1 : 0;
     case ExprOp::Select: return c(0) != 0 ? c(1) : c(2);
-    case ExprOp::Neg: return -c(0);
-    case ExprOp::Abs: return std::fabs(c(0));
-    case ExprOp::Square: return c(0) * c(0);
+    case ExprOp::Neg: return w(-c(0));
+    case ExprOp::Abs: return w(std::fabs(c(0)));
+    case ExprOp::Square: return t.wrap ? t.wrapped128(t.i128(c(0)) * t.i128(c(0))) : c(0) * c(0);
     case ExprOp::Relu: { double a = c(0); return a < 0 ? 0 : a; }
     case ExprOp::Exp: return std::exp(c(0));
     case ExprOp::Log: return std::log(c(0));
@@ -53,6 +88,98 @@ inline double ref_expr(const ir::Expr& e, const std::vector<double>& v) {
     case ExprOp::Sigmoid: return 1 / (1 + std::exp(-c(0)));
     case ExprOp::Sin: return std::sin(c(0));
     case ExprOp::Cos: return std::cos(c(0));
+    case ExprOp::Atan: return std::atan(c(0));
+    case ExprOp::Asin: return std::asin(c(0));
+    case ExprOp::Acos: return std::acos(c(0));
+    case ExprOp::Atan2: return std::atan2(c(0), c(1));
+    case ExprOp::Floor: return std::floor(c(0));
+    case ExprOp::Ceil: return std::ceil(c(0));
+    case ExprOp::Trunc: return std::trunc(c(0));
+    case ExprOp::RoundEven: {  // half to even, written out (not nearbyint)
+      const double a = c(0), f = std::floor(a), d = a - f;
+      if (d < 0.5) return f;
+      if (d > 0.5) return f + 1;
+      return std::fmod(f, 2) == 0 ? f : f + 1;
+    }
+    case ExprOp::RoundAway: { double a = c(0); return a < 0 ? -std::floor(-a + 0.5) : std::floor(a + 0.5); }
+    case ExprOp::Sign: { double a = c(0); return a > 0 ? 1 : a < 0 ? -1 : a; }
+    case ExprOp::Rem: {
+      const double a = c(0), b = c(1);
+      if (t.wrap && b == 0) return a;
+      return std::fmod(a, b);
+    }
+    case ExprOp::Mod: {
+      const double a = c(0), b = c(1);
+      if (t.wrap && b == 0) return a;
+      if (t.wrap) return w(a - b * std::floor(a / b));  // exact for small integers
+      const double r = std::fmod(a, b);
+      return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+    }
+    // Bit operations on the bit patterns in the integer type.
+    case ExprOp::And: return t.canon(static_cast<double>(t.pattern(c(0)) & t.pattern(c(1))));
+    case ExprOp::Or: return t.canon(static_cast<double>(t.pattern(c(0)) | t.pattern(c(1))));
+    case ExprOp::Xor: return t.canon(static_cast<double>(t.pattern(c(0)) ^ t.pattern(c(1))));
+    case ExprOp::Not: return t.is_bool ? (c(0) == 0 ? 1 : 0) : t.canon(-c(0) - 1);
+    case ExprOp::Shl: {
+      const double a = c(0), n = c(1);
+      if (n < 0 || n >= t.bits) return 0;
+      return t.canon(static_cast<double>(t.pattern(a) << static_cast<int>(n)));
+    }
+    case ExprOp::Ashr: {
+      double n = c(1);
+      if (n < 0 || n >= t.bits) n = t.bits - 1;
+      RefInt s = t;
+      s.is_unsigned = false;
+      const double signed_value = s.canon(c(0));
+      return t.canon(std::floor(signed_value / std::ldexp(1.0, static_cast<int>(n))));
+    }
+    case ExprOp::Lshr: {
+      const double n = c(1);
+      if (n < 0 || n >= t.bits) return 0;
+      return t.canon(static_cast<double>(t.pattern(c(0)) >> static_cast<int>(n)));
+    }
+    case ExprOp::Popcount: {
+      int n = 0;
+      for (unsigned __int128 u = t.pattern(c(0)); u != 0; u >>= 1) n += static_cast<int>(u & 1);
+      return n;
+    }
+    case ExprOp::Clz: {
+      int width = 0;
+      for (unsigned __int128 u = t.pattern(c(0)); u != 0; u >>= 1) ++width;
+      return t.bits - width;
+    }
+    case ExprOp::F32Bits: {
+      const float f = static_cast<float>(c(0));
+      std::int32_t i;
+      std::memcpy(&i, &f, 4);
+      return i;
+    }
+    case ExprOp::BitsF32: {
+      const std::uint32_t u = static_cast<std::uint32_t>(static_cast<std::int64_t>(c(0)));
+      float f;
+      std::memcpy(&f, &u, 4);
+      return f;
+    }
+    case ExprOp::ErfInv: {  // bisection on erf: slow and certain
+      const double y = c(0);
+      if (!(std::fabs(y) < 1)) return y == 1 ? INFINITY : y == -1 ? -INFINITY : NAN;
+      double lo = -10, hi = 10;
+      for (int i = 0; i < 200; ++i) {
+        const double mid = 0.5 * (lo + hi);
+        (std::erf(mid) < y ? lo : hi) = mid;
+      }
+      return 0.5 * (lo + hi);
+    }
+    case ExprOp::Lgamma: return std::lgamma(c(0));
+    case ExprOp::IDiv: {
+      const double a = c(0), b = c(1);
+      if (t.wrap && b == 0) return -1;
+      return t.wrap ? w(std::trunc(a / b)) : std::trunc(a / b);
+    }
+    case ExprOp::Digamma: {  // the derivative of lgamma by a central difference (x > 0)
+      const double x = c(0), h = 1e-5 * std::max(1.0, std::fabs(x));
+      return (std::lgamma(x + h) - std::lgamma(x - h)) / (2 * h);
+    }
   }
   return NAN;
 }
@@ -89,6 +216,55 @@ inline double ref_reduce(ir::Reduce r, double acc, double v) {
   return NAN;
 }
 
+// Whether the einsum computes in integers (every operand and the output integer or bool, the
+// pads integers, and no division, power, special function or bit reinterpretation), and in
+// which integer type: the widest integer dtype (signed at equal width), bool if all are bool.
+inline RefInt ref_int_type(const ir::EinsumOp& e, const std::vector<const Buffer*>& in,
+                           ir::DType out_dtype) {
+  using ir::ExprOp;
+  RefInt t;
+  std::vector<ir::DType> dts{out_dtype};
+  for (const Buffer* b : in) dts.push_back(b->dtype());
+  bool any_int = false, any_bool = false, any_float = false;
+  for (ir::DType d : dts) {
+    if (ir::is_float(d)) {
+      any_float = true;
+      continue;
+    }
+    if (d == ir::DType::Bool) {
+      any_bool = true;
+      continue;
+    }
+    const int bits = ir::dtype_bits(d);
+    const bool uns = d == ir::DType::U8;
+    if (!any_int || bits > t.bits || (bits == t.bits && !uns)) {
+      t.bits = bits;
+      t.is_unsigned = uns;
+    }
+    any_int = true;
+  }
+  if (!any_int && any_bool) {
+    t.bits = 1;
+    t.is_unsigned = true;
+    t.is_bool = true;
+  }
+  std::function<bool(const ir::Expr&)> closed = [&](const ir::Expr& x) {
+    const ExprOp op = x.op();
+    if (ir::is_special_function(op) || op == ExprOp::Div || op == ExprOp::Pow ||
+        op == ExprOp::F32Bits || op == ExprOp::BitsF32)
+      return false;
+    if (op == ExprOp::Const) return x.value() == std::trunc(x.value());
+    for (const ir::Expr& ch : x.children())
+      if (!closed(ch)) return false;
+    return true;
+  };
+  bool pads_integral = true;
+  for (const ir::Operand& o : e.operands)
+    if (o.pad && *o.pad != std::trunc(*o.pad)) pads_integral = false;
+  t.wrap = !any_float && pads_integral && closed(e.combine);
+  return t;
+}
+
 struct RefResult {
   std::vector<double> value;      // rounded to the output dtype as a store would
   std::vector<double> magnitude;  // sum of |combine value| reaching each element (error scale)
@@ -105,6 +281,7 @@ inline RefResult reference(const ir::EinsumOp& e, const std::vector<const Buffer
   r.magnitude.assign(static_cast<std::size_t>(n_out), 0);
   std::vector<std::int64_t> idx(ext.size(), 0);
   std::vector<double> vals(in.size());
+  const RefInt ints = ref_int_type(e, in, out_dtype);
   auto flat = [&](const std::vector<ir::AffineExpr>& sub, const std::vector<std::int64_t>& shape,
                   bool& inside) {
     std::int64_t f = 0;
@@ -132,7 +309,7 @@ inline RefResult reference(const ir::EinsumOp& e, const std::vector<const Buffer
       const std::int64_t f = flat(e.operands[k].subscript, in[k]->shape(), inside);
       vals[k] = inside ? in[k]->value(f) : e.operands[k].pad.value();
     }
-    const double v = ref_expr(e.combine, vals);
+    const double v = ref_expr(e.combine, vals, ints);
     bool inside;
     const std::int64_t o = flat(e.output, out_shape, inside);
     EXPECT_TRUE(inside) << "reference: output subscript out of range";

@@ -90,6 +90,14 @@ Expr random_expr(std::mt19937& rng, int n_ops, int depth, bool integer) {
     case ExprOp::Sigmoid: case ExprOp::Sin: case ExprOp::Cos:
       return un(op, sub());
     case ExprOp::Operand: case ExprOp::Const:
+    // Not generated here (expr_ops_test.cc covers them).
+    case ExprOp::Atan: case ExprOp::Asin: case ExprOp::Acos: case ExprOp::Atan2:
+    case ExprOp::Floor: case ExprOp::Ceil: case ExprOp::Trunc: case ExprOp::RoundEven:
+    case ExprOp::RoundAway: case ExprOp::Sign: case ExprOp::Rem: case ExprOp::Mod: case ExprOp::And:
+    case ExprOp::Or: case ExprOp::Xor: case ExprOp::Not: case ExprOp::Shl: case ExprOp::Ashr:
+    case ExprOp::Lshr: case ExprOp::Popcount: case ExprOp::Clz: case ExprOp::F32Bits:
+    case ExprOp::BitsF32: case ExprOp::ErfInv: case ExprOp::Lgamma: case ExprOp::Digamma:
+    case ExprOp::IDiv:
       break;
   }
   return leaf(rng, n_ops);

@@ -10,7 +10,7 @@ namespace solar::ir {
 namespace {
 
 TEST(Expr, NamesRoundTrip) {
-  for (int i = static_cast<int>(ExprOp::Add); i <= static_cast<int>(ExprOp::Cos); ++i) {
+  for (int i = static_cast<int>(ExprOp::Add); i <= static_cast<int>(kLastExprOp); ++i) {
     auto op = static_cast<ExprOp>(i);
     EXPECT_EQ(parse_expr_op(expr_op_name(op)), op) << expr_op_name(op);
   }
@@ -32,6 +32,33 @@ TEST(Expr, SpecialFunctions) {
   EXPECT_TRUE(is_special_function(ExprOp::Rsqrt));
   EXPECT_FALSE(is_special_function(ExprOp::Mul));
   EXPECT_FALSE(is_special_function(ExprOp::Relu));
+}
+
+TEST(Expr, RoundingRemainderBitFunctions) {
+  // Names as the text form writes them, and their arity.
+  const std::pair<const char*, int> fns[] = {
+      {"floor", 1}, {"ceil", 1}, {"trunc", 1}, {"round_even", 1}, {"round_away", 1}, {"sign", 1},
+      {"rem", 2}, {"mod", 2}, {"atan2", 2}, {"atan", 1}, {"asin", 1}, {"acos", 1},
+      {"and", 2}, {"or", 2}, {"xor", 2}, {"not", 1}, {"shl", 2}, {"ashr", 2}, {"lshr", 2},
+      {"popcount", 1}, {"clz", 1}, {"f32_bits", 1}, {"bits_f32", 1}, {"erfinv", 1}, {"lgamma", 1},
+      {"digamma", 1}, {"idiv", 2}};
+  for (const auto& [name, arity] : fns) {
+    std::optional<ExprOp> op = parse_expr_op(name);
+    ASSERT_TRUE(op.has_value()) << name;
+    EXPECT_EQ(expr_op_name(*op), name);
+    EXPECT_EQ(expr_arity(*op), arity) << name;
+  }
+  EXPECT_TRUE(is_special_function(ExprOp::Atan2));
+  EXPECT_TRUE(is_special_function(ExprOp::Atan));
+  EXPECT_TRUE(is_special_function(ExprOp::ErfInv));
+  EXPECT_TRUE(is_special_function(ExprOp::Digamma));
+  EXPECT_FALSE(is_special_function(ExprOp::Floor));
+  EXPECT_FALSE(is_special_function(ExprOp::Shl));
+  EXPECT_TRUE(is_bitwise(ExprOp::Lshr));
+  EXPECT_TRUE(is_bitwise(ExprOp::Not));
+  EXPECT_FALSE(is_bitwise(ExprOp::Rem));
+  EXPECT_FALSE(is_bitwise(ExprOp::F32Bits));
+  EXPECT_THROW(Expr::make(ExprOp::Shl, {Expr::operand(0)}), UserError);
 }
 
 TEST(Expr, ProductOfTwoOperands) {

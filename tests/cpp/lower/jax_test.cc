@@ -146,7 +146,7 @@ TEST(Jax, DynamicSliceNeedsKnownStarts) {
 TEST(Jax, UnknownPrimitiveIsUnanalyzedNeverSilent) {
   Trace t;
   int x = t.tensor({4}, "input"), y = t.tensor({4}, "output");
-  t.op("jax::erf_inv", {{"operands", {T(x)}}}, {y});
+  t.op("jax::digamma", {{"operands", {T(x)}}}, {y});
   LowerResult r = lower_jax(t.build());
   ASSERT_EQ(r.warnings.size(), 1u);
   EXPECT_NE(r.warnings[0].find("no lowering in the jax table"), std::string::npos);
@@ -220,6 +220,76 @@ TEST(Jax, SortOfKeysAndIotaIsAnArgsort) {
   LowerResult u = lower_jax(bad.build());
   ASSERT_EQ(u.warnings.size(), 1u);
   EXPECT_NE(u.warnings[0].find("keys, iota"), std::string::npos);
+}
+
+TEST(Jax, PointGatherIsAnExecutableXlaGather) {
+  // x[i, j]: two collapsed dimensions indexed together, no take/elements form
+  Trace t;
+  int x = t.tensor({5, 7}, "input"), idx = t.tensor({4, 2}, "input", "int32"),
+      y = t.tensor({4}, "output");
+  json dn = {{"offset_dims", json::array()}, {"collapsed_slice_dims", {0, 1}},
+             {"start_index_map", {0, 1}}, {"operand_batching_dims", json::array()},
+             {"start_indices_batching_dims", json::array()}};
+  t.op("jax::gather", {{"operands", {T(x), T(idx)}}, {"dimension_numbers", dn},
+                       {"slice_sizes", {1, 1}}, {"mode", "GatherScatterMode.FILL_OR_DROP"},
+                       {"fill_value", {{"float", "nan"}}}},
+       {y});
+  LowerResult r = lower_jax(t.build());
+  ASSERT_TRUE(r.warnings.empty()) << r.warnings[0];
+  const ir::OpaqueOp& o = r.graph.ops().back().opaque();
+  EXPECT_EQ(o.function, "xla_gather");
+  EXPECT_EQ(std::get<std::string>(o.attrs.at("mode")), "fill_or_drop");
+  EXPECT_TRUE(std::isnan(std::get<double>(o.attrs.at("fill_value"))));
+  EXPECT_EQ(std::get<std::vector<std::int64_t>>(o.attrs.at("start_index_map")),
+            (std::vector<std::int64_t>{0, 1}));
+  EXPECT_EQ(o.bytes, Count(4 * 4 + 4 * 4 * 2 + 4 * 4));  // gathered + index pairs + output
+}
+
+TEST(Jax, InteriorPaddingIsSpreadByPlainMoves) {
+  // lax.pad(x, 0, ((1, 0, 2),)): 3 elements with 2 zeros between neighbours, one before
+  Trace t;
+  int x = t.tensor({3}, "input"), y = t.tensor({1 + 3 + (3 - 1) * 2}, "output");
+  t.op("jax::pad", {{"operands", {T(x), 0.0}}, {"padding_config", {{1, 0, 2}}}}, {y});
+  LowerResult r = lower_jax(t.build());
+  ASSERT_TRUE(r.warnings.empty()) << r.warnings[0];
+  EXPECT_EQ(count_kind(r.graph, ir::OpKind::Move), static_cast<int>(r.graph.ops().size()));
+  const ir::Op& last = r.graph.ops().back();
+  EXPECT_EQ(last.move().kind, ir::MoveKind::Pad);
+  EXPECT_EQ(r.graph.tensor(last.inputs[0]).shape, (std::vector<std::int64_t>{(3 - 1) * 3 + 1}));
+}
+
+TEST(Jax, Uint32ComparisonReadsTheBitsAsUnsigned) {
+  // uint32 is held as i32: lt widens both operands to i64 (adding 2^32 to negative readings)
+  Trace t;
+  int a = t.tensor({4}, "input", "uint32"), b = t.tensor({4}, "input", "uint32"),
+      y = t.tensor({4}, "output", "bool");
+  t.op("jax::lt", {{"operands", {T(a), T(b)}}}, {y});
+  LowerResult r = lower_jax(t.build());
+  ASSERT_TRUE(r.warnings.empty()) << r.warnings[0];
+  ASSERT_EQ(r.graph.ops().size(), 3u);  // widen a, widen b, compare
+  const ir::Op& cmp = r.graph.ops().back();
+  for (ir::TensorId in : cmp.inputs) EXPECT_EQ(r.graph.tensor(in).dtype, ir::DType::I64);
+}
+
+TEST(Jax, IotaIsAnArangeLineBroadcast) {
+  Trace t;
+  int y = t.tensor({3, 5}, "output", "int32");
+  t.op("jax::iota", {{"operands", json::array()}, {"dimension", 1}}, {y});
+  LowerResult r = lower_jax(t.build());
+  ASSERT_TRUE(r.warnings.empty()) << r.warnings[0];
+  const ir::OpaqueOp& o = r.graph.ops().front().opaque();
+  EXPECT_EQ(o.function, "arange");
+  EXPECT_EQ(o.vector_flops, Count(5));  // one add per element of the line along dimension 1
+  EXPECT_EQ(r.graph.ops().back().move().kind, ir::MoveKind::View);
+}
+
+TEST(Jax, IntegerShiftOnFloatsIsRefused) {
+  Trace t;
+  int x = t.tensor({4}, "input"), y = t.tensor({4}, "output");
+  t.op("jax::shift_left", {{"operands", {T(x), 1}}}, {y});
+  LowerResult r = lower_jax(t.build());
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("non-integer"), std::string::npos);
 }
 
 }  // namespace

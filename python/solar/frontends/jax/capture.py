@@ -34,7 +34,7 @@ import numpy as np
 SCHEMA = "solar.optrace.v1"
 # Upper bound on the ops one capture emits by unrolling loops: past it a loop is recorded as
 # one op (unanalyzed, with the reason) instead of growing the trace without limit.
-UNROLL_CAP = 200_000
+UNROLL_CAP = int(os.environ.get("SOLAR_JAX_UNROLL_CAP", "200000"))
 # Capture evaluates equations whose inputs are all known and whose outputs are at most this
 # many elements (loop counters, slice starts, iota), to resolve trip counts and offsets.
 _FOLD_ELEMENTS = 64
@@ -61,8 +61,164 @@ _IDENTITY = {"stop_gradient", "optimization_barrier", "sharding_constraint", "de
              "mesh_cast", "reshard", "name"}
 
 
+# Collectives over named mesh axes: inside a one-device shard_map (every axis of size 1) they
+# are identities (Walker.collective).
+_COLLECTIVES = {"psum", "pmax", "pmin", "ppermute", "pbroadcast", "psum_invariant", "pvary",
+                "axis_index", "all_gather", "all_to_all", "psum_scatter", "reduce_scatter"}
+# Key data in, key data out: keys are held as their uint32 data throughout.
+_KEY_IDENTITY = {"random_wrap", "random_unwrap"}
+# RNG primitives replaced by their implementation (integer ops on the key data).
+_EXPAND = {"random_bits", "random_split", "random_fold_in", "random_seed", "threefry2x32",
+           "iota_2x32_shape"}
+
+
+# About the ops one expanded RNG primitive records (threefry2x32: 20 rounds of 5 ops, key
+# injections, the counter and the folding of its words), for the unroll-cap estimate.
+_EXPANDED_OPS = 140
+
+
+class _NotExpandable(Exception):
+    """An RNG primitive whose implementation the capture cannot expand (the reason)."""
+
+
+def _prng():
+    try:
+        from jax._src.random import prng
+    except ImportError:  # older JAX
+        from jax._src import prng
+    return prng
+
+
+def _threefry():
+    try:
+        from jax._src.random import threefry2x32 as t
+    except ImportError:  # older JAX: threefry lives in prng
+        from jax._src import prng as t
+    return t
+
+
+def _physical_aval(aval):
+    """A key-typed aval as its uint32 key data (shape + key shape); others unchanged."""
+    import jax
+
+    shape, dtype = _aval_shape_dtype(aval)
+    return jax.ShapeDtypeStruct(tuple(shape), np.dtype(dtype)) if _is_key(aval.dtype) else aval
+
+
+def _key_shape(aval) -> Tuple[int, ...]:
+    try:
+        return tuple(int(d) for d in aval.dtype._impl.key_shape)
+    except Exception:
+        return (2,)
+
+
+def _expansion(eqn):
+    """The function on physical values (key data) that implements an RNG primitive."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    name, p = eqn.primitive.name, eqn.params
+    prng = _prng()
+    if name in ("random_bits", "random_split", "random_fold_in"):
+        aval = eqn.invars[0].aval
+        impl = aval.dtype._impl
+        if impl.name != "threefry2x32":
+            raise _NotExpandable(f"jax::{name} of the {impl.name} generator (only threefry2x32 "
+                                 "is expanded)")
+        if name == "random_bits":
+            return lambda kd: prng.random_bits_impl_base(impl, kd, aval.ndim,
+                                                         bit_width=p["bit_width"],
+                                                         shape=p["shape"])
+        if name == "random_split":
+            return lambda kd: prng.random_split_impl_base(impl, kd, aval.ndim, shape=p["shape"])
+        return lambda kd, m: prng.random_fold_in_impl_base(impl, kd, m, aval.shape)
+    if name == "random_seed":
+        impl = p["impl"]
+        if impl.name != "threefry2x32":
+            raise _NotExpandable(f"jax::random_seed of the {impl.name} generator")
+        return lambda s: prng.random_seed_impl_base(s, impl=impl)
+    if name == "threefry2x32":
+        t = _threefry()
+
+        def threefry(k1, k2, x1, x2):
+            # The counts take the output's shape; the keys keep theirs (scalars, or a batch
+            # under vmap) and broadcast in each op, so the key schedule is computed once.
+            shape = np.broadcast_shapes(*(np.shape(a) for a in (k1, k2, x1, x2)))
+            x1, x2 = jnp.broadcast_to(x1, shape), jnp.broadcast_to(x2, shape)
+            return list(t._threefry2x32_lowering(k1, k2, x1, x2, use_rolled_loops=False))
+
+        return threefry
+    if name == "iota_2x32_shape":
+        shape = tuple(int(d) for d in p["shape"])
+        if math.prod(shape) >= 2 ** 32:
+            raise _NotExpandable("jax::iota_2x32_shape of 2^32 or more elements")
+        strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+
+        def iota_2x32():
+            # The row-major flat index, as (high, low) 32-bit words; below 2^32 elements the
+            # high word is 0.
+            lo = None
+            for d, st in enumerate(strides):
+                t = lax.broadcasted_iota(np.uint32, shape, d)
+                if st != 1:
+                    t = t * np.uint32(st)
+                lo = t if lo is None else lo + t
+            return [lax.full(shape, 0, np.uint32), lo]
+
+        return iota_2x32
+    raise _NotExpandable(f"jax::{name} has no expansion")
+
+
+def _physical_params(eqn):
+    """Parameters of a structural primitive on typed keys, extended over the trailing key
+    dimensions; None for a primitive without a rule here."""
+    name, p = eqn.primitive.name, dict(eqn.params)
+    key = next(v.aval for v in list(eqn.invars) + list(eqn.outvars)
+               if hasattr(v, "aval") and _is_key(v.aval.dtype))
+    ks = _key_shape(key)
+    if name == "slice":
+        p["start_indices"] = tuple(p["start_indices"]) + (0,) * len(ks)
+        p["limit_indices"] = tuple(p["limit_indices"]) + ks
+        if p.get("strides") is not None:
+            p["strides"] = tuple(p["strides"]) + (1,) * len(ks)
+        return p
+    if name in ("squeeze", "concatenate", "rev", "copy", "copy_p"):
+        return p
+    if name == "reshape":
+        if p.get("dimensions") is not None:
+            return None
+        p["new_sizes"] = tuple(p["new_sizes"]) + ks
+        return p
+    if name == "broadcast_in_dim":
+        r = len(p["shape"])
+        p["shape"] = tuple(p["shape"]) + ks
+        p["broadcast_dimensions"] = tuple(p["broadcast_dimensions"]) + tuple(
+            r + k for k in range(len(ks)))
+        return p
+    if name == "transpose":
+        r = len(p["permutation"])
+        p["permutation"] = tuple(p["permutation"]) + tuple(r + k for k in range(len(ks)))
+        return p
+    if name == "dynamic_slice":
+        # keys[i] with a traced i: one more start (0) for each key dimension (key_op adds
+        # the operands).
+        p["slice_sizes"] = tuple(p["slice_sizes"]) + ks
+        return p
+    return None
+
+
 class NeedsValues(Exception):
     """The jaxpr has control flow whose trip count or branch depends on data."""
+
+
+def refused(message: str):
+    """A solar.UnsupportedError (exit code 7, `unsupported`) for a program construct the
+    capture refuses as a whole (a loop past the unroll cap, a multi-device shard_map)."""
+    from ... import _core
+
+    e = _core.UnsupportedError(message)
+    e.exit_code = _core.EXIT_CODES["unsupported"]
+    return e
 
 
 class ProgramFormatError(ValueError):
@@ -138,7 +294,10 @@ def _source(eqn) -> Tuple[str, int]:
     try:
         from jax._src import source_info_util
 
-        frame = source_info_util.user_frame(eqn.source_info)
+        try:  # JAX >= 0.5 takes the traceback, older versions the SourceInfo
+            frame = source_info_util.user_frame(eqn.source_info.traceback)
+        except (AttributeError, TypeError):
+            frame = source_info_util.user_frame(eqn.source_info)
         if frame is not None:
             return frame.file_name, int(frame.start_line)
     except Exception:
@@ -182,6 +341,12 @@ class Recorder:
         self.given_ops: List[int] = []  # ops whose values validation feeds (iota, RNG)
         self.notes: List[str] = []
         self.file_line: Tuple[str, int] = ("", 0)
+        self.expanding: List[str] = []  # shared with the Walker: RNG expansions under way
+
+    def where(self) -> str:
+        """The program location of the equation being recorded ("file:line: " or "")."""
+        f, line = self.file_line
+        return f"{f}:{line}: " if f else ""
 
     # --- tensors
     def tensor(self, aval, role: str, name: Optional[str] = None) -> int:
@@ -198,10 +363,13 @@ class Recorder:
         aval = _aval_of(value)
         tid = self.tensor(aval, role, name)
         if _concrete(value):
-            # Raw values (numpy or jax arrays; PRNG keys stay key arrays so that equations
-            # can be evaluated on them): validation converts them for the executor.
+            # Raw values (numpy or jax arrays; a typed PRNG key as its uint32 key data, which
+            # is what the capture records and evaluates RNG ops on): validation converts them
+            # for the executor.
+            if _is_key(aval.dtype):
+                value = _key_data(value)
             self.values[tid] = value
-            if math.prod(aval.shape) <= _FOLD_ELEMENTS and not _is_key(aval.dtype):
+            if math.prod(np.shape(value)) <= _FOLD_ELEMENTS:
                 self.known[tid] = np.asarray(value)
         return tid
 
@@ -265,6 +433,8 @@ class Recorder:
             args[k] = _encode(v)
         if extra:
             args.update(extra)
+        if self.expanding:
+            args["expanded_from"] = self.expanding[0]
         outs = [self.tensor(a, "intermediate") for a in out_avals]
         op = {"op": f"jax::{name}", "args": args, "outputs": outs}
         f, line = self.file_line
@@ -333,6 +503,8 @@ def _count_equations(jaxpr, depth: int = 0) -> int:
         elif name == "scan":
             body = eqn.params["jaxpr"].jaxpr
             n += int(eqn.params["length"]) * (_count_equations(body, depth + 1) + 2)
+        elif name in _EXPAND:
+            n += _EXPANDED_OPS  # threefry's unrolled rounds and key schedule
         else:
             n += 1
     return n
@@ -364,6 +536,8 @@ class Walker:
         # NeedsValues (capture redoes the walk on values); otherwise it is recorded as one op.
         self.need_values_raises = need_values_raises
         self.budget = rec.unroll_cap
+        self._expanding = rec.expanding  # the RNG primitives being expanded (innermost last)
+        self._one_device_mesh = 0  # depth of one-device shard_map bodies being walked
 
     # env: var -> tensor id or _Lit
     def read(self, env, v):
@@ -402,11 +576,17 @@ class Walker:
         name = eqn.primitive.name
         saved = self.rec.file_line
         f, line = _source(eqn)
-        if f:
+        if f and not self._expanding:
             self.rec.file_line = (f, line)
         try:
+            if name in _KEY_IDENTITY and len(ins) == 1:
+                return list(ins)  # keys are held as their key data already
+            if name in _EXPAND:
+                return self.expand(eqn, ins)
             if name in _INLINE:
                 return self.inline(eqn, ins)
+            if self._one_device_mesh and name in _COLLECTIVES:
+                return self.collective(eqn, ins)
             if name in _IDENTITY and len(eqn.invars) == len(eqn.outvars):
                 return list(ins)
             if name == "scan":
@@ -415,19 +595,34 @@ class Walker:
                 return self.while_loop(eqn, ins)
             if name == "cond":
                 return self.cond(eqn, ins)
+            if any(_is_key(v.aval.dtype) for v in list(eqn.invars) + list(eqn.outvars)
+                   if hasattr(v, "aval")):
+                return self.key_op(eqn, ins)
             return self.leaf(eqn, ins)
         finally:
             self.rec.file_line = saved
 
-    def leaf(self, eqn, ins: List[Any], params=None, extra=None) -> List[Any]:
+    def leaf(self, eqn, ins: List[Any], params=None, extra=None, bind_params=None,
+             evaluate: bool = True) -> List[Any]:
+        """Records one primitive equation (params: as recorded, default eqn.params) and
+        evaluates it when its inputs are known (with bind_params, default eqn.params)."""
         name = eqn.primitive.name
+        avals = [v.aval for v in eqn.outvars]
+        if (evaluate and ins and all(isinstance(r, _Lit) for r in ins)
+                and all(np.ndim(r.value) == 0 for r in ins)
+                and all(a.shape == () and not _is_key(a.dtype) for a in avals)):
+            # Scalar arithmetic on literals (threefry's key-schedule constants, masks): folded
+            # into a literal, as XLA folds it; no op is recorded.
+            res = eqn.primitive.bind(*[r.value for r in ins],
+                                     **(eqn.params if bind_params is None else bind_params))
+            res = res if eqn.primitive.multiple_results else [res]
+            return [_Lit(np.asarray(r)) for r in res]
         params = dict(eqn.params if params is None else params)
         for k in [k for k, v in params.items() if hasattr(v, "eqns") or hasattr(v, "jaxpr")]:
             params[k] = {"repr": f"<jaxpr: {len(_sub_jaxpr_of(params[k]).eqns)} equations>"}
-        avals = [v.aval for v in eqn.outvars]
-        given = name in ("iota", "random_bits", "random_seed", "random_wrap", "random_unwrap",
-                         "random_fold_in", "random_split", "threefry2x32", "rng_bit_generator",
-                         "rng_uniform")
+        # Random bits the executor cannot reproduce (the RBG generators; threefry is expanded
+        # into integer ops by `expand`): validation is given JAX's values.
+        given = name in ("rng_bit_generator", "rng_uniform")
         if name == "sort":
             extra = dict(extra or {})
             extra["iota_operands"] = [self._is_iota(r, int(params.get("dimension", -1)))
@@ -438,14 +633,17 @@ class Walker:
         if name == "iota" and not self.rec.with_values:
             self._iota_value(outs[0], avals[0], params)
         vals = [self.rec._value(r) for r in ins]
-        known = all(v is not None for v in vals)
+        # Inside an RNG expansion nothing is folded without values mode: the draws decide no
+        # loop or branch, and folding hundreds of threefry ops one by one is slow.
+        known = all(v is not None for v in vals) and (self.rec.with_values
+                                                      or not self.rec.expanding)
         # Folding (without eager values) is for small integer values and scalars only: loop
         # counters, slice starts, branch indices, pad values; each fold runs the primitive
         # once on the host.
         small = all((math.prod(a.shape) <= _FOLD_ELEMENTS and _is_int(a.dtype))
                     or (math.prod(a.shape) == 1 and not _is_key(a.dtype)) for a in avals)
-        if known and (self.rec.with_values or small):
-            res = eqn.primitive.bind(*vals, **eqn.params)
+        if evaluate and known and (self.rec.with_values or small):
+            res = eqn.primitive.bind(*vals, **(eqn.params if bind_params is None else bind_params))
             res = res if eqn.primitive.multiple_results else [res]
             for tid, r, a in zip(outs, res, avals):
                 if self.rec.with_values:
@@ -475,6 +673,51 @@ class Walker:
     def _is_iota(self, ref, dimension: int) -> bool:
         return isinstance(ref, int) and self._iotas.get(ref) == dimension
 
+    def expand(self, eqn, ins):
+        """An RNG primitive replaced by its implementation on the keys' uint32 data (the
+        jaxpr of the function JAX lowers it with), so the graph computes the same bits with
+        integer ops; ops recorded inside carry `expanded_from` and the primitive's location."""
+        import jax
+
+        name = eqn.primitive.name
+        try:
+            f = _expansion(eqn)
+        except _NotExpandable as e:
+            return self.unsupported(eqn, ins, str(e))
+        avals = [_physical_aval(v.aval) for v in eqn.invars]
+        closed = jax.make_jaxpr(f)(*avals)
+        self._expanding.append(name)
+        try:
+            outs = self.walk(closed.jaxpr, list(closed.consts), ins)
+        finally:
+            self._expanding.pop()
+        return [self.rec.ref_for_literal(o, _physical_aval(v.aval))
+                for o, v in zip(outs, eqn.outvars)]
+
+    def key_op(self, eqn, ins):
+        """A structural primitive (slice, squeeze, reshape, ...) on a typed PRNG key array:
+        recorded on the key data, its parameters extended over the trailing key dimension."""
+        params = _physical_params(eqn)
+        if params is None:
+            return self.unsupported(eqn, ins, f"jax::{eqn.primitive.name} on a typed PRNG key "
+                                    "array is not supported (slice, squeeze, reshape, "
+                                    "broadcast_in_dim, concatenate, transpose, rev and "
+                                    "dynamic_slice are)")
+        if eqn.primitive.name == "dynamic_slice":
+            key = eqn.invars[0].aval
+            ins = list(ins) + [_Lit(np.int32(0))] * len(_key_shape(key))
+        return self.leaf(eqn, ins, params=params, bind_params=params)
+
+    def unsupported(self, eqn, ins, reason: str):
+        """An equation the capture cannot record faithfully: one `jax::unsupported` op that
+        lowering reports as unanalyzed with the reason (never evaluated)."""
+        self.rec.notes.append(f"jax::{eqn.primitive.name}: {reason}")
+        avals = [_physical_aval(v.aval) for v in eqn.outvars]
+        outs = self.rec.emit("unsupported", ins, avals, {},
+                             {"primitive": eqn.primitive.name, "reason": reason})
+        self.budget -= 1
+        return outs
+
     def inline(self, eqn, ins):
         sub = _sub_jaxpr(eqn)
         if sub is None:
@@ -485,13 +728,45 @@ class Walker:
             mesh = eqn.params.get("mesh")
             size = getattr(mesh, "size", 1)
             if size != 1:
-                return self.opaque_loop(eqn, ins, f"shard_map over a {size}-device mesh: the "
-                                        "body runs once per shard (not unrolled yet)")
+                shape = getattr(mesh, "shape", {})
+                axes = ", ".join(f"{k}={v}" for k, v in dict(shape).items()) if shape else "?"
+                raise refused(
+                    f"{self.rec.where()}jax::shard_map over a {size}-device mesh ({axes}) is "
+                    "not analyzable: each device runs the body on its own shard and the "
+                    "collectives in it (psum, all_gather, ppermute, ...) move data between "
+                    "devices, which a single-device EinsumGraph does not model; analyze the "
+                    "per-device body, or the program without shard_map, instead")
         n_skip = int(eqn.params.get("num_consts", 0)) if name == "custom_vjp_call_jaxpr" else 0
         args = ins[n_skip:] if len(jaxpr.invars) == len(ins) - n_skip else ins
         if len(jaxpr.invars) != len(args):
             args = ins[len(ins) - len(jaxpr.invars):]
-        return self.walk(jaxpr, consts, args)
+        if name != "shard_map":
+            return self.walk(jaxpr, consts, args)
+        self._one_device_mesh += 1  # collectives in the body run over axes of size 1
+        try:
+            return self.walk(jaxpr, consts, args)
+        finally:
+            self._one_device_mesh -= 1
+
+    def collective(self, eqn, ins):
+        """A collective inside a one-device shard_map (every mesh axis of size 1): a sum,
+        max, min, permutation, gather or scatter over one device is its input (an untiled
+        all_gather or psum_scatter adds or drops a dimension of size 1: a free reshape), and
+        the device's index is 0."""
+        if eqn.primitive.name == "axis_index":
+            return [_Lit(np.int32(0))]
+        if len(eqn.invars) != len(eqn.outvars):
+            return self.unsupported(eqn, ins, f"jax::{eqn.primitive.name} with operands and "
+                                    "results that do not pair up")
+        outs = []
+        for r, vi, vo in zip(ins, eqn.invars, eqn.outvars):
+            if tuple(vi.aval.shape) == tuple(vo.aval.shape):
+                outs.append(r)
+                continue
+            r = self.rec.ref_for_literal(r, vi.aval)
+            outs.append(self._synth("reshape", [r], [vo.aval],
+                                    {"new_sizes": tuple(vo.aval.shape), "dimensions": None})[0])
+        return outs
 
     def opaque_loop(self, eqn, ins, reason: str):
         """A loop or branch recorded as one op: lowering reports it unanalyzed with reason."""
@@ -500,6 +775,14 @@ class Walker:
                   if not (hasattr(v, "eqns") or hasattr(v, "jaxpr") or isinstance(v, (list, tuple))
                           and v and (hasattr(v[0], "eqns") or hasattr(v[0], "jaxpr")))}
         return self.leaf(eqn, ins, params=params, extra={"reason": reason})
+
+    def _cap_message(self, what: str) -> str:
+        """Why a loop is refused: the graph has no repeat construct, loops are unrolled, and
+        this one would pass the cap (docs/jax-frontend.md, "Loops")."""
+        return (f"{self.rec.where()}{what} exceeds the unroll cap of {self.rec.unroll_cap} ops "
+                "per capture: the EinsumGraph has no repeat construct, so loops are analyzed "
+                "by unrolling them; analyze fewer iterations (--set a smaller trip count) or "
+                "raise the cap (SOLAR_JAX_UNROLL_CAP=N, or unroll_cap= in solar.analyze_jax)")
 
     # --- scan: the body once per iteration
     def scan(self, eqn, ins):
@@ -512,14 +795,15 @@ class Walker:
         if length == 0:
             return self.opaque_loop(eqn, ins, "scan of length 0 (empty stacked outputs)")
         if total > self.budget:
-            return self.opaque_loop(eqn, ins, f"scan of {length} iterations x {per_iter} ops "
-                                    f"exceeds the unroll cap ({self.rec.unroll_cap} ops)")
+            raise refused(self._cap_message(f"jax::scan of {length} iterations x {per_iter} "
+                                            f"ops ({total} ops)"))
         consts, carry, xs = ins[:nc], ins[nc:nc + ncarry], ins[nc + ncarry:]
-        xs_avals = [v.aval for v in eqn.invars[nc + ncarry:]]
+        # Typed PRNG keys as their key data: the plumbing slices and stacks that.
+        xs_avals = [_physical_aval(v.aval) for v in eqn.invars[nc + ncarry:]]
         ys_per_iter: List[List[Any]] = []
         order = range(length - 1, -1, -1) if p.get("reverse", False) else range(length)
         body_jaxpr, body_consts = body.jaxpr, list(body.consts)
-        x_avals = [v.aval for v in body_jaxpr.invars[nc + ncarry:]]
+        x_avals = [_physical_aval(v.aval) for v in body_jaxpr.invars[nc + ncarry:]]
         for i in order:
             x_i = [self.take(x, a, xa, i) for x, a, xa in zip(xs, xs_avals, x_avals)]
             outs = self.walk(body_jaxpr, body_consts, list(consts) + list(carry) + x_i)
@@ -527,11 +811,12 @@ class Walker:
             ys_per_iter.append(outs[ncarry:])
         if p.get("reverse", False):
             ys_per_iter.reverse()
-        y_avals = [v.aval for v in eqn.outvars[ncarry:]]
-        y_body_avals = [v.aval for v in body_jaxpr.outvars[ncarry:]]
+        y_avals = [_physical_aval(v.aval) for v in eqn.outvars[ncarry:]]
+        y_body_avals = [_physical_aval(v.aval) for v in body_jaxpr.outvars[ncarry:]]
         ys = [self.stack([it[k] for it in ys_per_iter], y_avals[k], y_body_avals[k])
               for k in range(len(y_avals))]
-        carry = [self.rec.ref_for_literal(c, v.aval) for c, v in zip(carry, eqn.outvars)]
+        carry = [self.rec.ref_for_literal(c, _physical_aval(v.aval))
+                 for c, v in zip(carry, eqn.outvars)]
         return list(carry) + ys
 
     def take(self, x, aval, x_aval, i: int):
@@ -608,8 +893,8 @@ class Walker:
             if per_iter > self.budget:
                 self.rec.rollback(m)
                 self.budget = budget
-                return self.opaque_loop(eqn, ins, f"while_loop past {trips} iterations exceeds "
-                                        f"the unroll cap ({self.rec.unroll_cap} ops)")
+                raise refused(self._cap_message(f"jax::while past {trips} iterations of "
+                                                f"{per_iter} ops"))
             carry = self.walk(body.jaxpr, list(body.consts), list(bconsts) + list(carry))
             trips += 1
         self.rec.notes.append(f"jax::while: {trips} iterations unrolled")

@@ -36,7 +36,8 @@ def _analyze_capture(c: "cap.Capture", file: str, options) -> Any:
     archs = list(options.archs)
     if not archs:
         raise _core.UserError("analyze needs at least one device id")
-    report = Report(_core.analyze(graph, archs, options.policy, options.cache_state))
+    report = Report(_core.analyze(graph, archs, options.policy, options.cache_state,
+                                  **options.level_args()))
     return ProgramAnalysis(report, notes, c.trace, graph, trace_ids)
 
 
@@ -86,13 +87,15 @@ def _missing_given(c: "cap.Capture") -> bool:
     return any(t not in c.values for i in c.given_ops for t in c.trace["ops"][i]["outputs"])
 
 
-def _capture(prog: "cap.Program", source: str, values) -> "cap.Capture":
+def _capture(prog: "cap.Program", source: str, values,
+             unroll_cap: Optional[int] = None) -> "cap.Capture":
     n = len(prog.inputs)
+    cap_ops = cap.UNROLL_CAP if unroll_cap is None else int(unroll_cap)
     if prog.params is None:
         return cap.capture(prog.fn, *prog.inputs, values=values, name=prog.name, source=source,
-                           arg_names=[f"x{k}" for k in range(n)])
+                           arg_names=[f"x{k}" for k in range(n)], unroll_cap=cap_ops)
     return cap.capture(prog.fn, prog.params, *prog.inputs, values=values, name=prog.name,
-                       source=source, param_argnums=(0,),
+                       source=source, param_argnums=(0,), unroll_cap=cap_ops,
                        arg_names=["params"] + [f"x{k}" for k in range(n)])
 
 
@@ -117,6 +120,10 @@ def _executor_array(value: Any) -> np.ndarray:
     arr = np.asarray(value)
     if arr.dtype.kind == "V" or arr.dtype.name in ("bfloat16",) or "float8" in arr.dtype.name:
         arr = arr.astype(np.float32)
+    elif arr.dtype in (np.uint16, np.uint32, np.uint64):
+        # The graph holds uint16/32/64 as i16/32/64 (the IR has no wider unsigned types):
+        # the same bits, so bit operations (threefry) and bit-exact comparisons agree.
+        arr = arr.view(arr.dtype.name[1:])
     if arr.ndim == 0:
         # solar.executor passes numpy arrays through np.ascontiguousarray, which makes a 0-d
         # array 1-d; a jax array goes through DLPack with its shape intact.
@@ -154,8 +161,8 @@ def validate_capture(c: "cap.Capture", prog: "cap.Program", file: str) -> Dict[s
     section: Dict[str, Any] = {"status": "failed", "tool": TOOL, "outputs": [], "excluded": [],
                                "given": [{"op": c.trace["ops"][i]["op"],
                                           "outputs": c.trace["ops"][i]["outputs"],
-                                          "reason": "no executor kernel (index or random "
-                                                    "values): JAX's values are given"}
+                                          "reason": "no executor kernel (the RBG generators' "
+                                                    "random bits): JAX's values are given"}
                                          for i in c.given_ops]}
     vtrace = validation_trace(c.trace, c.given_ops)
     graph, _, trace_ids = lower_trace(vtrace, file, False)
@@ -254,6 +261,10 @@ def xla_crosscheck(report: Report, prog: "cap.Program", c: "cap.Capture") -> Dic
         notes.append("XLA's convolution FLOPs leave out the taps that fall in the padding; "
                      "Solar counts every tap of the iteration space (padding reads 0), as "
                      "PyTorch's counter and implicit-GEMM kernels do.")
+    if any(o["args"].get("expanded_from") for o in c.trace["ops"]):
+        notes.append("The program draws random numbers: on the CPU backend XLA lowers "
+                     "threefry2x32 to a loop over its 5 groups of 4 rounds and counts one "
+                     "group; Solar counts all 20 rounds (the unrolled lowering).")
     if loops or any("while" in n for n in c.notes):
         notes.append("The program has loops: XLA counts the body of a while loop (scan and "
                      "fori_loop lower to one) once; Solar counts every iteration.")
@@ -275,11 +286,14 @@ def xla_crosscheck(report: Report, prog: "cap.Program", c: "cap.Capture") -> Dic
 
 def analyze_jax(fn, *args, arch="H100_SXM", policy: str = "pytorch-default",
                 cache_state: str = "cold", strict: bool = False, params=None,
-                validate: bool = False, crosscheck: bool = False) -> Report:
+                validate: bool = False, crosscheck: bool = False,
+                unroll_cap: Optional[int] = None) -> Report:
     """solar.analyze_jax: capture `fn(*args)` (or `fn(params, *args)`, whose leaves are
     parameters), lower, analyze. args: arrays or jax.ShapeDtypeStruct (abstract: any size,
     no data). validate: run `fn` and the graph on the (concrete) args and compare (section
-    `validation`); crosscheck: XLA's cost analysis beside Solar's (section `xla`)."""
+    `validation`); crosscheck: XLA's cost analysis beside Solar's (section `xla`);
+    unroll_cap: the most ops loop unrolling may emit (default cap.UNROLL_CAP, 200,000, or
+    SOLAR_JAX_UNROLL_CAP): a loop past it is refused (solar.UnsupportedError)."""
     _, ProgramOptions, _ = _program_types()
     archs = [arch] if isinstance(arch, str) else list(arch)
     options = ProgramOptions(archs=archs, policy=policy, cache_state=cache_state, strict=strict)
@@ -288,9 +302,9 @@ def analyze_jax(fn, *args, arch="H100_SXM", policy: str = "pytorch-default",
     if validate and not all(cap._concrete(x) for x in jax_leaves(_args(prog))):
         raise user_error("analyze_jax(validate=True) runs the program: give arrays, not "
                          "jax.ShapeDtypeStruct", "usage")
-    c = _capture(prog, "", values=None)
+    c = _capture(prog, "", values=None, unroll_cap=unroll_cap)
     if validate and _missing_given(c):
-        c = _capture(prog, "", values=True)
+        c = _capture(prog, "", values=True, unroll_cap=unroll_cap)
     for n in c.notes:
         warnings.warn(f"solar: {n}", RuntimeWarning, stacklevel=2)
     result = _analyze_capture(c, "<jax>", options)

@@ -106,8 +106,64 @@ class CaptureRecord:
         self.values[tid] = t.detach().clone()
 
 
+# In-place ops that change a tensor's metadata (shape, strides), not its data: no other view
+# of the storage sees a change, so they are not writes for _Trace.wrote.
+_METADATA_INPLACE = frozenset((
+    "aten::t_", "aten::transpose_", "aten::unsqueeze_", "aten::squeeze_", "aten::as_strided_",
+    "aten::detach_", "aten::resize_", "aten::resize_as_", "aten::set_", "aten::swapaxes_",
+    "aten::swapdims_", "aten::requires_grad_", "aten::_coalesced_"))
+
+
+def _layout(t: torch.Tensor) -> Tuple[List[int], List[int], int]:
+    """(shape, strides, storage offset) of a tensor, in elements."""
+    return [int(n) for n in t.shape], [int(s) for s in t.stride()], int(t.storage_offset())
+
+
+def _span(layout: Tuple[List[int], List[int], int]) -> Optional[Tuple[int, int]]:
+    """The first and last storage element a layout reaches; None when it has no element."""
+    shape, strides, off = layout
+    if any(n == 0 for n in shape):
+        return None
+    lo = off + sum((n - 1) * st for n, st in zip(shape, strides) if st < 0)
+    hi = off + sum((n - 1) * st for n, st in zip(shape, strides) if st > 0)
+    return lo, hi
+
+
+def _row_major(layout: Tuple[List[int], List[int], int]) -> bool:
+    """Whether a layout is dense row-major (size-1 dimensions aside)."""
+    shape, strides, _ = layout
+    want = 1
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n != 1 and st != want:
+            return False
+        want *= n
+    return True
+
+
+def _within(inner: Tuple[int, int], outer_layout) -> bool:
+    """Whether a span lies inside the elements of a dense row-major layout."""
+    outer = _span(outer_layout)
+    return outer is not None and outer[0] <= inner[0] and inner[1] <= outer[1]
+
+
 class _Trace:
-    """Tensors and ops recorded so far."""
+    """Tensors and ops recorded so far.
+
+    Writes through views. The trace versions tensors by Python object, so an in-place op
+    on one view of a storage (x[:, 0].fill_(0), x[1:3].copy_(y), a KV-cache slot) gives only
+    that view a new id. Every other object over the same storage (the base x, other views)
+    has then changed too: when such a stale object is next read (as an op argument or as a
+    program output), the trace first records its new version, computed from the write:
+      - the stale object is dense row-major and contains the written elements:
+        aten::as_strided_scatter(stale, written, written's size, strides, offset relative
+        to the stale object) -- torch's own functional form of the write;
+      - the written tensor is dense row-major and contains the stale object's elements:
+        aten::as_strided(written, stale's size, strides, storage offset);
+      - otherwise, through a dense object over the storage that contains both (the base),
+        brought up to date first; without one, an op "solar::write_through_view" that no
+        table lowers, so the reader is unanalyzed rather than silently stale.
+    Objects only read after being brought up to date, lazily, so views nobody reads again
+    cost nothing."""
 
     def __init__(self, record: Optional[CaptureRecord] = None) -> None:
         self.record = record
@@ -116,6 +172,13 @@ class _Trace:
         self._ids: Dict[int, int] = {}  # id(tensor object) -> current trace id
         self._keep: List[torch.Tensor] = []  # keeps objects alive so id() is not reused
         self._storages: Dict[int, int] = {}
+        # Writes through views (see the class comment), per trace storage id: the objects
+        # over it and the in-place writes so far as (object, its new trace id, its layout);
+        # per object, how many of its storage's writes its current id already reflects.
+        self._objects: Dict[int, List[torch.Tensor]] = {}
+        self._writes: Dict[int, List[Tuple[torch.Tensor, int, Any]]] = {}
+        self._seen: Dict[int, int] = {}
+        self._storage_of: Dict[int, int] = {}  # id(tensor object) -> trace storage id
 
     def _storage_id(self, t: torch.Tensor) -> int:
         try:
@@ -137,11 +200,15 @@ class _Trace:
             entry["storage_offset"] = int(t.storage_offset())
         except Exception:
             pass
-        entry["storage"] = self._storage_id(t)
+        entry["storage"] = sid = self._storage_id(t)
         if name:
             entry["name"] = name
         self.tensors.append(entry)
+        if id(t) not in self._ids:
+            self._objects.setdefault(sid, []).append(t)
         self._ids[id(t)] = tid
+        self._storage_of[id(t)] = sid
+        self._seen[id(t)] = len(self._writes.get(sid, ()))
         self._keep.append(t)
         if role in _SOURCE_ROLES and self.record is not None and self.record.keeps_values:
             self.record.keep(tid, t)
@@ -149,11 +216,77 @@ class _Trace:
 
     def id_of(self, t: torch.Tensor) -> int:
         """The current id of a tensor; a tensor the trace has not seen (a constant the
-        program made outside the capture) is recorded as a constant."""
+        program made outside the capture) is recorded as a constant. A tensor whose storage
+        was written through another view since its id was made gets a new version first
+        (see the class comment)."""
         tid = self._ids.get(id(t))
         if tid is None:
-            tid = self.new_tensor(t, "constant")
+            return self.new_tensor(t, "constant")
+        sid = self._storage_of.get(id(t))
+        if sid is not None and self._seen[id(t)] < len(self._writes.get(sid, ())):
+            tid = self._refresh(t, sid)
         return tid
+
+    def wrote(self, t: torch.Tensor) -> None:
+        """Notes that an in-place op wrote `t` (whose new id new_tensor just made)."""
+        sid = self._storage_of.get(id(t))
+        if sid is None or len(self._objects.get(sid, ())) < 2:
+            return  # no other object over this storage: nothing can go stale
+        writes = self._writes.setdefault(sid, [])
+        writes.append((t, self._ids[id(t)], _layout(t)))
+        self._seen[id(t)] = len(writes)
+
+    def _record_version(self, t: torch.Tensor, op: str, args: Dict[str, Any]) -> int:
+        """Appends a recorded (not executed) op that makes the next version of `t`."""
+        tid = self.new_tensor(t, "intermediate")
+        entry: Dict[str, Any] = {"op": op, "args": args, "outputs": [tid]}
+        file, line = _source_location()
+        if file:
+            entry["file"] = file
+            entry["line"] = line
+        self.ops.append(entry)
+        if self.record is not None and self.record.values_mode == "all":
+            self.record.keep(tid, t)
+        return tid
+
+    def _refresh(self, x: torch.Tensor, sid: int) -> int:
+        """Brings object x up to date with the writes through other views of its storage."""
+        writes = self._writes[sid]
+        xid = self._ids[id(x)]
+        xl = _layout(x)
+        xspan = _span(xl)
+        for w, wid, wl in writes[self._seen[id(x)]:]:
+            wspan = _span(wl)
+            if w is x or xspan is None or wspan is None or wspan[1] < xspan[0] \
+                    or xspan[1] < wspan[0]:
+                continue  # its own write (already its id), or no element in common
+            if _row_major(xl) and _within(wspan, xl):
+                xid = self._record_version(x, "aten::as_strided_scatter.default", {
+                    "self": {"tensor": xid}, "src": {"tensor": wid}, "size": wl[0],
+                    "stride": wl[1], "storage_offset": wl[2] - xl[2]})
+                continue
+            if _row_major(wl) and _within(xspan, wl):
+                xid = self._record_version(x, "aten::as_strided.default", {
+                    "self": {"tensor": wid}, "size": xl[0], "stride": xl[1],
+                    "storage_offset": xl[2]})
+                continue
+            base = None
+            for b in self._objects.get(sid, ()):
+                bl = _layout(b)
+                if b is not x and _row_major(bl) and _within(xspan, bl) and _within(wspan, bl):
+                    base = b
+                    break
+            if base is None:
+                xid = self._record_version(x, "solar::write_through_view", {
+                    "self": {"tensor": xid}, "src": {"tensor": wid}})
+            else:
+                bid = self.id_of(base)  # base up to date with every write so far
+                xid = self._record_version(x, "aten::as_strided.default", {
+                    "self": {"tensor": bid}, "size": xl[0], "stride": xl[1],
+                    "storage_offset": xl[2]})
+            break  # x now derives from a tensor that reflects every write
+        self._seen[id(x)] = len(writes)
+        return xid
 
     def encode(self, v: Any) -> Any:
         if isinstance(v, torch.Tensor):
@@ -256,6 +389,9 @@ class _Recorder(TorchDispatchMode):
             if not any(o is w for o in outs if o is not None):
                 ids.append(self.trace.new_tensor(w, "intermediate"))
                 produced.append((ids[-1], w))
+        if written and schema.name not in _METADATA_INPLACE:
+            for w in written:  # other views of a written storage are now stale
+                self.trace.wrote(w)
         if not ids:
             return out  # no tensor result and no mutation (prim::device, asserts): no effect
         record = self.trace.record
@@ -441,6 +577,8 @@ def capture(
             mha.set_fastpath_enabled(fastpath)
     for t in _flatten(result):
         tid = trace._ids.get(id(t))
+        if tid is not None:
+            tid = trace.id_of(t)  # a returned view or base written through another view
         if tid is not None and trace.tensors[tid]["role"] == "intermediate":
             trace.tensors[tid]["role"] = "output"
         if tid is not None and record is not None:
@@ -536,10 +674,12 @@ class OverrideError(ValueError):
 def load_program(path: str, overrides: Optional[Dict[str, str]] = None) -> types.ModuleType:
     """Executes a KernelBench-format file as a module, once. `overrides` (NAME -> VALUE
     text, a Python literal or else a string) replace module-level constants: `NAME = VALUE`
-    is injected right after each top-level statement that assigns NAME, so later constants
-    and get_inputs()/get_init_inputs() see the new value. A NAME the file never assigns at
-    top level raises OverrideError."""
+    is injected right after each top-level statement that assigns NAME (alone or in a tuple
+    assignment, see suite.assigned_names), so later constants and get_inputs()/get_init_inputs()
+    see the new value. A NAME the file never assigns at top level raises OverrideError."""
     import ast
+
+    from ...suite import assigned_names  # torch-free, shared with `solar suite`'s parent
 
     path = os.path.abspath(path)
     with open(path, encoding="utf-8") as f:
@@ -551,12 +691,7 @@ def load_program(path: str, overrides: Optional[Dict[str, str]] = None) -> types
         body = []
         for stmt in tree.body:
             body.append(stmt)
-            targets = []
-            if isinstance(stmt, ast.Assign):
-                targets = [t.id for t in stmt.targets if isinstance(t, ast.Name)]
-            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-                targets = [stmt.target.id]
-            for name in targets:
+            for name in assigned_names(stmt):
                 if name in values:
                     assigned.add(name)
                     fix = ast.parse(f"{name} = {values[name]!r}").body[0]
