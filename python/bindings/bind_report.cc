@@ -1,14 +1,20 @@
 // solar._core: analyze a graph on devices; the report as JSON text and as a table.
 #include <memory>
+#include <optional>
 
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "bindings.h"
+#include "solar/bound/inverse.h"
 #include "solar/bound/policy.h"
+#include "solar/cost/graph_cost.h"
+#include "solar/tiling/fusion.h"
 #include "solar/hw/database.h"
 #include "solar/report/report.h"
 #include "solar/util/errors.h"
@@ -43,15 +49,51 @@ bound::Options options(const std::string& policy, const std::string& cache_state
   return {*p, *c};
 }
 
+tiling::TrafficMode traffic_mode(const std::string& mode) {
+  std::optional<tiling::TrafficMode> m = tiling::parse_traffic_mode(mode);
+  if (!m)
+    throw UserError(UserError::Kind::BadArgument,
+                    fmt::format("unknown mode '{}' (expected attainable or provable)", mode));
+  return *m;
+}
+
 Analysis analyze(const ir::Graph& g, const std::vector<std::string>& archs,
-                 const std::string& policy, const std::string& cache_state) {
+                 const std::string& policy, const std::string& cache_state,
+                 const std::string& mode, bool cache_aware, std::uint64_t max_mappings) {
   bound::Options opts = options(policy, cache_state);
+  report::LevelOptions levels;
+  levels.mode = traffic_mode(mode);
+  levels.cache_aware = cache_aware;
+  levels.ski_slope = cache_aware;
+  levels.max_mappings = max_mappings;
   std::vector<const hw::Device*> devices;
   for (const std::string& id : archs) devices.push_back(&device_db().get(id));
   nb::gil_scoped_release release;
   Analysis a{std::make_shared<const ir::Graph>(g), {}};
-  a.report = report::analyze(*a.graph, devices, opts);
+  a.report = report::analyze(*a.graph, devices, opts, levels);
   return a;
+}
+
+// The inverse roofline as (JSON text, readable text).
+std::pair<std::string, std::string> inverse(const ir::Graph& g, const std::vector<std::string>& archs,
+                                            double target_seconds,
+                                            std::optional<double> bandwidth,
+                                            const std::string& mode, const std::string& policy,
+                                            std::uint64_t max_mappings) {
+  bound::InverseOptions o;
+  o.target_seconds = target_seconds;
+  o.bandwidth = bandwidth;
+  o.mode = traffic_mode(mode);
+  o.policy = options(policy, "cold").policy;
+  std::vector<const hw::Device*> devices;
+  for (const std::string& id : archs) devices.push_back(&device_db().get(id));
+  nb::gil_scoped_release release;
+  cost::GraphCost cost = cost::graph_cost(g);
+  tiling::GraphCurveOptions curve_options;
+  curve_options.einsum.max_evaluations = max_mappings;
+  tiling::GraphTrafficModel model(g, cost, curve_options);
+  bound::InverseResult r = bound::inverse_roofline(g, cost, model, devices, o);
+  return {report::inverse_to_json(g, r).dump(2), report::inverse_table(g, r)};
 }
 
 }  // namespace
@@ -65,9 +107,19 @@ void bind_report(nb::module_& m) {
            "indent"_a = -1, "The report as JSON (solar.report.v1).")
       .def("table", [](const Analysis& a, int top) { return report::to_table(a.report, top); },
            "top"_a = 10, "The readable table (the CLI's output).")
+      .def("ski_slope_svg", [](const Analysis& a) { return report::ski_slope_svg(a.report); },
+           "The ski-slope chart as SVG text (UserError when the cache-aware level was skipped).")
       .def_prop_ro("graph", [](const Analysis& a) { return *a.graph; });
   m.def("analyze", &analyze, "graph"_a, "archs"_a, "policy"_a = "pytorch-default",
-        "cache_state"_a = "cold", "Costs the graph and bounds it on every device id in `archs`.");
+        "cache_state"_a = "cold", "mode"_a = "attainable", "cache_aware"_a = true,
+        "max_mappings"_a = report::LevelOptions::kDefaultMaxMappings,
+        "Costs the graph and bounds it on every device id in `archs` (with the cache-aware "
+        "level in `mode` unless cache_aware is False).");
+  m.def("inverse", &inverse, "graph"_a, "archs"_a, "target_seconds"_a,
+        "bandwidth"_a = nb::none(), "mode"_a = "attainable", "policy"_a = "pytorch-default",
+        "max_mappings"_a = report::LevelOptions::kDefaultMaxMappings,
+        "The inverse roofline (docs/inverse-roofline.md) as (JSON text, readable text); "
+        "bandwidth in bytes/s.");
 }
 
 }  // namespace solar::python

@@ -94,11 +94,14 @@ def analyze(
     policy: str = "pytorch-default",
     cache_state: str = "cold",
     strict: bool = False,
+    mode: str = "attainable",
+    cache_aware: bool = True,
 ) -> Report:
     """Costs `graph` and bounds it on each device in `arch` (one id or several).
 
     policy: "pytorch-default", "tf32" or "strict-fp32" (which unit may run fp32
-    contractions); cache_state: "cold" or "warm". A path is loaded with load_graph.
+    contractions); cache_state: "cold" or "warm"; mode: the cache-aware level's, "attainable"
+    or "provable" (cache_aware=False skips that level). A path is loaded with load_graph.
     A PyTorch nn.Module or function is captured on fake tensors with `example_inputs`
     (frontends/torch, docs/torch-frontend.md); strict: an op that cannot be lowered raises
     solar.UnsupportedError instead of being reported as unanalyzed.
@@ -107,13 +110,14 @@ def analyze(
         from .frontends.torch.lowering import analyze_program
 
         return analyze_program(graph, *example_inputs, arch=arch, policy=policy,
-                               cache_state=cache_state, strict=strict)
+                               cache_state=cache_state, strict=strict, mode=mode,
+                               cache_aware=cache_aware)
     if not isinstance(graph, Graph):
         graph = load_graph(graph)
     archs = [arch] if isinstance(arch, str) else list(arch)
     if not archs:
         raise UserError("analyze() needs at least one device id in `arch`")
-    return Report(_core.analyze(graph, archs, policy, cache_state))
+    return Report(_core.analyze(graph, archs, policy, cache_state, mode, cache_aware))
 
 
 def analyze_jax(fn, *args, arch: Union[str, Iterable[str]] = "H100_SXM", **options) -> Report:

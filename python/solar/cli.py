@@ -1,9 +1,10 @@
 """The `solar` console script: the C++ CLI (solar._core.cli_run) behind a Python entry.
 
-Dispatch point: graphs are read by the C++ CLI. Python programs (`solar analyze model.py`)
-and saved OpTraces (`solar analyze trace.json` whose schema is solar.optrace.v1) go through
-the PyTorch frontend first (capture -> OpTrace -> C++ lowering), then the same analysis
-and report as a graph (docs/torch-frontend.md).
+Dispatch point: graphs are read by the C++ CLI. Python programs (`solar analyze model.py`,
+`solar inverse model.py`) and saved OpTraces (`solar analyze trace.json` whose schema is
+solar.optrace.v1) go through the PyTorch frontend first (capture -> OpTrace -> C++
+lowering), then the same analysis and report as a graph (docs/torch-frontend.md,
+docs/inverse-roofline.md).
 """
 
 from __future__ import annotations
@@ -19,12 +20,17 @@ from . import _core, suite
 
 _PYTHON_SUFFIXES = (".py",)
 # Options of `solar analyze` that take a value (so that value is not the GRAPH argument).
-_VALUED = {"--arch", "--json", "--policy", "--cache-state", "--top", "--set", "--save-trace"}
+_VALUED = {"--arch", "--json", "--policy", "--cache-state", "--top", "--set", "--save-trace",
+           "--shrink", "--mode", "--ski-slope", "--target-ms", "--rate-hz", "--bandwidth",
+           "--optimizer", "--max-mappings"}
+# Commands whose GRAPH argument may be a program a frontend must read.
+_PROGRAM_COMMANDS = ("analyze", "inverse")
 
 
 def _graph_arg(args: Sequence[str]) -> Optional[str]:
-    """The GRAPH argument of `solar analyze ...` (args without the program name), or None."""
-    if not args or args[0] != "analyze":
+    """The GRAPH argument of `solar analyze|inverse ...` (args without the program name), or
+    None."""
+    if not args or args[0] not in _PROGRAM_COMMANDS:
         return None
     skip = False
     for arg in args[1:]:
@@ -84,6 +90,9 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--cache-state", default="cold")
     p.add_argument("--top", type=int, default=10)
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--shrink", type=int, metavar="N",
+                   help="reduce the program's integer size constants to at most N (as "
+                        "`solar suite --shrink`), retrying at 2N, 4N, ... if it raises")
     p.add_argument("--save-trace", metavar="PATH")
     p.add_argument("--strict", action="store_true")
     p.add_argument("--real", action="store_true", help="capture on real tensors, not fake ones")
@@ -95,6 +104,13 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
     if command == "analyze":
         p.add_argument("--validate", action="store_true",
                        help="also run the program and the graph and compare outputs")
+    p.add_argument("--mode", default="attainable", choices=["attainable", "provable"],
+                   help="the cache-aware level's traffic: attainable or provable")
+    p.add_argument("--no-cache-aware", action="store_true",
+                   help="skip the cache-aware level and the ski-slope")
+    p.add_argument("--ski-slope", metavar="PATH", help="write the ski-slope chart (SVG)")
+    p.add_argument("--max-mappings", type=int, default=None,
+                   help="mappings each einsum's tiling search evaluates before thinning")
     p.add_argument("--debug", action="store_true")
     return p
 
@@ -124,9 +140,13 @@ def _run_program(command: str, args: List[str]) -> int:
     options = prog.ProgramOptions(
         archs=archs, policy=ns.policy, cache_state=ns.cache_state, overrides=overrides,
         strict=ns.strict, real=ns.real, train=ns.train, optimizer=ns.optimizer,
-        validate=validate, crosscheck=not ns.no_crosscheck)
+        validate=validate, crosscheck=not ns.no_crosscheck, mode=ns.mode,
+        cache_aware=not ns.no_cache_aware, max_mappings=ns.max_mappings)
     if ns.optimizer and not ns.train:
         sys.stderr.write("solar: error: --optimizer needs --train\n")
+        return codes["usage"]
+    if ns.shrink is not None and ns.shrink < 1:
+        sys.stderr.write("solar: error: --shrink must be at least 1\n")
         return codes["usage"]
     try:
         if not os.path.isfile(ns.program):
@@ -134,7 +154,10 @@ def _run_program(command: str, args: List[str]) -> int:
             return codes["io"]
         if ns.program.endswith(_PYTHON_SUFFIXES):
             try:
-                result = prog.analyze_file(ns.program, options)
+                if ns.shrink is not None:
+                    result = _analyze_shrunk(ns.program, options, ns.shrink)
+                else:
+                    result = prog.analyze_file(ns.program, options)
             except _core.Error:
                 raise
             except (OverrideError, ProgramFormatError) as e:
@@ -147,7 +170,7 @@ def _run_program(command: str, args: List[str]) -> int:
                                  f"{type(e).__name__}: {e}\n")
                 return codes["program_error"]
         else:
-            if overrides or ns.train or validate:
+            if overrides or ns.train or validate or ns.shrink is not None:
                 sys.stderr.write("solar: error: --set, --train and validation apply to Python "
                                  "programs only\n")
                 return codes["usage"]
@@ -159,6 +182,8 @@ def _run_program(command: str, args: List[str]) -> int:
         if ns.save_trace:
             _write_atomically(ns.save_trace, json.dumps(result.trace, allow_nan=False) + "\n")
         report = result.report
+        if ns.ski_slope:
+            _write_atomically(ns.ski_slope, report.ski_slope_svg())
         if ns.json_path == "-":
             sys.stdout.write(report.to_json(2) + "\n")
         else:
@@ -178,12 +203,146 @@ def _run_program(command: str, args: List[str]) -> int:
         return codes["io"] if isinstance(e, OSError) else codes["parse"]
 
 
+def _analyze_shrunk(path: str, options, limit: int):
+    """analyze_file with the program's integer size constants shrunk to `limit` (the rule
+    of `solar suite --shrink`: suite.shrink_ladder); the setting used goes to stderr."""
+    import ast
+
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), filename=path)
+    ladder = suite.shrink_ladder(suite.int_constants(tree), limit, dict(options.overrides))
+    result, used = suite.analyze_with_ladder(path, options, ladder)
+    sizes = " ".join(f"{k}={v}" for k, v in used["overrides"].items()) or "its own sizes"
+    for r in used["rejected"]:
+        sys.stderr.write(f"solar: note: --shrink {r['limit']}: the program raised "
+                         f"({r['error']})\n")
+    sys.stderr.write(f"solar: note: ran at {sizes}\n")
+    return result
+
+
+def _inverse_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="solar inverse",
+                                description="Inverse roofline of a PyTorch or JAX program")
+    p.add_argument("program")
+    p.add_argument("--target-ms", type=float, help="target time per run, milliseconds")
+    p.add_argument("--rate-hz", type=float, help="target rate, runs per second")
+    p.add_argument("--arch", action="append", default=[])
+    p.add_argument("--bandwidth", type=float, metavar="GBps",
+                   help="DRAM bandwidth in GB/s: also the least on-chip capacity at it")
+    p.add_argument("--json", dest="json_path")
+    p.add_argument("--policy", default="pytorch-default")
+    p.add_argument("--mode", default="attainable", choices=["attainable", "provable"])
+    p.add_argument("--max-mappings", type=int, default=None)
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--strict", action="store_true")
+    p.add_argument("--real", action="store_true")
+    p.add_argument("--train", action="store_true")
+    p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"])
+    p.add_argument("--debug", action="store_true")
+    return p
+
+
+def _target_seconds(ns) -> float:
+    """T from exactly one of --target-ms and --rate-hz; ValueError with the C++ CLI's words."""
+    if ns.target_ms is not None and ns.rate_hz is not None:
+        raise ValueError("give one target: --target-ms T or --rate-hz F, not both")
+    if ns.target_ms is None and ns.rate_hz is None:
+        raise ValueError("missing target: give --target-ms T (milliseconds per run) or "
+                         "--rate-hz F (runs per second)")
+    name, v = ("--target-ms", ns.target_ms) if ns.target_ms is not None else ("--rate-hz", ns.rate_hz)
+    if not (v > 0) or v == float("inf"):
+        raise ValueError(f"{name} must be a positive number, got {v:g}")
+    return v * 1e-3 if name == "--target-ms" else 1.0 / v
+
+
+def _run_inverse(args: List[str]) -> int:
+    """`solar inverse model.py|trace.json ...`: capture (or read the trace), lower, then the
+    C++ inverse roofline (docs/inverse-roofline.md)."""
+    from .frontends.torch import program as prog
+    from .frontends.torch.capture import OverrideError, ProgramFormatError
+
+    codes = _core.EXIT_CODES
+    try:
+        ns = _inverse_parser().parse_args(args)
+    except SystemExit as e:
+        return codes["usage"] if e.code else 0
+    try:
+        target = _target_seconds(ns)
+        if ns.bandwidth is not None and not ns.bandwidth > 0:
+            raise ValueError(f"--bandwidth must be a positive number of GB/s, got {ns.bandwidth:g}")
+    except ValueError as e:
+        sys.stderr.write(f"solar: error: {e}\n")
+        return codes["usage"]
+    overrides = {}
+    for item in ns.set:
+        name, eq, value = item.partition("=")
+        if not eq or not name.isidentifier():
+            sys.stderr.write(f"solar: error: --set {item}: expected NAME=VALUE\n")
+            return codes["usage"]
+        overrides[name] = value
+    archs: List[str] = []
+    for a in ns.arch:
+        archs.extend(x for x in a.split(",") if x)
+    try:
+        if not archs:
+            archs = [i for i in _core.device_ids() if i.lower() != "host"]
+        for a in archs:
+            _core.device(a)  # an unknown id fails (exit 6) before the program runs
+        if not os.path.isfile(ns.program):
+            sys.stderr.write(f"solar: error: {ns.program}: no such file\n")
+            return codes["io"]
+        # The capture's own analysis needs one device; the comparison is the inverse's.
+        options = prog.ProgramOptions(
+            archs=archs[:1], policy=ns.policy, overrides=overrides, strict=ns.strict,
+            real=ns.real, train=ns.train, optimizer=ns.optimizer, validate=False,
+            crosscheck=False, cache_aware=False)  # the inverse builds its own traffic model
+        if ns.program.endswith(_PYTHON_SUFFIXES):
+            try:
+                result = prog.analyze_file(ns.program, options)
+            except _core.Error:
+                raise
+            except (OverrideError, ProgramFormatError) as e:
+                sys.stderr.write(f"solar: error: {e}\n")
+                return codes["usage" if isinstance(e, OverrideError) else "parse"]
+            except Exception as e:  # the program itself failed: not a Solar bug
+                if ns.debug:
+                    raise
+                sys.stderr.write(f"solar: error: {ns.program}: the program failed: "
+                                 f"{type(e).__name__}: {e}\n")
+                return codes["program_error"]
+        else:
+            with open(ns.program, encoding="utf-8") as f:
+                trace = json.load(f)
+            result = prog.analyze_trace(trace, ns.program, options)
+        for n in result.warnings:
+            sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
+        bandwidth = None if ns.bandwidth is None else ns.bandwidth * 1e9  # decimal GB/s
+        extra = {} if ns.max_mappings is None else {"max_mappings": ns.max_mappings}
+        json_text, table = _core.inverse(result.graph, archs, target, bandwidth, ns.mode,
+                                         ns.policy, **extra)
+        if ns.json_path == "-":
+            sys.stdout.write(json_text + "\n")
+        else:
+            if ns.json_path:
+                _write_atomically(ns.json_path, json_text + "\n")
+            sys.stdout.write(table)
+        return codes["ok"]
+    except _core.Error as e:
+        sys.stderr.write(f"solar: error: {e}\n")
+        return getattr(e, "exit_code", codes["internal"])
+    except (OSError, json.JSONDecodeError) as e:
+        sys.stderr.write(f"solar: error: {e}\n")
+        return codes["io"] if isinstance(e, OSError) else codes["parse"]
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs `solar` with argv (sys.argv by default); returns the exit code."""
     args = list(sys.argv if argv is None else argv)
     if not args:
         args = ["solar"]
     if _frontend_for(args[1:]) is not None:
+        if args[1] == "inverse":
+            return _run_inverse(args[2:])
         return _run_program("analyze", args[2:])
     if args[1:2] == ["validate"]:
         return _run_program("validate", args[2:])

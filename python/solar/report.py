@@ -145,6 +145,12 @@ class Report(Record):
             text += "\n"
         return text + "\n" + "\n".join(blocks)
 
+    def ski_slope_svg(self) -> str:
+        """The ski-slope chart (log-log Q(S), docs/report-json.md `ski_slope`) as SVG text, as
+        `solar analyze --ski-slope PATH` writes it; solar.UserError when the cache-aware level
+        was skipped."""
+        return self._analysis.ski_slope_svg()
+
     def save(self, path: str) -> None:
         """Writes the JSON report to `path`."""
         with open(path, "w", encoding="utf-8") as f:

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -13,10 +14,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "solar/bound/inverse.h"
 #include "solar/bound/policy.h"
+#include "solar/cost/graph_cost.h"
 #include "solar/hw/database.h"
 #include "solar/ir/json.h"
 #include "solar/report/report.h"
+#include "solar/tiling/fusion.h"
 #include "solar/util/errors.h"
 
 namespace solar::cli {
@@ -29,6 +33,22 @@ struct AnalyzeArgs {
   std::string policy = "pytorch-default";
   std::string cache_state = "cold";
   int top = 10;
+  std::string mode = "attainable";
+  bool no_cache_aware = false;
+  std::string ski_slope_path;  // empty: no chart
+  std::uint64_t max_mappings = report::LevelOptions::kDefaultMaxMappings;
+};
+
+struct InverseArgs {
+  std::string graph;
+  std::vector<std::string> archs;
+  std::string json_path;
+  std::string policy = "pytorch-default";
+  std::string mode = "attainable";
+  std::optional<double> target_ms;
+  std::optional<double> rate_hz;
+  std::optional<double> bandwidth_gbps;
+  std::uint64_t max_mappings = report::LevelOptions::kDefaultMaxMappings;
 };
 
 struct ArchShowArgs {
@@ -42,14 +62,42 @@ std::string lower(std::string s) {
   return s;
 }
 
-bound::Options parse_options(const AnalyzeArgs& a) {
-  bound::Options options;
-  std::optional<bound::MathPolicy> policy = bound::parse_policy(a.policy);
+bound::MathPolicy parse_policy_arg(const std::string& name) {
+  std::optional<bound::MathPolicy> policy = bound::parse_policy(name);
   if (!policy)
     throw UserError(UserError::Kind::BadArgument,
                     fmt::format("unknown --policy '{}' (expected pytorch-default, tf32 or "
                                 "strict-fp32)",
-                                a.policy));
+                                name));
+  return *policy;
+}
+
+tiling::TrafficMode parse_mode_arg(const std::string& name) {
+  std::optional<tiling::TrafficMode> mode = tiling::parse_traffic_mode(name);
+  if (!mode)
+    throw UserError(UserError::Kind::BadArgument,
+                    fmt::format("unknown --mode '{}' (expected attainable or provable)", name));
+  return *mode;
+}
+
+// Every --arch resolved (a device named twice is kept once); `fallback` when none is given.
+std::vector<const hw::Device*> resolve_devices(const hw::DeviceDb& db,
+                                               const std::vector<std::string>& archs,
+                                               const std::vector<std::string>& fallback) {
+  std::vector<const hw::Device*> devices;
+  for (const std::string& id : archs.empty() ? fallback : archs) {
+    const hw::Device* d = &db.get(id);
+    // `--arch h100_sxm --arch H100_SXM` names one device: bound it once.
+    bool seen = std::any_of(devices.begin(), devices.end(),
+                            [&](const hw::Device* e) { return lower(e->id) == lower(d->id); });
+    if (!seen) devices.push_back(d);
+  }
+  return devices;
+}
+
+bound::Options parse_options(const AnalyzeArgs& a) {
+  bound::Options options;
+  std::optional<bound::MathPolicy> policy = parse_policy_arg(a.policy);
   std::optional<bound::CacheState> cache = bound::parse_cache_state(a.cache_state);
   if (!cache)
     throw UserError(UserError::Kind::BadArgument,
@@ -62,33 +110,87 @@ bound::Options parse_options(const AnalyzeArgs& a) {
 
 int run_analyze(const AnalyzeArgs& a, std::ostream& out) {
   bound::Options options = parse_options(a);
+  report::LevelOptions levels;
+  levels.mode = parse_mode_arg(a.mode);
+  levels.cache_aware = !a.no_cache_aware;
+  levels.ski_slope = !a.no_cache_aware;
+  levels.max_mappings = a.max_mappings;
+  if (a.no_cache_aware && !a.ski_slope_path.empty())
+    throw UserError(UserError::Kind::BadArgument,
+                    "--ski-slope needs the cache-aware level: drop --no-cache-aware");
 
   // Every device is resolved before the graph is read, so an unknown id fails (exit 6)
   // before any work is done or any output written.
   hw::DeviceDb db = hw::DeviceDb::load_default();
-  std::vector<std::string> ids = a.archs.empty() ? std::vector<std::string>{"H100_SXM"} : a.archs;
-  std::vector<const hw::Device*> devices;
-  for (const std::string& id : ids) {
-    const hw::Device* d = &db.get(id);
-    // `--arch h100_sxm --arch H100_SXM` names one device: bound it once.
-    bool seen = std::any_of(devices.begin(), devices.end(),
-                            [&](const hw::Device* e) { return lower(e->id) == lower(d->id); });
-    if (!seen) devices.push_back(d);
-  }
+  std::vector<const hw::Device*> devices = resolve_devices(db, a.archs, {"H100_SXM"});
 
   ir::Graph g = ir::load_graph_file(a.graph);
-  report::Report r = report::analyze(g, devices, options);
+  report::Report r = report::analyze(g, devices, options, levels);
 
+  // Files are written before anything is printed: when one cannot be written the run fails
+  // with exit 3 and prints nothing that looks like success.
+  if (!a.ski_slope_path.empty()) write_file_atomically(a.ski_slope_path, report::ski_slope_svg(r));
   if (a.json_path == "-") {
     out << report::to_json(r).dump(2) << '\n';
     return kOk;
   }
-  // The JSON file is written before the table is printed: when it cannot be written the
-  // run fails with exit 3 and prints nothing that looks like success.
   if (!a.json_path.empty()) write_file_atomically(a.json_path, report::to_json(r).dump(2) + "\n");
   std::string table = report::to_table(r, a.top);
   if (!table.empty() && table.back() != '\n') table += '\n';
   out << table;
+  return kOk;
+}
+
+// The target time T from exactly one of --target-ms and --rate-hz.
+double target_seconds(const InverseArgs& a) {
+  if (a.target_ms && a.rate_hz)
+    throw UserError(UserError::Kind::BadArgument,
+                    "give one target: --target-ms T or --rate-hz F, not both");
+  if (!a.target_ms && !a.rate_hz)
+    throw UserError(UserError::Kind::BadArgument,
+                    "missing target: give --target-ms T (milliseconds per run) or --rate-hz F "
+                    "(runs per second)");
+  double v = a.target_ms ? *a.target_ms : *a.rate_hz;
+  if (!(v > 0) || !std::isfinite(v))
+    throw UserError(UserError::Kind::BadArgument,
+                    fmt::format("{} must be a positive number, got {}",
+                                a.target_ms ? "--target-ms" : "--rate-hz", v));
+  return a.target_ms ? *a.target_ms * 1e-3 : 1.0 / *a.rate_hz;
+}
+
+int run_inverse(const InverseArgs& a, std::ostream& out) {
+  bound::InverseOptions options;
+  options.target_seconds = target_seconds(a);
+  options.policy = parse_policy_arg(a.policy);
+  options.mode = parse_mode_arg(a.mode);
+  if (a.bandwidth_gbps) {
+    if (!(*a.bandwidth_gbps > 0) || !std::isfinite(*a.bandwidth_gbps))
+      throw UserError(UserError::Kind::BadArgument,
+                      fmt::format("--bandwidth must be a positive number of GB/s, got {}",
+                                  *a.bandwidth_gbps));
+    options.bandwidth = *a.bandwidth_gbps * 1e9;  // decimal GB/s, as vendors publish
+  }
+  hw::DeviceDb db = hw::DeviceDb::load_default();
+  // Every device of the database by default; `host` only when named (detecting it probes
+  // this machine's memory, which says nothing about a target to provision).
+  std::vector<std::string> all;
+  for (const std::string& id : db.ids())
+    if (lower(id) != "host") all.push_back(id);
+  std::vector<const hw::Device*> devices = resolve_devices(db, a.archs, all);
+
+  ir::Graph g = ir::load_graph_file(a.graph);
+  cost::GraphCost cost = cost::graph_cost(g);
+  tiling::GraphCurveOptions curve_options;
+  curve_options.einsum.max_evaluations = a.max_mappings;
+  tiling::GraphTrafficModel model(g, cost, curve_options);
+  bound::InverseResult r = bound::inverse_roofline(g, cost, model, devices, options);
+  if (a.json_path == "-") {
+    out << report::inverse_to_json(g, r).dump(2) << '\n';
+    return kOk;
+  }
+  if (!a.json_path.empty())
+    write_file_atomically(a.json_path, report::inverse_to_json(g, r).dump(2) + "\n");
+  out << report::inverse_table(g, r);
   return kOk;
 }
 
@@ -162,6 +264,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       "  analyze PROGRAM.py   capture a PyTorch or JAX program, lower, analyze (--train, "
       "--validate)\n"
       "  validate PROGRAM.py  run the program and its lowered graph, compare the outputs\n"
+      "  inverse PROGRAM.py   the inverse roofline of a program (as `inverse GRAPH`)\n"
       "  bench PROGRAM.py     time the program here beside its SOL (headroom, violations)\n"
       "  suite DIR            every program of a folder (--timings FILE for headroom)\n"
       "See docs/cli.md.");
@@ -192,7 +295,52 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   analyze->add_option("--top", analyze_args.top, "Rows of the top-ops table")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  analyze->add_option("--mode", analyze_args.mode,
+                      "Cache-aware level: attainable (best schedule of the fusion/tiling "
+                      "mapspace) or provable (communication lower bound)")
+      ->capture_default_str();
+  analyze->add_flag("--no-cache-aware", analyze_args.no_cache_aware,
+                    "Skip the cache-aware level and the ski-slope (huge graphs)");
+  analyze->add_option("--ski-slope", analyze_args.ski_slope_path,
+                      "Write the ski-slope chart (SVG, log-log Q(S)) to PATH");
+  analyze
+      ->add_option("--max-mappings", analyze_args.max_mappings,
+                   "Mappings each einsum's tiling search evaluates before thinning its tiles")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   analyze->add_flag("--debug", debug, "On error, also print the exception's type and origin");
+
+  InverseArgs inverse_args;
+  CLI::App* inverse = app.add_subcommand(
+      "inverse", "Inverse roofline: the least compute, bandwidth and capacity a target time needs");
+  inverse->add_option("GRAPH", inverse_args.graph, "Graph file: text form or JSON (solar.graph.v1)")
+      ->required();
+  inverse->add_option("--target-ms", inverse_args.target_ms, "Target time per run, milliseconds");
+  inverse->add_option("--rate-hz", inverse_args.rate_hz,
+                      "Target rate, runs per second (T = 1/F), e.g. a 500 Hz control loop");
+  inverse
+      ->add_option("--arch", inverse_args.archs,
+                   "Device id to compare (repeatable, or comma-separated); default: every "
+                   "device of the database except host")
+      ->allow_extra_args(false)
+      ->delimiter(',');
+  inverse->add_option("--bandwidth", inverse_args.bandwidth_gbps,
+                      "DRAM bandwidth in GB/s (decimal): also report the least on-chip capacity "
+                      "that meets the target at it");
+  inverse->add_option("--json", inverse_args.json_path,
+                      "Write the JSON result (solar.inverse.v1) to PATH; `-` to stdout instead "
+                      "of the text");
+  inverse->add_option("--policy", inverse_args.policy,
+                      "Math policy: pytorch-default, tf32 or strict-fp32")
+      ->capture_default_str();
+  inverse->add_option("--mode", inverse_args.mode, "Q(S) for devices: attainable or provable")
+      ->capture_default_str();
+  inverse
+      ->add_option("--max-mappings", inverse_args.max_mappings,
+                   "Mappings each einsum's tiling search evaluates before thinning its tiles")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  inverse->add_flag("--debug", debug, "On error, also print the exception's type and origin");
 
   CLI::App* arch = app.add_subcommand("arch", "The device database");
   arch->require_subcommand(1);
@@ -224,6 +372,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
 
   try {
     if (analyze->parsed()) return run_analyze(analyze_args, out);
+    if (inverse->parsed()) return run_inverse(inverse_args, out);
     if (arch_list->parsed()) return run_arch_list(out);
     if (arch_show->parsed()) return run_arch_show(show_args, out);
     throw InternalError("no subcommand ran", __FILE__, __LINE__);

@@ -54,6 +54,76 @@ json origin_json(const Origin& o) {
   return json{{"file", o.file}, {"line", o.line}, {"op", o.op}};
 }
 
+json optional_number(const std::optional<double>& v) { return v ? number(*v) : json(nullptr); }
+
+json cache_aware_json(const ir::Graph& g, const bound::CacheAwareBound& c) {
+  json j = json::object();
+  j["available"] = c.available;
+  j["mode"] = std::string(tiling::traffic_mode_name(c.mode));
+  json levels = json::array();
+  for (const bound::CapacityLevel& l : c.capacity.levels)
+    levels.push_back(json{{"name", l.name}, {"bytes", count_json(l.bytes)}});
+  j["capacity_levels"] = std::move(levels);
+  j["capacity_unpublished"] = c.capacity.unpublished;
+  if (!c.available) {
+    j["reason"] = c.reason;
+    return j;
+  }
+  j["seconds"] = number(c.seconds);
+  j["bottleneck"] = c.bottleneck;
+  j["terms"] = terms_json(c.terms);
+  j["unknown"] = c.unknown;
+  j["capacity_bytes"] = count_json(*c.capacity.bytes);
+  j["traffic_bytes"] = count_json(c.traffic_bytes);
+  json groups = json::array();
+  for (const tiling::FusionGroup& grp : c.groups) {
+    json ops = json::array();
+    for (ir::OpId id : grp.ops) ops.push_back(g.op(id).name);
+    groups.push_back(json{{"ops", std::move(ops)},
+                          {"kind", std::string(tiling::fusion_kind_name(grp.kind))},
+                          {"traffic_bytes", count_json(grp.traffic_bytes)},
+                          {"buffer_bytes", count_json(grp.buffer_bytes)},
+                          {"detail", grp.detail}});
+  }
+  j["groups"] = std::move(groups);
+  j["exhaustive"] = c.exhaustive;
+  j["detail"] = c.detail;
+  j["share_basis"] = c.share_basis;
+  j["no_fusion_seconds"] = optional_number(c.no_fusion_seconds);
+  j["no_fusion_traffic_bytes"] =
+      c.no_fusion_traffic_bytes ? count_json(*c.no_fusion_traffic_bytes) : json(nullptr);
+  j["ops_at_compulsory"] = c.ops_at_compulsory;
+  j["fusion_gap"] = optional_number(c.fusion_gap);
+  j["tiling_gap"] = optional_number(c.tiling_gap);
+  return j;
+}
+
+json ski_slope_json(const ir::Graph& g, const Report& r) {
+  const bound::SkiSlope& s = *r.ski_slope;
+  json caps = json::array(), att = json::array(), prov = json::array();
+  for (Count c : s.capacities) caps.push_back(count_json(c));
+  for (Count c : s.attainable) att.push_back(count_json(c));
+  for (Count c : s.provable) prov.push_back(count_json(c));
+  json ops = json::array();
+  for (const bound::SkiSlopeOp& o : s.heaviest) {
+    json points = json::array();
+    for (const tiling::CurvePoint& p : o.points)
+      points.push_back(json::array({count_json(p.buffer_bytes), count_json(p.traffic_bytes)}));
+    ops.push_back(json{{"name", g.op(o.op).name}, {"points", std::move(points)}});
+  }
+  json devices = json::object();
+  for (const auto& [id, bytes] : r.device_capacities) devices[id] = count_json(bytes);
+  return json{{"capacities_bytes", std::move(caps)},
+              {"attainable_bytes", std::move(att)},
+              {"provable_bytes", std::move(prov)},
+              {"compulsory_bytes", count_json(s.compulsory_bytes)},
+              {"device_capacities_bytes", std::move(devices)},
+              {"ops", std::move(ops)},
+              {"ops_basis",
+               "the ops with an einsum curve whose smallest-buffer point moves the most bytes; "
+               "points are [buffer bytes, traffic bytes] of the op's attainable Pareto curve"}};
+}
+
 }  // namespace
 
 json to_json(const Report& r) {
@@ -75,10 +145,17 @@ json to_json(const Report& r) {
        "any implementation); unfused = sum of per-op rooflines (the eager reference)"},
       {"rates", "peaks_used: FLOP/s (ops/s) for compute resources, bytes/s for memory"},
       {"counts", "exact integers; a count above 2^64-1 is written as a decimal string"},
+      {"cache_aware",
+       "cache_aware = max(fused compute terms, Q(S)/DRAM bandwidth) at S = the device's total "
+       "on-chip capacity; mode attainable: Q(S) of the best schedule in the fusion and tiling "
+       "mapspace (an estimate); mode provable: a communication lower bound (a hard lower "
+       "bound)"},
   };
   j["program"] = {{"name", g.name}, {"frontend", g.frontend}, {"source", g.source}};
   j["options"] = {{"policy", std::string(bound::policy_name(r.options.policy))},
-                  {"cache_state", std::string(bound::cache_state_name(r.options.cache_state))}};
+                  {"cache_state", std::string(bound::cache_state_name(r.options.cache_state))},
+                  {"mode", std::string(tiling::traffic_mode_name(r.levels.mode))},
+                  {"cache_aware", r.levels.cache_aware}};
 
   const cost::Work& total = r.cost.total;
   j["totals"] = {
@@ -140,8 +217,11 @@ json to_json(const Report& r) {
   coverage["complete"] = analyzed == num_ops;
   j["coverage"] = std::move(coverage);
 
+  SOLAR_CHECK(r.cache_aware.empty() || r.cache_aware.size() == r.devices.size(),
+              "report cache-aware levels do not match its devices");
   json devices = json::object();
-  for (const bound::DeviceBounds& d : r.devices) {
+  for (std::size_t di = 0; di < r.devices.size(); ++di) {
+    const bound::DeviceBounds& d = r.devices[di];
     json peaks = json::object();
     for (const auto& [resource, rate] : d.peaks_used) peaks[resource] = number(rate);
     json& dev = devices[d.device_id];
@@ -152,8 +232,17 @@ json to_json(const Report& r) {
         d.fused.seconds > 0 ? number(d.unfused.seconds / d.fused.seconds) : json(nullptr);
     dev["peaks_used"] = std::move(peaks);
     dev["dram_bandwidth"] = d.dram_bandwidth ? number(*d.dram_bandwidth) : json(nullptr);
+    if (!r.cache_aware.empty())
+      dev["cache_aware"] = cache_aware_json(g, r.cache_aware[di]);
+    else
+      dev["cache_aware"] = json{{"available", false},
+                                {"mode", std::string(tiling::traffic_mode_name(r.levels.mode))},
+                                {"reason", r.cache_aware_skipped.empty()
+                                               ? std::string("not computed for this report")
+                                               : r.cache_aware_skipped}};
   }
   j["devices"] = std::move(devices);
+  if (r.ski_slope) j["ski_slope"] = ski_slope_json(g, r);
 
   json ops = json::array();
   ops.get_ref<json::array_t&>().reserve(g.ops().size());
@@ -204,6 +293,19 @@ json to_json(const Report& r) {
     row["share"] = std::move(share);
     row["terms"] = std::move(terms);
     if (!unknown.empty()) row["unknown"] = std::move(unknown);
+    // The op's part of each available cache-aware level: its traffic and its share.
+    json ca_traffic = json::object(), ca_share = json::object();
+    for (std::size_t di = 0; di < r.cache_aware.size(); ++di) {
+      const bound::CacheAwareBound& c = r.cache_aware[di];
+      if (!c.available) continue;
+      const std::string& id = r.devices[di].device_id;
+      ca_traffic[id] = count_json(c.op_traffic_bytes[op.id.value]);
+      ca_share[id] = c.op_share.empty() ? json(nullptr) : number(c.op_share[op.id.value]);
+    }
+    if (!ca_traffic.empty()) {
+      row["cache_aware_traffic_bytes"] = std::move(ca_traffic);
+      row["cache_aware_share"] = std::move(ca_share);
+    }
     ops.push_back(std::move(row));
   }
   j["ops"] = std::move(ops);

@@ -1,14 +1,23 @@
+// report::analyze: cost once, bound on every device, then the cache-aware level and the
+// ski-slope from one graph traffic model (built once, queried per device capacity).
 #include "solar/report/report.h"
 
+#include "solar/tiling/fusion.h"
 #include "solar/util/errors.h"
 
 namespace solar::report {
 
 Report analyze(const ir::Graph& g, const std::vector<const hw::Device*>& devices,
                const bound::Options& options) {
+  return analyze(g, devices, options, LevelOptions{});
+}
+
+Report analyze(const ir::Graph& g, const std::vector<const hw::Device*>& devices,
+               const bound::Options& options, const LevelOptions& levels) {
   Report r;
   r.graph = &g;
   r.options = options;
+  r.levels = levels;
   r.cost = cost::graph_cost(g);
   r.devices.reserve(devices.size());
   for (const hw::Device* d : devices) {
@@ -16,6 +25,33 @@ Report analyze(const ir::Graph& g, const std::vector<const hw::Device*>& devices
       throw UserError(UserError::Kind::BadArgument, "analyze: a device in the list is null");
     r.devices.push_back(bound::compute_bounds(g, r.cost, *d, options));
   }
+  if (!levels.cache_aware) {
+    r.cache_aware_skipped = "skipped on request (--no-cache-aware)";
+    return r;
+  }
+  if (std::optional<std::string> why = bound::why_not_cache_aware(options)) {
+    r.cache_aware_skipped = *why;  // no device could use the model: do not build it
+    return r;
+  }
+  std::vector<Count> capacities;
+  for (const hw::Device* d : devices) {
+    bound::OnChipCapacity c = bound::on_chip_capacity(*d, tiling::TrafficMode::Attainable);
+    if (c.bytes) {
+      r.device_capacities.emplace_back(d->id, *c.bytes);
+      capacities.push_back(*c.bytes);
+    }
+  }
+  // The model searches every einsum once; the per-device levels and the ski-slope reuse it.
+  tiling::GraphCurveOptions curve_options;
+  curve_options.einsum.max_evaluations = levels.max_mappings;
+  tiling::GraphTrafficModel model(g, r.cost, curve_options);
+  r.cache_aware.reserve(devices.size());
+  for (std::size_t i = 0; i < devices.size(); ++i)
+    r.cache_aware.push_back(
+        bound::cache_aware_bound(g, r.cost, *devices[i], r.devices[i], model, levels.mode));
+  if (levels.ski_slope)
+    r.ski_slope = bound::ski_slope(g, r.cost, model, capacities, levels.ski_slope_points,
+                                   levels.ski_slope_ops);
   return r;
 }
 

@@ -65,6 +65,45 @@ std::string by_dtype(const std::map<ir::DType, Count>& m, const std::string& uni
   return out;
 }
 
+// The cache-aware level, one row per device with its mode, S and Q(S); the reason for each
+// device without one.
+std::string cache_aware_rows(const Report& r) {
+  std::string mode(tiling::traffic_mode_name(r.levels.mode));
+  if (r.cache_aware.empty())
+    return fmt::format("cache-aware SOL ({}): {}\n", mode,
+                       r.cache_aware_skipped.empty() ? "not computed" : r.cache_aware_skipped);
+  std::string what = r.levels.mode == tiling::TrafficMode::Provable
+                         ? "a communication lower bound: a hard lower bound"
+                         : "the best schedule of the fusion/tiling mapspace: an estimate";
+  std::string out = fmt::format("\ncache-aware SOL, mode {} ({}), S = on-chip capacity\n", mode, what);
+  TextTable t({"device", "mode", "cache-aware SOL", "bottleneck", "S (on chip)", "Q(S)",
+               "cache-aware/fused", "unfused/fused"},
+              {Align::Left, Align::Left, Align::Right, Align::Left, Align::Right, Align::Right,
+               Align::Right, Align::Right});
+  std::vector<std::string> reasons;
+  for (std::size_t i = 0; i < r.cache_aware.size(); ++i) {
+    const bound::CacheAwareBound& c = r.cache_aware[i];
+    const std::string& id = r.devices[i].device_id;
+    if (!c.available) {
+      t.add({id, mode, "-", "-", "-", "-", "-", "-"});
+      reasons.push_back(fmt::format("  {}: {}\n", id, c.reason));
+      continue;
+    }
+    auto ratio = [](const std::optional<double>& v) {
+      return v ? fmt::format("{:.2f}x", *v) : std::string("-");
+    };
+    t.add({id, mode, detail::human_seconds(c.seconds), c.bottleneck,
+           detail::si(*c.capacity.bytes, "B"), detail::si(c.traffic_bytes, "B"),
+           ratio(c.tiling_gap), ratio(c.fusion_gap)});
+  }
+  out += t.render();
+  if (!reasons.empty()) {
+    out += "no cache-aware level:\n";
+    for (const std::string& s : reasons) out += s;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string to_table(const Report& r, int top_ops) {
@@ -141,6 +180,7 @@ std::string to_table(const Report& r, int top_ops) {
     for (const auto& [id, lines] : notes)
       for (const std::string& s : lines) out += fmt::format("  {}: {}\n", id, s);
   }
+  out += cache_aware_rows(r);
 
   // Top ops by share of the first device's unfused SOL.
   const bound::DeviceBounds& first = r.devices.front();

@@ -1,6 +1,8 @@
 #include "solar/tiling/problem.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "solar/cost/work.h"
@@ -55,6 +57,33 @@ Count bits_of(Count elements, int bits) {
   return elements * Count(static_cast<std::uint64_t>(bits));
 }
 
+// A dimension read at sum_k c_k * r_k + c0 whose terms, ordered by coefficient, never
+// overlap (c_{k+1} >= c_k * extent_k) and stay inside the dimension is a flattened box: the
+// reads of a flat input through a permuted or strided view ("i0*393216+i1*96+i2*768+i3").
+// Such a dimension reads exactly one element per rank tuple, as separate plain dimensions
+// would, so it is split into them: the tile hull of the flat form counts every element
+// between a tile's first and last position, and its search cost explodes with the
+// coefficients. nullopt when the terms overlap (a sliding window) or reach outside.
+std::optional<std::vector<DimAccess>> split_flattened(const DimAccess& d,
+                                                      const std::vector<Rank>& ranks) {
+  if (d.terms.size() < 2 || d.constant < 0) return std::nullopt;
+  std::vector<DimTerm> terms = d.terms;
+  std::sort(terms.begin(), terms.end(),
+            [](const DimTerm& a, const DimTerm& b) { return a.coef < b.coef; });
+  __int128 reach = d.constant, next_free = 1;
+  for (const DimTerm& t : terms) {
+    if (t.coef < next_free) return std::nullopt;  // overlaps the previous terms (or < 1)
+    const __int128 extent = ranks[t.rank].extent;
+    next_free = static_cast<__int128>(t.coef) * extent;
+    reach += static_cast<__int128>(t.coef) * (extent - 1);
+  }
+  if (reach >= d.extent) return std::nullopt;  // part of it is padding
+  std::vector<DimAccess> plain;
+  for (auto it = terms.rbegin(); it != terms.rend(); ++it)  // outermost (largest stride) first
+    plain.push_back(DimAccess{{{it->rank, 1}}, 0, ranks[it->rank].extent});
+  return plain;
+}
+
 }  // namespace
 
 TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op) {
@@ -100,6 +129,10 @@ TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op) {
       if (output && !d.plain())
         throw Unsupported("output subscripts must be plain indices for the tiling model",
                           op.origin);
+      if (auto split = split_flattened(d, p.ranks)) {
+        a.dims.insert(a.dims.end(), split->begin(), split->end());
+        continue;
+      }
       a.dims.push_back(std::move(d));
     }
     p.tensors.push_back(std::move(a));

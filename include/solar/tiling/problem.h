@@ -6,7 +6,9 @@
 // - A tensor dimension is read at sum_i coef_i * rank_i + constant. A plain dimension has one
 //   term of coefficient 1 and no constant; a sliding-window (convolution) dimension has
 //   several terms (`p*stride + r*dilation - pad`). Positions outside [0, dim extent) are
-//   padding: never transferred.
+//   padding: never transferred. A dimension whose terms never overlap and stay in range (a
+//   flat tensor read through a permuted or strided view, a window with stride >= kernel) is
+//   split into plain dimensions, one per term: it reads one element per rank tuple.
 // - The output is the last tensor; its dimensions must be plain ranks (distinct).
 // - Sizes are in elements; widths in bits, so traffic converts to bytes per tensor
 //   (bytes = ceil(elements * bits / 8) over the whole run).

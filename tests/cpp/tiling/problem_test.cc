@@ -49,6 +49,31 @@ TEST(Problem, ConvolutionKeepsWindowDims) {
   EXPECT_EQ(affine_ranks(p), want);
 }
 
+TEST(Problem, FlattenedPermutedReadIsSplitIntoPlainDims) {
+  // A copy of a permuted flat input: i0*(8*512*96) + i1*96 + i2*(96*8) + i3 never overlaps.
+  ir::Graph g = ir::parse_graph(R"(
+    x = f32[50331648] input
+    y = f32[128,8,512,96]{output} einsum [i0=128,i1=8,i2=512,i3=96] none $0 (x[i0*393216+i1*96+i2*768+i3]) -> [i0,i1,i2,i3])");
+  TilingProblem p = problem_from_einsum(g, op_of(g, "y"));
+  EXPECT_TRUE(p.tensors[0].plain());
+  ASSERT_EQ(p.tensors[0].dims.size(), 4u);
+  EXPECT_EQ(p.tensors[0].dims[0].terms[0].rank, 0);  // largest stride outermost: i0, i2, i1, i3
+  EXPECT_EQ(p.tensors[0].dims[1].terms[0].rank, 2);
+  EXPECT_EQ(p.tensors[0].elements(), Count(128 * 8 * 512 * 96));  // the elements read
+}
+
+TEST(Problem, NonOverlappingWindowIsPlainButOverlappingStaysAWindow) {
+  ir::Graph g = ir::parse_graph(R"(
+    x = f32[1,4,8,8] input
+    w = f32[6,4,2,2] weight
+    y = f32[1,6,4,4]{output} einsum [n=1,k=6,p=4,q=4,c=4,r=2,s=2] sum mul($0,$1) (x[n,c,p*2+r,q*2+s], w[k,c,r,s]) -> [n,k,p,q]
+    z = f32[1,6,7,7]{output} einsum [n=1,k=6,p=7,q=7,c=4,r=2,s=2] sum mul($0,$1) (x[n,c,p+r,q+s], w[k,c,r,s]) -> [n,k,p,q])");
+  // stride 2 = kernel 2: a patchify convolution, which reads each input element once.
+  EXPECT_TRUE(problem_from_einsum(g, op_of(g, "y")).tensors[0].plain());
+  // stride 1 < kernel 2: windows overlap.
+  EXPECT_FALSE(problem_from_einsum(g, op_of(g, "z")).tensors[0].plain());
+}
+
 TEST(Problem, MaskedEinsumIsUnsupported) {
   ir::Graph g = ir::parse_graph(R"(
     s = f32[4,4] input

@@ -30,6 +30,8 @@ def analyze_program(
     cache_state: str = "cold",
     strict: bool = False,
     fake: bool = True,
+    mode: str = "attainable",
+    cache_aware: bool = True,
 ):
     """solar.analyze for an nn.Module or function: capture on fake tensors, lower, analyze.
     Unanalyzed ops are reported (UnanalyzedOpWarning, and in the report's coverage)."""
@@ -43,4 +45,4 @@ def analyze_program(
     archs = [arch] if isinstance(arch, str) else list(arch)
     if not archs:
         raise _core.UserError("analyze() needs at least one device id in `arch`")
-    return Report(_core.analyze(graph, archs, policy, cache_state))
+    return Report(_core.analyze(graph, archs, policy, cache_state, mode, cache_aware))

@@ -30,6 +30,16 @@ class ProgramOptions:
     optimizer: Optional[str] = None  # "sgd", "adam", "adamw" (with train)
     validate: bool = False  # run the program and the graph, compare outputs
     crosscheck: bool = True  # MACs against torch.utils.flop_counter.FlopCounterMode
+    mode: str = "attainable"  # the cache-aware level's mode: "attainable" or "provable"
+    cache_aware: bool = True  # False: no cache-aware level and no ski-slope (huge graphs)
+    max_mappings: Optional[int] = None  # per-einsum tiling search cap; None: the default
+
+    def level_args(self) -> Dict[str, Any]:
+        """The cache-aware keyword arguments of `_core.analyze`."""
+        args: Dict[str, Any] = {"mode": self.mode, "cache_aware": self.cache_aware}
+        if self.max_mappings is not None:
+            args["max_mappings"] = self.max_mappings
+        return args
 
 
 @dataclasses.dataclass
@@ -65,7 +75,8 @@ def analyze_trace(trace: Dict[str, Any], file: str, options: ProgramOptions) -> 
     archs = list(options.archs)
     if not archs:
         raise _core.UserError("analyze needs at least one device id")
-    report = Report(_core.analyze(graph, archs, options.policy, options.cache_state))
+    report = Report(_core.analyze(graph, archs, options.policy, options.cache_state,
+                                  **options.level_args()))
     return ProgramAnalysis(report, notes, trace, graph, trace_ids)
 
 
