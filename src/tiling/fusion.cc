@@ -127,7 +127,12 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
     u.own_bytes = w.bytes().raw();
     if (op.kind() == ir::OpKind::Einsum) {
       try {
-        TilingProblem p = problem_from_einsum(g, op);
+        // A masked einsum (causal attention) is tiled as its full box, so that it can take
+        // part in tiled fusion (flash attention) instead of streaming through DRAM.
+        const bool masked = !op.einsum().mask.empty();
+        TilingProblem p = problem_from_einsum(
+            g, op, masked ? MaskedEinsum::Box : MaskedEinsum::Refuse);
+        u.masked_box = masked;
         const std::string key = problem_key(p);
         auto it = by_problem.find(key);
         if (it == by_problem.end()) {
@@ -144,7 +149,8 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
         u.tensor_root.push_back(root[op.outputs[0].value]);
         u.problem = std::move(p);
       } catch (const Unsupported&) {
-        // Masked or otherwise outside the tiling model: the op costs its own unfused bytes.
+        // Outside the tiling model: the op costs its own unfused bytes.
+        u.masked_box = false;
       }
     }
     if (!u.has_curve && op.outputs.size() == 1) {
@@ -187,7 +193,7 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
     }
   // Provable mode: einsums whose operands all come from outside the graph (fusion.h).
   for (const detail::Unit& u : units) {
-    if (!u.has_curve) continue;  // (tensor_root of can_reside units is not needed here)
+    if (!u.has_curve || u.masked_box) continue;  // (tensor_root of can_reside units: unused)
     bool sources = true;
     for (std::size_t t = 0; t + 1 < u.tensor_root.size(); ++t)
       sources = sources && ir::is_graph_source(g.tensor(ir::TensorId{u.tensor_root[t]}).role);

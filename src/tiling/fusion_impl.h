@@ -33,6 +33,9 @@ struct Unit {
   // Curve: an einsum with an attainable ski-slope; Bytes: its own unfused bytes (data
   // movement, opaque, einsums the tiling model refuses).
   bool has_curve = false;
+  // Curve of a masked einsum's full box (MaskedEinsum::Box): attainable only, never a
+  // provable per-op bound.
+  bool masked_box = false;
   int problem_id = -1;  // Curve: equal for units with equal problems
   std::optional<TilingProblem> problem;
   std::shared_ptr<const CurveResult> curve;

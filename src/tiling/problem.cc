@@ -86,11 +86,11 @@ std::optional<std::vector<DimAccess>> split_flattened(const DimAccess& d,
 
 }  // namespace
 
-TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op) {
+TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op, MaskedEinsum masked) {
   if (op.kind() != ir::OpKind::Einsum)
     throw Unsupported("the tiling model covers einsum ops only", op.origin);
   const ir::EinsumOp& e = op.einsum();
-  if (!e.mask.empty())
+  if (!e.mask.empty() && masked == MaskedEinsum::Refuse)
     throw Unsupported("the tiling model does not handle masked einsums (the mask changes "
                       "which tiles are live)",
                       op.origin);

@@ -7,8 +7,8 @@
 // Semantics
 // - Attainable: every op is placed in exactly one group (a run of consecutive analyzed ops
 //   in graph order). A group of one op moves its own ski-slope traffic Q_i(S) (einsums with
-//   a curve) or its own unfused bytes (data movement, opaque, einsums the tiling model
-//   refuses). A fused group keeps the intermediates it produces and consumes on chip (no
+//   a curve; a masked einsum's curve is its full box's, MaskedEinsum::Box) or its own
+//   unfused bytes (data movement, opaque, einsums the tiling model refuses). A fused group keeps the intermediates it produces and consumes on chip (no
 //   DRAM traffic; their bytes, or their tile, are reserved from S); an intermediate also
 //   read after the group, or a graph output, is still written once.
 // - Free views (views, non-copying slices: zero bytes) cost nothing and are transparent: a

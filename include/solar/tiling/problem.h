@@ -70,12 +70,21 @@ struct TilingProblem {
   void check() const;
 };
 
+// How problem_from_einsum treats an einsum with a mask (a causal attention's scores).
+enum class MaskedEinsum {
+  Refuse,  // Unsupported: the mask changes which tiles are live (exact and provable models)
+  Box,     // the mask is ignored: the full box's tiles, which move at least what the live
+           // tiles move (attainable estimates only: a provable bound of the box is no bound
+           // of the masked op, which does less work)
+};
+
 // The problem of one einsum op of `g`. Throws Unsupported for what the tiling model cannot
-// express: masks, non-plain or repeated output subscripts, a rank in two dimensions of one
-// tensor, more than kMaxRanks ranks. Each operand is its own tensor even when two operands
-// name the same graph tensor (the attainable model may then count its traffic twice; the
-// compulsory traffic counts it once).
-TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op);
+// express: masks (unless `masked` is Box), non-plain or repeated output subscripts, a rank
+// in two dimensions of one tensor, more than kMaxRanks ranks. Each operand is its own tensor
+// even when two operands name the same graph tensor (the attainable model may then count its
+// traffic twice; the compulsory traffic counts it once).
+TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op,
+                                  MaskedEinsum masked = MaskedEinsum::Refuse);
 
 // C[m,n] = sum_k A[m,k] * B[k,n] with every tensor of type `dtype` (ranks m, n, k).
 TilingProblem gemm_problem(std::int64_t m, std::int64_t n, std::int64_t k, ir::DType dtype);

@@ -336,7 +336,7 @@ TEST(FusionTiled, ReducedRankIsNotFused) {
 
 // ---- ops without a curve -------------------------------------------------------------------
 
-TEST(FusionData, MovesAndMaskedEinsumsCostTheirOwnBytes) {
+TEST(FusionData, MovesCostTheirOwnBytesAndMaskedEinsumsTileTheirBox) {
   Analyzed a(R"(
     x = f32[16,32] input
     s = f32[32,32] input
@@ -346,7 +346,9 @@ TEST(FusionData, MovesAndMaskedEinsumsCostTheirOwnBytes) {
   nf.fuse = false;
   GraphTrafficModel m(a.g, a.c, nf);
   EXPECT_EQ(m.op_curve(ir::OpId{0}), nullptr);  // data movement
-  EXPECT_EQ(m.op_curve(ir::OpId{1}), nullptr);  // masked: refused by the tiling model
+  // masked: tiled as its full box (MaskedEinsum::Box), which reads s and writes m whole
+  ASSERT_NE(m.op_curve(ir::OpId{1}), nullptr);
+  EXPECT_EQ(m.op_curve(ir::OpId{1})->floor().traffic_bytes, Count(2 * 4 * 32 * 32));
   const GraphTraffic q = m.at(Count(64), TrafficMode::Attainable);
   EXPECT_EQ(q.traffic_bytes, a.c.per_op[0].bytes() + a.c.per_op[1].bytes());
   EXPECT_EQ(q.traffic_bytes, Count(2 * 4 * 16 * 32 + 2 * 4 * 32 * 32));  // read + write each
@@ -354,8 +356,8 @@ TEST(FusionData, MovesAndMaskedEinsumsCostTheirOwnBytes) {
 }
 
 TEST(FusionData, MaskedEinsumReadsAnOnChipInput) {
-  // A masked einsum has no curve, but its own bytes are its operands' footprints plus its
-  // output: in an untiled segment its on-chip input costs nothing.
+  // A masked einsum is tiled as its box: in an untiled or a row-tiled segment its on-chip
+  // input costs nothing.
   Analyzed a(R"(
     x = f32[32,32] input
     s = f32[32,32] einsum [q,k] none exp($0) (x[q,k]) -> [q,k]
@@ -367,7 +369,22 @@ TEST(FusionData, MaskedEinsumReadsAnOnChipInput) {
   ASSERT_TRUE(u);
   EXPECT_EQ(u->traffic_bytes, Count(t + t));  // x read, m written; s stays on chip
   EXPECT_EQ(m.at(Count(kMiB), TrafficMode::Attainable).traffic_bytes, a.c.compulsory_bytes());
-  EXPECT_FALSE(m.group_at(ir::OpId{0}, ir::OpId{1}, FusionKind::Tiled, Count(kMiB)));
+  std::optional<FusionGroup> tiled =
+      m.group_at(ir::OpId{0}, ir::OpId{1}, FusionKind::Tiled, Count(kMiB));
+  ASSERT_TRUE(tiled);
+  EXPECT_EQ(tiled->traffic_bytes, Count(t + t));
+}
+
+TEST(FusionData, MaskedEinsumGivesNoProvableBound) {
+  // A causal product: the box's GEMM bound would overstate what the masked op must move.
+  Analyzed a(R"(
+    q = f32[256,64] input
+    k = f32[256,64] input
+    s = f32[256,256]{output} einsum [i=256,j=256,e=64] sum mul($0,$1) (q[i,e], k[j,e]) -> [i,j] where i >= j)");
+  GraphTrafficModel m(a.g, a.c);
+  const Count small(4 * 1024);
+  EXPECT_EQ(m.at(small, TrafficMode::Provable).traffic_bytes, a.c.compulsory_bytes());
+  EXPECT_GT(m.at(small, TrafficMode::Attainable).traffic_bytes, a.c.compulsory_bytes());
 }
 
 TEST(FusionData, UnanalyzedOpsContributeNothing) {
@@ -547,7 +564,7 @@ std::string random_graph(std::mt19937& rng) {
                             in.cols, in.rows, out, in.name);
         ts.push_back({name, in.cols, in.rows, in.type});
         break;
-      case 6:  // a masked einsum: no tiling curve
+      case 6:  // a masked einsum: tiled as its box
         text += fmt::format(
             "{} = {}[{},{}]{} einsum [r={},c={}] none mul($0,2) ({}[r,c]) -> [r,c] where r >= c\n",
             name, type, in.rows, in.cols, out, in.rows, in.cols, in.name);
