@@ -2,6 +2,8 @@
 // ski-slope from one graph traffic model (built once, queried per device capacity).
 #include "solar/report/report.h"
 
+#include <algorithm>
+
 #include "solar/tiling/fusion.h"
 #include "solar/util/errors.h"
 
@@ -49,9 +51,16 @@ Report analyze(const ir::Graph& g, const std::vector<const hw::Device*>& devices
   for (std::size_t i = 0; i < devices.size(); ++i)
     r.cache_aware.push_back(
         bound::cache_aware_bound(g, r.cost, *devices[i], r.devices[i], model, levels.mode));
-  if (levels.ski_slope)
-    r.ski_slope = bound::ski_slope(g, r.cost, model, capacities, levels.ski_slope_points,
-                                   levels.ski_slope_ops);
+  if (levels.ski_slope) {
+    // Each sampled capacity costs a whole-graph query (about 1 s at 60,000 ops, two per
+    // point): a graph past kSkiSlopeFullOps ops (unrolled RNNs) is sampled more coarsely.
+    const std::size_t ops = std::max<std::size_t>(g.ops().size(), 1);
+    const int points = std::clamp<int>(
+        static_cast<int>(std::min<std::size_t>(
+            levels.ski_slope_points, levels.ski_slope_points * LevelOptions::kSkiSlopeFullOps / ops)),
+        std::min(levels.ski_slope_points, 4), levels.ski_slope_points);
+    r.ski_slope = bound::ski_slope(g, r.cost, model, capacities, points, levels.ski_slope_ops);
+  }
   return r;
 }
 

@@ -3,6 +3,7 @@
 // docs/report-json.md), as a readable table and the ski-slope as an SVG chart.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,7 +26,9 @@ struct LevelOptions {
   bool cache_aware = true;  // the cache-aware level (and the ski-slope); off: `--no-cache-aware`
   tiling::TrafficMode mode = tiling::TrafficMode::Attainable;  // the cache-aware level's Q(S)
   bool ski_slope = true;    // the `ski_slope` section (needs cache_aware)
-  int ski_slope_points = 32;  // log-spaced capacities
+  int ski_slope_points = 32;  // log-spaced capacities; fewer (down to 4) in proportion past
+                              // kSkiSlopeFullOps ops, where each point costs seconds
+  static constexpr std::size_t kSkiSlopeFullOps = 4000;
   int ski_slope_ops = 5;      // heaviest ops charted
   // Mappings each einsum's tiling search may evaluate before its candidate tiles are thinned
   // (tiling::CurveOptions::max_evaluations): thinned curves stay attainable, only less
