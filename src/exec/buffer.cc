@@ -436,6 +436,17 @@ void wrap_to_dtype(ir::DType dtype, std::span<std::int64_t> values) {
   for (std::int64_t& v : values) v = wrap_to_dtype(dtype, v);
 }
 
+void bring_to_dtype(Buffer& out) {
+  const auto n = static_cast<std::size_t>(out.num_elements());
+  switch (out.storage()) {
+    case Storage::F32: round_to_dtype(out.dtype(), std::span<float>(out.data<float>(), n)); return;
+    case Storage::F64: return;
+    case Storage::I64:
+      wrap_to_dtype(out.dtype(), std::span<std::int64_t>(out.data<std::int64_t>(), n));
+      return;
+  }
+}
+
 void release_buffer_cache() {
   BlockCache& c = block_cache();
   std::multimap<std::size_t, void*> blocks;

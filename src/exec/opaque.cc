@@ -147,18 +147,6 @@ void store(Buffer& out, std::int64_t i, T v) {
   }
 }
 
-// Brings an output's values into its dtype after the kernel wrote compute-type values.
-void finish(Buffer& out) {
-  const auto n = static_cast<std::size_t>(out.num_elements());
-  switch (out.storage()) {
-    case Storage::F32: round_to_dtype(out.dtype(), std::span<float>(out.data<float>(), n)); return;
-    case Storage::F64: return;
-    case Storage::I64:
-      wrap_to_dtype(out.dtype(), std::span<std::int64_t>(out.data<std::int64_t>(), n));
-      return;
-  }
-}
-
 // ---- sort, argsort, topk -------------------------------------------------------------------
 
 // For each line: the first `k` positions of the line in sorted order (stable; ties keep their
@@ -196,7 +184,7 @@ void sorted_prefix(const Call& c, std::int64_t axis, std::int64_t k, bool descen
       }
     });
   });
-  if (indices) finish(*indices);
+  if (indices) bring_to_dtype(*indices);
 }
 
 void run_sort(const Call& c) {
@@ -295,7 +283,7 @@ void run_arg_extreme(const Call& c, bool max) {
       o[l] = best;
     });
   });
-  finish(out);
+  bring_to_dtype(out);
 }
 
 // ---- cumulative ops ------------------------------------------------------------------------
@@ -367,8 +355,8 @@ void run_cumulative(const Call& c, Cumulative kind) {
       }
     });
   });
-  finish(out);
-  if (idx) finish(*idx);
+  bring_to_dtype(out);
+  if (idx) bring_to_dtype(*idx);
 }
 
 // ---- the registry --------------------------------------------------------------------------

@@ -95,18 +95,6 @@ void with_type(Storage s, F&& f) {
   }
 }
 
-// Rounds (floats) or wraps (integers) the values a kernel wrote to the output's dtype.
-void finish(Buffer& out) {
-  const auto n = static_cast<std::size_t>(out.num_elements());
-  switch (out.storage()) {
-    case Storage::F32: round_to_dtype(out.dtype(), std::span<float>(out.data<float>(), n)); return;
-    case Storage::F64: return;
-    case Storage::I64:
-      wrap_to_dtype(out.dtype(), std::span<std::int64_t>(out.data<std::int64_t>(), n));
-      return;
-  }
-}
-
 // The positions of an index tensor (all dimensions but the trailing index vector), visited
 // in row-major order with their coordinates.
 struct IndexWalk {
@@ -247,7 +235,7 @@ void run_xla_gather(const ir::OpaqueOp& op, std::span<const Buffer* const> input
       }
     }
   });
-  finish(out);
+  bring_to_dtype(out);
 }
 
 void run_xla_scatter(const ir::OpaqueOp& op, std::span<const Buffer* const> inputs,
@@ -359,7 +347,7 @@ void run_xla_scatter(const ir::OpaqueOp& op, std::span<const Buffer* const> inpu
       }
     }
   });
-  finish(out);
+  bring_to_dtype(out);
 }
 
 }  // namespace solar::exec

@@ -107,4 +107,8 @@ float round_to_dtype(ir::DType dtype, float value);
 void wrap_to_dtype(ir::DType dtype, std::span<std::int64_t> values);
 std::int64_t wrap_to_dtype(ir::DType dtype, std::int64_t value);
 
+// Brings a whole buffer's values into its dtype after a kernel wrote compute-type values:
+// round_to_dtype for f32 storage, wrap_to_dtype for i64 storage, nothing for f64.
+void bring_to_dtype(Buffer& out);
+
 }  // namespace solar::exec
