@@ -101,10 +101,13 @@ std::pair<std::string, std::string> inverse(const ir::Graph& g, const std::vecto
 void bind_report(nb::module_& m) {
   m.attr("REPORT_SCHEMA") = report::kReportSchema;
   nb::class_<Analysis>(m, "Analysis", "A report (use solar.Report, which wraps it).")
-      .def("to_json", [](const Analysis& a, int indent) {
-             return report::to_json(a.report).dump(indent);
+      .def("to_json", [](const Analysis& a, int indent, bool ops) {
+             nlohmann::json j = report::to_json(a.report);
+             if (!ops) j.erase("ops");
+             return j.dump(indent);
            },
-           "indent"_a = -1, "The report as JSON (solar.report.v1).")
+           "indent"_a = -1, "ops"_a = true,
+           "The report as JSON (solar.report.v1); ops=False leaves out the per-op rows.")
       .def("table", [](const Analysis& a, int top) { return report::to_table(a.report, top); },
            "top"_a = 10, "The readable table (the CLI's output).")
       .def("ski_slope_svg", [](const Analysis& a) { return report::ski_slope_svg(a.report); },

@@ -88,13 +88,20 @@ class Report(Record):
     `report.devices` is keyed by device id: `report.devices["H100_SXM"].fused.seconds`.
     """
 
-    __slots__ = ("_analysis", "_sections")
+    __slots__ = ("_analysis", "_sections", "_parsed")
 
     def __init__(self, analysis: Any):
-        data = json.loads(analysis.to_json())
         object.__setattr__(self, "_analysis", analysis)
         object.__setattr__(self, "_sections", {})
-        super().__init__(data)
+        object.__setattr__(self, "_parsed", None)
+
+    @property
+    def _data(self) -> dict:  # parsed on first use: a 400,000-op report takes seconds
+        if self._parsed is None:
+            data = json.loads(self._analysis.to_json())
+            data.update(self._sections)
+            object.__setattr__(self, "_parsed", data)
+        return self._parsed
 
     def attach_section(self, name: str, section: dict) -> None:
         """Adds a section computed outside the C++ analysis (the frontends' `validation`
@@ -102,7 +109,8 @@ class Report(Record):
         if name in self._data and name not in self._sections:
             raise ValueError(f"the report already has a field {name!r}")
         self._sections[name] = section
-        self._data[name] = section
+        if self._parsed is not None:
+            self._parsed[name] = section
 
     def get_section(self, name: str) -> dict | None:
         """An attached section, or None."""
@@ -124,9 +132,10 @@ class Report(Record):
             return {k: _wrap(v) for k, v in devs.items()}
         return {_device_key(d, i): _wrap(d) for i, d in enumerate(devs)}
 
-    def to_json(self, indent: int | None = 2) -> str:
-        """The report as JSON text (solar.report.v1), as the CLI's --json writes it."""
-        text = self._analysis.to_json(-1 if indent is None else indent)
+    def to_json(self, indent: int | None = 2, ops: bool = True) -> str:
+        """The report as JSON text (solar.report.v1), as the CLI's --json writes it; with
+        ops=False, without the per-op rows."""
+        text = self._analysis.to_json(-1 if indent is None else indent, ops)
         if not self._sections:
             return text
         data = json.loads(text)

@@ -466,10 +466,11 @@ def _analyze_task(task: Dict[str, Any], threads: int) -> Dict[str, Any]:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result, shrink = analyze_with_ladder(task["source"], options, ladder)
-            text: Optional[str] = result.report.to_json(None)
+            # --no-ops: the per-op rows are most of a report's size, and of its making.
+            op_rows = o.get("op_rows", True)
+            text: Optional[str] = result.report.to_json(None, ops=op_rows)
         report = json.loads(text)
-        if not o.get("op_rows", True) and "ops" in report:
-            del report["ops"]  # --no-ops: the per-op rows are most of a report's size
+        if not op_rows:
             text = None
         if task.get("spill"):
             # The whole report goes to a file the parent copies into --json; the parent

@@ -238,9 +238,15 @@ SkiSlope ski_slope(const ir::Graph& g, const cost::GraphCost& cost,
     if (!s.capacities.empty() && c <= s.capacities.back()) continue;
     s.capacities.push_back(c);
   }
-  for (Count c : s.capacities) {
-    s.attainable.push_back(model.at(c, tiling::TrafficMode::Attainable).traffic_bytes);
-    s.provable.push_back(model.at(c, tiling::TrafficMode::Provable).traffic_bytes);
+  // One search for every capacity; the extra ones last, so that the model still remembers
+  // them when the levels at those capacities are asked for.
+  std::vector<Count> query = s.capacities;
+  query.insert(query.end(), extra_capacities.begin(), extra_capacities.end());
+  const std::vector<tiling::GraphTraffic> prov = model.at(query, tiling::TrafficMode::Provable);
+  const std::vector<tiling::GraphTraffic> att = model.at(query, tiling::TrafficMode::Attainable);
+  for (std::size_t k = 0; k < s.capacities.size(); ++k) {
+    s.attainable.push_back(att[k].traffic_bytes);
+    s.provable.push_back(prov[k].traffic_bytes);
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
     if (a.first != b.first) return a.first > b.first;

@@ -47,10 +47,8 @@ Report analyze(const ir::Graph& g, const std::vector<const hw::Device*>& devices
   tiling::GraphCurveOptions curve_options;
   curve_options.einsum.max_evaluations = levels.max_mappings;
   tiling::GraphTrafficModel model(g, r.cost, curve_options);
-  r.cache_aware.reserve(devices.size());
-  for (std::size_t i = 0; i < devices.size(); ++i)
-    r.cache_aware.push_back(
-        bound::cache_aware_bound(g, r.cost, *devices[i], r.devices[i], model, levels.mode));
+  // The ski-slope first: its one search also answers the devices' capacities, which the
+  // model remembers for the levels.
   if (levels.ski_slope) {
     // Each sampled capacity costs a whole-graph query (about 1 s at 60,000 ops, two per
     // point): a graph past kSkiSlopeFullOps ops (unrolled RNNs) is sampled more coarsely.
@@ -61,6 +59,10 @@ Report analyze(const ir::Graph& g, const std::vector<const hw::Device*>& devices
         std::min(levels.ski_slope_points, 4), levels.ski_slope_points);
     r.ski_slope = bound::ski_slope(g, r.cost, model, capacities, points, levels.ski_slope_ops);
   }
+  r.cache_aware.reserve(devices.size());
+  for (std::size_t i = 0; i < devices.size(); ++i)
+    r.cache_aware.push_back(
+        bound::cache_aware_bound(g, r.cost, *devices[i], r.devices[i], model, levels.mode));
   return r;
 }
 

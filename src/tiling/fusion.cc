@@ -4,6 +4,7 @@
 #include "solar/tiling/fusion.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "fmt/format.h"
 #include "fusion_impl.h"
@@ -102,6 +103,8 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
   users.assign(nt, {});
   used_outside.assign(nt, false);
   unit_of_op.assign(g.ops().size(), -1);
+  tensor_size.reserve(nt);
+  for (const ir::Tensor& t : g.tensors()) tensor_size.push_back(t.size_bytes().raw());
 
   // Curves are shared between ops with the same problem (the layers of a model).
   std::map<std::string, std::shared_ptr<const CurveResult>> by_problem;
@@ -266,34 +269,73 @@ void split_shares(const GraphTrafficModel::Impl& m, const FusionGroup& grp,
 
 }  // namespace
 
-GraphTraffic GraphTrafficModel::Impl::attainable(Count capacity) const {
-  const Wide s = capacity.raw();
+std::vector<GraphTraffic> GraphTrafficModel::Impl::attainable(
+    const std::vector<Count>& capacities) const {
+  // Answered from the memo where possible; the rest share one segmentation search, which
+  // plans every segment once for all of them (planning dominates on long graphs).
+  std::vector<GraphTraffic> out(capacities.size());
+  std::vector<std::size_t> todo;
+  {
+    std::lock_guard<std::mutex> lock(attained_mu);
+    for (std::size_t k = 0; k < capacities.size(); ++k) {
+      auto it = attained.find(capacities[k].raw());
+      if (it != attained.end()) out[k] = it->second;
+      else todo.push_back(k);
+    }
+  }
+  if (todo.empty()) return out;
   const int n = static_cast<int>(units.size());
+  const std::size_t nc = todo.size();
   const int max_len = options.fuse ? options.max_segment_ops : 1;
-  // best[j]: least traffic of units [0, j); from[j]: where its last segment starts.
-  std::vector<Wide> best(n + 1, kInfinite);
-  std::vector<int> from(n + 1, -1);
-  best[0] = 0;
+  std::vector<Wide> s(nc);
+  for (std::size_t k = 0; k < nc; ++k) s[k] = capacities[todo[k]].raw();
+  // best[j * nc + k]: least traffic of units [0, j) at capacity k; from: where its last
+  // segment starts.
+  std::vector<Wide> best((n + 1) * nc, kInfinite);
+  std::vector<int> from((n + 1) * nc, -1);
+  for (std::size_t k = 0; k < nc; ++k) best[k] = 0;
   for (int j = 1; j <= n; ++j) {
+    Wide* bj = &best[j * nc];
     // Shortest segment first: the op alone sets a budget the longer ones must beat.
     for (int i = j - 1; i >= std::max(0, j - max_len); --i) {
-      if (best[i] == kInfinite) continue;
-      // A single op may still gain from keeping a source it reads twice, or a dead output,
-      // on chip (a "fused" segment of one).
-      Wide seg = (j - i == 1) ? alone(i, s) : kInfinite;
-      if (options.fuse && (best[j] == kInfinite || best[j] > best[i]))
-        seg = std::min(seg, fused(i, j, s, false, std::nullopt,
-                                  best[j] == kInfinite ? kInfinite : best[j] - best[i])
-                                .traffic);
-      const Wide v = detail::add_sat(best[i], seg);
-      if (v < best[j]) {
-        best[j] = v;
-        from[j] = i;
+      const Wide* bi = &best[i * nc];
+      for (std::size_t k = 0; k < nc; ++k) {
+        if (bi[k] == kInfinite) continue;
+        // A single op may still gain from keeping a source it reads twice, or a dead output,
+        // on chip (a "fused" segment of one).
+        Wide seg = (j - i == 1) ? alone(i, s[k]) : kInfinite;
+        if (options.fuse && (bj[k] == kInfinite || bj[k] > bi[k]))
+          seg = std::min(seg, fused(i, j, s[k], false, std::nullopt,
+                                    bj[k] == kInfinite ? kInfinite : bj[k] - bi[k])
+                                  .traffic);
+        const Wide v = detail::add_sat(bi[k], seg);
+        if (v < bj[k]) {
+          bj[k] = v;
+          from[j * nc + k] = i;
+        }
       }
     }
   }
-  SOLAR_CHECK(best[n] != kInfinite, "the no-fusion partition is always feasible");
+  for (std::size_t k = 0; k < nc; ++k) {
+    SOLAR_CHECK(best[n * nc + k] != kInfinite, "the no-fusion partition is always feasible");
+    GraphTraffic& r = out[todo[k]];
+    r = describe(capacities[todo[k]], best[n * nc + k], [&](int j) { return from[j * nc + k]; });
+    std::lock_guard<std::mutex> lock(attained_mu);
+    // Each result holds a per-op vector: fewer are kept for long graphs, but always this
+    // batch (a provable batch after an attainable one reuses it).
+    const std::size_t keep = std::max<std::size_t>(
+        {4, nc, kAttainedOps / (graph->ops().size() + 1)});
+    while (!attained.empty() && attained.size() >= keep) attained.erase(attained.begin());
+    attained.emplace(s[k], r);
+  }
+  return out;
+}
 
+GraphTraffic GraphTrafficModel::Impl::describe(Count capacity, Wide best,
+                                               const std::function<int(int)>& from) const {
+  const Wide s = capacity.raw();
+  const int n = static_cast<int>(units.size());
+  const int max_len = options.fuse ? options.max_segment_ops : 1;
   GraphTraffic r;
   r.mode = TrafficMode::Attainable;
   r.capacity_bytes = capacity;
@@ -318,14 +360,14 @@ GraphTraffic GraphTrafficModel::Impl::attainable(Count capacity) const {
     whole_value = fused(0, n, s, true);
     whole = whole_value.traffic;
   }
-  if (whole < best[n]) {
+  if (whole < best) {
     r.traffic_bytes = detail::to_count(whole);
     add_group(0, n, whole_value);
     r.detail = "the whole graph fused into one segment";
   } else {
-    r.traffic_bytes = detail::to_count(best[n]);
+    r.traffic_bytes = detail::to_count(best);
     std::vector<std::pair<int, int>> segs;
-    for (int j = n; j > 0; j = from[j]) segs.emplace_back(from[j], j);
+    for (int j = n; j > 0; j = from(j)) segs.emplace_back(from(j), j);
     std::reverse(segs.begin(), segs.end());
     int fused_groups = 0;
     for (auto [a, b] : segs) {
@@ -347,9 +389,6 @@ GraphTraffic GraphTrafficModel::Impl::attainable(Count capacity) const {
     r.traffic_bytes = cost->compulsory_bytes();
     r.detail += "; raised to the compulsory traffic";
   }
-  std::lock_guard<std::mutex> lock(attained_mu);
-  if (attained.size() > 4096) attained.clear();
-  attained[s] = r.traffic_bytes;
   return r;
 }
 
@@ -364,12 +403,25 @@ GraphTrafficModel::GraphTrafficModel(GraphTrafficModel&&) noexcept = default;
 GraphTrafficModel& GraphTrafficModel::operator=(GraphTrafficModel&&) noexcept = default;
 
 GraphTraffic GraphTrafficModel::at(Count capacity_bytes, TrafficMode mode) const {
-  if (capacity_bytes == Count(0))
-    throw UserError(UserError::Kind::BadArgument,
-                    "GraphTrafficModel::at: the capacity must be > 0 bytes");
+  return std::move(at(std::vector<Count>{capacity_bytes}, mode).front());
+}
+
+std::vector<GraphTraffic> GraphTrafficModel::at(const std::vector<Count>& capacities,
+                                                TrafficMode mode) const {
+  for (Count c : capacities)
+    if (c == Count(0))
+      throw UserError(UserError::Kind::BadArgument,
+                      "GraphTrafficModel::at: the capacity must be > 0 bytes");
   switch (mode) {
-    case TrafficMode::Attainable: return impl_->attainable(capacity_bytes);
-    case TrafficMode::Provable: return impl_->provable(capacity_bytes);
+    case TrafficMode::Attainable: return impl_->attainable(capacities);
+    case TrafficMode::Provable: {
+      // The provable value is clamped to the attainable one: one search for all capacities.
+      const std::vector<GraphTraffic> att = impl_->attainable(capacities);
+      std::vector<GraphTraffic> out;
+      for (std::size_t k = 0; k < capacities.size(); ++k)
+        out.push_back(impl_->provable(capacities[k], att[k].traffic_bytes));
+      return out;
+    }
   }
   throw InternalError("unknown traffic mode", __FILE__, __LINE__);
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -116,6 +117,7 @@ struct GraphTrafficModel::Impl {
   std::vector<int> view_parent;          // by tensor id: the free op's input, -1 for roots
   std::vector<std::vector<int>> users;   // by root id: units reading it (sorted, unique)
   std::vector<bool> used_outside;        // by root id: a graph output or read by an unanalyzed op
+  std::vector<detail::Wide> tensor_size;  // by tensor id: its size (planning asks often)
   std::uint64_t evaluated = 0;
   bool exhaustive = true;
 
@@ -155,17 +157,24 @@ struct GraphTrafficModel::Impl {
   mutable std::unordered_map<SubKey, const TrafficCurve*, SubKeyHash> sub_by_key;
   mutable std::map<std::int64_t, std::vector<std::int64_t>> tiles_by_rows;
   mutable std::uint64_t sub_evaluated = 0;
-  // Attainable traffic by capacity, so a provable query after an attainable one (or the
-  // other way round) searches once.
+  // Attainable results by capacity, so that a provable query after an attainable one (or the
+  // other way round), or a level after the ski-slope sampled its capacity, searches once.
+  static constexpr std::size_t kAttainedOps = std::size_t{1} << 22;  // ops x results kept
   mutable std::mutex attained_mu;
-  mutable std::map<detail::Wide, Count> attained;
+  mutable std::map<detail::Wide, GraphTraffic> attained;
 
   void build(const ir::Graph& g, const cost::GraphCost& c, const GraphCurveOptions& o);
   // Q_i(S) of a unit alone: its curve (the smallest mapping's traffic below the curve's
   // first buffer) or its own bytes.
   detail::Wide alone(int u, detail::Wide capacity) const;
-  GraphTraffic attainable(Count capacity) const;
-  GraphTraffic provable(Count capacity) const;
+  // One segmentation search answers all the capacities (each segment planned once).
+  std::vector<GraphTraffic> attainable(const std::vector<Count>& capacities) const;
+  // The groups of the search's result at one capacity: `best` its traffic, from(j) where
+  // the segment ending at unit j starts.
+  GraphTraffic describe(Count capacity, detail::Wide best,
+                        const std::function<int(int)>& from) const;
+  // `attainable`: the attainable traffic at the same capacity (the provable value's cap).
+  GraphTraffic provable(Count capacity, Count attainable) const;
 
   // fusion_plan.cc
   detail::SegmentPlan& plan(int a, int b) const;  // under mu

@@ -52,8 +52,7 @@ std::optional<int> map_dim(const GraphTrafficModel::Impl& m, std::uint32_t v, in
 Wide read_of_root(const GraphTrafficModel::Impl& m, int u, std::uint32_t r) {
   const detail::Unit& unit = m.units[u];
   const ir::Op& op = m.graph->op(unit.op);
-  const ir::Tensor& rt = m.graph->tensor(ir::TensorId{r});
-  const Wide size = rt.size_bytes().raw();
+  const Wide size = m.tensor_size[r];
   Wide best = 0;
   if (!unit.has_curve) {
     for (std::size_t k = 0; k < unit.operand_bytes.size(); ++k)
@@ -156,14 +155,12 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
         ok = ok && (units[u].has_curve || units[u].can_reside);
         if (ok && (i == 0 || us[i - 1] != u)) load += read_of_root(*this, u, r);
       }
-      load = std::min(load, graph->tensor(ir::TensorId{r}).size_bytes().raw());
+      load = std::min(load, tensor_size[r]);
       if (ok) shared.push_back({r, us.front(), us.back(), load});
     }
   }
 
-  auto size_of = [&](std::uint32_t r) {
-    return graph->tensor(ir::TensorId{r}).size_bytes().raw();
-  };
+  auto size_of = [&](std::uint32_t r) { return tensor_size[r]; };
   // ---- untiled ----
   for (int v = 0; v < 2; ++v) {
     SegmentPlan::Untiled& un = plan->untiled[v];

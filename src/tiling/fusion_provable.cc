@@ -77,7 +77,7 @@ std::optional<std::pair<Count, std::string>> output_on_chip_bound(const TilingPr
 
 }  // namespace
 
-GraphTraffic GraphTrafficModel::Impl::provable(Count capacity) const {
+GraphTraffic GraphTrafficModel::Impl::provable(Count capacity, Count att) const {
   GraphTraffic r;
   r.mode = TrafficMode::Provable;
   r.capacity_bytes = capacity;
@@ -123,15 +123,8 @@ GraphTraffic GraphTrafficModel::Impl::provable(Count capacity) const {
   }
   // A lower bound above an attained value would be a bug in one of the two models; the
   // attainable value is then the tighter truth, and the clamp is reported.
-  std::optional<Count> att;
-  {
-    std::lock_guard<std::mutex> lock(attained_mu);
-    auto it = attained.find(capacity.raw());
-    if (it != attained.end()) att = it->second;
-  }
-  if (!att) att = attainable(capacity).traffic_bytes;
-  if (r.traffic_bytes > *att) {
-    r.traffic_bytes = *att;
+  if (r.traffic_bytes > att) {
+    r.traffic_bytes = att;
     r.detail += "; clamped to the attainable traffic";
   }
   if (winner) r.op_traffic_bytes[winner->value] = r.traffic_bytes;

@@ -67,7 +67,10 @@ Count bits_of(Count elements, int bits) {
 std::optional<std::vector<DimAccess>> split_flattened(const DimAccess& d,
                                                       const std::vector<Rank>& ranks) {
   if (d.terms.size() < 2 || d.constant < 0) return std::nullopt;
-  std::vector<DimTerm> terms = d.terms;
+  // Ranks of extent 1 only ever take the value 0: each becomes a plain dimension of its own
+  // (one element), whatever its coefficient, and the others must form the box.
+  std::vector<DimTerm> terms, unit;
+  for (const DimTerm& t : d.terms) (ranks[t.rank].extent == 1 ? unit : terms).push_back(t);
   std::sort(terms.begin(), terms.end(),
             [](const DimTerm& a, const DimTerm& b) { return a.coef < b.coef; });
   __int128 reach = d.constant, next_free = 1;
@@ -81,6 +84,7 @@ std::optional<std::vector<DimAccess>> split_flattened(const DimAccess& d,
   std::vector<DimAccess> plain;
   for (auto it = terms.rbegin(); it != terms.rend(); ++it)  // outermost (largest stride) first
     plain.push_back(DimAccess{{{it->rank, 1}}, 0, ranks[it->rank].extent});
+  for (const DimTerm& t : unit) plain.push_back(DimAccess{{{t.rank, 1}}, 0, 1});
   return plain;
 }
 

@@ -162,6 +162,28 @@ def test_policy_routes_fp32_convolution():
     assert strict.fused.seconds > default.fused.seconds
 
 
+def test_report_json_without_op_rows():
+    r = solar.analyze(solar.parse_graph(GEMM_TEXT), arch="H100_SXM")
+    full = json.loads(r.to_json())
+    slim = json.loads(r.to_json(None, ops=False))
+    assert len(full["ops"]) == 1 and "ops" not in slim
+    del full["ops"]
+    assert slim == full
+
+
+def test_sections_attached_before_and_after_the_report_is_read():
+    early = solar.analyze(solar.parse_graph(GEMM_TEXT), arch="H100_SXM")
+    early.attach_section("validation", {"status": "passed"})  # before any field is read
+    late = solar.analyze(solar.parse_graph(GEMM_TEXT), arch="H100_SXM")
+    assert late.totals.macs == 64 * 16 * 32
+    late.attach_section("validation", {"status": "passed"})
+    for r in (early, late):
+        assert r.validation.status == "passed"
+        assert json.loads(r.to_json())["validation"] == {"status": "passed"}
+    with pytest.raises(ValueError, match="already has a field 'totals'"):
+        early.attach_section("totals", {})
+
+
 def test_options_are_recorded():
     r = solar.analyze(solar.parse_graph(GEMM_TEXT), policy="tf32", cache_state="warm")
     assert r.options.policy == "tf32"

@@ -410,6 +410,8 @@ TEST(FusionErrors, CapacityMustBePositive) {
     EXPECT_EQ(e.kind(), UserError::Kind::BadArgument);
     EXPECT_NE(std::string(e.what()).find("capacity must be > 0"), std::string::npos);
   }
+  EXPECT_THROW(m.at(std::vector<Count>{Count(1024), Count(0)}, TrafficMode::Provable),
+               UserError);
 }
 
 TEST(FusionErrors, CostOfAnotherGraphIsRefused) {
@@ -620,6 +622,42 @@ TEST(FusionProperties, InvariantsOnRandomGraphs) {
     }
     // Everything fits: the fused compulsory traffic.
     EXPECT_EQ(m.at(Count(kGiB), TrafficMode::Attainable).traffic_bytes, a.c.compulsory_bytes());
+  }
+}
+
+// One search for many capacities gives, capacity by capacity, what a fresh model answers
+// for each alone: traffic, groups (ops, kind, traffic, detail) and per-op shares, in both
+// modes; and the batch leaves the one-capacity queries unchanged.
+TEST(FusionProperties, BatchedCapacitiesMatchOneAtATime) {
+  std::mt19937 rng(31);
+  const std::vector<Count> caps = capacities();
+  for (int iter = 0; iter < 25; ++iter) {
+    const std::string text = random_graph(rng);
+    SCOPED_TRACE(text);
+    Analyzed a(text);
+    GraphCurveOptions o;
+    o.max_segment_ops = 1 + iter % 3;
+    for (TrafficMode mode : {TrafficMode::Attainable, TrafficMode::Provable}) {
+      GraphTrafficModel batched(a.g, a.c, o);
+      const std::vector<GraphTraffic> all = batched.at(caps, mode);
+      ASSERT_EQ(all.size(), caps.size());
+      for (std::size_t k = 0; k < caps.size(); ++k) {
+        GraphTrafficModel alone(a.g, a.c, o);
+        for (const GraphTraffic& q : {alone.at(caps[k], mode), batched.at(caps[k], mode)}) {
+          EXPECT_EQ(all[k].capacity_bytes, caps[k]);
+          EXPECT_EQ(all[k].traffic_bytes, q.traffic_bytes) << "at " << caps[k].str();
+          EXPECT_EQ(all[k].op_traffic_bytes, q.op_traffic_bytes);
+          EXPECT_EQ(all[k].detail, q.detail);
+          ASSERT_EQ(all[k].groups.size(), q.groups.size());
+          for (std::size_t i = 0; i < q.groups.size(); ++i) {
+            EXPECT_EQ(all[k].groups[i].ops, q.groups[i].ops);
+            EXPECT_EQ(all[k].groups[i].kind, q.groups[i].kind);
+            EXPECT_EQ(all[k].groups[i].traffic_bytes, q.groups[i].traffic_bytes);
+            EXPECT_EQ(all[k].groups[i].detail, q.groups[i].detail);
+          }
+        }
+      }
+    }
   }
 }
 

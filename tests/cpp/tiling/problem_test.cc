@@ -74,6 +74,21 @@ TEST(Problem, NonOverlappingWindowIsPlainButOverlappingStaysAWindow) {
   EXPECT_FALSE(problem_from_einsum(g, op_of(g, "z")).tensors[0].plain());
 }
 
+TEST(Problem, ExtentOneTermsDoNotHideAFlattenedBox) {
+  // A flat read through a permuted view, with size-1 dims (unsqueeze) whose coefficients
+  // collide with the real ones (i4 and i1 both step by 1): Mamba2's clones. The extent-1
+  // ranks only ever read position 0, so the dim is still a box of plain dims, not a window
+  // whose tile hull the search would enumerate element by element.
+  ir::Graph g = ir::parse_graph(R"(
+    x = f32[4096] input
+    y = f32[8,2,16,1]{output} einsum [i0=8,i1=2,i2=16,i3=1] none $0 (x[i0*512+i1+i2*2+i3]) -> [i0,i1,i2,i3])");
+  const TilingProblem p = problem_from_einsum(g, op_of(g, "y"));
+  EXPECT_TRUE(p.tensors[0].plain());
+  EXPECT_EQ(p.tensors[0].dims.size(), 4u);  // i0, i2, i1 (by stride), then i3 of extent 1
+  // The compulsory traffic is what the op reads and writes: 8*2*16 f32 each way.
+  EXPECT_EQ(p.compulsory_bits, Count(2 * 8 * 2 * 16 * 32));
+}
+
 TEST(Problem, MaskedEinsumIsUnsupported) {
   ir::Graph g = ir::parse_graph(R"(
     s = f32[4,4] input
