@@ -459,7 +459,8 @@ def _analyze_task(task: Dict[str, Any], threads: int) -> Dict[str, Any]:
         archs=o["archs"], policy=o["policy"], cache_state=o["cache_state"],
         overrides=dict(task["overrides"]), strict=o["strict"], real=o["real"],
         train=o["train"], optimizer=o["optimizer"], validate=o["validate"],
-        crosscheck=o["crosscheck"])
+        crosscheck=o["crosscheck"], mode=o.get("mode", "attainable"),
+        cache_aware=o.get("cache_aware", True))
     cpu0 = _cpu_seconds()
     shrink: Optional[Dict[str, Any]] = None
     try:
@@ -1107,6 +1108,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="address space per worker in GB (RLIMIT_AS; torch itself takes "
                         "1-2 GB): a program allocating past it fails with cause "
                         "out_of_memory")
+    p.add_argument("--mode", default="attainable", choices=["attainable", "provable"],
+                   help="the cache-aware level's mode (as for `solar analyze`)")
+    p.add_argument("--no-cache-aware", action="store_true",
+                   help="skip the cache-aware level and the ski-slope")
     p.add_argument("--no-ops", action="store_true",
                    help="leave the per-op rows (`ops`) out of each report in --json")
     p.add_argument("--top", type=int, default=10, help="unanalyzed aten ops listed (default 10)")
@@ -1217,7 +1222,8 @@ def main(args: List[str]) -> int:
     options = {"archs": archs, "policy": ns.policy, "cache_state": ns.cache_state,
                "strict": ns.strict, "real": ns.real, "train": ns.train,
                "optimizer": ns.optimizer, "validate": ns.validate,
-               "crosscheck": not ns.no_crosscheck, "op_rows": not ns.no_ops}
+               "crosscheck": not ns.no_crosscheck, "op_rows": not ns.no_ops,
+               "mode": ns.mode, "cache_aware": not ns.no_cache_aware}
     progress = _Progress(len(programs), enabled=not ns.quiet)
 
     def terminated(signum, frame):  # SIGTERM: stop as on Ctrl-C, killing the workers

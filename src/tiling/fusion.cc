@@ -4,7 +4,7 @@
 #include "solar/tiling/fusion.h"
 
 #include <algorithm>
-#include <functional>
+#include <map>
 
 #include "fmt/format.h"
 #include "fusion_impl.h"
@@ -294,20 +294,24 @@ std::vector<GraphTraffic> GraphTrafficModel::Impl::attainable(
   std::vector<Wide> best((n + 1) * nc, kInfinite);
   std::vector<int> from((n + 1) * nc, -1);
   for (std::size_t k = 0; k < nc; ++k) best[k] = 0;
+  std::unique_lock<std::mutex> lock(mu);
   for (int j = 1; j <= n; ++j) {
     Wide* bj = &best[j * nc];
     // Shortest segment first: the op alone sets a budget the longer ones must beat.
     for (int i = j - 1; i >= std::max(0, j - max_len); --i) {
       const Wide* bi = &best[i * nc];
+      const detail::SegmentPlan* pl = nullptr;  // planned when a capacity needs it
       for (std::size_t k = 0; k < nc; ++k) {
         if (bi[k] == kInfinite) continue;
         // A single op may still gain from keeping a source it reads twice, or a dead output,
         // on chip (a "fused" segment of one).
         Wide seg = (j - i == 1) ? alone(i, s[k]) : kInfinite;
-        if (options.fuse && (bj[k] == kInfinite || bj[k] > bi[k]))
-          seg = std::min(seg, fused(i, j, s[k], false, std::nullopt,
+        if (options.fuse && (bj[k] == kInfinite || bj[k] > bi[k])) {
+          if (!pl) pl = &plan(i, j);
+          seg = std::min(seg, fused(*pl, i, j, s[k], false, std::nullopt,
                                     bj[k] == kInfinite ? kInfinite : bj[k] - bi[k])
                                   .traffic);
+        }
         const Wide v = detail::add_sat(bi[k], seg);
         if (v < bj[k]) {
           bj[k] = v;
@@ -316,11 +320,46 @@ std::vector<GraphTraffic> GraphTrafficModel::Impl::attainable(
       }
     }
   }
+  lock.unlock();
+
+  // The groups: each chosen segment's strategy, planned once for all the capacities that
+  // chose it (describing costs a plan per segment).
+  std::vector<std::vector<std::pair<int, int>>> segs(nc);
+  std::map<std::pair<int, int>, std::vector<std::pair<std::size_t, std::size_t>>> chosen;
   for (std::size_t k = 0; k < nc; ++k) {
     SOLAR_CHECK(best[n * nc + k] != kInfinite, "the no-fusion partition is always feasible");
+    for (int j = n; j > 0; j = from[j * nc + k]) segs[k].emplace_back(from[j * nc + k], j);
+    std::reverse(segs[k].begin(), segs[k].end());
+    for (std::size_t i = 0; i < segs[k].size(); ++i) chosen[segs[k][i]].emplace_back(k, i);
+  }
+  std::vector<std::vector<detail::SegmentValue>> values(nc);
+  for (std::size_t k = 0; k < nc; ++k) values[k].resize(segs[k].size());
+  std::vector<detail::SegmentValue> whole(nc);
+  lock.lock();
+  for (const auto& [seg, uses] : chosen) {
+    const auto [a, b] = seg;
+    const detail::SegmentPlan* pl = options.fuse ? &plan(a, b) : nullptr;
+    for (const auto& [k, i] : uses) {
+      detail::SegmentValue& v = values[k][i];
+      if (b - a == 1) {
+        v = alone_value(a, s[k]);
+        if (!pl || v.traffic <= fused(*pl, a, b, s[k], false).traffic) continue;
+      }
+      v = fused(*pl, a, b, s[k], true);
+    }
+  }
+  // The whole graph as one untiled segment: the only strategy that reaches the fused
+  // compulsory traffic when the segment length limit splits the graph.
+  if (options.fuse && n > max_len) {
+    const detail::SegmentPlan& pl = plan(0, n);
+    for (std::size_t k = 0; k < nc; ++k) whole[k] = fused(pl, 0, n, s[k], true);
+  }
+  lock.unlock();
+
+  for (std::size_t k = 0; k < nc; ++k) {
     GraphTraffic& r = out[todo[k]];
-    r = describe(capacities[todo[k]], best[n * nc + k], [&](int j) { return from[j * nc + k]; });
-    std::lock_guard<std::mutex> lock(attained_mu);
+    r = describe(capacities[todo[k]], best[n * nc + k], whole[k], segs[k], values[k]);
+    std::lock_guard<std::mutex> memo_lock(attained_mu);
     // Each result holds a per-op vector: fewer are kept for long graphs, but always this
     // batch (a provable batch after an attainable one reuses it).
     const std::size_t keep = std::max<std::size_t>(
@@ -331,11 +370,11 @@ std::vector<GraphTraffic> GraphTrafficModel::Impl::attainable(
   return out;
 }
 
-GraphTraffic GraphTrafficModel::Impl::describe(Count capacity, Wide best,
-                                               const std::function<int(int)>& from) const {
+GraphTraffic GraphTrafficModel::Impl::describe(
+    Count capacity, Wide best, const detail::SegmentValue& whole,
+    const std::vector<std::pair<int, int>>& segs,
+    const std::vector<detail::SegmentValue>& values) const {
   const Wide s = capacity.raw();
-  const int n = static_cast<int>(units.size());
-  const int max_len = options.fuse ? options.max_segment_ops : 1;
   GraphTraffic r;
   r.mode = TrafficMode::Attainable;
   r.capacity_bytes = capacity;
@@ -351,33 +390,16 @@ GraphTraffic GraphTrafficModel::Impl::describe(Count capacity, Wide best,
     split_shares(*this, grp, r.op_traffic_bytes);
     r.groups.push_back(std::move(grp));
   };
-
-  // The whole graph as one untiled segment: the only strategy that reaches the fused
-  // compulsory traffic when the segment length limit splits the graph.
-  Wide whole = kInfinite;
-  detail::SegmentValue whole_value;
-  if (options.fuse && n > max_len) {
-    whole_value = fused(0, n, s, true);
-    whole = whole_value.traffic;
-  }
-  if (whole < best) {
-    r.traffic_bytes = detail::to_count(whole);
-    add_group(0, n, whole_value);
+  if (whole.traffic < best) {
+    r.traffic_bytes = detail::to_count(whole.traffic);
+    add_group(0, static_cast<int>(units.size()), whole);
     r.detail = "the whole graph fused into one segment";
   } else {
     r.traffic_bytes = detail::to_count(best);
-    std::vector<std::pair<int, int>> segs;
-    for (int j = n; j > 0; j = from(j)) segs.emplace_back(from(j), j);
-    std::reverse(segs.begin(), segs.end());
     int fused_groups = 0;
-    for (auto [a, b] : segs) {
-      const detail::SegmentValue one = b - a == 1 ? alone_value(a, s) : detail::SegmentValue{};
-      if (b - a == 1 && (!options.fuse || one.traffic <= fused(a, b, s, false).traffic)) {
-        add_group(a, b, one);
-      } else {
-        add_group(a, b, fused(a, b, s, true));
-        ++fused_groups;
-      }
+    for (std::size_t i = 0; i < segs.size(); ++i) {
+      add_group(segs[i].first, segs[i].second, values[i]);
+      fused_groups += values[i].kind != FusionKind::None;
     }
     r.detail = options.fuse ? fmt::format("segmentation: {} groups, {} fused", segs.size(),
                                           fused_groups)

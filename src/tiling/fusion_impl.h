@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -169,10 +168,11 @@ struct GraphTrafficModel::Impl {
   detail::Wide alone(int u, detail::Wide capacity) const;
   // One segmentation search answers all the capacities (each segment planned once).
   std::vector<GraphTraffic> attainable(const std::vector<Count>& capacities) const;
-  // The groups of the search's result at one capacity: `best` its traffic, from(j) where
-  // the segment ending at unit j starts.
-  GraphTraffic describe(Count capacity, detail::Wide best,
-                        const std::function<int(int)>& from) const;
+  // The search's result at one capacity: `best` the segmentation's traffic, `whole` the
+  // whole graph as one segment, `segs` the segmentation and `values` its segments' values.
+  GraphTraffic describe(Count capacity, detail::Wide best, const detail::SegmentValue& whole,
+                        const std::vector<std::pair<int, int>>& segs,
+                        const std::vector<detail::SegmentValue>& values) const;
   // `attainable`: the attainable traffic at the same capacity (the provable value's cap).
   GraphTraffic provable(Count capacity, Count attainable) const;
 
@@ -183,6 +183,11 @@ struct GraphTrafficModel::Impl {
   // `only` when given; traffic kInfinite when none applies or fits.
   // Strategies that cannot beat `budget` may be skipped (then traffic is >= budget).
   detail::SegmentValue fused(int a, int b, detail::Wide capacity, bool describe,
+                             std::optional<FusionKind> only = std::nullopt,
+                             detail::Wide budget = detail::kInfinite) const;
+  // The same with the segment's plan at hand (under mu).
+  detail::SegmentValue fused(const detail::SegmentPlan& plan, int a, int b,
+                             detail::Wide capacity, bool describe,
                              std::optional<FusionKind> only = std::nullopt,
                              detail::Wide budget = detail::kInfinite) const;
   detail::SegmentValue alone_value(int u, detail::Wide capacity) const;

@@ -128,7 +128,12 @@ const TrafficCurve* GraphTrafficModel::Impl::search_sub_curve(int u, std::uint32
 SegmentValue GraphTrafficModel::Impl::fused(int a, int b, Wide s, bool describe,
                                             std::optional<FusionKind> only, Wide budget) const {
   std::lock_guard<std::mutex> lock(mu);
-  SegmentPlan& pl = plan(a, b);
+  return fused(plan(a, b), a, b, s, describe, only, budget);
+}
+
+SegmentValue GraphTrafficModel::Impl::fused(const SegmentPlan& pl, int a, int b, Wide s,
+                                            bool describe, std::optional<FusionKind> only,
+                                            Wide budget) const {
   const int len = b - a;
   SegmentValue best;
   auto lookup = [](const TrafficCurve& c, Wide cap, Wide& buf) -> Wide {

@@ -264,6 +264,24 @@ def test_validate_and_crosscheck(tmp_path):
     assert doc["options"]["archs"] == ["H100_SXM", "B200"]
 
 
+def test_cache_aware_mode_and_opt_out(tmp_path):
+    write(tmp_path, "a_mm.py", GOOD_MM)
+    runs = {"provable": ["--mode", "provable"], "skipped": ["--no-cache-aware"]}
+    docs = {}
+    for name, flags in runs.items():
+        js = tmp_path / f"{name}.json"
+        r = run_solar("suite", str(tmp_path), "--no-crosscheck", "--quiet", "--json", str(js),
+                      "--timeout", "120", *flags)
+        assert r.returncode == 0, r.stderr
+        docs[name] = json.loads(js.read_text())["programs"][0]
+    provable = docs["provable"]["devices"]["H100_SXM"]["cache_aware"]
+    assert provable["available"] and provable["mode"] == "provable"
+    skipped = docs["skipped"]["devices"]["H100_SXM"]["cache_aware"]
+    assert not skipped["available"] and "--no-cache-aware" in skipped["reason"]
+    assert "ski_slope" not in docs["skipped"] and "ski_slope" in docs["provable"]
+    assert run_solar("suite", str(tmp_path), "--mode", "best").returncode == 2
+
+
 def test_timings_are_joined_with_the_bounds_and_plotted(tmp_path):
     from solar.frontends.torch.program import ProgramOptions, analyze_file
 
