@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -88,6 +89,8 @@ struct SegmentPlan {
     Wide streamed_bytes = 0;               // the same, summed per reading operand: read at
                                            //   least once per row tile when streamed
     Wide fixed = 0;                        // writes of residents also needed outside
+    Wide accumulator_bytes = 0;            // outputs reduced over the rows, held across the
+                                           //   row loop (one batch slice)
     const std::vector<std::int64_t>* tiles = nullptr;  // candidate tile sizes p, increasing
   };
   // One per output rank of the first unit that every unit shares, and per such rank one
@@ -178,6 +181,13 @@ struct GraphTrafficModel::Impl {
 
   // fusion_plan.cc
   detail::SegmentPlan& plan(int a, int b) const;  // under mu
+  // Tiled fusion of units [a, b) by `rank` (per unit; `rows` of it, `batch` slices): the
+  // sources several units read along the fused rank, each row tile loaded once and held
+  // from its first reader to its last (softmax's input; x in x * sigmoid(x)). Adds their
+  // tiles to tl.reserve_bits_per_row and their one load to tl.fixed.
+  std::set<std::uint32_t> shared_row_sources(int a, int b, const std::vector<int>& rank,
+                                             std::int64_t rows, std::int64_t batch,
+                                             detail::SegmentPlan::Tiled& tl) const;
   // fusion_segment.cc
   // The best fused strategy for units [a, b) (b - a >= 1), or only strategies of kind
   // `only` when given; traffic kInfinite when none applies or fits.

@@ -46,6 +46,31 @@ std::optional<int> map_dim(const GraphTrafficModel::Impl& m, std::uint32_t v, in
   return std::nullopt;
 }
 
+// A dimension of a tensor as an access names it: the tensor dimension, and which of the
+// plain dimensions a flattened box split it into (0 when it is not split).
+struct DimRef {
+  int dim = 0;
+  int part = 0;
+};
+
+DimRef ref_of(const TensorAccess& a, int d) {
+  if (a.tensor_dim.empty()) return {d, 0};
+  int part = 0;
+  for (int i = 0; i < d; ++i) part += a.tensor_dim[i] == a.tensor_dim[d];
+  return {a.tensor_dim[d], part};
+}
+
+std::optional<int> access_of(const TensorAccess& a, DimRef r) {
+  if (a.tensor_dim.empty()) {
+    if (r.part != 0 || r.dim >= static_cast<int>(a.dims.size())) return std::nullopt;
+    return r.dim;
+  }
+  int part = 0;
+  for (std::size_t i = 0; i < a.dims.size(); ++i)
+    if (a.tensor_dim[i] == r.dim && part++ == r.part) return static_cast<int>(i);
+  return std::nullopt;
+}
+
 // Bytes a unit reads of root `r`: the sum of the footprints of its operands naming it (two
 // operands may read different parts, as the K and V slices of one QKV tensor do), capped at
 // the root's size.
@@ -99,6 +124,54 @@ std::vector<std::int64_t> tile_candidates(std::int64_t rows, TileMode mode) {
 }
 
 }  // namespace
+
+std::set<std::uint32_t> GraphTrafficModel::Impl::shared_row_sources(
+    int a, int b, const std::vector<int>& rank, std::int64_t rows, std::int64_t batch,
+    SegmentPlan::Tiled& tl) const {
+  // Roots that are not produced inside, by their readers inside: (unit, operand).
+  std::set<std::uint32_t> produced;
+  for (int u = a; u < b; ++u) produced.insert(graph->op(units[u].op).outputs[0].value);
+  std::map<std::uint32_t, std::vector<std::pair<int, std::size_t>>> readers;
+  for (int u = a; u < b; ++u) {
+    const ir::Op& op = graph->op(units[u].op);
+    for (std::size_t t = 0; t < op.inputs.size(); ++t)
+      if (!produced.count(units[u].tensor_root[t])) readers[units[u].tensor_root[t]].emplace_back(u, t);
+  }
+  std::set<std::uint32_t> held;
+  for (const auto& [r, rd] : readers) {
+    if (rd.front().first == rd.back().first) continue;  // one reader: its own tile suffices
+    const ir::Tensor& root_t = graph->tensor(ir::TensorId{r});
+    std::optional<int> row_dim;
+    bool ok = true;
+    Wide load = 0;
+    for (const auto& [u, t] : rd) {
+      const ir::Op& op = graph->op(units[u].op);
+      const TensorAccess& x = units[u].problem->tensors[t];
+      // Read directly (not through a view), along the fused rank, in one unsplit dimension.
+      std::optional<int> dim;
+      for (std::size_t d = 0; d < x.dims.size(); ++d)
+        if (x.dims[d].plain() && x.dims[d].terms[0].rank == rank[u - a]) {
+          const DimRef ref = ref_of(x, static_cast<int>(d));
+          if (ref.part == 0 && access_of(x, {ref.dim, 1}) == std::nullopt) dim = ref.dim;
+        }
+      ok = ok && op.inputs[t].value == r && dim && (!row_dim || *row_dim == *dim) &&
+           root_t.shape[*dim] == rows;
+      if (!ok) break;
+      row_dim = dim;
+      const ir::EinsumOp& e = op.einsum();
+      load += cost::tensor_bytes(root_t, cost::operand_footprint(e, e.operands[t], root_t)).raw();
+    }
+    if (!ok) continue;
+    held.insert(r);
+    const Wide per_row = static_cast<Wide>(root_t.num_elements().raw()) /
+                         (static_cast<Wide>(rows) * static_cast<Wide>(batch)) *
+                         static_cast<Wide>(ir::dtype_bits(root_t.dtype));
+    for (int u = rd.front().first; u <= rd.back().first; ++u)
+      tl.reserve_bits_per_row[u - a] += per_row;
+    tl.fixed += std::min(load, tensor_size[r]);  // each row tile loaded once: the whole once
+  }
+  return held;
+}
 
 SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
   auto it = plans.find({a, b});
@@ -219,12 +292,17 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
   struct Propagated {
     std::vector<int> rank;
     std::set<std::uint32_t> carriers;
+    // Fused: units reducing the rank (a loss's sum over rows) into an output no later unit
+    // inside reads; it accumulates on chip across the row loop.
+    std::vector<bool> reduces;
+    bool any_reduces = false;
   };
   auto propagate = [&](int r0, Mode mode) -> std::optional<Propagated> {
     const std::int64_t rows = units[a].problem->ranks[r0].extent;
-    std::map<std::uint32_t, int> fused_dim;  // on-chip root -> its dimension of the rank
+    std::map<std::uint32_t, DimRef> fused_dim;  // on-chip root -> its dimension of the rank
     Propagated out;
     out.rank.assign(len, -1);
+    out.reduces.assign(len, false);
     for (int u = a; u < b; ++u) {
       const detail::Unit& unit = units[u];
       const TilingProblem& p = *unit.problem;
@@ -233,9 +311,11 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
       for (std::size_t k = 0; k < op.inputs.size(); ++k) {
         auto fd = fused_dim.find(unit.tensor_root[k]);
         if (fd == fused_dim.end()) continue;
-        std::optional<int> vd = map_dim(*this, op.inputs[k].value, fd->second);
-        if (!vd || !p.tensors[k].dims[*vd].plain()) return std::nullopt;
-        const int rk = p.tensors[k].dims[*vd].terms[0].rank;
+        std::optional<int> vd = map_dim(*this, op.inputs[k].value, fd->second.dim);
+        if (!vd) return std::nullopt;
+        std::optional<int> ad = access_of(p.tensors[k], {*vd, fd->second.part});
+        if (!ad || !p.tensors[k].dims[*ad].plain()) return std::nullopt;
+        const int rk = p.tensors[k].dims[*ad].terms[0].rank;
         if (r >= 0 && r != rk) return std::nullopt;
         r = rk;
       }
@@ -256,8 +336,17 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
       }
       if (out_dim < 0) {
         const ir::Reduce red = op.einsum().reduce;
-        if (mode != Mode::Key || (red != ir::Reduce::Sum && red != ir::Reduce::Max))
+        const bool online = red == ir::Reduce::Sum || red == ir::Reduce::Max;
+        const bool read_inside =
+            std::any_of(users[op.outputs[0].value].begin(), users[op.outputs[0].value].end(),
+                        [&](int c) { return in_seg(c); });
+        if (mode == Mode::Fused && options.key_tiling && (online || red == ir::Reduce::Min) &&
+            !read_inside) {
+          out.reduces[u - a] = true;
+          out.any_reduces = true;
+        } else if (mode != Mode::Key || !online) {
           return std::nullopt;
+        }
       }
       out.rank[u - a] = r;
       const std::uint32_t out_root = op.outputs[0].value;
@@ -265,7 +354,7 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
       // be written one key at a time); only reductions over it do.
       if (mode == Mode::Key && out_dim >= 0 && !kept_inside.count(out_root)) return std::nullopt;
       if (out_dim >= 0 && resident_set.count(out_root)) {
-        fused_dim[out_root] = out_dim;
+        fused_dim[out_root] = ref_of(p.output(), out_dim);
         out.carriers.insert(out_root);
       }
     }
@@ -309,7 +398,7 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
       // (one key at a time: the traffic does not depend on the key tile, the buffer grows
       // with it), which later units may reduce online.
       for (const DimAccess& kd : first.output().dims) {
-        if (!options.key_tiling) break;
+        if (!options.key_tiling || fused_rank->any_reduces) break;
         const int rk = kd.terms[0].rank;
         if (rk == r0 || rk == first_batch || first.ranks[rk].extent < 2) continue;
         std::optional<Propagated> key = propagate(rk, Mode::Key);
@@ -390,13 +479,24 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
         for (int u = rs.first; u <= rs.last; ++u) tl.reserve_bits_per_row[u - a] += per_row;
         if (rs.written) tl.fixed += size_of(rs.root);
       }
+      const std::set<std::uint32_t> held = shared_row_sources(a, b, rank, rows, batch, tl);
+      std::set<std::uint32_t> accumulated;  // outputs reduced over the rows: on chip, once
+      for (int u = a; u < b; ++u) {
+        if (!fused_rank->reduces[u - a]) continue;
+        const std::uint32_t r = graph->op(units[u].op).outputs[0].value;
+        accumulated.insert(r);
+        tl.accumulator_bytes += (size_of(r) + static_cast<Wide>(batch) - 1) / static_cast<Wide>(batch);
+        if (used_outside[r] || !users[r].empty()) tl.fixed += size_of(r);
+      }
       std::map<std::uint32_t, Wide> weights;
       for (int v = 0; v < 2; ++v) tl.drop[v].assign(len, 0);
       for (int u = a; u < b; ++u) {
         const detail::Unit& unit = units[u];
         const TilingProblem& p = *unit.problem;
         for (std::size_t t = 0; t < unit.tensor_root.size(); ++t) {
-          if (resident_set.count(unit.tensor_root[t])) {
+          const std::uint32_t r = unit.tensor_root[t];
+          if (resident_set.count(r) || held.count(r) ||
+              (p.tensors[t].output && accumulated.count(r))) {
             tl.drop[0][u - a] |= 1u << t;
             tl.drop[1][u - a] |= 1u << t;
           } else if (!p.tensors[t].output &&

@@ -188,8 +188,8 @@ SegmentValue GraphTrafficModel::Impl::fused(const SegmentPlan& pl, int a, int b,
       // Resident weights are loaded once in all; with a batch rank outermost only the
       // current slice of them is held.
       const Wide loaded = v == 1 ? tl.weight_bytes : 0;
-      const Wide base = ceil_div(loaded, static_cast<Wide>(tl.batch));
-      if (v == 1 && base == 0) continue;  // no weights: the same as variant 0
+      if (v == 1 && loaded == 0) continue;  // no weights: the same as variant 0
+      const Wide base = ceil_div(loaded, static_cast<Wide>(tl.batch)) + tl.accumulator_bytes;
       if (base > s || detail::add_sat(tl.fixed, loaded) >= std::min(budget, best.traffic)) continue;
       // Largest tiles first: the fewest row tiles, so the streamed weights' lower bound
       // T * streamed only grows and ends the sweep.
@@ -246,7 +246,8 @@ SegmentValue GraphTrafficModel::Impl::fused(const SegmentPlan& pl, int a, int b,
                                     tl.key_name, tl.keys,
                                     detail::mib(ceil_div(tl.held_bits_per_row * p, 8)))
                       : std::string(),
-                v == 1 ? fmt::format("weights resident ({} held, read once)", detail::mib(base))
+                v == 1 ? fmt::format("weights resident ({} held, read once)",
+                                     detail::mib(base - tl.accumulator_bytes))
                        : std::string("weights re-read per tile"));
         }
       }

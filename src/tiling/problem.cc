@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 
+#include "fmt/format.h"
 #include "solar/cost/work.h"
 #include "solar/util/errors.h"
 
@@ -120,6 +121,19 @@ TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op, MaskedEi
       if (d.extent < 1)
         throw Unsupported("tensor '" + t.name + "' has an empty dimension", op.origin);
       d.constant = subscript[i].constant_term();
+      if (subscript[i].terms().empty() && d.constant == 0 && d.extent == 1 &&
+          static_cast<int>(p.ranks.size()) < kMaxRanks) {
+        // A kept size-1 dimension (`keepdim`, unsqueeze: [i0, 0]): a rank of extent 1 of its
+        // own keeps the dimension plain, which outputs must be and fusion follows.
+        const int r = static_cast<int>(p.ranks.size());
+        p.ranks.push_back({fmt::format("{}.{}", t.name, i), 1});
+        d.terms.push_back({r, 1});
+        a.ranks |= RankMask{1} << r;
+        d.constant = 0;
+        a.dims.push_back(std::move(d));
+        a.tensor_dim.push_back(static_cast<int>(i));
+        continue;
+      }
       for (const ir::AffineTerm& term : subscript[i].terms()) {
         RankMask bit = RankMask{1} << term.index;
         if (a.ranks & bit)
@@ -130,14 +144,17 @@ TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op, MaskedEi
         a.ranks |= bit;
         d.terms.push_back({term.index, term.coef});
       }
-      if (output && !d.plain())
-        throw Unsupported("output subscripts must be plain indices for the tiling model",
-                          op.origin);
       if (auto split = split_flattened(d, p.ranks)) {
         a.dims.insert(a.dims.end(), split->begin(), split->end());
+        a.tensor_dim.insert(a.tensor_dim.end(), split->size(), static_cast<int>(i));
         continue;
       }
+      if (output && !d.plain())
+        throw Unsupported("output subscripts must be plain indices (or a flattened box of "
+                          "them) for the tiling model",
+                          op.origin);
       a.dims.push_back(std::move(d));
+      a.tensor_dim.push_back(static_cast<int>(i));
     }
     p.tensors.push_back(std::move(a));
   };

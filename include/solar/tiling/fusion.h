@@ -77,7 +77,9 @@ struct GraphCurveOptions {
   int max_segment_ops = 8;   // longest fused segment the segmentation search tries
   // Tiled fusion may also loop over a second rank one value at a time that later ops reduce
   // online (flash attention's keys; an MLP's hidden units), holding the row tiles of the
-  // tensors without it. false: FFMT/FFMR row tiling only (Orojenesis' tiled fusion).
+  // tensors without it; and tile by a rank the last ops reduce into an output kept on chip
+  // (a loss summed over rows; an MLP's hidden units). false: FFMT/FFMR row tiling only
+  // (Orojenesis' tiled fusion).
   bool key_tiling = true;
 };
 

@@ -9,7 +9,8 @@
 //   padding: never transferred. A dimension whose terms never overlap and stay in range (a
 //   flat tensor read through a permuted or strided view, a window with stride >= kernel) is
 //   split into plain dimensions, one per term: it reads one element per rank tuple.
-// - The output is the last tensor; its dimensions must be plain ranks (distinct).
+// - The output is the last tensor; its dimensions must be plain ranks (distinct). A kept
+//   size-1 dimension read or written at constant 0 gets a rank of extent 1 of its own.
 // - Sizes are in elements; widths in bits, so traffic converts to bytes per tensor
 //   (bytes = ceil(elements * bits / 8) over the whole run).
 #pragma once
@@ -51,6 +52,9 @@ struct TensorAccess {
   bool output = false;  // exactly one tensor, the last, is the output
   std::vector<DimAccess> dims;
   RankMask ranks = 0;   // ranks that appear in any dimension
+  // Per dimension of `dims`, the tensor dimension it reads: a flattened box split into plain
+  // dimensions gives several the same one. Empty: dims[d] reads tensor dimension d.
+  std::vector<int> tensor_dim;
   bool plain() const;   // every dimension plain
   // Elements of the whole tensor (product of dimension extents).
   Count elements() const;

@@ -293,30 +293,58 @@ TEST(FusionUntiled, FreeViewsAreTransparent) {
 // ---- tiled fusion --------------------------------------------------------------------------
 
 TEST(FusionTiled, ChainTilesByRowsBelowTheIntermediateSize) {
+  // y is read inside the group (by z), so the hidden units cannot be the fused rank (y would
+  // be incomplete when z reads it): rows (m) are.
   Analyzed a(R"(
     x = f32[256,64] input
     w1 = f32[64,512] weight
     w2 = f32[512,64] weight
     h = f32[256,512] einsum "md,df->mf" (x, w1)
     hv = f32[256,512] move view (h)
-    y = f32[256,64]{output} einsum "mf,fd->md" (hv, w2))");
+    y = f32[256,64] einsum "mf,fd->md" (hv, w2)
+    z = f32[256,64]{output} einsum [m,d] none exp($0) (y[m,d]) -> [m,d])");
   constexpr std::uint64_t x = 4 * 256 * 64, w1 = 4 * 64 * 512, w2 = 4 * 512 * 64,
-                          y = 4 * 256 * 64, h = 4 * 256 * 512;
+                          z = 4 * 256 * 64, h = 4 * 256 * 512;
   GraphTrafficModel m(a.g, a.c);
   const Count s(h / 2);  // 256 KiB: h does not fit whole
-  EXPECT_FALSE(m.group_at(ir::OpId{0}, ir::OpId{2}, FusionKind::Untiled, s));
-  std::optional<FusionGroup> t = m.group_at(ir::OpId{0}, ir::OpId{2}, FusionKind::Tiled, s);
+  EXPECT_FALSE(m.group_at(ir::OpId{0}, ir::OpId{3}, FusionKind::Untiled, s));
+  std::optional<FusionGroup> t = m.group_at(ir::OpId{0}, ir::OpId{3}, FusionKind::Tiled, s);
   ASSERT_TRUE(t);
   // Both weights (256 KiB together) cannot stay next to a row tile, so they are re-read per
-  // row tile; x and y move once. Two row tiles would need 128 KiB of intermediate tile plus
+  // row tile; x and z move once. Two row tiles would need 128 KiB of intermediate tile plus
   // both weights (256 KiB): too much; the least traffic re-reads the weights T >= 2 times.
-  EXPECT_GE(t->traffic_bytes, Count(2 * (w1 + w2) + x + y));
-  EXPECT_LT(t->traffic_bytes, Count(2 * (x + w1 + h) + 2 * (h + w2 + y)));  // below unfused
+  EXPECT_GE(t->traffic_bytes, Count(2 * (w1 + w2) + x + z));
+  EXPECT_LT(t->traffic_bytes, Count(2 * (x + w1 + h) + 2 * (h + w2 + z)));  // below unfused
   EXPECT_NE(t->detail.find("rank 'm'"), std::string::npos);
   EXPECT_LE(t->buffer_bytes, s);
   // Large enough for the weights and a row tile: compulsory.
   EXPECT_EQ(m.at(Count(h / 2 + w1 + w2), TrafficMode::Attainable).traffic_bytes,
-            Count(x + w1 + w2 + y));
+            Count(x + w1 + w2 + z));
+}
+
+TEST(FusionTiled, ReductionOverTheFusedRankAccumulatesOnChip) {
+  // The MLP tiled by its hidden units f: each f tile makes h[:, f] from x (held) and w1[:, f],
+  // and adds h[:, f] w2[f, :] into y, which stays on chip across the f loop and is written
+  // once. Below the size of h, with room for x and y: compulsory traffic.
+  Analyzed a(R"(
+    x = f32[256,64] input
+    w1 = f32[64,512] weight
+    w2 = f32[512,64] weight
+    h = f32[256,512] einsum "md,df->mf" (x, w1)
+    y = f32[256,64]{output} einsum "mf,fd->md" (h, w2))");
+  constexpr std::uint64_t x = 4 * 256 * 64, w1 = 4 * 64 * 512, w2 = 4 * 512 * 64,
+                          y = 4 * 256 * 64, h = 4 * 256 * 512;
+  GraphTrafficModel m(a.g, a.c);
+  std::optional<FusionGroup> t = m.group_at(ir::OpId{0}, ir::OpId{1}, FusionKind::Tiled,
+                                            Count(h / 2));
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->traffic_bytes, Count(x + w1 + w2 + y));
+  EXPECT_NE(t->detail.find("rank 'f'"), std::string::npos) << t->detail;
+  EXPECT_GE(t->buffer_bytes, Count(x + y));  // x held, y accumulated
+  // Without room for the accumulator y beside x, that schedule does not fit.
+  std::optional<FusionGroup> small = m.group_at(ir::OpId{0}, ir::OpId{1}, FusionKind::Tiled,
+                                                Count(y / 2));
+  if (small) EXPECT_GT(small->traffic_bytes, Count(x + w1 + w2 + y));
 }
 
 TEST(FusionTiled, ReducedRankIsNotFused) {
