@@ -128,18 +128,32 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
     u.read_bytes = w.bytes_read.raw();
     u.write_bytes = w.bytes_written.raw();
     u.own_bytes = w.bytes().raw();
-    if (op.kind() == ir::OpKind::Einsum) {
-      try {
-        // A masked einsum (causal attention) is tiled as its full box, so that it can take
-        // part in tiled fusion (flash attention) instead of streaming through DRAM.
-        const bool masked = !op.einsum().mask.empty();
-        TilingProblem p = problem_from_einsum(
-            g, op, masked ? MaskedEinsum::Box : MaskedEinsum::Refuse);
-        u.masked_box = masked;
-        const std::string key = problem_key(p);
+    try {
+      // A masked einsum (causal attention) is tiled as its full box, so that it can take part
+      // in tiled fusion (flash attention) instead of streaming through DRAM. An opaque
+      // arg-reduction is tiled as the reduction whose reads and writes it has.
+      std::optional<TilingProblem> p;
+      if (op.kind() == ir::OpKind::Einsum) {
+        const ir::EinsumOp& e = op.einsum();
+        u.attainable_only = !e.mask.empty();
+        u.reduce = e.reduce;
+        p = problem_from_einsum(g, op,
+                                u.attainable_only ? MaskedEinsum::Box : MaskedEinsum::Refuse);
+        for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+          const ir::Tensor& t = g.tensor(op.inputs[k]);
+          u.operand_bytes.push_back(
+              cost::tensor_bytes(t, cost::operand_footprint(e, e.operands[k], t)).raw());
+        }
+      } else if ((p = problem_from_opaque(g, op))) {
+        u.attainable_only = true;
+        u.reduce = ir::Reduce::Max;  // compares, kept online like a running max
+        for (ir::TensorId in : op.inputs) u.operand_bytes.push_back(tensor_size[in.value]);
+      }
+      if (p) {
+        const std::string key = problem_key(*p);
         auto it = by_problem.find(key);
         if (it == by_problem.end()) {
-          auto r = std::make_shared<const CurveResult>(attainable_curve(p, o.einsum));
+          auto r = std::make_shared<const CurveResult>(attainable_curve(*p, o.einsum));
           evaluated += r->evaluated;
           it = by_problem.emplace(key, std::move(r)).first;
           problem_ids.emplace(key, static_cast<int>(problem_ids.size()));
@@ -151,10 +165,10 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
         for (ir::TensorId in : op.inputs) u.tensor_root.push_back(root[in.value]);
         u.tensor_root.push_back(root[op.outputs[0].value]);
         u.problem = std::move(p);
-      } catch (const Unsupported&) {
-        // Outside the tiling model: the op costs its own unfused bytes.
-        u.masked_box = false;
       }
+    } catch (const Unsupported&) {
+      // Outside the tiling model: the op costs its own unfused bytes.
+      u.attainable_only = false;
     }
     if (!u.has_curve && op.outputs.size() == 1) {
       if (op.kind() == ir::OpKind::Move && op.inputs.size() == 1) {
@@ -162,14 +176,8 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
         u.operand_bytes = {u.read_bytes};
       } else if (op.kind() == ir::OpKind::Einsum) {
         // The same footprints the op's own cost reads (docs/cost.md).
-        const ir::EinsumOp& e = op.einsum();
         Wide sum = 0;
-        for (std::size_t k = 0; k < op.inputs.size(); ++k) {
-          const ir::Tensor& t = g.tensor(op.inputs[k]);
-          u.operand_bytes.push_back(
-              cost::tensor_bytes(t, cost::operand_footprint(e, e.operands[k], t)).raw());
-          sum += u.operand_bytes.back();
-        }
+        for (Wide b : u.operand_bytes) sum += b;
         u.can_reside = sum == u.read_bytes;
       }
       if (u.can_reside) {
@@ -196,7 +204,7 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
     }
   // Provable mode: einsums whose operands all come from outside the graph (fusion.h).
   for (const detail::Unit& u : units) {
-    if (!u.has_curve || u.masked_box) continue;  // (tensor_root of can_reside units: unused)
+    if (!u.has_curve || u.attainable_only) continue;  // (tensor_root of can_reside units: unused)
     bool sources = true;
     for (std::size_t t = 0; t + 1 < u.tensor_root.size(); ++t)
       sources = sources && ir::is_graph_source(g.tensor(ir::TensorId{u.tensor_root[t]}).role);

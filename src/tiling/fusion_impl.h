@@ -34,9 +34,10 @@ struct Unit {
   // Curve: an einsum with an attainable ski-slope; Bytes: its own unfused bytes (data
   // movement, opaque, einsums the tiling model refuses).
   bool has_curve = false;
-  // Curve of a masked einsum's full box (MaskedEinsum::Box): attainable only, never a
-  // provable per-op bound.
-  bool masked_box = false;
+  // Curve of a masked einsum's full box (MaskedEinsum::Box) or of an opaque arg-reduction's
+  // access pattern (problem_from_opaque): attainable only, never a provable per-op bound.
+  bool attainable_only = false;
+  ir::Reduce reduce = ir::Reduce::None;  // Curve: how the op combines over reduced ranks
   int problem_id = -1;  // Curve: equal for units with equal problems
   std::optional<TilingProblem> problem;
   std::shared_ptr<const CurveResult> curve;
@@ -47,7 +48,7 @@ struct Unit {
   // traffic is the sum of their operands' reads plus the write, less what is on chip. The
   // others (opaque ops, multi-input moves) always go through DRAM.
   bool can_reside = false;
-  std::vector<Wide> operand_bytes;       // can_reside: per input, its read bytes
+  std::vector<Wide> operand_bytes;       // Curve, can_reside: per input, its read bytes
   Wide read_bytes = 0, write_bytes = 0;  // from cost.per_op
   Wide own_bytes = 0;                    // read + write
 };

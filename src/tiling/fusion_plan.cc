@@ -76,20 +76,10 @@ std::optional<int> access_of(const TensorAccess& a, DimRef r) {
 // the root's size.
 Wide read_of_root(const GraphTrafficModel::Impl& m, int u, std::uint32_t r) {
   const detail::Unit& unit = m.units[u];
-  const ir::Op& op = m.graph->op(unit.op);
-  const Wide size = m.tensor_size[r];
   Wide best = 0;
-  if (!unit.has_curve) {
-    for (std::size_t k = 0; k < unit.operand_bytes.size(); ++k)
-      if (unit.tensor_root[k] == r) best += unit.operand_bytes[k];
-    return std::min(size, best);
-  }
-  const ir::EinsumOp& e = op.einsum();
-  for (std::size_t k = 0; k < op.inputs.size(); ++k) {
-    if (unit.tensor_root[k] != r) continue;
-    const ir::Tensor& t = m.graph->tensor(op.inputs[k]);
-    best += cost::tensor_bytes(t, cost::operand_footprint(e, e.operands[k], t)).raw();
-  }
+  for (std::size_t k = 0; k < unit.operand_bytes.size(); ++k)
+    if (unit.tensor_root[k] == r) best += unit.operand_bytes[k];
+  const Wide size = m.tensor_size[r];
   return std::min(size, best);
 }
 
@@ -158,8 +148,7 @@ std::set<std::uint32_t> GraphTrafficModel::Impl::shared_row_sources(
            root_t.shape[*dim] == rows;
       if (!ok) break;
       row_dim = dim;
-      const ir::EinsumOp& e = op.einsum();
-      load += cost::tensor_bytes(root_t, cost::operand_footprint(e, e.operands[t], root_t)).raw();
+      load += units[u].operand_bytes[t];
     }
     if (!ok) continue;
     held.insert(r);
@@ -300,6 +289,7 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
   auto propagate = [&](int r0, Mode mode) -> std::optional<Propagated> {
     const std::int64_t rows = units[a].problem->ranks[r0].extent;
     std::map<std::uint32_t, DimRef> fused_dim;  // on-chip root -> its dimension of the rank
+    std::map<std::uint32_t, DimRef> source_dim;  // the same for roots read from DRAM
     Propagated out;
     out.rank.assign(len, -1);
     out.reduces.assign(len, false);
@@ -319,6 +309,14 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
         if (r >= 0 && r != rk) return std::nullopt;
         r = rk;
       }
+      // Not reached through an intermediate: a sibling reading a source an earlier unit
+      // read along the rank (the indices of max(x, dim) beside its values).
+      for (std::size_t k = 0; k < op.inputs.size() && r < 0; ++k) {
+        auto sd = source_dim.find(op.inputs[k].value);
+        if (sd == source_dim.end()) continue;
+        std::optional<int> ad = access_of(p.tensors[k], sd->second);
+        if (ad && p.tensors[k].dims[*ad].plain()) r = p.tensors[k].dims[*ad].terms[0].rank;
+      }
       if (r < 0 || p.ranks[r].extent != rows) return std::nullopt;
       int out_dim = -1;
       for (std::size_t t = 0; t < p.tensors.size(); ++t) {
@@ -335,7 +333,7 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
         if (mode == Mode::Batch && !found) return std::nullopt;
       }
       if (out_dim < 0) {
-        const ir::Reduce red = op.einsum().reduce;
+        const ir::Reduce red = unit.reduce;
         const bool online = red == ir::Reduce::Sum || red == ir::Reduce::Max;
         const bool read_inside =
             std::any_of(users[op.outputs[0].value].begin(), users[op.outputs[0].value].end(),
@@ -356,6 +354,13 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
       if (out_dim >= 0 && resident_set.count(out_root)) {
         fused_dim[out_root] = ref_of(p.output(), out_dim);
         out.carriers.insert(out_root);
+      }
+      for (std::size_t k = 0; k + 1 < p.tensors.size(); ++k) {
+        const std::uint32_t in = op.inputs[k].value;
+        if (root[in] != in || resident_set.count(in)) continue;  // sources read directly
+        for (std::size_t d = 0; d < p.tensors[k].dims.size(); ++d)
+          if (p.tensors[k].dims[d].plain() && p.tensors[k].dims[d].terms[0].rank == r)
+            source_dim.emplace(in, ref_of(p.tensors[k], static_cast<int>(d)));
       }
     }
     // Every on-chip intermediate carrying the rank was read through it by all its readers
@@ -444,18 +449,9 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
               const ir::Tensor& vt = graph->tensor(p.tensors[t].output ? op.outputs[0]
                                                                        : op.inputs[t]);
               fl.held_bits_per_row += bits_per_row(vt, rows, batch);
-              fl.held_bytes +=
-                  p.tensors[t].output
-                      ? vt.size_bytes().raw()
-                      : cost::tensor_bytes(vt, cost::operand_footprint(
-                                                   op.einsum(), op.einsum().operands[t], vt))
-                            .raw();
+              fl.held_bytes += p.tensors[t].output ? vt.size_bytes().raw() : unit.operand_bytes[t];
             } else if (!has_row && !p.tensors[t].output) {
-              const ir::Tensor& vt = graph->tensor(op.inputs[t]);
-              fl.streamed_bytes +=
-                  cost::tensor_bytes(vt, cost::operand_footprint(op.einsum(),
-                                                                 op.einsum().operands[t], vt))
-                      .raw();
+              fl.streamed_bytes += unit.operand_bytes[t];
             }
           }
         }
@@ -503,11 +499,7 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
                      !(p.tensors[t].ranks & (RankMask{1} << rank[u - a]))) {
             tl.drop[1][u - a] |= 1u << t;
             // Per operand (read_of_root would add the unit's other operands of the root).
-            const ir::Op& op = graph->op(unit.op);
-            const ir::Tensor& vt = graph->tensor(op.inputs[t]);
-            const ir::EinsumOp& e = op.einsum();
-            const Wide fp =
-                cost::tensor_bytes(vt, cost::operand_footprint(e, e.operands[t], vt)).raw();
+            const Wide fp = unit.operand_bytes[t];
             weights[unit.tensor_root[t]] += fp;
             tl.streamed_bytes += fp;
           }

@@ -175,6 +175,55 @@ TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op, MaskedEi
   return p;
 }
 
+std::optional<TilingProblem> problem_from_opaque(const ir::Graph& g, const ir::Op& op) {
+  if (op.kind() != ir::OpKind::Opaque || op.inputs.size() != 1 || op.outputs.size() != 1)
+    return std::nullopt;
+  const ir::OpaqueOp& o = op.opaque();
+  if (o.function != "argmax" && o.function != "argmin") return std::nullopt;
+  const ir::Tensor& in = g.tensor(op.inputs[0]);
+  const ir::Tensor& out = g.tensor(op.outputs[0]);
+  const int n = static_cast<int>(in.shape.size());
+  if (n == 0 || n > kMaxRanks) return std::nullopt;
+  std::optional<int> axis;
+  if (auto it = o.attrs.find("axis"); it != o.attrs.end()) {
+    const auto* v = std::get_if<std::int64_t>(&it->second);
+    if (v == nullptr || *v < 0 || *v >= n) return std::nullopt;
+    axis = static_cast<int>(*v);
+  }
+  auto reduced = [&](int d) { return !axis || *axis == d; };
+  TilingProblem p;
+  TensorAccess a{in.name, ir::dtype_bits(in.dtype), false, {}, 0};
+  for (int d = 0; d < n; ++d) {
+    if (in.shape[d] < 1) return std::nullopt;
+    p.ranks.push_back({fmt::format("{}{}", reduced(d) ? "r" : "i", d), in.shape[d]});
+    a.dims.push_back(DimAccess{{{d, 1}}, 0, in.shape[d]});
+    a.ranks |= RankMask{1} << d;
+  }
+  // The indices: the kept dims in order, with the reduced ones either dropped or kept with
+  // size 1 (keepdim), each then a unit rank of its own.
+  TensorAccess w{out.name, ir::dtype_bits(out.dtype), true, {}, 0};
+  const bool keepdim = static_cast<int>(out.shape.size()) == n;
+  std::size_t od = 0;
+  for (int d = 0; d < n; ++d) {
+    int r = d;
+    if (reduced(d)) {
+      if (!keepdim) continue;
+      if (static_cast<int>(p.ranks.size()) >= kMaxRanks) return std::nullopt;
+      r = static_cast<int>(p.ranks.size());
+      p.ranks.push_back({fmt::format("{}.{}", out.name, d), 1});
+    }
+    if (od >= out.shape.size() || out.shape[od] != p.ranks[r].extent) return std::nullopt;
+    w.dims.push_back(DimAccess{{{r, 1}}, 0, p.ranks[r].extent});
+    w.ranks |= RankMask{1} << r;
+    ++od;
+  }
+  if (od != out.shape.size()) return std::nullopt;
+  p.tensors = {std::move(a), std::move(w)};
+  for (const TensorAccess& t : p.tensors) p.compulsory_bits += bits_of(t.elements(), t.bits);
+  p.check();
+  return p;
+}
+
 TilingProblem gemm_problem(std::int64_t m, std::int64_t n, std::int64_t k, ir::DType dtype) {
   if (m < 1 || n < 1 || k < 1)
     throw UserError(UserError::Kind::BadArgument, "GEMM extents must be >= 1");

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,13 @@ enum class MaskedEinsum {
 // traffic twice; the compulsory traffic counts it once).
 TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op,
                                   MaskedEinsum masked = MaskedEinsum::Refuse);
+
+// The access pattern of an opaque op that reads and writes as an einsum would, for
+// attainable estimates only (its arithmetic is not an einsum): an arg-reduction (argmax,
+// argmin) over attribute `axis`, or over every element without one, reads its input once
+// and writes one index per kept position, as a max reduction does. nullopt for other
+// opaque ops (and for other kinds of op), or when the output shape does not match.
+std::optional<TilingProblem> problem_from_opaque(const ir::Graph& g, const ir::Op& op);
 
 // C[m,n] = sum_k A[m,k] * B[k,n] with every tensor of type `dtype` (ranks m, n, k).
 TilingProblem gemm_problem(std::int64_t m, std::int64_t n, std::int64_t k, ir::DType dtype);

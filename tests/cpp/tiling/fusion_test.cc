@@ -322,6 +322,33 @@ TEST(FusionTiled, ChainTilesByRowsBelowTheIntermediateSize) {
             Count(x + w1 + w2 + z));
 }
 
+TEST(FusionTiled, SourceReadTwiceAlongTheRowsIsLoadedOncePerRowTile) {
+  // x * sigmoid(x) (Swish) and a keepdim softmax: x does not fit on chip whole, but each row
+  // tile of it is loaded once and held until its last reader, so the chain moves the
+  // compulsory traffic. The softmax's kept size-1 dims ([r, 0]) stay plain.
+  constexpr std::int64_t R = 512, C = 1024;
+  const std::string swish = fmt::format(R"(
+    x = f32[{0},{1}] input
+    s = f32[{0},{1}] einsum [r,c] none sigmoid($0) (x[r,c]) -> [r,c]
+    y = f32[{0},{1}]{{output}} einsum [r,c] none mul($0,$1) (x[r,c], s[r,c]) -> [r,c])", R, C);
+  const std::string softmax = fmt::format(R"(
+    x = f32[{0},{1}] input
+    m = f32[{0},1] einsum [r={0},k={1}] max $0 (x[r,k]) -> [r,0]
+    e = f32[{0},{1}] einsum [r,c] none exp(sub($0,$1)) (x[r,c], m[r,0]) -> [r,c]
+    z = f32[{0},1] einsum [r={0},k={1}] sum $0 (e[r,k]) -> [r,0]
+    y = f32[{0},{1}]{{output}} einsum [r,c] none div($0,$1) (e[r,c], z[r,0]) -> [r,c])", R, C);
+  const std::uint64_t tensor = 4 * R * C;
+  for (const std::string& text : {swish, softmax}) {
+    SCOPED_TRACE(text);
+    Analyzed a(text);
+    GraphTrafficModel m(a.g, a.c);
+    const GraphTraffic q = m.at(Count(tensor / 8), TrafficMode::Attainable);
+    EXPECT_EQ(q.traffic_bytes, Count(2 * tensor));  // x read once, y written once
+    ASSERT_EQ(q.groups.size(), 1u);
+    EXPECT_EQ(q.groups[0].kind, FusionKind::Tiled);
+  }
+}
+
 TEST(FusionTiled, ReductionOverTheFusedRankAccumulatesOnChip) {
   // The MLP tiled by its hidden units f: each f tile makes h[:, f] from x (held) and w1[:, f],
   // and adds h[:, f] w2[f, :] into y, which stays on chip across the f loop and is written

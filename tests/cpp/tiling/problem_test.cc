@@ -89,6 +89,22 @@ TEST(Problem, ExtentOneTermsDoNotHideAFlattenedBox) {
   EXPECT_EQ(p.compulsory_bits, Count(2 * 8 * 2 * 16 * 32));
 }
 
+TEST(Problem, KeptSizeOneDimsAreUnitRanksAndFlattenedOutputsSplit) {
+  ir::Graph g = ir::parse_graph(R"(
+    x = f32[6,8] input
+    m = f32[6,1]{output} einsum [r=6,k=8] max $0 (x[r,k]) -> [r,0]
+    y = f32[2,24]{output} einsum [a=2,b=3,c=8] none exp($0) (x[a*3+b,c]) -> [a,b*8+c])");
+  const TilingProblem pm = problem_from_einsum(g, op_of(g, "m"));
+  ASSERT_EQ(pm.output().dims.size(), 2u);  // the size-1 dim is kept, plain, of a unit rank
+  EXPECT_TRUE(pm.output().plain());
+  EXPECT_EQ(pm.ranks[pm.output().dims[1].terms[0].rank].extent, 1);
+  EXPECT_EQ(pm.compulsory_bits, Count((6 * 8 + 6) * 32));
+  const TilingProblem py = problem_from_einsum(g, op_of(g, "y"));
+  EXPECT_TRUE(py.output().plain());  // [a, b*8+c] split into a, b, c
+  EXPECT_EQ(py.output().tensor_dim, (std::vector<int>{0, 1, 1}));
+  EXPECT_EQ(py.tensors[0].tensor_dim, (std::vector<int>{0, 0, 1}));
+}
+
 TEST(Problem, MaskedEinsumIsUnsupported) {
   ir::Graph g = ir::parse_graph(R"(
     s = f32[4,4] input
