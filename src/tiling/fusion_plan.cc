@@ -118,43 +118,43 @@ std::vector<std::int64_t> tile_candidates(std::int64_t rows, TileMode mode) {
 std::set<std::uint32_t> GraphTrafficModel::Impl::shared_row_sources(
     int a, int b, const std::vector<int>& rank, std::int64_t rows, std::int64_t batch,
     SegmentPlan::Tiled& tl) const {
-  // Roots that are not produced inside, by their readers inside: (unit, operand).
   std::set<std::uint32_t> produced;
   for (int u = a; u < b; ++u) produced.insert(graph->op(units[u].op).outputs[0].value);
+  // Tensors not produced inside (sources, or free views of them), by their readers inside
+  // (unit, operand): readers of one tensor share its tiles.
   std::map<std::uint32_t, std::vector<std::pair<int, std::size_t>>> readers;
   for (int u = a; u < b; ++u) {
     const ir::Op& op = graph->op(units[u].op);
     for (std::size_t t = 0; t < op.inputs.size(); ++t)
-      if (!produced.count(units[u].tensor_root[t])) readers[units[u].tensor_root[t]].emplace_back(u, t);
+      if (!produced.count(units[u].tensor_root[t]))
+        readers[op.inputs[t].value].emplace_back(u, t);
   }
   std::set<std::uint32_t> held;
   for (const auto& [r, rd] : readers) {
     if (rd.front().first == rd.back().first) continue;  // one reader: its own tile suffices
-    const ir::Tensor& root_t = graph->tensor(ir::TensorId{r});
+    const ir::Tensor& read_t = graph->tensor(ir::TensorId{r});
     std::optional<int> row_dim;
     bool ok = true;
     Wide load = 0;
     for (const auto& [u, t] : rd) {
-      const ir::Op& op = graph->op(units[u].op);
       const TensorAccess& x = units[u].problem->tensors[t];
-      // Read directly (not through a view), along the fused rank, in one unsplit dimension.
+      // Read along the fused rank, in one unsplit dimension, at the same one by every reader.
       std::optional<int> dim;
       for (std::size_t d = 0; d < x.dims.size(); ++d)
         if (x.dims[d].plain() && x.dims[d].terms[0].rank == rank[u - a]) {
           const DimRef ref = ref_of(x, static_cast<int>(d));
           if (ref.part == 0 && access_of(x, {ref.dim, 1}) == std::nullopt) dim = ref.dim;
         }
-      ok = ok && op.inputs[t].value == r && dim && (!row_dim || *row_dim == *dim) &&
-           root_t.shape[*dim] == rows;
+      ok = ok && dim && (!row_dim || *row_dim == *dim) && read_t.shape[*dim] == rows;
       if (!ok) break;
       row_dim = dim;
       load += units[u].operand_bytes[t];
     }
     if (!ok) continue;
     held.insert(r);
-    const Wide per_row = static_cast<Wide>(root_t.num_elements().raw()) /
+    const Wide per_row = static_cast<Wide>(read_t.num_elements().raw()) /
                          (static_cast<Wide>(rows) * static_cast<Wide>(batch)) *
-                         static_cast<Wide>(ir::dtype_bits(root_t.dtype));
+                         static_cast<Wide>(ir::dtype_bits(read_t.dtype));
     for (int u = rd.front().first; u <= rd.back().first; ++u)
       tl.reserve_bits_per_row[u - a] += per_row;
     tl.fixed += std::min(load, tensor_size[r]);  // each row tile loaded once: the whole once
@@ -357,7 +357,7 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
       }
       for (std::size_t k = 0; k + 1 < p.tensors.size(); ++k) {
         const std::uint32_t in = op.inputs[k].value;
-        if (root[in] != in || resident_set.count(in)) continue;  // sources read directly
+        if (resident_set.count(root[in])) continue;  // sources (or views of them) only
         for (std::size_t d = 0; d < p.tensors[k].dims.size(); ++d)
           if (p.tensors[k].dims[d].plain() && p.tensors[k].dims[d].terms[0].rank == r)
             source_dim.emplace(in, ref_of(p.tensors[k], static_cast<int>(d)));
@@ -491,7 +491,9 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
         const TilingProblem& p = *unit.problem;
         for (std::size_t t = 0; t < unit.tensor_root.size(); ++t) {
           const std::uint32_t r = unit.tensor_root[t];
-          if (resident_set.count(r) || held.count(r) ||
+          const bool held_input =
+              !p.tensors[t].output && held.count(graph->op(unit.op).inputs[t].value);
+          if (resident_set.count(r) || held_input ||
               (p.tensors[t].output && accumulated.count(r))) {
             tl.drop[0][u - a] |= 1u << t;
             tl.drop[1][u - a] |= 1u << t;

@@ -175,15 +175,91 @@ TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op, MaskedEi
   return p;
 }
 
+namespace {
+
+// A max pool's indices: the windows of the pooling einsum (batch dims, then one
+// `p * stride + r * dilation - padding` dim per kernel dim), written as indices.
+std::optional<TilingProblem> pool_argmax_problem(const ir::Tensor& in, const ir::Tensor& out,
+                                                 const ir::Attrs& attrs) {
+  auto list = [&](const char* name) -> std::vector<std::int64_t> {
+    auto it = attrs.find(name);
+    if (it == attrs.end()) return {};
+    const auto* v = std::get_if<std::vector<std::int64_t>>(&it->second);
+    return v ? *v : std::vector<std::int64_t>{};
+  };
+  const std::vector<std::int64_t> kernel = list("kernel"), stride = list("stride"),
+                                  padding = list("padding"), dilation = list("dilation");
+  const int n = static_cast<int>(in.shape.size());
+  const int k = static_cast<int>(kernel.size());
+  if (k == 0 || k > n || stride.size() != kernel.size() || padding.size() != kernel.size() ||
+      dilation.size() != kernel.size() || out.shape.size() != in.shape.size() ||
+      n + k > kMaxRanks)
+    return std::nullopt;
+  TilingProblem p;
+  TensorAccess a{in.name, ir::dtype_bits(in.dtype), false, {}, 0};
+  TensorAccess w{out.name, ir::dtype_bits(out.dtype), true, {}, 0};
+  for (int d = 0; d < n; ++d) {
+    const int r = static_cast<int>(p.ranks.size());
+    if (out.shape[d] < 1) return std::nullopt;
+    p.ranks.push_back({fmt::format("i{}", d), out.shape[d]});
+    w.dims.push_back(DimAccess{{{r, 1}}, 0, out.shape[d]});
+    w.ranks |= RankMask{1} << r;
+    DimAccess da{{{r, 1}}, 0, in.shape[d]};
+    if (d >= n - k) {
+      const int s = d - (n - k);
+      if (kernel[s] < 1 || stride[s] < 1 || dilation[s] < 1) return std::nullopt;
+      const int rk = static_cast<int>(p.ranks.size());
+      p.ranks.push_back({fmt::format("r{}", d), kernel[s]});
+      da = DimAccess{{{r, stride[s]}, {rk, dilation[s]}}, -padding[s], in.shape[d]};
+      a.ranks |= RankMask{1} << rk;
+    } else if (out.shape[d] != in.shape[d]) {
+      return std::nullopt;
+    }
+    a.dims.push_back(std::move(da));
+    a.ranks |= RankMask{1} << r;
+  }
+  p.tensors = {std::move(a), std::move(w)};
+  // Compulsory: the input positions some window reads (the pooling einsum's footprint), as
+  // much as the whole input at most; the indices once.
+  p.compulsory_bits = bits_of(p.tensors[0].elements(), p.tensors[0].bits) +
+                      bits_of(p.tensors[1].elements(), p.tensors[1].bits);
+  p.check();
+  return p;
+}
+
+}  // namespace
+
 std::optional<TilingProblem> problem_from_opaque(const ir::Graph& g, const ir::Op& op) {
   if (op.kind() != ir::OpKind::Opaque || op.inputs.size() != 1 || op.outputs.size() != 1)
     return std::nullopt;
   const ir::OpaqueOp& o = op.opaque();
-  if (o.function != "argmax" && o.function != "argmin") return std::nullopt;
   const ir::Tensor& in = g.tensor(op.inputs[0]);
   const ir::Tensor& out = g.tensor(op.outputs[0]);
   const int n = static_cast<int>(in.shape.size());
   if (n == 0 || n > kMaxRanks) return std::nullopt;
+  for (std::int64_t e : in.shape)
+    if (e < 1) return std::nullopt;
+  if (o.function == "pool_argmax") return pool_argmax_problem(in, out, o.attrs);
+  if (o.function == "cumsum" || o.function == "cumprod") {
+    // A scan along `axis` reads and writes each element once, as an elementwise op does;
+    // a tile of the axis carries one running value per row from the tile before it.
+    if (out.shape != in.shape) return std::nullopt;
+    TilingProblem p;
+    TensorAccess a{in.name, ir::dtype_bits(in.dtype), false, {}, 0};
+    TensorAccess w{out.name, ir::dtype_bits(out.dtype), true, {}, 0};
+    for (int d = 0; d < n; ++d) {
+      p.ranks.push_back({fmt::format("i{}", d), in.shape[d]});
+      for (TensorAccess* t : {&a, &w}) {
+        t->dims.push_back(DimAccess{{{d, 1}}, 0, in.shape[d]});
+        t->ranks |= RankMask{1} << d;
+      }
+    }
+    p.tensors = {std::move(a), std::move(w)};
+    for (const TensorAccess& t : p.tensors) p.compulsory_bits += bits_of(t.elements(), t.bits);
+    p.check();
+    return p;
+  }
+  if (o.function != "argmax" && o.function != "argmin") return std::nullopt;
   std::optional<int> axis;
   if (auto it = o.attrs.find("axis"); it != o.attrs.end()) {
     const auto* v = std::get_if<std::int64_t>(&it->second);

@@ -55,7 +55,7 @@ struct TensorAccess {
   RankMask ranks = 0;   // ranks that appear in any dimension
   // Per dimension of `dims`, the tensor dimension it reads: a flattened box split into plain
   // dimensions gives several the same one. Empty: dims[d] reads tensor dimension d.
-  std::vector<int> tensor_dim;
+  std::vector<int> tensor_dim = {};
   bool plain() const;   // every dimension plain
   // Elements of the whole tensor (product of dimension extents).
   Count elements() const;
@@ -94,8 +94,10 @@ TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op,
 // The access pattern of an opaque op that reads and writes as an einsum would, for
 // attainable estimates only (its arithmetic is not an einsum): an arg-reduction (argmax,
 // argmin) over attribute `axis`, or over every element without one, reads its input once
-// and writes one index per kept position, as a max reduction does. nullopt for other
-// opaque ops (and for other kinds of op), or when the output shape does not match.
+// and writes one index per kept position, as a max reduction does; a max pool's indices
+// (pool_argmax) read the pooling windows; a scan (cumsum, cumprod) reads and writes each
+// element once, as an elementwise op. nullopt for other opaque ops (and for other kinds of
+// op), or when the shapes or attributes do not match.
 std::optional<TilingProblem> problem_from_opaque(const ir::Graph& g, const ir::Op& op);
 
 // C[m,n] = sum_k A[m,k] * B[k,n] with every tensor of type `dtype` (ranks m, n, k).

@@ -371,7 +371,9 @@ TEST(FusionTiled, ReductionOverTheFusedRankAccumulatesOnChip) {
   // Without room for the accumulator y beside x, that schedule does not fit.
   std::optional<FusionGroup> small = m.group_at(ir::OpId{0}, ir::OpId{1}, FusionKind::Tiled,
                                                 Count(y / 2));
-  if (small) EXPECT_GT(small->traffic_bytes, Count(x + w1 + w2 + y));
+  if (small) {
+    EXPECT_GT(small->traffic_bytes, Count(x + w1 + w2 + y));
+  }
 }
 
 TEST(FusionTiled, ReducedRankIsNotFused) {
