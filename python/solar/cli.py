@@ -14,7 +14,7 @@ import json
 import os
 import sys
 import tempfile
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from . import _core, suite
 
@@ -119,64 +119,29 @@ def _run_program(command: str, args: List[str]) -> int:
     """`solar analyze|validate model.py|trace.json ...`: capture (or read the trace), lower,
     analyze; validate runs the program and the lowered graph and compares their outputs."""
     from .frontends.torch import program as prog
-    from .frontends.torch.capture import OverrideError, ProgramFormatError
 
     codes = _core.EXIT_CODES
     try:
         ns = _program_parser(command).parse_args(args)
     except SystemExit as e:
         return codes["usage"] if e.code else 0
-    overrides = {}
-    for item in ns.set:
-        name, eq, value = item.partition("=")
-        if not eq or not name.isidentifier():
-            sys.stderr.write(f"solar: error: --set {item}: expected NAME=VALUE\n")
-            return codes["usage"]
-        overrides[name] = value
-    archs: List[str] = []
-    for a in ns.arch or ["H100_SXM"]:
-        archs.extend(x for x in a.split(",") if x)
-    validate = command == "validate" or getattr(ns, "validate", False)
-    options = prog.ProgramOptions(
-        archs=archs, policy=ns.policy, cache_state=ns.cache_state, overrides=overrides,
-        strict=ns.strict, real=ns.real, train=ns.train, optimizer=ns.optimizer,
-        validate=validate, crosscheck=not ns.no_crosscheck, mode=ns.mode,
-        cache_aware=not ns.no_cache_aware, max_mappings=ns.max_mappings)
-    if ns.optimizer and not ns.train:
-        sys.stderr.write("solar: error: --optimizer needs --train\n")
-        return codes["usage"]
-    if ns.shrink is not None and ns.shrink < 1:
-        sys.stderr.write("solar: error: --shrink must be at least 1\n")
-        return codes["usage"]
     try:
-        if not os.path.isfile(ns.program):
-            sys.stderr.write(f"solar: error: {ns.program}: no such file\n")
-            return codes["io"]
-        if ns.program.endswith(_PYTHON_SUFFIXES):
-            try:
-                if ns.shrink is not None:
-                    result = _analyze_shrunk(ns.program, options, ns.shrink)
-                else:
-                    result = prog.analyze_file(ns.program, options)
-            except _core.Error:
-                raise
-            except (OverrideError, ProgramFormatError) as e:
-                sys.stderr.write(f"solar: error: {e}\n")
-                return codes["usage" if isinstance(e, OverrideError) else "parse"]
-            except Exception as e:  # the program itself failed: not a Solar bug
-                if ns.debug:
-                    raise
-                sys.stderr.write(f"solar: error: {ns.program}: the program failed: "
-                                 f"{type(e).__name__}: {e}\n")
-                return codes["program_error"]
-        else:
-            if overrides or ns.train or validate or ns.shrink is not None:
-                sys.stderr.write("solar: error: --set, --train and validation apply to Python "
-                                 "programs only\n")
-                return codes["usage"]
-            with open(ns.program, encoding="utf-8") as f:
-                trace = json.load(f)
-            result = prog.analyze_trace(trace, ns.program, options)
+        overrides = _overrides(ns.set)
+        archs = _archs(ns.arch) or ["H100_SXM"]
+        validate = command == "validate" or getattr(ns, "validate", False)
+        options = prog.ProgramOptions(
+            archs=archs, policy=ns.policy, cache_state=ns.cache_state, overrides=overrides,
+            strict=ns.strict, real=ns.real, train=ns.train, optimizer=ns.optimizer,
+            validate=validate, crosscheck=not ns.no_crosscheck, mode=ns.mode,
+            cache_aware=not ns.no_cache_aware, max_mappings=ns.max_mappings)
+        if ns.optimizer and not ns.train:
+            raise _fail("--optimizer needs --train", "usage")
+        if ns.shrink is not None and ns.shrink < 1:
+            raise _fail("--shrink must be at least 1", "usage")
+        if not ns.program.endswith(_PYTHON_SUFFIXES) and (
+                overrides or ns.train or validate or ns.shrink is not None):
+            raise _fail("--set, --train and validation apply to Python programs only", "usage")
+        result = _load_program(ns, options, ns.shrink)
         for n in result.warnings:
             sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
         if ns.save_trace:
@@ -195,12 +160,72 @@ def _run_program(command: str, args: List[str]) -> int:
             sys.stderr.write(f"solar: error: {ns.program}: validation failed\n")
             return codes["validation_failed"]
         return codes["ok"]
+    except _Exit as e:
+        return e.code
     except _core.Error as e:
         sys.stderr.write(f"solar: error: {e}\n")
         return getattr(e, "exit_code", codes["internal"])
     except (OSError, json.JSONDecodeError) as e:
         sys.stderr.write(f"solar: error: {e}\n")
         return codes["io"] if isinstance(e, OSError) else codes["parse"]
+
+
+class _Exit(Exception):
+    """Ends a command with `code`; its message is already on stderr."""
+
+    def __init__(self, code: int):
+        super().__init__(code)
+        self.code = code
+
+
+def _fail(message: str, cause: str) -> _Exit:
+    """Writes `solar: error: message` and returns the _Exit for `cause` (an EXIT_CODES key)."""
+    sys.stderr.write(f"solar: error: {message}\n")
+    return _Exit(_core.EXIT_CODES[cause])
+
+
+def _overrides(items: List[str]) -> Dict[str, str]:
+    """--set NAME=VALUE items as a dict; a malformed one is a usage error."""
+    out: Dict[str, str] = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name.isidentifier():
+            raise _fail(f"--set {item}: expected NAME=VALUE", "usage")
+        out[name] = value
+    return out
+
+
+def _archs(values: List[str]) -> List[str]:
+    """--arch values, each repeatable or comma-separated, in order."""
+    return [x for a in values for x in a.split(",") if x]
+
+
+def _load_program(ns, options, shrink: Optional[int] = None):
+    """Captures the Python program ns.program (its sizes shrunk to `shrink`), or reads it as
+    a saved OpTrace, and analyzes it with `options`. The program's own failures and bad
+    program files end the command (_Exit) with their exit codes; Solar's errors propagate."""
+    from .frontends.torch import program as prog
+    from .frontends.torch.capture import OverrideError, ProgramFormatError
+
+    if not os.path.isfile(ns.program):
+        raise _fail(f"{ns.program}: no such file", "io")
+    if not ns.program.endswith(_PYTHON_SUFFIXES):
+        with open(ns.program, encoding="utf-8") as f:
+            trace = json.load(f)
+        return prog.analyze_trace(trace, ns.program, options)
+    try:
+        if shrink is not None:
+            return _analyze_shrunk(ns.program, options, shrink)
+        return prog.analyze_file(ns.program, options)
+    except _core.Error:
+        raise
+    except (OverrideError, ProgramFormatError) as e:
+        raise _fail(str(e), "usage" if isinstance(e, OverrideError) else "parse") from None
+    except Exception as e:  # the program itself failed: not a Solar bug
+        if ns.debug:
+            raise
+        raise _fail(f"{ns.program}: the program failed: {type(e).__name__}: {e}",
+                    "program_error") from None
 
 
 def _analyze_shrunk(path: str, options, limit: int):
@@ -259,7 +284,6 @@ def _run_inverse(args: List[str]) -> int:
     """`solar inverse model.py|trace.json ...`: capture (or read the trace), lower, then the
     C++ inverse roofline (docs/inverse-roofline.md)."""
     from .frontends.torch import program as prog
-    from .frontends.torch.capture import OverrideError, ProgramFormatError
 
     codes = _core.EXIT_CODES
     try:
@@ -273,47 +297,17 @@ def _run_inverse(args: List[str]) -> int:
     except ValueError as e:
         sys.stderr.write(f"solar: error: {e}\n")
         return codes["usage"]
-    overrides = {}
-    for item in ns.set:
-        name, eq, value = item.partition("=")
-        if not eq or not name.isidentifier():
-            sys.stderr.write(f"solar: error: --set {item}: expected NAME=VALUE\n")
-            return codes["usage"]
-        overrides[name] = value
-    archs: List[str] = []
-    for a in ns.arch:
-        archs.extend(x for x in a.split(",") if x)
     try:
-        if not archs:
-            archs = [i for i in _core.device_ids() if i.lower() != "host"]
+        overrides = _overrides(ns.set)
+        archs = _archs(ns.arch) or [i for i in _core.device_ids() if i.lower() != "host"]
         for a in archs:
             _core.device(a)  # an unknown id fails (exit 6) before the program runs
-        if not os.path.isfile(ns.program):
-            sys.stderr.write(f"solar: error: {ns.program}: no such file\n")
-            return codes["io"]
         # The capture's own analysis needs one device; the comparison is the inverse's.
         options = prog.ProgramOptions(
             archs=archs[:1], policy=ns.policy, overrides=overrides, strict=ns.strict,
             real=ns.real, train=ns.train, optimizer=ns.optimizer, validate=False,
             crosscheck=False, cache_aware=False)  # the inverse builds its own traffic model
-        if ns.program.endswith(_PYTHON_SUFFIXES):
-            try:
-                result = prog.analyze_file(ns.program, options)
-            except _core.Error:
-                raise
-            except (OverrideError, ProgramFormatError) as e:
-                sys.stderr.write(f"solar: error: {e}\n")
-                return codes["usage" if isinstance(e, OverrideError) else "parse"]
-            except Exception as e:  # the program itself failed: not a Solar bug
-                if ns.debug:
-                    raise
-                sys.stderr.write(f"solar: error: {ns.program}: the program failed: "
-                                 f"{type(e).__name__}: {e}\n")
-                return codes["program_error"]
-        else:
-            with open(ns.program, encoding="utf-8") as f:
-                trace = json.load(f)
-            result = prog.analyze_trace(trace, ns.program, options)
+        result = _load_program(ns, options)
         for n in result.warnings:
             sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
         bandwidth = None if ns.bandwidth is None else ns.bandwidth * 1e9  # decimal GB/s
@@ -327,6 +321,8 @@ def _run_inverse(args: List[str]) -> int:
                 _write_atomically(ns.json_path, json_text + "\n")
             sys.stdout.write(table)
         return codes["ok"]
+    except _Exit as e:
+        return e.code
     except _core.Error as e:
         sys.stderr.write(f"solar: error: {e}\n")
         return getattr(e, "exit_code", codes["internal"])
