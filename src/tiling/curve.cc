@@ -254,14 +254,24 @@ struct Searcher {
     std::vector<int> free_ranks;
   };
 
+  static constexpr std::size_t kMaxOrderedLoops = 8;
+  mutable bool truncated = false;  // plan() left some ranks untiled
+
   std::vector<Plan> plan() const {
     std::vector<int> activatable;
     for (int r = 0; r < n; ++r)
       if (extent[r] > 1 && !cand[r].empty()) activatable.push_back(r);
+    if (activatable.size() > kMaxOrderedLoops) {
+      // Too many loops to order (8! orders per subset already): the longest ranks are tiled,
+      // the others kept whole (one trip). Every mapping is still real, so the curve stays
+      // attainable, only less tight (a 3-D transposed convolution's kernel taps).
+      std::stable_sort(activatable.begin(), activatable.end(),
+                       [&](int x, int y) { return extent[x] > extent[y]; });
+      activatable.resize(kMaxOrderedLoops);
+      std::sort(activatable.begin(), activatable.end());
+      truncated = true;
+    }
     const std::size_t k = activatable.size();
-    if (k > 8)
-      throw Unsupported("the tiling search orders at most 8 tiled loops after rank merging; "
-                        "this einsum has " + std::to_string(k));
     std::vector<Plan> plans;
     for (std::uint32_t subset = 0; subset < (1u << k); ++subset) {
       std::vector<int> active;
@@ -349,6 +359,7 @@ CurveResult attainable_curve(const TilingProblem& p, const CurveOptions& options
   CurveResult result;
   // Bypass variants are mostly skipped by a comparison, so they are not counted here.
   const std::vector<Searcher::Plan> plans = s.plan();
+  if (s.truncated) result.exhaustive = false;
   while (s.planned(plans) > static_cast<double>(options.max_evaluations)) {
     std::size_t longest = 0;
     for (std::size_t r = 1; r < s.cand.size(); ++r)

@@ -130,8 +130,8 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
     u.own_bytes = w.bytes().raw();
     try {
       // A masked einsum (causal attention) is tiled as its full box, so that it can take part
-      // in tiled fusion (flash attention) instead of streaming through DRAM. An opaque
-      // arg-reduction is tiled as the reduction whose reads and writes it has.
+      // in tiled fusion (flash attention) instead of streaming through DRAM. Copies,
+      // permutes, scans and arg-reductions are tiled as the einsums they read and write like.
       std::optional<TilingProblem> p;
       if (op.kind() == ir::OpKind::Einsum) {
         const ir::EinsumOp& e = op.einsum();
@@ -144,9 +144,9 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
           u.operand_bytes.push_back(
               cost::tensor_bytes(t, cost::operand_footprint(e, e.operands[k], t)).raw());
         }
-      } else if ((p = problem_from_opaque(g, op))) {
+      } else if ((p = problem_from_pattern(g, op))) {
         u.attainable_only = true;
-        u.reduce = ir::Reduce::Max;  // compares, kept online like a running max
+        u.reduce = ir::Reduce::Max;  // arg-reductions compare, kept online like a running max
         for (ir::TensorId in : op.inputs) u.operand_bytes.push_back(tensor_size[in.value]);
       }
       if (p) {

@@ -118,7 +118,7 @@ const TrafficCurve* GraphTrafficModel::Impl::search_sub_curve(int u, std::uint32
       }
     curve = std::make_unique<TrafficCurve>(std::move(pts));
   } catch (const Unsupported&) {
-    // More loops than the search orders: this fused variant is not offered.
+    // Refused by the search (more than 16 tensors): this fused variant is not offered.
   }
   const TrafficCurve* ptr = curve.get();
   sub_curves.emplace(key, std::move(curve));

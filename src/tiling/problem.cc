@@ -227,38 +227,71 @@ std::optional<TilingProblem> pool_argmax_problem(const ir::Tensor& in, const ir:
   return p;
 }
 
+// out[i_0, ..] = in[i_perm[0], ..]: each element read once and written once.
+std::optional<TilingProblem> permuted_problem(const ir::Tensor& in, const ir::Tensor& out,
+                                              const std::vector<std::int64_t>& perm) {
+  const int n = static_cast<int>(out.shape.size());
+  if (static_cast<int>(perm.size()) != n || static_cast<int>(in.shape.size()) != n)
+    return std::nullopt;
+  TilingProblem p;
+  TensorAccess a{in.name, ir::dtype_bits(in.dtype), false, {}, 0};
+  TensorAccess w{out.name, ir::dtype_bits(out.dtype), true, {}, 0};
+  a.dims.resize(n);
+  std::vector<bool> seen(n, false);
+  for (int d = 0; d < n; ++d) {
+    const std::int64_t j = perm[d];
+    if (j < 0 || j >= n || seen[j] || in.shape[j] != out.shape[d]) return std::nullopt;
+    seen[j] = true;
+    p.ranks.push_back({fmt::format("i{}", d), out.shape[d]});
+    w.dims.push_back(DimAccess{{{d, 1}}, 0, out.shape[d]});
+    a.dims[j] = DimAccess{{{d, 1}}, 0, in.shape[j]};
+    w.ranks |= RankMask{1} << d;
+    a.ranks |= RankMask{1} << d;
+  }
+  p.tensors = {std::move(a), std::move(w)};
+  for (const TensorAccess& t : p.tensors) p.compulsory_bits += bits_of(t.elements(), t.bits);
+  p.check();
+  return p;
+}
+
+std::vector<std::int64_t> identity(std::size_t n) {
+  std::vector<std::int64_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::int64_t>(i);
+  return v;
+}
+
 }  // namespace
 
-std::optional<TilingProblem> problem_from_opaque(const ir::Graph& g, const ir::Op& op) {
-  if (op.kind() != ir::OpKind::Opaque || op.inputs.size() != 1 || op.outputs.size() != 1)
+std::optional<TilingProblem> problem_from_pattern(const ir::Graph& g, const ir::Op& op) {
+  if (op.kind() == ir::OpKind::Einsum || op.inputs.size() != 1 || op.outputs.size() != 1)
     return std::nullopt;
-  const ir::OpaqueOp& o = op.opaque();
   const ir::Tensor& in = g.tensor(op.inputs[0]);
   const ir::Tensor& out = g.tensor(op.outputs[0]);
   const int n = static_cast<int>(in.shape.size());
   if (n == 0 || n > kMaxRanks) return std::nullopt;
   for (std::int64_t e : in.shape)
     if (e < 1) return std::nullopt;
-  if (o.function == "pool_argmax") return pool_argmax_problem(in, out, o.attrs);
-  if (o.function == "cumsum" || o.function == "cumprod") {
-    // A scan along `axis` reads and writes each element once, as an elementwise op does;
-    // a tile of the axis carries one running value per row from the tile before it.
-    if (out.shape != in.shape) return std::nullopt;
-    TilingProblem p;
-    TensorAccess a{in.name, ir::dtype_bits(in.dtype), false, {}, 0};
-    TensorAccess w{out.name, ir::dtype_bits(out.dtype), true, {}, 0};
-    for (int d = 0; d < n; ++d) {
-      p.ranks.push_back({fmt::format("i{}", d), in.shape[d]});
-      for (TensorAccess* t : {&a, &w}) {
-        t->dims.push_back(DimAccess{{{d, 1}}, 0, in.shape[d]});
-        t->ranks |= RankMask{1} << d;
-      }
+  if (op.kind() == ir::OpKind::Move) {
+    const ir::MoveOp& m = op.move();
+    if (m.kind == ir::MoveKind::Copy && out.shape == in.shape && out.dtype == in.dtype)
+      return permuted_problem(in, out, identity(in.shape.size()));
+    if (m.kind == ir::MoveKind::Permute && out.dtype == in.dtype) {
+      auto it = m.attrs.find("perm");
+      const auto* perm = it == m.attrs.end()
+                             ? nullptr
+                             : std::get_if<std::vector<std::int64_t>>(&it->second);
+      if (perm) return permuted_problem(in, out, *perm);
     }
-    p.tensors = {std::move(a), std::move(w)};
-    for (const TensorAccess& t : p.tensors) p.compulsory_bits += bits_of(t.elements(), t.bits);
-    p.check();
-    return p;
+    return std::nullopt;
   }
+  if (op.kind() != ir::OpKind::Opaque) return std::nullopt;
+  const ir::OpaqueOp& o = op.opaque();
+  if (o.function == "pool_argmax") return pool_argmax_problem(in, out, o.attrs);
+  // A scan along `axis` reads and writes each element once, as an elementwise op does; a
+  // tile of the axis carries one running value per row from the tile before it.
+  if (o.function == "cumsum" || o.function == "cumprod")
+    return out.shape == in.shape ? permuted_problem(in, out, identity(in.shape.size()))
+                                 : std::nullopt;
   if (o.function != "argmax" && o.function != "argmin") return std::nullopt;
   std::optional<int> axis;
   if (auto it = o.attrs.find("axis"); it != o.attrs.end()) {

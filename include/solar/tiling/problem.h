@@ -91,14 +91,15 @@ enum class MaskedEinsum {
 TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op,
                                   MaskedEinsum masked = MaskedEinsum::Refuse);
 
-// The access pattern of an opaque op that reads and writes as an einsum would, for
-// attainable estimates only (its arithmetic is not an einsum): an arg-reduction (argmax,
+// The access pattern of a non-einsum op that reads and writes as an einsum would, for
+// attainable estimates only (its arithmetic is not an einsum): a copy or permute move
+// reads and writes each element once; an arg-reduction (argmax,
 // argmin) over attribute `axis`, or over every element without one, reads its input once
 // and writes one index per kept position, as a max reduction does; a max pool's indices
 // (pool_argmax) read the pooling windows; a scan (cumsum, cumprod) reads and writes each
-// element once, as an elementwise op. nullopt for other opaque ops (and for other kinds of
-// op), or when the shapes or attributes do not match.
-std::optional<TilingProblem> problem_from_opaque(const ir::Graph& g, const ir::Op& op);
+// element once, as an elementwise op. nullopt for other ops, or when the shapes or
+// attributes do not match.
+std::optional<TilingProblem> problem_from_pattern(const ir::Graph& g, const ir::Op& op);
 
 // C[m,n] = sum_k A[m,k] * B[k,n] with every tensor of type `dtype` (ranks m, n, k).
 TilingProblem gemm_problem(std::int64_t m, std::int64_t n, std::int64_t k, ir::DType dtype);

@@ -205,6 +205,23 @@ TEST(Curve, ThinnedSearchStaysAttainable) {
   EXPECT_EQ(thin.curve.floor().traffic_bytes, full.compulsory_bytes);
 }
 
+TEST(Curve, MoreThanEightLoopsKeepTheShortestWhole) {
+  // A 3-D transposed convolution: 12 ranks, 10 of them after merging, with the kernel taps
+  // (extent 2) among them. The 8 longest are tiled, the taps kept whole: a smaller mapspace,
+  // still attainable (the floor is reached) and flagged as not exhaustive.
+  ir::Graph g = ir::parse_graph(R"(
+    x = f32[2,4,4,4,4] input
+    w = f32[4,6,3,3,3] weight
+    y = f32[2,6,8,8,8]{output} einsum [n=2,k=6,c=4,q0=4,rho0=2,v0=2,q1=4,rho1=2,v1=2,q2=4,rho2=2,v2=2] sum mul($0,$1) (x[n,c,q0+v0,q1+v1,q2+v2] pad 0, w[c,k,rho0-v0*2+1,rho1-v1*2+1,rho2-v2*2+1] pad 0) -> [n,k,q0*2+rho0,q1*2+rho1,q2*2+rho2])");
+  TilingProblem p = problem_from_einsum(g, g.op(ir::OpId{0}));
+  CurveResult r = attainable_curve(p);
+  EXPECT_FALSE(r.exhaustive);
+  ASSERT_FALSE(r.curve.points().empty());
+  EXPECT_GE(r.curve.floor().traffic_bytes, r.compulsory_bytes);
+  EXPECT_LE(r.curve.floor().traffic_bytes,
+            Count(4 * (2 * 4 * 4 * 4 * 4 + 4 * 6 * 3 * 3 * 3 + 2 * 6 * 8 * 8 * 8)));
+}
+
 TEST(Curve, BatchedMatmulScalesByBatch) {
   ir::Graph g = ir::parse_graph(R"(
     a = f16[6,32,16] input

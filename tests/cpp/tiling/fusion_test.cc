@@ -393,7 +393,7 @@ TEST(FusionTiled, ReducedRankIsNotFused) {
 
 // ---- ops without a curve -------------------------------------------------------------------
 
-TEST(FusionData, MovesCostTheirOwnBytesAndMaskedEinsumsTileTheirBox) {
+TEST(FusionData, PermutesTileAsCopiesAndMaskedEinsumsTileTheirBox) {
   Analyzed a(R"(
     x = f32[16,32] input
     s = f32[32,32] input
@@ -402,7 +402,9 @@ TEST(FusionData, MovesCostTheirOwnBytesAndMaskedEinsumsTileTheirBox) {
   GraphCurveOptions nf;
   nf.fuse = false;
   GraphTrafficModel m(a.g, a.c, nf);
-  EXPECT_EQ(m.op_curve(ir::OpId{0}), nullptr);  // data movement
+  // A permute reads and writes each element once (problem_from_pattern), at any tiling.
+  ASSERT_NE(m.op_curve(ir::OpId{0}), nullptr);
+  EXPECT_EQ(m.op_curve(ir::OpId{0})->floor().traffic_bytes, Count(2 * 4 * 16 * 32));
   // masked: tiled as its full box (MaskedEinsum::Box), which reads s and writes m whole
   ASSERT_NE(m.op_curve(ir::OpId{1}), nullptr);
   EXPECT_EQ(m.op_curve(ir::OpId{1})->floor().traffic_bytes, Count(2 * 4 * 32 * 32));

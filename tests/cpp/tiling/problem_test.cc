@@ -105,6 +105,42 @@ TEST(Problem, KeptSizeOneDimsAreUnitRanksAndFlattenedOutputsSplit) {
   EXPECT_EQ(py.tensors[0].tensor_dim, (std::vector<int>{0, 0, 1}));
 }
 
+TEST(Problem, PatternsOfNonEinsumOps) {
+  ir::Graph g = ir::parse_graph(R"(
+    x = f32[6,8] input
+    a = i64[6] opaque "argmax" {vector_flops=48, special_ops=0, bytes=96, assumption="a", axis=1} (x)
+    k = i64[1,8] opaque "argmin" {vector_flops=48, special_ops=0, bytes=256, assumption="a", axis=0} (x)
+    s = f32[6,8] opaque "cumsum" {vector_flops=48, special_ops=0, bytes=384, assumption="a", axis=1} (x)
+    t = f32[8,6] move permute {perm=[1,0]} (x)
+    x4 = f32[1,1,6,8] move view (x)
+    p = i64[1,1,6,7] opaque "pool_argmax" {vector_flops=1, special_ops=0, bytes=1, assumption="a", kernel=[1,2], stride=[1,1], padding=[0,0], dilation=[1,1]} (x4)
+    o = f32[6] opaque "sort" {vector_flops=1, special_ops=0, bytes=1, assumption="a"} (x))");
+  auto bits = [](const TilingProblem& p) { return p.compulsory_bits; };
+  // argmax over the columns: reads x once, writes 6 indices of 64 bits.
+  std::optional<TilingProblem> a = problem_from_pattern(g, op_of(g, "a"));
+  ASSERT_TRUE(a);
+  EXPECT_EQ(bits(*a), Count(6 * 8 * 32 + 6 * 64));
+  EXPECT_EQ(a->output().dims.size(), 1u);
+  // keepdim argmin over the rows: the kept dim is a unit rank
+  std::optional<TilingProblem> k = problem_from_pattern(g, op_of(g, "k"));
+  ASSERT_TRUE(k);
+  EXPECT_TRUE(k->output().plain());
+  EXPECT_EQ(bits(*k), Count(6 * 8 * 32 + 8 * 64));
+  // a scan and a permute read and write every element once
+  for (const char* name : {"s", "t"}) {
+    std::optional<TilingProblem> e = problem_from_pattern(g, op_of(g, name));
+    ASSERT_TRUE(e) << name;
+    EXPECT_EQ(bits(*e), Count(2 * 6 * 8 * 32)) << name;
+  }
+  // pool indices: windows of 2 along the last dim
+  std::optional<TilingProblem> p = problem_from_pattern(g, op_of(g, "p"));
+  ASSERT_TRUE(p);
+  EXPECT_FALSE(p->tensors[0].plain());
+  EXPECT_EQ(p->output().elements(), Count(6 * 7));
+  EXPECT_FALSE(problem_from_pattern(g, op_of(g, "o")));  // a sort has no einsum pattern
+  EXPECT_FALSE(problem_from_pattern(g, op_of(g, "x4")));  // nor a view
+}
+
 TEST(Problem, MaskedEinsumIsUnsupported) {
   ir::Graph g = ir::parse_graph(R"(
     s = f32[4,4] input
