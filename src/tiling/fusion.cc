@@ -146,6 +146,7 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
         }
       } else if ((p = problem_from_pattern(g, op))) {
         u.attainable_only = true;
+        u.alone_own_bytes = op.kind() == ir::OpKind::Move && op.move().kind == ir::MoveKind::Gather;
         u.reduce = ir::Reduce::Max;  // arg-reductions compare, kept online like a running max
         for (ir::TensorId in : op.inputs) u.operand_bytes.push_back(tensor_size[in.value]);
       }
@@ -216,7 +217,7 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
 
 Wide GraphTrafficModel::Impl::alone(int u, Wide capacity) const {
   const detail::Unit& unit = units[u];
-  if (!unit.has_curve) return unit.own_bytes;
+  if (!unit.has_curve || unit.alone_own_bytes) return unit.own_bytes;
   const TrafficCurve& c = unit.curve->curve;
   if (c.points().empty()) return unit.own_bytes;
   // Below the smallest mapping the op still runs; its smallest mapping is the best known.
@@ -229,7 +230,7 @@ detail::SegmentValue GraphTrafficModel::Impl::alone_value(int u, Wide s) const {
   v.traffic = alone(u, s);
   v.kind = FusionKind::None;
   const detail::Unit& unit = units[u];
-  if (unit.has_curve) {
+  if (unit.has_curve && !unit.alone_own_bytes) {
     const auto& pts = unit.curve->curve.points();
     auto it = std::upper_bound(
         pts.begin(), pts.end(), s,
@@ -243,7 +244,8 @@ detail::SegmentValue GraphTrafficModel::Impl::alone_value(int u, Wide s) const {
       v.detail = "alone: its ski-slope";
     }
   } else {
-    v.detail = "alone: its own unfused bytes (no tiling curve)";
+    v.detail = unit.has_curve ? "alone: its own unfused bytes (its pattern overstates them)"
+                              : "alone: its own unfused bytes (no tiling curve)";
   }
   return v;
 }

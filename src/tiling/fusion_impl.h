@@ -38,6 +38,9 @@ struct Unit {
   // access pattern (problem_from_opaque): attainable only, never a provable per-op bound.
   bool attainable_only = false;
   ir::Reduce reduce = ir::Reduce::None;  // Curve: how the op combines over reduced ranks
+  // Alone it moves its own unfused bytes, which its pattern's curve overstates (a gather
+  // reads only the picked elements); the curve serves inside fused groups.
+  bool alone_own_bytes = false;
   int problem_id = -1;  // Curve: equal for units with equal problems
   std::optional<TilingProblem> problem;
   std::shared_ptr<const CurveResult> curve;

@@ -317,6 +317,14 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
         std::optional<int> ad = access_of(p.tensors[k], sd->second);
         if (ad && p.tensors[k].dims[*ad].plain()) r = p.tensors[k].dims[*ad].terms[0].rank;
       }
+      // Reading nothing of the run along the rank, the unit is independent of it: any of its
+      // output ranks of the same extent partitions its work into the row tiles (the readers
+      // of its output inside check that they agree).
+      for (std::size_t d = 0; d < p.output().dims.size() && r < 0 && mode != Mode::Key; ++d)
+        if (p.ranks[p.output().dims[d].terms[0].rank].extent == rows &&
+            std::none_of(unit.tensor_root.begin(), unit.tensor_root.end() - 1,
+                         [&](std::uint32_t t) { return resident_set.count(t) > 0; }))
+          r = p.output().dims[d].terms[0].rank;
       if (r < 0 || p.ranks[r].extent != rows) return std::nullopt;
       int out_dim = -1;
       for (std::size_t t = 0; t < p.tensors.size(); ++t) {

@@ -260,9 +260,51 @@ std::vector<std::int64_t> identity(std::size_t n) {
   return v;
 }
 
+// take_along_dim: out[.., j, ..] = data[.., index[.., j, ..], ..] along `axis`, with the
+// index's shape elsewhere equal to the data's. Any element of a data row along the axis may
+// be picked, so the pattern reads whole rows: exact when the rows are on chip (a fused
+// log-softmax before a loss's gather), more than the gather moves otherwise.
+std::optional<TilingProblem> gather_problem(const ir::Tensor& data, const ir::Tensor& index,
+                                            const ir::Tensor& out, const ir::Attrs& attrs) {
+  auto axis_it = attrs.find("axis");
+  auto mode_it = attrs.find("mode");
+  if (axis_it == attrs.end() || mode_it == attrs.end()) return std::nullopt;
+  const auto* axis = std::get_if<std::int64_t>(&axis_it->second);
+  const auto* mode = std::get_if<std::string>(&mode_it->second);
+  const int n = static_cast<int>(out.shape.size());
+  if (!axis || !mode || *mode != "elements" || *axis < 0 || *axis >= n || n + 1 > kMaxRanks ||
+      data.shape.size() != out.shape.size() || index.shape != out.shape)
+    return std::nullopt;
+  TilingProblem p;
+  TensorAccess d{data.name, ir::dtype_bits(data.dtype), false, {}, 0};
+  TensorAccess x{index.name, ir::dtype_bits(index.dtype), false, {}, 0};
+  TensorAccess w{out.name, ir::dtype_bits(out.dtype), true, {}, 0};
+  const int along = n;  // the data's axis
+  for (int i = 0; i < n; ++i) {
+    if (out.shape[i] < 1 || (i != *axis && data.shape[i] != out.shape[i])) return std::nullopt;
+    p.ranks.push_back({fmt::format("i{}", i), out.shape[i]});
+    for (TensorAccess* t : {&x, &w}) {
+      t->dims.push_back(DimAccess{{{i, 1}}, 0, out.shape[i]});
+      t->ranks |= RankMask{1} << i;
+    }
+    const int r = i == *axis ? along : i;
+    d.dims.push_back(DimAccess{{{r, 1}}, 0, data.shape[i]});
+    d.ranks |= RankMask{1} << r;
+  }
+  p.ranks.push_back({"along", data.shape[*axis]});
+  p.tensors = {std::move(d), std::move(x), std::move(w)};
+  for (const TensorAccess& t : p.tensors) p.compulsory_bits += bits_of(t.elements(), t.bits);
+  p.check();
+  return p;
+}
+
 }  // namespace
 
 std::optional<TilingProblem> problem_from_pattern(const ir::Graph& g, const ir::Op& op) {
+  if (op.kind() == ir::OpKind::Move && op.move().kind == ir::MoveKind::Gather &&
+      op.inputs.size() == 2 && op.outputs.size() == 1)
+    return gather_problem(g.tensor(op.inputs[0]), g.tensor(op.inputs[1]),
+                          g.tensor(op.outputs[0]), op.move().attrs);
   if (op.kind() == ir::OpKind::Einsum || op.inputs.size() != 1 || op.outputs.size() != 1)
     return std::nullopt;
   const ir::Tensor& in = g.tensor(op.inputs[0]);

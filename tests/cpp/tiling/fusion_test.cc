@@ -349,6 +349,30 @@ TEST(FusionTiled, SourceReadTwiceAlongTheRowsIsLoadedOncePerRowTile) {
   }
 }
 
+TEST(FusionTiled, LossGatherReadsItsRowsOnChipBesideAnIndependentOp) {
+  // A cross-entropy's shape: log-softmax-like rows, an op on the targets that reads nothing
+  // of the rows (any of its ranks of the same extent joins the row tiles), and a gather of
+  // one element per row from the on-chip rows. Only x, the targets and the picked values
+  // move; alone, the gather costs its own bytes, not its pattern's whole rows.
+  constexpr std::int64_t R = 512, C = 1024;
+  Analyzed a(fmt::format(R"(
+    x = f32[{0},{1}] input
+    tgt = i64[{0}] input
+    m = f32[{0},1] einsum [r={0},k={1}] max $0 (x[r,k]) -> [r,0]
+    e = f32[{0},{1}] einsum [r,c] none sub($0,$1) (x[r,c], m[r,0]) -> [r,c]
+    v = i64[{0}] einsum [r] none add($0,0) (tgt[r]) -> [r]
+    vi = i64[{0},1] move view (v)
+    g = f32[{0},1]{{output}} move gather {{axis=1, mode="elements"}} (e, vi))", R, C));
+  GraphTrafficModel m(a.g, a.c);
+  const GraphTraffic q = m.at(Count(4 * R * C / 8), TrafficMode::Attainable);
+  EXPECT_EQ(q.traffic_bytes, Count(4 * R * C + 8 * R + 4 * R));
+  ASSERT_EQ(q.groups.size(), 1u);
+  EXPECT_EQ(q.groups[0].kind, FusionKind::Tiled);
+  const ir::OpId gather{4};
+  const FusionGroup alone = *m.group_at(gather, gather, FusionKind::None, Count(4 * R * C));
+  EXPECT_EQ(alone.traffic_bytes, a.c.per_op[gather.value].bytes());
+}
+
 TEST(FusionTiled, ReductionOverTheFusedRankAccumulatesOnChip) {
   // The MLP tiled by its hidden units f: each f tile makes h[:, f] from x (held) and w1[:, f],
   // and adds h[:, f] w2[f, :] into y, which stays on chip across the f loop and is written
