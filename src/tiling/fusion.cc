@@ -146,7 +146,7 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
         }
       } else if ((p = problem_from_pattern(g, op))) {
         u.attainable_only = true;
-        u.alone_own_bytes = op.kind() == ir::OpKind::Move && op.move().kind == ir::MoveKind::Gather;
+        u.pattern = true;
         u.reduce = ir::Reduce::Max;  // arg-reductions compare, kept online like a running max
         for (ir::TensorId in : op.inputs) u.operand_bytes.push_back(tensor_size[in.value]);
       }
@@ -217,12 +217,13 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
 
 Wide GraphTrafficModel::Impl::alone(int u, Wide capacity) const {
   const detail::Unit& unit = units[u];
-  if (!unit.has_curve || unit.alone_own_bytes) return unit.own_bytes;
+  if (!unit.has_curve) return unit.own_bytes;
   const TrafficCurve& c = unit.curve->curve;
   if (c.points().empty()) return unit.own_bytes;
   // Below the smallest mapping the op still runs; its smallest mapping is the best known.
   std::optional<Count> q = c.traffic_at(detail::to_count(capacity));
-  return (q ? *q : c.points().front().traffic_bytes).raw();
+  const Wide t = (q ? *q : c.points().front().traffic_bytes).raw();
+  return unit.pattern ? std::min(t, unit.own_bytes) : t;
 }
 
 detail::SegmentValue GraphTrafficModel::Impl::alone_value(int u, Wide s) const {
@@ -230,7 +231,9 @@ detail::SegmentValue GraphTrafficModel::Impl::alone_value(int u, Wide s) const {
   v.traffic = alone(u, s);
   v.kind = FusionKind::None;
   const detail::Unit& unit = units[u];
-  if (unit.has_curve && !unit.alone_own_bytes) {
+  // A pattern streaming its own bytes uses no mapping of its curve.
+  const bool on_curve = unit.has_curve && !(unit.pattern && v.traffic == unit.own_bytes);
+  if (on_curve) {
     const auto& pts = unit.curve->curve.points();
     auto it = std::upper_bound(
         pts.begin(), pts.end(), s,
@@ -244,7 +247,7 @@ detail::SegmentValue GraphTrafficModel::Impl::alone_value(int u, Wide s) const {
       v.detail = "alone: its ski-slope";
     }
   } else {
-    v.detail = unit.has_curve ? "alone: its own unfused bytes (its pattern overstates them)"
+    v.detail = unit.has_curve ? "alone: its own unfused bytes (streamed)"
                               : "alone: its own unfused bytes (no tiling curve)";
   }
   return v;

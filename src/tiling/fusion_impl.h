@@ -38,9 +38,11 @@ struct Unit {
   // access pattern (problem_from_opaque): attainable only, never a provable per-op bound.
   bool attainable_only = false;
   ir::Reduce reduce = ir::Reduce::None;  // Curve: how the op combines over reduced ranks
-  // Alone it moves its own unfused bytes, which its pattern's curve overstates (a gather
-  // reads only the picked elements); the curve serves inside fused groups.
-  bool alone_own_bytes = false;
+  // A pattern (problem_from_pattern): alone the op streams its own unfused bytes at any
+  // capacity, or its curve's traffic where lower (a gather's pattern reads whole rows, more
+  // than the picked elements; a permute's smallest tiles may move more); the curve serves
+  // inside fused groups.
+  bool pattern = false;
   int problem_id = -1;  // Curve: equal for units with equal problems
   std::optional<TilingProblem> problem;
   std::shared_ptr<const CurveResult> curve;

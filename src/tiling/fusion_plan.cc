@@ -468,58 +468,67 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
         fl.tiles = &tiles;
         break;
       }
-      SegmentPlan::Tiled& tl = plan->tiled.emplace_back();
-      tl.ok = true;
-      tl.rows = rows;
-      tl.rank_name = first.ranks[r0].name;
-      tl.rank = rank;
-      tl.batch_rank = batch_rank;
-      tl.batch = batch;
-      if (batch > 1) tl.rank_name += "' and '" + first.ranks[batch_rank[0]].name;
-      tl.reserve_bits_per_row.assign(len, 0);
-      for (const Resident& rs : residents) {
-        const ir::Tensor& t = graph->tensor(ir::TensorId{rs.root});
-        const Wide per_row = bits_per_row(t, rows, batch);
-        for (int u = rs.first; u <= rs.last; ++u) tl.reserve_bits_per_row[u - a] += per_row;
-        if (rs.written) tl.fixed += size_of(rs.root);
-      }
-      const std::set<std::uint32_t> held = shared_row_sources(a, b, rank, rows, batch, tl);
-      std::set<std::uint32_t> accumulated;  // outputs reduced over the rows: on chip, once
-      for (int u = a; u < b; ++u) {
-        if (!fused_rank->reduces[u - a]) continue;
-        const std::uint32_t r = graph->op(units[u].op).outputs[0].value;
-        accumulated.insert(r);
-        tl.accumulator_bytes += (size_of(r) + static_cast<Wide>(batch) - 1) / static_cast<Wide>(batch);
-        if (used_outside[r] || !users[r].empty()) tl.fixed += size_of(r);
-      }
-      std::map<std::uint32_t, Wide> weights;
-      for (int v = 0; v < 2; ++v) tl.drop[v].assign(len, 0);
-      for (int u = a; u < b; ++u) {
-        const detail::Unit& unit = units[u];
-        const TilingProblem& p = *unit.problem;
-        for (std::size_t t = 0; t < unit.tensor_root.size(); ++t) {
-          const std::uint32_t r = unit.tensor_root[t];
-          const bool held_input =
-              !p.tensors[t].output && held.count(graph->op(unit.op).inputs[t].value);
-          if (resident_set.count(r) || held_input ||
-              (p.tensors[t].output && accumulated.count(r))) {
-            tl.drop[0][u - a] |= 1u << t;
-            tl.drop[1][u - a] |= 1u << t;
-          } else if (!p.tensors[t].output &&
-                     !(p.tensors[t].ranks & (RankMask{1} << rank[u - a]))) {
-            tl.drop[1][u - a] |= 1u << t;
-            // Per operand (read_of_root would add the unit's other operands of the root).
-            const Wide fp = unit.operand_bytes[t];
-            weights[unit.tensor_root[t]] += fp;
-            tl.streamed_bytes += fp;
+      // Sources several units read along the rows are held once per row tile (one load) or
+      // re-read by each reader (less reserved): two plans, the cheaper wins at each S.
+      for (bool hold : {true, false}) {
+        SegmentPlan::Tiled& tl = plan->tiled.emplace_back();
+        tl.ok = true;
+        tl.rows = rows;
+        tl.rank_name = first.ranks[r0].name;
+        tl.rank = rank;
+        tl.batch_rank = batch_rank;
+        tl.batch = batch;
+        if (batch > 1) tl.rank_name += "' and '" + first.ranks[batch_rank[0]].name;
+        tl.reserve_bits_per_row.assign(len, 0);
+        for (const Resident& rs : residents) {
+          const ir::Tensor& t = graph->tensor(ir::TensorId{rs.root});
+          const Wide per_row = bits_per_row(t, rows, batch);
+          for (int u = rs.first; u <= rs.last; ++u) tl.reserve_bits_per_row[u - a] += per_row;
+          if (rs.written) tl.fixed += size_of(rs.root);
+        }
+        const std::set<std::uint32_t> held =
+            hold ? shared_row_sources(a, b, rank, rows, batch, tl) : std::set<std::uint32_t>{};
+        if (hold && held.empty()) {
+          plan->tiled.pop_back();  // the same as the plan without held sources, next
+          continue;
+        }
+        std::set<std::uint32_t> accumulated;  // outputs reduced over the rows: on chip, once
+        for (int u = a; u < b; ++u) {
+          if (!fused_rank->reduces[u - a]) continue;
+          const std::uint32_t r = graph->op(units[u].op).outputs[0].value;
+          accumulated.insert(r);
+          tl.accumulator_bytes += (size_of(r) + static_cast<Wide>(batch) - 1) / static_cast<Wide>(batch);
+          if (used_outside[r] || !users[r].empty()) tl.fixed += size_of(r);
+        }
+        std::map<std::uint32_t, Wide> weights;
+        for (int v = 0; v < 2; ++v) tl.drop[v].assign(len, 0);
+        for (int u = a; u < b; ++u) {
+          const detail::Unit& unit = units[u];
+          const TilingProblem& p = *unit.problem;
+          for (std::size_t t = 0; t < unit.tensor_root.size(); ++t) {
+            const std::uint32_t r = unit.tensor_root[t];
+            const bool held_input =
+                !p.tensors[t].output && held.count(graph->op(unit.op).inputs[t].value);
+            if (resident_set.count(r) || held_input ||
+                (p.tensors[t].output && accumulated.count(r))) {
+              tl.drop[0][u - a] |= 1u << t;
+              tl.drop[1][u - a] |= 1u << t;
+            } else if (!p.tensors[t].output &&
+                       !(p.tensors[t].ranks & (RankMask{1} << rank[u - a]))) {
+              tl.drop[1][u - a] |= 1u << t;
+              // Per operand (read_of_root would add the unit's other operands of the root).
+              const Wide fp = unit.operand_bytes[t];
+              weights[unit.tensor_root[t]] += fp;
+              tl.streamed_bytes += fp;
+            }
           }
         }
+        // Each root at most once, whole (parts read by several operands may overlap).
+        for (const auto& [r, w] : weights) tl.weight_bytes += std::min(w, size_of(r));
+        auto& tiles = tiles_by_rows[rows];
+        if (tiles.empty()) tiles = tile_candidates(rows, options.einsum.tiles);
+        tl.tiles = &tiles;
       }
-      // Each root at most once, whole (parts read by several operands may overlap).
-      for (const auto& [r, w] : weights) tl.weight_bytes += std::min(w, size_of(r));
-      auto& tiles = tiles_by_rows[rows];
-      if (tiles.empty()) tiles = tile_candidates(rows, options.einsum.tiles);
-      tl.tiles = &tiles;
     }
   }
   // Plans take about 2 KB each; a graph of 100,000 ops would hold 800,000 of them. Past the
