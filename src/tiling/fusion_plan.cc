@@ -497,7 +497,8 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
           if (!fused_rank->reduces[u - a]) continue;
           const std::uint32_t r = graph->op(units[u].op).outputs[0].value;
           accumulated.insert(r);
-          tl.accumulator_bytes += (size_of(r) + static_cast<Wide>(batch) - 1) / static_cast<Wide>(batch);
+          const Wide slices = static_cast<Wide>(batch);
+          tl.accumulator_bytes += (size_of(r) + slices - 1) / slices;  // one batch slice
           if (used_outside[r] || !users[r].empty()) tl.fixed += size_of(r);
         }
         std::map<std::uint32_t, Wide> weights;

@@ -300,7 +300,50 @@ std::optional<TilingProblem> gather_problem(const ir::Tensor& data, const ir::Te
 
 }  // namespace
 
+// out = concat(inputs) along `axis`: input k is read at out position j - offset_k of the
+// axis, the other positions of its window being outside it (padding, never moved).
+std::optional<TilingProblem> concat_problem(const ir::Graph& g, const ir::Op& op) {
+  const ir::Tensor& out = g.tensor(op.outputs[0]);
+  auto it = op.move().attrs.find("axis");
+  const auto* axis = it == op.move().attrs.end() ? nullptr : std::get_if<std::int64_t>(&it->second);
+  const int n = static_cast<int>(out.shape.size());
+  if (!axis || *axis < 0 || *axis >= n || n > kMaxRanks || op.inputs.size() + 1 > 16)
+    return std::nullopt;
+  TilingProblem p;
+  for (int d = 0; d < n; ++d) {
+    if (out.shape[d] < 1) return std::nullopt;
+    p.ranks.push_back({fmt::format("i{}", d), out.shape[d]});
+  }
+  std::int64_t offset = 0;
+  for (ir::TensorId id : op.inputs) {
+    const ir::Tensor& in = g.tensor(id);
+    if (static_cast<int>(in.shape.size()) != n || in.dtype != out.dtype) return std::nullopt;
+    TensorAccess a{in.name, ir::dtype_bits(in.dtype), false, {}, 0};
+    for (int d = 0; d < n; ++d) {
+      if (d != *axis && in.shape[d] != out.shape[d]) return std::nullopt;
+      a.dims.push_back(DimAccess{{{d, 1}}, d == *axis ? -offset : 0, in.shape[d]});
+      a.ranks |= RankMask{1} << d;
+    }
+    offset += in.shape[*axis];
+    p.tensors.push_back(std::move(a));
+  }
+  if (offset != out.shape[*axis]) return std::nullopt;
+  TensorAccess w{out.name, ir::dtype_bits(out.dtype), true, {}, 0};
+  for (int d = 0; d < n; ++d) {
+    w.dims.push_back(DimAccess{{{d, 1}}, 0, out.shape[d]});
+    w.ranks |= RankMask{1} << d;
+  }
+  p.tensors.push_back(std::move(w));
+  // Each input read once, the output written once (compulsory_bits: every element).
+  for (const TensorAccess& t : p.tensors) p.compulsory_bits += bits_of(t.elements(), t.bits);
+  p.check();
+  return p;
+}
+
 std::optional<TilingProblem> problem_from_pattern(const ir::Graph& g, const ir::Op& op) {
+  if (op.kind() == ir::OpKind::Move && op.move().kind == ir::MoveKind::Concat &&
+      !op.inputs.empty() && op.outputs.size() == 1)
+    return concat_problem(g, op);
   if (op.kind() == ir::OpKind::Move && op.move().kind == ir::MoveKind::Gather &&
       op.inputs.size() == 2 && op.outputs.size() == 1)
     return gather_problem(g.tensor(op.inputs[0]), g.tensor(op.inputs[1]),
@@ -401,7 +444,13 @@ RankMask affine_ranks(const TilingProblem& p) {
 
 ReducedProblem reduce_problem(const TilingProblem& p, bool merge_ranks) {
   const int n = static_cast<int>(p.ranks.size());
+  // Ranks in windows, or in plain dims that clip them (a concat's parts), keep their own
+  // loops: neither a batch factor nor merged.
   RankMask affine = affine_ranks(p);
+  for (const TensorAccess& t : p.tensors)
+    for (const DimAccess& d : t.dims)
+      if (d.plain() && d.extent < p.ranks[d.terms[0].rank].extent)
+        affine |= RankMask{1} << d.terms[0].rank;
   std::vector<std::uint64_t> signature(n, 0);  // bit per tensor containing the rank
   for (std::size_t t = 0; t < p.tensors.size(); ++t)
     for (int r = 0; r < n; ++r)
@@ -446,7 +495,10 @@ ReducedProblem reduce_problem(const TilingProblem& p, bool merge_ranks) {
         int r = new_index[d.terms[0].rank];
         if (r < 0 || !placed.insert(r).second) continue;  // removed, or merged into an earlier dim
         nd.terms.push_back({r, 1});
-        nd.extent = out.problem.ranks[r].extent;
+        // A merged rank's dim spans the merged extent; an unmerged one keeps its own (a
+        // clipping dim stays clipped).
+        const bool own = affine & (RankMask{1} << d.terms[0].rank);
+        nd.extent = own ? d.extent : out.problem.ranks[r].extent;
         a.ranks |= RankMask{1} << r;
       } else {
         nd.extent = d.extent;

@@ -92,8 +92,8 @@ TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op,
                                   MaskedEinsum masked = MaskedEinsum::Refuse);
 
 // The access pattern of a non-einsum op that reads and writes as an einsum would, for
-// attainable estimates only (its arithmetic is not an einsum): a copy or permute move
-// reads and writes each element once; an element gather (take_along_dim) reads whole rows
+// attainable estimates only (its arithmetic is not an einsum): a copy, permute or concat
+// move reads and writes each element once; an element gather (take_along_dim) reads whole rows
 // along its axis (exact only when they are on chip); an arg-reduction (argmax,
 // argmin) over attribute `axis`, or over every element without one, reads its input once
 // and writes one index per kept position, as a max reduction does; a max pool's indices

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "solar/ir/text.h"
+#include "solar/tiling/curve.h"
 
 namespace solar::tiling {
 namespace {
@@ -138,6 +139,17 @@ TEST(Problem, PatternsOfNonEinsumOps) {
   EXPECT_FALSE(p->tensors[0].plain());
   EXPECT_EQ(p->output().elements(), Count(6 * 7));
   EXPECT_FALSE(problem_from_pattern(g, op_of(g, "o")));  // a sort has no einsum pattern
+  // concat along the columns: each part read once, at its offset; the output written once
+  ir::Graph c = ir::parse_graph(R"(
+    a = f32[6,3] input
+    b = f32[6,5] input
+    y = f32[6,8]{output} move concat {axis=1} (a, b))");
+  std::optional<TilingProblem> cat = problem_from_pattern(c, op_of(c, "y"));
+  ASSERT_TRUE(cat);
+  EXPECT_EQ(cat->compulsory_bits, Count((6 * 3 + 6 * 5 + 6 * 8) * 32));
+  EXPECT_EQ(cat->tensors[1].dims[1].constant, -3);
+  const CurveResult r = attainable_curve(*cat);
+  EXPECT_EQ(r.curve.floor().traffic_bytes, Count((6 * 3 + 6 * 5 + 6 * 8) * 4));
   EXPECT_FALSE(problem_from_pattern(g, op_of(g, "x4")));  // nor a view
 }
 
