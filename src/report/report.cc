@@ -50,8 +50,8 @@ Report analyze(const ir::Graph& g, const std::vector<const hw::Device*>& devices
   // The ski-slope first: its one search also answers the devices' capacities, which the
   // model remembers for the levels.
   if (levels.ski_slope) {
-    // Each sampled capacity costs a whole-graph query (about 1 s at 60,000 ops, two per
-    // point): a graph past kSkiSlopeFullOps ops (unrolled RNNs) is sampled more coarsely.
+    // Every sampled capacity adds segment evaluations to the one search (planning is
+    // shared): a graph past kSkiSlopeFullOps ops (unrolled RNNs) is sampled more coarsely.
     const std::size_t ops = std::max<std::size_t>(g.ops().size(), 1);
     const int points = std::clamp<int>(
         static_cast<int>(std::min<std::size_t>(

@@ -238,7 +238,7 @@ SegmentValue GraphTrafficModel::Impl::fused(const SegmentPlan& pl, int a, int b,
           best.kind = FusionKind::Tiled;
           if (describe)
             best.detail = fmt::format(
-                "rank '{}' ({} rows) tiled by {} ({} tiles{}){}, intermediate tiles on chip; {}",
+                "rank '{}' ({} rows) tiled by {} ({} tiles{}){}, intermediate tiles on chip; {}{}",
                 tl.rank_name, tl.rows, p, static_cast<std::uint64_t>(row_tiles),
                 tl.batch > 1 ? fmt::format(" x {} batch slices", tl.batch) : std::string(),
                 flash ? fmt::format(", flash-style over key rank '{}' ({} keys, one at a time; "
@@ -248,7 +248,11 @@ SegmentValue GraphTrafficModel::Impl::fused(const SegmentPlan& pl, int a, int b,
                       : std::string(),
                 v == 1 ? fmt::format("weights resident ({} held, read once)",
                                      detail::mib(base - tl.accumulator_bytes))
-                       : std::string("weights re-read per tile"));
+                       : std::string("weights re-read per tile"),
+                tl.accumulator_bytes > 0
+                    ? fmt::format("; reductions over the rows accumulate on chip ({})",
+                                  detail::mib(tl.accumulator_bytes))
+                    : std::string());
         }
       }
     }

@@ -135,6 +135,41 @@ def test_transposed_conv_with_padding_is_explained_exactly(tmp_path):
     assert b["solar_macs"] == N * Cin * Cout * per_dim * per_dim and b["explained"]
 
 
+def test_padded_conv_training_keeps_the_forward_convention(tmp_path):
+    # Two padded convolutions trained: the first needs only its weight gradient, which pairs
+    # every output position with every tap, padded ones too, as the forward and the counter
+    # do; the second also needs its input gradient, where the counter counts the taps that
+    # padding crops (explained, corrected exactly).
+    N, C0, C1, C2, I, K = 2, 3, 4, 5, 8, 3
+    path = write(tmp_path, "pconv.py", f"""
+        import torch
+
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = torch.nn.Conv2d({C0}, {C1}, {K}, padding=1)
+                self.b = torch.nn.Conv2d({C1}, {C2}, {K}, padding=2, stride=2)
+
+            def forward(self, x):
+                return self.b(self.a(x))
+
+        def get_inputs():
+            return [torch.randn({N}, {C0}, {I}, {I})]
+
+        def get_init_inputs():
+            return []
+    """)
+    t = check(path, train=True)
+    assert t["status"] == "explained"
+    O = (I + 2 * 2 - K) // 2 + 1  # the second convolution's output size
+    kept = sum(1 for o in range(O) for r in range(K) if 0 <= o * 2 + r - 2 < I)
+    b = op_entry(t, "aten::convolution_backward.default")
+    weight_grads = N * C1 * C0 * I * I * K * K + N * C2 * C1 * O * O * K * K
+    assert b["solar_macs"] == weight_grads + N * C2 * C1 * kept * kept  # + input gradient
+    assert b["counter_macs"] == weight_grads + N * C2 * C1 * O * O * K * K
+    assert "padding crops" in b["note"]
+
+
 def test_transposed_conv_without_padding_agrees(tmp_path):
     path = write(tmp_path, "convt0.py", """
         import torch
