@@ -26,14 +26,6 @@ using ir::MoveKind;
 using ir::Reduce;
 using ir::TensorId;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::int64_t numel(const std::vector<std::int64_t>& s) {
-  std::int64_t n = 1;
-  for (std::int64_t x : s) n *= x;
-  return n;
-}
-
 
 // ---------------------------------------------------------------- elementwise
 

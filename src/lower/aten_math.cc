@@ -23,14 +23,7 @@ using ir::ExprOp;
 using ir::MoveKind;
 using ir::Reduce;
 using ir::TensorId;
-using Shape = std::vector<std::int64_t>;
 using Dts = std::vector<DType>;  // the dtypes binary_fn gives its builder
-
-std::int64_t numel(const Shape& s) {
-  std::int64_t n = 1;
-  for (std::int64_t x : s) n *= x;
-  return n;
-}
 
 Expr bin(ExprOp op, Expr a, Expr b) { return fn(op, {std::move(a), std::move(b)}); }
 Expr select(Expr c, Expr a, Expr b) {
@@ -635,7 +628,6 @@ void register_math_ops(const Register& reg) {
            {"aten::special_gammaln.default", ExprOp::Lgamma}})
     reg(name, unary_op(op));
   constexpr double kPi = 3.14159265358979323846, kLn2 = 0.69314718055994530942;
-  constexpr double kInf = std::numeric_limits<double>::infinity();
   for (std::string_view name : {"aten::erfc.default", "aten::erfc_.default",
                                 "aten::special_erfc.default"})
     reg(name, unary_fn([](Context&, Expr x) { return sub(num(1), un(ExprOp::Erf, x)); }));

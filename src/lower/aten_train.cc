@@ -27,15 +27,6 @@ using ir::ExprOp;
 using ir::MoveKind;
 using ir::Reduce;
 using ir::TensorId;
-using Shape = std::vector<std::int64_t>;
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::int64_t numel(const Shape& s) {
-  std::int64_t n = 1;
-  for (std::int64_t x : s) n *= x;
-  return n;
-}
 
 Expr sel(Expr c, Expr a, Expr b) {
   return fn(ExprOp::Select, {std::move(c), std::move(a), std::move(b)});

@@ -3,7 +3,9 @@
 // in their own file (aten.cc builds the table and calls each hook once).
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -24,6 +26,16 @@ using Table = std::unordered_map<std::string_view, Fn>;
 // Unsupported with options.strict). Verifies the graph and maps graph tensors to trace ids.
 LowerResult lower_with_table(const OpTrace& trace, const LowerOptions& options,
                              const Table& table, std::string_view dialect);
+
+using Shape = std::vector<std::int64_t>;
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Elements of a shape (1 for a scalar).
+inline std::int64_t numel(const Shape& s) {
+  std::int64_t n = 1;
+  for (std::int64_t x : s) n *= x;
+  return n;
+}
 
 // A tensor-or-scalar argument as a combine term: a tensor joins `inputs`; None is `dflt`.
 ir::Expr operand(Context& c, const char* name, std::vector<ir::TensorId>& inputs, double dflt = 0);
