@@ -10,11 +10,12 @@ docs/inverse-roofline.md).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
 import tempfile
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from . import _core, suite
 
@@ -115,61 +116,6 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
     return p
 
 
-def _run_program(command: str, args: List[str]) -> int:
-    """`solar analyze|validate model.py|trace.json ...`: capture (or read the trace), lower,
-    analyze; validate runs the program and the lowered graph and compares their outputs."""
-    from .frontends.torch import program as prog
-
-    codes = _core.EXIT_CODES
-    try:
-        ns = _program_parser(command).parse_args(args)
-    except SystemExit as e:
-        return codes["usage"] if e.code else 0
-    try:
-        overrides = _overrides(ns.set)
-        archs = _archs(ns.arch) or ["H100_SXM"]
-        validate = command == "validate" or getattr(ns, "validate", False)
-        options = prog.ProgramOptions(
-            archs=archs, policy=ns.policy, cache_state=ns.cache_state, overrides=overrides,
-            strict=ns.strict, real=ns.real, train=ns.train, optimizer=ns.optimizer,
-            validate=validate, crosscheck=not ns.no_crosscheck, mode=ns.mode,
-            cache_aware=not ns.no_cache_aware, max_mappings=ns.max_mappings)
-        if ns.optimizer and not ns.train:
-            raise _fail("--optimizer needs --train", "usage")
-        if ns.shrink is not None and ns.shrink < 1:
-            raise _fail("--shrink must be at least 1", "usage")
-        if not ns.program.endswith(_PYTHON_SUFFIXES) and (
-                overrides or ns.train or validate or ns.shrink is not None):
-            raise _fail("--set, --train and validation apply to Python programs only", "usage")
-        result = _load_program(ns, options, ns.shrink)
-        for n in result.warnings:
-            sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
-        if ns.save_trace:
-            _write_atomically(ns.save_trace, json.dumps(result.trace, allow_nan=False) + "\n")
-        report = result.report
-        if ns.ski_slope:
-            _write_atomically(ns.ski_slope, report.ski_slope_svg())
-        if ns.json_path == "-":
-            sys.stdout.write(report.to_json(2) + "\n")
-        else:
-            if ns.json_path:
-                _write_atomically(ns.json_path, report.to_json(2) + "\n")
-            sys.stdout.write(report.table(ns.top))
-        validation = result.validation
-        if validation is not None and validation.get("status") != "passed":
-            sys.stderr.write(f"solar: error: {ns.program}: validation failed\n")
-            return codes["validation_failed"]
-        return codes["ok"]
-    except _Exit as e:
-        return e.code
-    except _core.Error as e:
-        sys.stderr.write(f"solar: error: {e}\n")
-        return getattr(e, "exit_code", codes["internal"])
-    except (OSError, json.JSONDecodeError) as e:
-        sys.stderr.write(f"solar: error: {e}\n")
-        return codes["io"] if isinstance(e, OSError) else codes["parse"]
-
-
 class _Exit(Exception):
     """Ends a command with `code`; its message is already on stderr."""
 
@@ -182,6 +128,27 @@ def _fail(message: str, cause: str) -> _Exit:
     """Writes `solar: error: message` and returns the _Exit for `cause` (an EXIT_CODES key)."""
     sys.stderr.write(f"solar: error: {message}\n")
     return _Exit(_core.EXIT_CODES[cause])
+
+
+def _errors_to_exit_codes(command: Callable[..., int]) -> Callable[..., int]:
+    """Wraps a command: an _Exit ends it with its code; a Solar error, a file that cannot be
+    read or JSON that does not parse is written to stderr and gives its exit code."""
+
+    @functools.wraps(command)
+    def run(*args, **kwargs) -> int:
+        codes = _core.EXIT_CODES
+        try:
+            return command(*args, **kwargs)
+        except _Exit as e:
+            return e.code
+        except _core.Error as e:
+            sys.stderr.write(f"solar: error: {e}\n")
+            return getattr(e, "exit_code", codes["internal"])
+        except (OSError, json.JSONDecodeError) as e:
+            sys.stderr.write(f"solar: error: {e}\n")
+            return codes["io"] if isinstance(e, OSError) else codes["parse"]
+
+    return run
 
 
 def _overrides(items: List[str]) -> Dict[str, str]:
@@ -226,6 +193,53 @@ def _load_program(ns, options, shrink: Optional[int] = None):
             raise
         raise _fail(f"{ns.program}: the program failed: {type(e).__name__}: {e}",
                     "program_error") from None
+
+
+@_errors_to_exit_codes
+def _run_program(command: str, args: List[str]) -> int:
+    """`solar analyze|validate model.py|trace.json ...`: capture (or read the trace), lower,
+    analyze; validate runs the program and the lowered graph and compares their outputs."""
+    from .frontends.torch import program as prog
+
+    codes = _core.EXIT_CODES
+    try:
+        ns = _program_parser(command).parse_args(args)
+    except SystemExit as e:
+        return codes["usage"] if e.code else 0
+    overrides = _overrides(ns.set)
+    archs = _archs(ns.arch) or ["H100_SXM"]
+    validate = command == "validate" or getattr(ns, "validate", False)
+    options = prog.ProgramOptions(
+        archs=archs, policy=ns.policy, cache_state=ns.cache_state, overrides=overrides,
+        strict=ns.strict, real=ns.real, train=ns.train, optimizer=ns.optimizer,
+        validate=validate, crosscheck=not ns.no_crosscheck, mode=ns.mode,
+        cache_aware=not ns.no_cache_aware, max_mappings=ns.max_mappings)
+    if ns.optimizer and not ns.train:
+        raise _fail("--optimizer needs --train", "usage")
+    if ns.shrink is not None and ns.shrink < 1:
+        raise _fail("--shrink must be at least 1", "usage")
+    if not ns.program.endswith(_PYTHON_SUFFIXES) and (
+            overrides or ns.train or validate or ns.shrink is not None):
+        raise _fail("--set, --train and validation apply to Python programs only", "usage")
+    result = _load_program(ns, options, ns.shrink)
+    for n in result.warnings:
+        sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
+    if ns.save_trace:
+        _write_atomically(ns.save_trace, json.dumps(result.trace, allow_nan=False) + "\n")
+    report = result.report
+    if ns.ski_slope:
+        _write_atomically(ns.ski_slope, report.ski_slope_svg())
+    if ns.json_path == "-":
+        sys.stdout.write(report.to_json(2) + "\n")
+    else:
+        if ns.json_path:
+            _write_atomically(ns.json_path, report.to_json(2) + "\n")
+        sys.stdout.write(report.table(ns.top))
+    validation = result.validation
+    if validation is not None and validation.get("status") != "passed":
+        sys.stderr.write(f"solar: error: {ns.program}: validation failed\n")
+        return codes["validation_failed"]
+    return codes["ok"]
 
 
 def _analyze_shrunk(path: str, options, limit: int):
@@ -280,6 +294,7 @@ def _target_seconds(ns) -> float:
     return v * 1e-3 if name == "--target-ms" else 1.0 / v
 
 
+@_errors_to_exit_codes
 def _run_inverse(args: List[str]) -> int:
     """`solar inverse model.py|trace.json ...`: capture (or read the trace), lower, then the
     C++ inverse roofline (docs/inverse-roofline.md)."""
@@ -297,38 +312,29 @@ def _run_inverse(args: List[str]) -> int:
     except ValueError as e:
         sys.stderr.write(f"solar: error: {e}\n")
         return codes["usage"]
-    try:
-        overrides = _overrides(ns.set)
-        archs = _archs(ns.arch) or [i for i in _core.device_ids() if i.lower() != "host"]
-        for a in archs:
-            _core.device(a)  # an unknown id fails (exit 6) before the program runs
-        # The capture's own analysis needs one device; the comparison is the inverse's.
-        options = prog.ProgramOptions(
-            archs=archs[:1], policy=ns.policy, overrides=overrides, strict=ns.strict,
-            real=ns.real, train=ns.train, optimizer=ns.optimizer, validate=False,
-            crosscheck=False, cache_aware=False)  # the inverse builds its own traffic model
-        result = _load_program(ns, options)
-        for n in result.warnings:
-            sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
-        bandwidth = None if ns.bandwidth is None else ns.bandwidth * 1e9  # decimal GB/s
-        extra = {} if ns.max_mappings is None else {"max_mappings": ns.max_mappings}
-        json_text, table = _core.inverse(result.graph, archs, target, bandwidth, ns.mode,
-                                         ns.policy, **extra)
-        if ns.json_path == "-":
-            sys.stdout.write(json_text + "\n")
-        else:
-            if ns.json_path:
-                _write_atomically(ns.json_path, json_text + "\n")
-            sys.stdout.write(table)
-        return codes["ok"]
-    except _Exit as e:
-        return e.code
-    except _core.Error as e:
-        sys.stderr.write(f"solar: error: {e}\n")
-        return getattr(e, "exit_code", codes["internal"])
-    except (OSError, json.JSONDecodeError) as e:
-        sys.stderr.write(f"solar: error: {e}\n")
-        return codes["io"] if isinstance(e, OSError) else codes["parse"]
+    overrides = _overrides(ns.set)
+    archs = _archs(ns.arch) or [i for i in _core.device_ids() if i.lower() != "host"]
+    for a in archs:
+        _core.device(a)  # an unknown id fails (exit 6) before the program runs
+    # The capture's own analysis needs one device; the comparison is the inverse's.
+    options = prog.ProgramOptions(
+        archs=archs[:1], policy=ns.policy, overrides=overrides, strict=ns.strict,
+        real=ns.real, train=ns.train, optimizer=ns.optimizer, validate=False,
+        crosscheck=False, cache_aware=False)  # the inverse builds its own traffic model
+    result = _load_program(ns, options)
+    for n in result.warnings:
+        sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
+    bandwidth = None if ns.bandwidth is None else ns.bandwidth * 1e9  # decimal GB/s
+    extra = {} if ns.max_mappings is None else {"max_mappings": ns.max_mappings}
+    json_text, table = _core.inverse(result.graph, archs, target, bandwidth, ns.mode,
+                                     ns.policy, **extra)
+    if ns.json_path == "-":
+        sys.stdout.write(json_text + "\n")
+    else:
+        if ns.json_path:
+            _write_atomically(ns.json_path, json_text + "\n")
+        sys.stdout.write(table)
+    return codes["ok"]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -127,16 +127,6 @@ bool less(T a, T b) {
   return a < b;
 }
 
-// Calls f.template operator()<T>() with T the input's compute type.
-template <class F>
-void with_type(Storage s, F&& f) {
-  switch (s) {
-    case Storage::F32: f(float{}); return;
-    case Storage::F64: f(double{}); return;
-    case Storage::I64: f(std::int64_t{}); return;
-  }
-}
-
 // Writes value v (of compute type T) to element i of an output of any dtype.
 template <class T>
 void store(Buffer& out, std::int64_t i, T v) {

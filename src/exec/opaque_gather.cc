@@ -85,16 +85,6 @@ Mode mode_of(const ir::OpaqueOp& op) {
   fail(op, fmt::format("mode \"{}\" is not one of clip, promise_in_bounds, fill_or_drop", m));
 }
 
-// Calls f(T{}) with T the compute type of the storage.
-template <class F>
-void with_type(Storage s, F&& f) {
-  switch (s) {
-    case Storage::F32: f(float{}); return;
-    case Storage::F64: f(double{}); return;
-    case Storage::I64: f(std::int64_t{}); return;
-  }
-}
-
 // The positions of an index tensor (all dimensions but the trailing index vector), visited
 // in row-major order with their coordinates.
 struct IndexWalk {

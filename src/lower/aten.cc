@@ -45,17 +45,6 @@ Fn binary(ExprOp op, bool has_alpha = false, bool reversed = false) {
   };
 }
 
-// f(self) for a unary function given as a combine builder.
-Fn unary(std::function<Expr(Context&, Expr)> f) {
-  return [f](Context& c) {
-    std::vector<TensorId> in;
-    Expr x = operand(c, "self", in);
-    if (in.empty()) throw Unsupported("no tensor operand");
-    c.elementwise(in, c.def(0), f(c, x));
-  };
-}
-Fn unary(ExprOp op) { return unary([op](Context&, Expr x) { return un(op, x); }); }
-
 Expr gelu(Context& c, Expr x) {
   const auto& approx = c.a("approximate");
   if (approx.is_string() && approx.get<std::string>() == "tanh") {

@@ -30,17 +30,6 @@ Expr select(Expr c, Expr a, Expr b) {
   return fn(ExprOp::Select, {std::move(c), std::move(a), std::move(b)});
 }
 
-// f(self) elementwise; `self` may not be a number.
-Fn unary_fn(std::function<Expr(Context&, Expr)> f) {
-  return [f](Context& c) {
-    std::vector<TensorId> in;
-    Expr x = operand(c, "self", in);
-    if (in.empty()) throw Unsupported("no tensor operand");
-    c.elementwise(in, c.def(0), f(c, x));
-  };
-}
-Fn unary_op(ExprOp op) { return unary_fn([op](Context&, Expr x) { return un(op, x); }); }
-
 // f(a, b) elementwise over two tensor-or-number arguments (`a_name`, `b_name`); f is given
 // the dtypes of the tensor arguments, then the output's.
 using BinaryBuilder = std::function<Expr(Context&, Expr, Expr, const Dts&)>;
@@ -144,17 +133,12 @@ Fn bitwise(ExprOp int_op, ExprOp bool_op) {
 // Shifts: left; right is arithmetic on signed types and logical on unsigned (u8), as torch
 // computes `>>` in the tensor's type. Counts outside [0, width) are defined in ir/expr.h.
 Fn shift(bool left, const char* a_name, const char* b_name) {
-  return [=](Context& c) {
-    std::vector<TensorId> in;
-    Expr a = operand(c, a_name, in);
-    Expr b = operand(c, b_name, in);
-    if (in.empty()) throw Unsupported("no tensor operand");
-    TensorId out = c.def(0);
-    const DType dt = c.t(out).dtype;
+  return binary_fn(a_name, b_name, [left](Context&, Expr a, Expr b, const Dts& dts) {
+    const DType dt = dts.back();  // the output's
     if (!ir::is_integer(dt)) throw Unsupported("a shift of a float or bool tensor");
     ExprOp op = left ? ExprOp::Shl : dt == DType::U8 ? ExprOp::Lshr : ExprOp::Ashr;
-    c.elementwise(in, out, bin(op, a, b));
-  };
+    return bin(op, std::move(a), std::move(b));
+  });
 }
 
 // ---------------------------------------------------------------- upsampling
@@ -487,15 +471,15 @@ void register_math_ops(const Register& reg) {
            {"aten::asin_.default", ExprOp::Asin}, {"aten::arcsin.default", ExprOp::Asin},
            {"aten::acos.default", ExprOp::Acos}, {"aten::acos_.default", ExprOp::Acos},
            {"aten::arccos.default", ExprOp::Acos}})
-    reg(name, unary_op(op));
+    reg(name, unary(op));
   for (std::string_view name : {"aten::round.decimals", "aten::round_.decimals"})
-    reg(name, unary_fn([](Context& c, Expr x) {
+    reg(name, unary([](Context& c, Expr x) {
           return round_decimals(x, c.int_arg("decimals", 0));
         }));
   for (std::string_view name : {"aten::frac.default", "aten::frac_.default"})  // x - trunc(x)
-    reg(name, unary_fn([](Context&, Expr x) { return sub(x, un(ExprOp::Trunc, x)); }));
+    reg(name, unary([](Context&, Expr x) { return sub(x, un(ExprOp::Trunc, x)); }));
   for (std::string_view name : {"aten::signbit.default"})
-    reg(name, unary_fn([](Context& c, Expr x) {
+    reg(name, unary([](Context& c, Expr x) {
           return sign_bit(x, ir::is_float(c.t(c.use_arg("self")).dtype));
         }));
   // Remainders: torch.remainder is floored (Python's %), torch.fmod truncated (C's).
@@ -626,23 +610,23 @@ void register_math_ops(const Register& reg) {
            {"aten::special_psi.default", ExprOp::Digamma},
            {"aten::special_erfinv.default", ExprOp::ErfInv},
            {"aten::special_gammaln.default", ExprOp::Lgamma}})
-    reg(name, unary_op(op));
+    reg(name, unary(op));
   constexpr double kPi = 3.14159265358979323846, kLn2 = 0.69314718055994530942;
   for (std::string_view name : {"aten::erfc.default", "aten::erfc_.default",
                                 "aten::special_erfc.default"})
-    reg(name, unary_fn([](Context&, Expr x) { return sub(num(1), un(ExprOp::Erf, x)); }));
+    reg(name, unary([](Context&, Expr x) { return sub(num(1), un(ExprOp::Erf, x)); }));
   for (std::string_view name : {"aten::deg2rad.default", "aten::deg2rad_.default"})
-    reg(name, unary_fn([=](Context&, Expr x) { return mul(x, num(kPi / 180)); }));
+    reg(name, unary([=](Context&, Expr x) { return mul(x, num(kPi / 180)); }));
   for (std::string_view name : {"aten::rad2deg.default", "aten::rad2deg_.default"})
-    reg(name, unary_fn([=](Context&, Expr x) { return mul(x, num(180 / kPi)); }));
+    reg(name, unary([=](Context&, Expr x) { return mul(x, num(180 / kPi)); }));
   for (std::string_view name : {"aten::sinc.default", "aten::sinc_.default",
                                 "aten::special_sinc.default"})
-    reg(name, unary_fn([=](Context&, Expr x) {  // sin(pi x) / (pi x), 1 at 0
+    reg(name, unary([=](Context&, Expr x) {  // sin(pi x) / (pi x), 1 at 0
           Expr px = mul(x, num(kPi));
           Expr ratio = bin(ExprOp::Div, un(ExprOp::Sin, px), px);
           return select(bin(ExprOp::Eq, x, num(0)), num(1), ratio);
         }));
-  reg("aten::angle.default", unary_fn([=](Context& c, Expr x) {  // of a real tensor: pi below 0
+  reg("aten::angle.default", unary([=](Context& c, Expr x) {  // of a real tensor: pi below 0
         Expr below = select(bin(ExprOp::Lt, x, num(0)), num(kPi), num(0));
         if (!ir::is_float(c.t(c.use_arg("self")).dtype)) return below;
         return select(bin(ExprOp::Ne, x, x), x, below);

@@ -12,6 +12,7 @@
 
 #include "context.h"
 #include "solar/lower/aten.h"
+#include "solar/util/errors.h"
 
 namespace solar::lower::detail {
 
@@ -44,6 +45,19 @@ inline ir::Expr mul(ir::Expr a, ir::Expr b) { return fn(ir::ExprOp::Mul, {std::m
 inline ir::Expr add(ir::Expr a, ir::Expr b) { return fn(ir::ExprOp::Add, {std::move(a), std::move(b)}); }
 inline ir::Expr sub(ir::Expr a, ir::Expr b) { return fn(ir::ExprOp::Sub, {std::move(a), std::move(b)}); }
 inline ir::Expr un(ir::ExprOp op, ir::Expr a) { return fn(op, {std::move(a)}); }
+// f(self) elementwise, f given as a combine builder; `self` may not be a number.
+inline Fn unary(std::function<ir::Expr(Context&, ir::Expr)> f) {
+  return [f](Context& c) {
+    std::vector<ir::TensorId> in;
+    ir::Expr x = operand(c, "self", in);
+    if (in.empty()) throw Unsupported("no tensor operand");
+    c.elementwise(in, c.def(0), f(c, x));
+  };
+}
+inline Fn unary(ir::ExprOp op) {
+  return unary([op](Context&, ir::Expr x) { return un(op, std::move(x)); });
+}
+
 // alpha * x, leaving x alone when alpha is 1.
 inline ir::Expr scaled(double alpha, ir::Expr x) {
   return alpha == 1 ? x : mul(num(alpha), std::move(x));

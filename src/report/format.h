@@ -3,11 +3,19 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "solar/cost/work.h"
 #include "solar/ir/graph.h"
 #include "solar/util/count.h"
 
 namespace solar::report::detail {
+
+// Exact counts: a JSON integer when it fits in 64 bits, else its decimal string (JSON
+// readers commonly lose integers above 2^53 or 2^64; a string never does).
+inline nlohmann::json count_json(Count c) {
+  return c.fits_u64() ? nlohmann::json(c.to_u64()) : nlohmann::json(c.str());
+}
 
 // The op's class in reports: matmul, convolution, elementwise, reduction (einsums), move,
 // opaque, unanalyzed.

@@ -13,12 +13,8 @@ namespace solar::report {
 
 namespace {
 
+using detail::count_json;
 using nlohmann::json;
-
-json count_json(Count c) {
-  if (c.fits_u64()) return json(c.to_u64());
-  return json(c.str());
-}
 
 json number(double v) {
   if (!std::isfinite(v)) return json(nullptr);

@@ -11,14 +11,8 @@ namespace solar::report {
 
 namespace {
 
+using detail::count_json;
 using nlohmann::json;
-
-// Exact counts: a JSON integer when it fits in 64 bits, else its decimal string (JSON
-// readers commonly lose integers above 2^53 or 2^64; a string never does).
-json count_json(Count c) {
-  if (c.fits_u64()) return json(c.to_u64());
-  return json(c.str());
-}
 
 json by_dtype(const std::map<ir::DType, Count>& m) {
   json out = json::object();

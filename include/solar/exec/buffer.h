@@ -23,6 +23,17 @@
 namespace solar::exec {
 
 enum class Storage { F32, F64, I64 };
+
+// Calls f(T{}) with T the C++ type of storage s (a tag: dispatch on a buffer's storage).
+template <class F>
+void with_type(Storage s, F&& f) {
+  switch (s) {
+    case Storage::F32: f(float{}); return;
+    case Storage::F64: f(double{}); return;
+    case Storage::I64: f(std::int64_t{}); return;
+  }
+}
+
 Storage storage_for(ir::DType d);
 std::size_t storage_bytes(Storage s);  // 4, 8, 8
 

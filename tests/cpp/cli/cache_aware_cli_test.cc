@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/cli_harness.h"
 #include "solar/cli/cli.h"
 
 namespace solar::cli {
@@ -18,39 +19,11 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
+using harness::example;
+using harness::Result;
+using harness::solar;
 
-Result solar(std::vector<std::string> args) {
-  args.insert(args.begin(), "solar");
-  std::ostringstream out, err;
-  int code = run(args, out, err);
-  return {code, out.str(), err.str()};
-}
-
-std::string example(const std::string& name) {
-  return std::string(SOLAR_SOURCE_DIR) + "/examples/" + name;
-}
-
-class CacheAwareCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("solar_ca_cli_" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  std::size_t num_files() const {
-    return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir_), {}));
-  }
-  fs::path dir_;
-};
+class CacheAwareCli : public harness::FolderTest {};
 
 TEST_F(CacheAwareCli, AnalyzeReportsTheAttainableLevelByDefault) {
   Result r = solar({"analyze", example("gemm.solar"), "--json", "-"});
@@ -124,7 +97,7 @@ TEST_F(CacheAwareCli, SkiSlopeWritesAnSvgChart) {
   EXPECT_THAT(text.str(), HasSubstr("graph, attainable"));
   EXPECT_THAT(text.str(), HasSubstr("H100_SXM"));  // a device capacity line
   EXPECT_THAT(text.str(), HasSubstr("</svg>"));
-  EXPECT_EQ(num_files(), 1u);  // no temporary left
+  EXPECT_EQ(files().size(), 1u);  // no temporary left
 }
 
 TEST_F(CacheAwareCli, SkiSlopeIntoAMissingFolderFailsWithoutOutput) {
@@ -133,7 +106,7 @@ TEST_F(CacheAwareCli, SkiSlopeIntoAMissingFolderFailsWithoutOutput) {
   EXPECT_EQ(r.code, kIoError);
   EXPECT_EQ(r.out, "");
   EXPECT_FALSE(fs::exists(svg));
-  EXPECT_EQ(num_files(), 0u);
+  EXPECT_EQ(files().size(), 0u);
 }
 
 TEST_F(CacheAwareCli, SkiSlopeNeedsTheCacheAwareLevel) {
@@ -141,7 +114,7 @@ TEST_F(CacheAwareCli, SkiSlopeNeedsTheCacheAwareLevel) {
                     path("s.svg")});
   EXPECT_EQ(r.code, kUsage);
   EXPECT_THAT(r.err, HasSubstr("--no-cache-aware"));
-  EXPECT_EQ(num_files(), 0u);
+  EXPECT_EQ(files().size(), 0u);
 }
 
 TEST_F(CacheAwareCli, InverseOfTheGemmAt100us) {

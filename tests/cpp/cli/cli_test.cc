@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/cli_harness.h"
 #include "solar/ir/json.h"
 #include "solar/ir/text.h"
 #include "solar/util/errors.h"
@@ -21,49 +22,11 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
+using harness::example;
+using harness::Result;
+using harness::solar;
 
-Result solar(std::vector<std::string> args) {
-  args.insert(args.begin(), "solar");
-  std::ostringstream out, err;
-  int code = run(args, out, err);
-  return {code, out.str(), err.str()};
-}
-
-std::string example(const std::string& name) {
-  return std::string(SOLAR_SOURCE_DIR) + "/examples/" + name;
-}
-
-// A fresh folder per test for inputs and outputs.
-class CliTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("solar_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name) << text;
-    return (dir_ / name).string();
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  // Every file in the folder (to show that no temporary or partial output is left).
-  std::vector<std::string> files() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(dir_)) out.push_back(e.path().filename().string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
-  fs::path dir_;
-};
+class CliTest : public harness::FolderTest {};
 
 constexpr const char* kGemmText = R"(graph g
 a = bf16[64,32] input

@@ -129,9 +129,9 @@ def _span(layout: Tuple[List[int], List[int], int]) -> Optional[Tuple[int, int]]
     return lo, hi
 
 
-def _row_major(layout: Tuple[List[int], List[int], int]) -> bool:
-    """Whether a layout is dense row-major (size-1 dimensions aside)."""
-    shape, strides, _ = layout
+def is_row_major(shape: List[int], strides: List[int]) -> bool:
+    """Whether strides (in elements) are the dense row-major ones of shape (size-1 dimensions
+    aside)."""
     want = 1
     for n, st in zip(reversed(shape), reversed(strides)):
         if n != 1 and st != want:
@@ -260,12 +260,12 @@ class _Trace:
             if w is x or xspan is None or wspan is None or wspan[1] < xspan[0] \
                     or xspan[1] < wspan[0]:
                 continue  # its own write (already its id), or no element in common
-            if _row_major(xl) and _within(wspan, xl):
+            if is_row_major(*xl[:2]) and _within(wspan, xl):
                 xid = self._record_version(x, "aten::as_strided_scatter.default", {
                     "self": {"tensor": xid}, "src": {"tensor": wid}, "size": wl[0],
                     "stride": wl[1], "storage_offset": wl[2] - xl[2]})
                 continue
-            if _row_major(wl) and _within(xspan, wl):
+            if is_row_major(*wl[:2]) and _within(xspan, wl):
                 xid = self._record_version(x, "aten::as_strided.default", {
                     "self": {"tensor": wid}, "size": xl[0], "stride": xl[1],
                     "storage_offset": xl[2]})
@@ -273,7 +273,8 @@ class _Trace:
             base = None
             for b in self._objects.get(sid, ()):
                 bl = _layout(b)
-                if b is not x and _row_major(bl) and _within(xspan, bl) and _within(wspan, bl):
+                if (b is not x and is_row_major(*bl[:2]) and _within(xspan, bl)
+                        and _within(wspan, bl)):
                     base = b
                     break
             if base is None:

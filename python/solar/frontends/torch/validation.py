@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ... import _core
 from . import program as _program
+from .capture import is_row_major
 
 SEED = 0
 TOOL = "solar executor"
@@ -232,18 +233,6 @@ def _ancestors(graph, names: List[str]) -> set:
     return seen
 
 
-def _row_major(shape: List[int], strides: Optional[List[int]]) -> bool:
-    """Whether strides (in elements) are the row-major ones for shape (size-1 dims aside)."""
-    if strides is None:
-        return True
-    expect = 1
-    for n, st in zip(reversed(shape), reversed(strides)):
-        if n != 1 and st != expect:
-            return False
-        expect *= n
-    return True
-
-
 def _strided_aliases(graph, trace: Dict[str, Any], trace_ids: Dict[str, int]) -> set:
     """Graph tensors made by a move op for a torch view that is not row-major (a transpose,
     a permute, a window): the lowering may hold these as strided aliases whose consumers read
@@ -258,7 +247,7 @@ def _strided_aliases(graph, trace: Dict[str, Any], trace_ids: Dict[str, int]) ->
             if tid is None:
                 continue
             t = trace["tensors"][tid]
-            if not _row_major(t["shape"], t.get("strides")):
+            if t.get("strides") is not None and not is_row_major(t["shape"], t["strides"]):
                 out.add(name)
     return out
 
