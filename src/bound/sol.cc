@@ -193,8 +193,8 @@ class Bounder {
 
   OpBound bound_op(const cost::Work& w) {
     OpBound ob;
-    if (!w.analyzed) {
-      ob.bottleneck = "unanalyzed";
+    if (!w.analyzed || w.dead) {
+      ob.bottleneck = w.dead ? "dead" : "unanalyzed";
       return ob;
     }
     std::fill(unit_seconds_.begin(), unit_seconds_.end(), 0.0);

@@ -41,10 +41,33 @@ void check_topological(const Graph& g) {
                         Origin{op.origin.file, op.origin.line, op.name});
 }
 
+// Per op, whether none of its results reaches a graph output (walking ops in reverse
+// topological order); all false when the graph marks no output.
+std::vector<char> dead_ops(const Graph& g) {
+  std::vector<char> live(g.tensors().size(), 0);
+  bool any_output = false;
+  for (const Tensor& t : g.tensors())
+    if (t.role == ir::Role::Output) {
+      live[t.id.value] = 1;
+      any_output = true;
+    }
+  std::vector<char> dead(g.ops().size(), 0);
+  if (!any_output) return dead;
+  for (auto it = g.ops().rbegin(); it != g.ops().rend(); ++it) {
+    const bool reaches = std::any_of(it->outputs.begin(), it->outputs.end(),
+                                     [&](ir::TensorId t) { return live[t.value] != 0; });
+    dead[it->id.value] = !reaches;
+    if (reaches)
+      for (ir::TensorId in : it->inputs) live[in.value] = 1;
+  }
+  return dead;
+}
+
 }  // namespace
 
 GraphCost graph_cost(const Graph& g) {
   check_topological(g);
+  const std::vector<char> dead = dead_ops(g);
   const std::vector<Op>& ops = g.ops();
   const std::vector<Tensor>& tensors = g.tensors();
 
@@ -68,7 +91,11 @@ GraphCost graph_cost(const Graph& g) {
       w.analyzed = false;
       w.note = ex.message();
     }
-    if (w.analyzed) {
+    if (dead[op.id.value]) {
+      w.dead = true;
+      w.analyzed = true;
+      ++gc.num_dead;
+    } else if (w.analyzed) {
       gc.total += w;
     } else {
       ++gc.num_unanalyzed;
@@ -83,7 +110,8 @@ GraphCost graph_cost(const Graph& g) {
   std::vector<char> whole(tensors.size(), 0);
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
     const Op& op = *it;
-    if (!gc.per_op[op.id.value].analyzed) continue;  // unknown reads: shown by coverage
+    const Work& w = gc.per_op[op.id.value];
+    if (!w.analyzed || w.dead) continue;  // unknown reads (shown by coverage), or none needed
     if (detail::is_free_view(op)) {
       for (ir::TensorId in : op.inputs)
         for (ir::TensorId out : op.outputs) {
@@ -122,7 +150,7 @@ GraphCost graph_cost(const Graph& g) {
     if (ir::is_graph_source(t.role)) based[t.id.value] = {t.id.value, detail::whole_box(t.shape)};
   for (const Op& op : ops) {
     if (op.kind() != OpKind::Move || op.inputs.size() != 1 || op.outputs.size() != 1 ||
-        !gc.per_op[op.id.value].analyzed)
+        !gc.per_op[op.id.value].analyzed || gc.per_op[op.id.value].dead)
       continue;
     const Based& in = based[op.inputs[0].value];
     if (in.source == kNone) continue;

@@ -8,6 +8,7 @@ namespace solar::report::detail {
 
 std::string op_class(const ir::Op& op, const cost::Work& w) {
   if (!w.analyzed) return "unanalyzed";
+  if (w.dead) return "dead";
   switch (op.kind()) {
     case ir::OpKind::Einsum:
       switch (w.contraction) {

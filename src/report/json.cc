@@ -169,10 +169,11 @@ json to_json(const Report& r) {
 
   // Coverage: every op the cost module could not analyze, with an estimate of what it may
   // weigh (its inputs and outputs moved once at full size) so that a reader can judge it.
-  json unanalyzed = json::array();
+  json unanalyzed = json::array(), dead = json::array();
   int analyzed = 0;
   for (const ir::Op& op : g.ops()) {
     const cost::Work& w = r.cost.per_op[op.id.value];
+    if (w.dead) dead.push_back(op.name);
     if (w.analyzed) {
       ++analyzed;
       continue;
@@ -209,6 +210,9 @@ json to_json(const Report& r) {
   coverage["unanalyzed"] = num_ops - analyzed;
   coverage["unanalyzed_ops"] = std::move(unanalyzed);
   coverage["complete"] = analyzed == num_ops;
+  // Ops none of whose results reaches a graph output: in no number of the report.
+  coverage["dead"] = r.cost.num_dead;
+  coverage["dead_ops"] = std::move(dead);
   j["coverage"] = std::move(coverage);
 
   SOLAR_CHECK(r.cache_aware.empty() || r.cache_aware.size() == r.devices.size(),

@@ -113,6 +113,7 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
 
   for (const ir::Op& op : g.ops()) {
     const cost::Work& w = c.per_op[op.id.value];
+    if (w.dead) continue;  // moves nothing: no unit, and its inputs need not exist for it
     if (!w.analyzed) {
       // Its inputs must exist in DRAM for it: never kept on chip only.
       for (ir::TensorId in : op.inputs) used_outside[root[in.value]] = true;

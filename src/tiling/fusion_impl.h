@@ -77,6 +77,9 @@ struct SegmentPlan {
     std::int64_t rows = 0;                 // M, the fused rank's extent
     std::string rank_name;                 // the first unit's fused rank
     std::vector<int> rank;                 // per unit: the fused rank in its problem
+    std::vector<std::int64_t> scale;       // per unit: positions of that rank per row (> 1:
+                                           //   the rows are its outer part; a tile of p
+                                           //   rows is p * scale of them)
     std::vector<int> batch_rank;           // per unit: a rank indexing every tensor, looped
                                            //   outermost with tile 1 (-1: none)
     std::int64_t batch = 1;                // its extent
@@ -187,11 +190,12 @@ struct GraphTrafficModel::Impl {
 
   // fusion_plan.cc
   detail::SegmentPlan& plan(int a, int b) const;  // under mu
-  // Tiled fusion of units [a, b) by `rank` (per unit; `rows` of it, `batch` slices): the
-  // sources several units read along the fused rank, each row tile loaded once and held
-  // from its first reader to its last (softmax's input; x in x * sigmoid(x)). Adds their
-  // tiles to tl.reserve_bits_per_row and their one load to tl.fixed.
+  // Tiled fusion of units [a, b) by `rank` (per unit, at `scale`; `rows` of it, `batch`
+  // slices): the sources several units read along the fused rank, each row tile loaded once
+  // and held from its first reader to its last (softmax's input; x in x * sigmoid(x)). Adds
+  // their tiles to tl.reserve_bits_per_row and their one load to tl.fixed.
   std::set<std::uint32_t> shared_row_sources(int a, int b, const std::vector<int>& rank,
+                                             const std::vector<std::int64_t>& scale,
                                              std::int64_t rows, std::int64_t batch,
                                              detail::SegmentPlan::Tiled& tl) const;
   // fusion_segment.cc

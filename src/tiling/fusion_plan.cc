@@ -18,57 +18,71 @@ namespace {
 
 constexpr std::size_t kMaxPlans = std::size_t{1} << 16;
 
-// The dimension of tensor `v` (a free view of its root, possibly through several) that root
-// dimension `d` becomes, or nullopt when the views mix it with other dimensions. A reshape
-// keeps a dimension when the elements before it and its extent are unchanged; a slice or
-// expand view of the same rank keeps an unsliced dimension in place.
-std::optional<int> map_dim(const GraphTrafficModel::Impl& m, std::uint32_t v, int d) {
-  const int parent = m.view_parent[v];
-  if (parent < 0) return d;
-  std::optional<int> dp = map_dim(m, static_cast<std::uint32_t>(parent), d);
-  if (!dp) return std::nullopt;
-  const auto& in = m.graph->tensor(ir::TensorId{static_cast<std::uint32_t>(parent)}).shape;
-  const auto& out = m.graph->tensor(ir::TensorId{v}).shape;
-  Wide in_count = 1, out_count = 1;
-  for (std::int64_t e : in) in_count *= static_cast<Wide>(e);
-  for (std::int64_t e : out) out_count *= static_cast<Wide>(e);
-  if (in_count == out_count) {
-    Wide before = 1;
-    for (int i = 0; i < *dp; ++i) before *= static_cast<Wide>(in[i]);
-    Wide acc = 1;
-    for (std::size_t j = 0; j < out.size(); ++j) {
-      if (acc == before && out[j] == in[*dp]) return static_cast<int>(j);
-      acc *= static_cast<Wide>(out[j]);
-    }
-    return std::nullopt;
-  }
-  if (in.size() == out.size() && in[*dp] == out[*dp]) return dp;
-  return std::nullopt;
-}
-
-// A dimension of a tensor as an access names it: the tensor dimension, and which of the
-// plain dimensions a flattened box split it into (0 when it is not split).
-struct DimRef {
-  int dim = 0;
-  int part = 0;
+// A rank as the elements it walks: `extent` positions `stride` apart in a tensor's row-major
+// element order. Fusion follows a rank from a producer's output to its readers as a walk,
+// because a reshape renumbers no element: a walk survives a flatten and an unflatten (how a
+// permuted view is lowered), where a dimension index would not.
+struct Walk {
+  std::int64_t extent = 0, stride = 0;
+  friend bool operator==(const Walk&, const Walk&) = default;
 };
 
-DimRef ref_of(const TensorAccess& a, int d) {
-  if (a.tensor_dim.empty()) return {d, 0};
-  int part = 0;
-  for (int i = 0; i < d; ++i) part += a.tensor_dim[i] == a.tensor_dim[d];
-  return {a.tensor_dim[d], part};
+std::vector<std::int64_t> row_major(const std::vector<std::int64_t>& shape) {
+  std::vector<std::int64_t> s(shape.size());
+  std::int64_t stride = 1;
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    s[d] = stride;
+    stride *= std::max<std::int64_t>(shape[d], 1);
+  }
+  return s;
 }
 
-std::optional<int> access_of(const TensorAccess& a, DimRef r) {
-  if (a.tensor_dim.empty()) {
-    if (r.part != 0 || r.dim >= static_cast<int>(a.dims.size())) return std::nullopt;
-    return r.dim;
-  }
-  int part = 0;
-  for (std::size_t i = 0; i < a.dims.size(); ++i)
-    if (a.tensor_dim[i] == r.dim && part++ == r.part) return static_cast<int>(i);
+// The walk `w` of root tensor elements as the elements of tensor `v` (a free view of the
+// root, possibly through several), or nullopt when a view breaks it. A reshape keeps it; a
+// slice or expand view of the same rank keeps a walk inside one dimension it leaves whole.
+std::optional<Walk> map_walk(const GraphTrafficModel::Impl& m, std::uint32_t v, Walk w) {
+  const int parent = m.view_parent[v];
+  if (parent < 0) return w;
+  std::optional<Walk> wp = map_walk(m, static_cast<std::uint32_t>(parent), w);
+  if (!wp) return std::nullopt;
+  const auto& in = m.graph->tensor(ir::TensorId{static_cast<std::uint32_t>(parent)}).shape;
+  const auto& out = m.graph->tensor(ir::TensorId{v}).shape;
+  auto count = [](const std::vector<std::int64_t>& shape) {
+    Wide n = 1;
+    for (std::int64_t e : shape) n *= static_cast<Wide>(e);
+    return n;
+  };
+  if (count(in) == count(out)) return wp;
+  if (in.size() != out.size()) return std::nullopt;
+  const std::vector<std::int64_t> si = row_major(in), so = row_major(out);
+  for (std::size_t d = 0; d < in.size(); ++d)
+    if (wp->stride % si[d] == 0 && wp->stride / si[d] * wp->extent <= in[d] &&
+        wp->stride >= si[d] && in[d] == out[d])
+      return Walk{wp->extent, so[d] * (wp->stride / si[d])};
   return std::nullopt;
+}
+
+// A plain dimension of access `a` whose rank walks `w`, or walks it with `scale` times its
+// positions (the walk being the rank's outer part: batch ranks merged by a reshape before a
+// bmm, [B, H] -> [B*H]); nullopt when none does.
+struct Found {
+  int dim = -1;
+  std::int64_t scale = 1;
+};
+std::optional<Found> find_walk(const TensorAccess& a, Walk w) {
+  const std::vector<std::int64_t> strides = element_strides(a);
+  for (std::size_t d = 0; d < a.dims.size(); ++d) {
+    const std::int64_t s = strides[d], e = a.dims[d].extent;
+    if (!a.dims[d].plain() || s <= 0 || w.stride % s != 0) continue;
+    const std::int64_t scale = w.stride / s;
+    if (w.extent * scale == e) return Found{static_cast<int>(d), scale};
+  }
+  return std::nullopt;
+}
+
+// The walk of access dimension `d` of `a` at `scale` (its outer part).
+Walk walk_of(const TensorAccess& a, int d, std::int64_t scale = 1) {
+  return {a.dims[d].extent / scale, element_strides(a)[d] * scale};
 }
 
 // Bytes a unit reads of root `r`: the sum of the footprints of its operands naming it (two
@@ -116,8 +130,8 @@ std::vector<std::int64_t> tile_candidates(std::int64_t rows, TileMode mode) {
 }  // namespace
 
 std::set<std::uint32_t> GraphTrafficModel::Impl::shared_row_sources(
-    int a, int b, const std::vector<int>& rank, std::int64_t rows, std::int64_t batch,
-    SegmentPlan::Tiled& tl) const {
+    int a, int b, const std::vector<int>& rank, const std::vector<std::int64_t>& scale,
+    std::int64_t rows, std::int64_t batch, SegmentPlan::Tiled& tl) const {
   std::set<std::uint32_t> produced;
   for (int u = a; u < b; ++u) produced.insert(graph->op(units[u].op).outputs[0].value);
   // Tensors not produced inside (sources, or free views of them), by their readers inside
@@ -133,21 +147,19 @@ std::set<std::uint32_t> GraphTrafficModel::Impl::shared_row_sources(
   for (const auto& [r, rd] : readers) {
     if (rd.front().first == rd.back().first) continue;  // one reader: its own tile suffices
     const ir::Tensor& read_t = graph->tensor(ir::TensorId{r});
-    std::optional<int> row_dim;
+    std::optional<Walk> row_walk;
     bool ok = true;
     Wide load = 0;
     for (const auto& [u, t] : rd) {
       const TensorAccess& x = units[u].problem->tensors[t];
-      // Read along the fused rank, in one unsplit dimension, at the same one by every reader.
-      std::optional<int> dim;
+      // Read along the fused rank, the same walk by every reader.
+      std::optional<Walk> walk;
       for (std::size_t d = 0; d < x.dims.size(); ++d)
-        if (x.dims[d].plain() && x.dims[d].terms[0].rank == rank[u - a]) {
-          const DimRef ref = ref_of(x, static_cast<int>(d));
-          if (ref.part == 0 && access_of(x, {ref.dim, 1}) == std::nullopt) dim = ref.dim;
-        }
-      ok = ok && dim && (!row_dim || *row_dim == *dim) && read_t.shape[*dim] == rows;
+        if (x.dims[d].plain() && x.dims[d].terms[0].rank == rank[u - a])
+          walk = walk_of(x, static_cast<int>(d), scale[u - a]);
+      ok = walk && walk->stride > 0 && walk->extent == rows && (!row_walk || *row_walk == *walk);
       if (!ok) break;
-      row_dim = dim;
+      row_walk = walk;
       load += units[u].operand_bytes[t];
     }
     if (!ok) continue;
@@ -280,6 +292,9 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
     if (!r.written) kept_inside.insert(r.root);
   struct Propagated {
     std::vector<int> rank;
+    // Per unit: positions of its rank per row (> 1: the rows are the outer part of a rank a
+    // reshape merged, Fused mode only).
+    std::vector<std::int64_t> scale;
     std::set<std::uint32_t> carriers;
     // Fused: units reducing the rank (a loss's sum over rows) into an output no later unit
     // inside reads; it accumulates on chip across the row loop.
@@ -288,34 +303,39 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
   };
   auto propagate = [&](int r0, Mode mode) -> std::optional<Propagated> {
     const std::int64_t rows = units[a].problem->ranks[r0].extent;
-    std::map<std::uint32_t, DimRef> fused_dim;  // on-chip root -> its dimension of the rank
-    std::map<std::uint32_t, DimRef> source_dim;  // the same for roots read from DRAM
+    std::map<std::uint32_t, Walk> fused_walk;   // on-chip root -> the rank's walk of it
+    std::map<std::uint32_t, Walk> source_walk;  // the same for tensors read from DRAM
     Propagated out;
     out.rank.assign(len, -1);
+    out.scale.assign(len, 1);
     out.reduces.assign(len, false);
     for (int u = a; u < b; ++u) {
       const detail::Unit& unit = units[u];
       const TilingProblem& p = *unit.problem;
       const ir::Op& op = graph->op(unit.op);
       int r = (u == a) ? r0 : -1;
-      for (std::size_t k = 0; k < op.inputs.size(); ++k) {
-        auto fd = fused_dim.find(unit.tensor_root[k]);
-        if (fd == fused_dim.end()) continue;
-        std::optional<int> vd = map_dim(*this, op.inputs[k].value, fd->second.dim);
-        if (!vd) return std::nullopt;
-        std::optional<int> ad = access_of(p.tensors[k], {*vd, fd->second.part});
-        if (!ad || !p.tensors[k].dims[*ad].plain()) return std::nullopt;
-        const int rk = p.tensors[k].dims[*ad].terms[0].rank;
-        if (r >= 0 && r != rk) return std::nullopt;
+      std::int64_t scale = 1;
+      // The rank a reader walks `w` of its operand k with (one for all such operands).
+      auto reached = [&](std::size_t k, Walk w) {
+        std::optional<Found> f = find_walk(p.tensors[k], w);
+        if (!f || (f->scale != 1 && mode != Mode::Fused)) return false;
+        const int rk = p.tensors[k].dims[f->dim].terms[0].rank;
+        if (r >= 0 && (r != rk || scale != f->scale)) return false;
         r = rk;
+        scale = f->scale;
+        return true;
+      };
+      for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+        auto fw = fused_walk.find(unit.tensor_root[k]);
+        if (fw == fused_walk.end()) continue;
+        std::optional<Walk> vw = map_walk(*this, op.inputs[k].value, fw->second);
+        if (!vw || !reached(k, *vw)) return std::nullopt;
       }
       // Not reached through an intermediate: a sibling reading a source an earlier unit
       // read along the rank (the indices of max(x, dim) beside its values).
       for (std::size_t k = 0; k < op.inputs.size() && r < 0; ++k) {
-        auto sd = source_dim.find(op.inputs[k].value);
-        if (sd == source_dim.end()) continue;
-        std::optional<int> ad = access_of(p.tensors[k], sd->second);
-        if (ad && p.tensors[k].dims[*ad].plain()) r = p.tensors[k].dims[*ad].terms[0].rank;
+        auto sw = source_walk.find(op.inputs[k].value);
+        if (sw != source_walk.end()) reached(k, sw->second);
       }
       // Reading nothing of the run along the rank, the unit is independent of it: any of its
       // output ranks of the same extent partitions its work into the row tiles (the readers
@@ -325,7 +345,7 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
             std::none_of(unit.tensor_root.begin(), unit.tensor_root.end() - 1,
                          [&](std::uint32_t t) { return resident_set.count(t) > 0; }))
           r = p.output().dims[d].terms[0].rank;
-      if (r < 0 || p.ranks[r].extent != rows) return std::nullopt;
+      if (r < 0 || p.ranks[r].extent != rows * scale) return std::nullopt;
       int out_dim = -1;
       for (std::size_t t = 0; t < p.tensors.size(); ++t) {
         bool found = false;
@@ -334,7 +354,7 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
           bool has = false;
           for (const DimTerm& term : dim.terms) has = has || term.rank == r;
           if (!has) continue;
-          if (!dim.plain() || dim.extent != rows) return std::nullopt;
+          if (!dim.plain() || dim.extent != rows * scale) return std::nullopt;
           found = true;
           if (p.tensors[t].output) out_dim = static_cast<int>(d);
         }
@@ -355,12 +375,13 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
         }
       }
       out.rank[u - a] = r;
+      out.scale[u - a] = scale;
       const std::uint32_t out_root = op.outputs[0].value;
       // Key tiling streams the key: a value carrying it may not leave the run (it would
       // be written one key at a time); only reductions over it do.
       if (mode == Mode::Key && out_dim >= 0 && !kept_inside.count(out_root)) return std::nullopt;
       if (out_dim >= 0 && resident_set.count(out_root)) {
-        fused_dim[out_root] = ref_of(p.output(), out_dim);
+        fused_walk[out_root] = walk_of(p.output(), out_dim, scale);
         out.carriers.insert(out_root);
       }
       for (std::size_t k = 0; k + 1 < p.tensors.size(); ++k) {
@@ -368,7 +389,7 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
         if (resident_set.count(root[in])) continue;  // sources (or views of them) only
         for (std::size_t d = 0; d < p.tensors[k].dims.size(); ++d)
           if (p.tensors[k].dims[d].plain() && p.tensors[k].dims[d].terms[0].rank == r)
-            source_dim.emplace(in, ref_of(p.tensors[k], static_cast<int>(d)));
+            source_walk.emplace(in, walk_of(p.tensors[k], static_cast<int>(d), scale));
       }
     }
     // Every on-chip intermediate carrying the rank was read through it by all its readers
@@ -422,6 +443,7 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
         fl.rank_name = first.ranks[r0].name;
         fl.key_name = first.ranks[rk].name;
         fl.rank = rank;
+        fl.scale = fused_rank->scale;
         fl.batch_rank = batch_rank;
         fl.batch = batch;
         if (batch > 1) fl.rank_name += "' and '" + first.ranks[first_batch].name;
@@ -476,6 +498,7 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
         tl.rows = rows;
         tl.rank_name = first.ranks[r0].name;
         tl.rank = rank;
+        tl.scale = fused_rank->scale;
         tl.batch_rank = batch_rank;
         tl.batch = batch;
         if (batch > 1) tl.rank_name += "' and '" + first.ranks[batch_rank[0]].name;
@@ -487,7 +510,7 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
           if (rs.written) tl.fixed += size_of(rs.root);
         }
         const std::set<std::uint32_t> held =
-            hold ? shared_row_sources(a, b, rank, rows, batch, tl) : std::set<std::uint32_t>{};
+            hold ? shared_row_sources(a, b, rank, tl.scale, rows, batch, tl) : std::set<std::uint32_t>{};
         if (hold && held.empty()) {
           plan->tiled.pop_back();  // the same as the plan without held sources, next
           continue;

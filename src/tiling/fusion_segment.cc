@@ -216,11 +216,13 @@ SegmentValue GraphTrafficModel::Impl::fused(const SegmentPlan& pl, int a, int b,
         for (int i = 0; i < len && total != kInfinite; ++i) {
           const Wide res = reserve(i);
           const int key = flash ? tl.key_rank[i] : -1;
+          const std::int64_t k = tl.scale[i];
           const TrafficCurve* c =
-              sub_curve(a + i, tl.drop[v][i], tl.rank[i], p, tl.batch_rank[i], key);
+              sub_curve(a + i, tl.drop[v][i], tl.rank[i], p * k, tl.batch_rank[i], key);
           const TrafficCurve* c_last =
               last == p ? c
-                        : sub_curve(a + i, tl.drop[v][i], tl.rank[i], last, tl.batch_rank[i], key);
+                        : sub_curve(a + i, tl.drop[v][i], tl.rank[i], last * k,
+                                    tl.batch_rank[i], key);
           if (!c || !c_last) {
             total = kInfinite;
             break;

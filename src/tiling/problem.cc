@@ -52,6 +52,17 @@ void TilingProblem::check() const {
   }
 }
 
+std::vector<std::int64_t> element_strides(const TensorAccess& a) {
+  if (!a.strides.empty()) return a.strides;
+  std::vector<std::int64_t> s(a.dims.size());
+  std::int64_t stride = 1;
+  for (std::size_t d = a.dims.size(); d-- > 0;) {
+    s[d] = stride;
+    stride *= a.dims[d].extent;
+  }
+  return s;
+}
+
 namespace {
 
 Count bits_of(Count elements, int bits) {
@@ -65,8 +76,11 @@ Count bits_of(Count elements, int bits) {
 // would, so it is split into them: the tile hull of the flat form counts every element
 // between a tile's first and last position, and its search cost explodes with the
 // coefficients. nullopt when the terms overlap (a sliding window) or reach outside.
-std::optional<std::vector<DimAccess>> split_flattened(const DimAccess& d,
-                                                      const std::vector<Rank>& ranks) {
+struct SplitDim {
+  std::vector<DimAccess> dims;     // outermost (largest coefficient) first, then extent-1 ranks
+  std::vector<std::int64_t> step;  // per dim: its coefficient, 0 when not aligned (below)
+};
+std::optional<SplitDim> split_flattened(const DimAccess& d, const std::vector<Rank>& ranks) {
   if (d.terms.size() < 2 || d.constant < 0) return std::nullopt;
   // Ranks of extent 1 only ever take the value 0: each becomes a plain dimension of its own
   // (one element), whatever its coefficient, and the others must form the box.
@@ -82,11 +96,29 @@ std::optional<std::vector<DimAccess>> split_flattened(const DimAccess& d,
     reach += static_cast<__int128>(t.coef) * (extent - 1);
   }
   if (reach >= d.extent) return std::nullopt;  // part of it is padding
-  std::vector<DimAccess> plain;
-  for (auto it = terms.rbegin(); it != terms.rend(); ++it)  // outermost (largest stride) first
-    plain.push_back(DimAccess{{{it->rank, 1}}, 0, ranks[it->rank].extent});
-  for (const DimTerm& t : unit) plain.push_back(DimAccess{{{t.rank, 1}}, 0, 1});
-  return plain;
+  SplitDim out;
+  // A part's step is its coefficient c when position c0 + (inner terms) + j*c + (outer terms)
+  // has digit j at c: the inner terms and c0's remainder stay below c, c0 adds no whole steps
+  // modulo the extent, and every outer coefficient is a multiple of c * extent.
+  __int128 inner = 0;
+  std::vector<std::int64_t> steps(terms.size());
+  for (std::size_t k = 0; k < terms.size(); ++k) {
+    const __int128 c = terms[k].coef, e = ranks[terms[k].rank].extent;
+    bool aligned = d.constant % c + inner < c && (d.constant / c) % e == 0;
+    for (std::size_t o = k + 1; o < terms.size() && aligned; ++o)
+      aligned = terms[o].coef % (c * e) == 0;
+    steps[k] = aligned ? terms[k].coef : 0;
+    inner += c * (e - 1);
+  }
+  for (std::size_t k = terms.size(); k-- > 0;) {
+    out.dims.push_back(DimAccess{{{terms[k].rank, 1}}, 0, ranks[terms[k].rank].extent});
+    out.step.push_back(steps[k]);
+  }
+  for (const DimTerm& t : unit) {
+    out.dims.push_back(DimAccess{{{t.rank, 1}}, 0, 1});
+    out.step.push_back(0);
+  }
+  return out;
 }
 
 }  // namespace
@@ -115,6 +147,13 @@ TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op, MaskedEi
     if (subscript.size() != t.shape.size())
       throw UserError(UserError::Kind::InvalidGraph,
                       "subscript rank differs from tensor '" + t.name + "'", op.origin);
+    // Row-major strides (0 past 2^62 elements: no distance fusion could follow).
+    std::vector<std::int64_t> row_stride(t.shape.size(), 0);
+    __int128 stride = 1;
+    for (std::size_t i = t.shape.size(); i-- > 0;) {
+      row_stride[i] = stride < (__int128{1} << 62) ? static_cast<std::int64_t>(stride) : 0;
+      stride *= std::max<std::int64_t>(t.shape[i], 1);
+    }
     for (std::size_t i = 0; i < subscript.size(); ++i) {
       DimAccess d;
       d.extent = t.shape[i];
@@ -132,6 +171,7 @@ TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op, MaskedEi
         d.constant = 0;
         a.dims.push_back(std::move(d));
         a.tensor_dim.push_back(static_cast<int>(i));
+        a.strides.push_back(row_stride[i]);
         continue;
       }
       for (const ir::AffineTerm& term : subscript[i].terms()) {
@@ -145,14 +185,16 @@ TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op, MaskedEi
         d.terms.push_back({term.index, term.coef});
       }
       if (auto split = split_flattened(d, p.ranks)) {
-        a.dims.insert(a.dims.end(), split->begin(), split->end());
-        a.tensor_dim.insert(a.tensor_dim.end(), split->size(), static_cast<int>(i));
+        a.dims.insert(a.dims.end(), split->dims.begin(), split->dims.end());
+        a.tensor_dim.insert(a.tensor_dim.end(), split->dims.size(), static_cast<int>(i));
+        for (std::int64_t step : split->step) a.strides.push_back(step * row_stride[i]);
         continue;
       }
       if (output && !d.plain())
         throw Unsupported("output subscripts must be plain indices (or a flattened box of "
                           "them) for the tiling model",
                           op.origin);
+      a.strides.push_back(d.plain() ? row_stride[i] : 0);
       a.dims.push_back(std::move(d));
       a.tensor_dim.push_back(static_cast<int>(i));
     }

@@ -175,6 +175,50 @@ def test_in_place_ops_get_new_versions():
     assert complete(r)
 
 
+def test_dead_code_is_in_no_bound():
+    """A branch computed but not returned (KernelBench's Mamba2 "return final state" drops its
+    diagonal block) is dead: torch.compile removes it, so no bound counts it."""
+    B, I, O = 8, 32, 16
+    w, u = torch.randn(I, O), torch.randn(I, 4 * O)
+
+    def with_dead(x):
+        torch.exp(x @ u)  # computed, never used
+        return x @ w
+
+    x = torch.randn(B, I)
+    r, ref = analyze(with_dead, x), analyze(lambda x: x @ w, x)
+    assert complete(r) and r.coverage.dead == 2 and ref.coverage.dead == 0
+    assert r.totals.macs == B * I * O  # the returned matmul only
+    assert r.totals.bytes_fused == ref.totals.bytes_fused == 4 * (B * I + I * O + B * O)
+    for level in ("unfused", "fused", "cache_aware"):
+        assert r.devices["H100_SXM"][level]["seconds"] == ref.devices["H100_SXM"][level]["seconds"]
+    dead = [op for op in r.ops if op["class"] == "dead"]
+    assert [op["name"] for op in dead] == r.coverage.dead_ops
+    assert sum(op["macs"] for op in dead) == B * I * 4 * O  # what it would have cost
+
+
+def test_state_written_in_place_is_an_output():
+    """A running average kept in a buffer and a step counter are program state, not dead
+    code: each final version is an output, written once."""
+    N, C = 16, 8
+
+    class Tracker(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("ema", torch.zeros(C))
+            self.register_buffer("steps", torch.zeros((), dtype=torch.int64))
+
+        def forward(self, x):
+            self.ema.mul_(0.9).add_(x.mean(0), alpha=0.1)
+            self.steps.add_(1)
+            return x - self.ema
+
+    r = analyze(Tracker(), torch.randn(N, C))
+    assert complete(r) and r.coverage.dead == 0
+    # the result (f32 N x C), ema (f32 C), steps (i64)
+    assert r.totals.bytes_fused_written == 4 * N * C + 4 * C + 8
+
+
 def test_reductions_lower_completely():
     def f(x):
         v, i = x.max(dim=1)

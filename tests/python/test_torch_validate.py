@@ -216,6 +216,35 @@ def test_validation_leaves_the_callers_generators_alone(tmp_path):
     assert torch.equal(torch.rand(4), expect[0]) and random.random() == expect[1]
 
 
+def test_state_written_in_place_is_validated(tmp_path):
+    """Buffers the program updates in place are outputs: executed and compared too."""
+    path = write(tmp_path, "tracker.py", """
+        import torch
+
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("ema", torch.zeros(8))
+                self.register_buffer("steps", torch.zeros((), dtype=torch.int64))
+
+            def forward(self, x):
+                self.ema.mul_(0.9).add_(x.mean(0), alpha=0.1)
+                self.steps.add_(1)
+                return x - self.ema
+
+        def get_inputs():
+            return [torch.randn(16, 8)]
+
+        def get_init_inputs():
+            return []
+    """)
+    v = validate(path)
+    assert v["status"] == "passed", v
+    outs = sorted((o["dtype"], o["shape"]) for o in v["outputs"])
+    assert outs == [("f32", [8]), ("f32", [16, 8]), ("i64", [])], outs
+    assert all(o["passed"] for o in v["outputs"])
+
+
 def test_dropout_in_training_is_given(tmp_path):
     """The examples' random_ops.py: F.dropout(training=True), bernoulli, randn_like."""
     path = write(tmp_path, "drop.py", """

@@ -16,11 +16,15 @@ struct GraphCost {
   // over its consumers, through free views) + each graph output written once.
   Count compulsory_bytes_read;
   Count compulsory_bytes_written;
-  int num_unanalyzed = 0;
+  int num_unanalyzed = 0;  // dead ops excluded
+  int num_dead = 0;
   Count compulsory_bytes() const { return compulsory_bytes_read + compulsory_bytes_written; }
 };
 
-// Per-op work, totals and compulsory traffic of `g` in O(ops + tensors + edges). An einsum
+// Per-op work, totals and compulsory traffic of `g` in O(ops + tensors + edges). When the
+// graph marks outputs, an op none of whose results reaches one (through any chain of ops) is
+// dead (Work::dead): counted in num_dead, not in `total`, and its reads add no compulsory
+// bytes; a graph that marks no output keeps every op. An einsum
 // whose mask cannot be counted (Unsupported) is recorded as unanalyzed with the reason. A
 // source read only by unanalyzed ops adds 0 compulsory bytes (unknown: see
 // num_unanalyzed). Throws UserError(InvalidGraph) when ops are not in topological order.

@@ -40,6 +40,10 @@ struct Work {
   Count bytes_written;  // outputs written once
   Count live_points;    // iteration points after the mask (einsum ops)
   bool analyzed = true; // false for unanalyzed ops: all counts are zero and unknown
+  // Dead: none of its results reaches a graph output, so no implementation needs to run it
+  // (torch.compile and XLA drop it). The counts say what it would cost; no total, bound or
+  // traffic includes them. analyzed is true.
+  bool dead = false;
   std::string note;     // the assumption behind data-dependent or opaque costs
 
   Count total_macs() const;

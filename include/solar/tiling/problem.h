@@ -56,10 +56,21 @@ struct TensorAccess {
   // Per dimension of `dims`, the tensor dimension it reads: a flattened box split into plain
   // dimensions gives several the same one. Empty: dims[d] reads tensor dimension d.
   std::vector<int> tensor_dim = {};
+  // Per dimension of `dims`, how far apart in the tensor's row-major element order two
+  // elements one step apart along it are: the tensor dimension's stride, times the term's
+  // coefficient for a split part; 0 where that is no fixed distance (a window), or for a
+  // split part that a constant offset moves across its own positions (its steps do not
+  // line up with the tensor's). Fusion follows ranks by it (fusion_plan.cc). Empty: the
+  // row-major strides of `dims` (see element_strides).
+  std::vector<std::int64_t> strides = {};
   bool plain() const;   // every dimension plain
   // Elements of the whole tensor (product of dimension extents).
   Count elements() const;
 };
+
+// `a.strides`, or when empty the row-major strides over `a.dims`' extents (an access whose
+// dimensions are the tensor's own).
+std::vector<std::int64_t> element_strides(const TensorAccess& a);
 
 struct TilingProblem {
   std::vector<Rank> ranks;

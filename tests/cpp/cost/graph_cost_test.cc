@@ -161,6 +161,44 @@ TEST(GraphCost, UnanalyzedOpIsCountedAndItsSourceUnknown) {
   EXPECT_EQ(c.compulsory_bytes_read, Count(4 * 65));
 }
 
+// A branch whose results reach no output (Mamba2's unreturned diagonal block, through a
+// view) is dead: its counts stay on its row, but no total or compulsory read includes it.
+TEST(GraphCost, OpsReachingNoOutputAreDead) {
+  constexpr std::uint64_t M = 16, K = 32, N = 8;
+  Graph g = parse_graph(R"(
+    x = f32[16,32] input
+    w = f32[32,8] weight
+    u = f32[32,8] weight
+    y = f32[16,8]{output} einsum "mk,kn->mn" (x, w)
+    d = f32[16,8] einsum "mk,kn->mn" (x, u)
+    dv = f32[128] move view (d)
+    e = f32[128] einsum [i=128] none exp($0) (dv[i]) -> [i])");
+  GraphCost c = graph_cost(g);
+  EXPECT_EQ(c.num_dead, 3);
+  EXPECT_EQ(c.num_unanalyzed, 0);
+  EXPECT_FALSE(c.per_op[0].dead);
+  for (int i : {1, 2, 3}) EXPECT_TRUE(c.per_op[i].dead && c.per_op[i].analyzed) << i;
+  EXPECT_EQ(c.per_op[1].total_macs(), Count(M * N * K));  // what it would cost
+  EXPECT_EQ(c.total.total_macs(), Count(M * N * K));      // y only
+  EXPECT_EQ(c.total.special_ops, Count(0));
+  EXPECT_EQ(c.total.bytes(), Count(4 * (M * K + K * N + M * N)));
+  // u is read only by the dead matmul: not a compulsory read.
+  EXPECT_EQ(c.compulsory_bytes_read, Count(4 * (M * K + K * N)));
+}
+
+// Without any output marked there is nothing to prune against: every op counts.
+TEST(GraphCost, GraphWithoutOutputsKeepsEveryOp) {
+  Graph g = parse_graph(R"(
+    x = f32[16,32] input
+    w = f32[32,8] weight
+    y = f32[16,8] einsum "mk,kn->mn" (x, w)
+    e = f32[16,8] einsum [m=16,n=8] none exp($0) (y[m,n]) -> [m,n])");
+  GraphCost c = graph_cost(g);
+  EXPECT_EQ(c.num_dead, 0);
+  EXPECT_EQ(c.total.total_macs(), Count(16 * 8 * 32));
+  EXPECT_EQ(c.total.special_ops, Count(16 * 8));
+}
+
 TEST(GraphCost, UncountableMaskBecomesUnanalyzed) {
   Graph g = parse_graph(R"(
     x = f32[1024,1024,1024,1024] input

@@ -121,6 +121,37 @@ TEST(Analyze, UnanalyzedOpsAreCountedAndReported) {
   EXPECT_THAT(to_table(r), HasSubstr("UNANALYZED"));
 }
 
+// A dead branch is in no level: every bound equals the graph's without it, and the report
+// lists it (coverage.dead, class "dead", 0 s) with what it would cost.
+TEST(Analyze, DeadOpsAreListedAndInNoBound) {
+  const std::string live = R"(
+    x = bf16[1024,1024] input
+    w = bf16[1024,1024] weight
+    y = bf16[1024,1024]{output} einsum "mk,kn->mn" (x, w))";
+  ir::Graph g = ir::parse_graph(live + R"(
+    u = bf16[1024,4096] weight
+    d = bf16[1024,4096] einsum "mk,kn->mn" (x, u)
+    e = bf16[1024,4096] einsum [m=1024,n=4096] none exp($0) (d[m,n]) -> [m,n])");
+  ir::Graph alone = ir::parse_graph(live);
+  const hw::Device& h100 = db().get("H100_SXM");
+  Report r = analyze(g, {&h100}, {}), ref = analyze(alone, {&h100}, {});
+  EXPECT_EQ(only(r).unfused.seconds, only(ref).unfused.seconds);
+  EXPECT_EQ(only(r).fused.seconds, only(ref).fused.seconds);
+  ASSERT_TRUE(r.cache_aware.at(0).available);
+  EXPECT_EQ(r.cache_aware[0].seconds, ref.cache_aware.at(0).seconds);
+  EXPECT_EQ(r.cache_aware[0].traffic_bytes, ref.cache_aware[0].traffic_bytes);
+  nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["coverage"]["dead"], 2);
+  EXPECT_EQ(j["coverage"]["dead_ops"], nlohmann::json({"d", "e"}));
+  EXPECT_EQ(j["coverage"]["complete"], true);
+  EXPECT_EQ(j["totals"]["macs"], 1024 * 1024 * 1024);
+  EXPECT_EQ(j["ops"][1]["class"], "dead");
+  EXPECT_EQ(j["ops"][1]["macs"], std::uint64_t{1024} * 4096 * 1024);  // what it would cost
+  EXPECT_EQ(j["ops"][1]["seconds"]["H100_SXM"], 0.0);
+  EXPECT_EQ(only(r).per_op[2].bottleneck, "dead");
+  EXPECT_THAT(to_table(r), HasSubstr("dead: 2 (no result reaches an output: not counted)"));
+}
+
 TEST(Analyze, NullDeviceIsAUserError) {
   ir::Graph g = ir::parse_graph("x = f32[4] input\ny = f32[4]{output} move copy (x)");
   try {

@@ -90,6 +90,28 @@ TEST(Problem, ExtentOneTermsDoNotHideAFlattenedBox) {
   EXPECT_EQ(p.compulsory_bits, Count(2 * 8 * 2 * 16 * 32));
 }
 
+// Element strides: the row-major distance one step of each access dim moves, the coefficient
+// times the tensor dim's stride for a split part; 0 for a part a constant offset shifts
+// across its own positions (its steps do not line up with the tensor's rows).
+TEST(Problem, ElementStridesOfPlainAndSplitDims) {
+  ir::Graph g = ir::parse_graph(R"(
+    x = f32[4,3,64] input
+    f = f32[768] input
+    y = f32[4,3,64]{output} einsum [a=4,b=3,c=64] none exp($0) (x[a,b,c]) -> [a,b,c]
+    p = f32[4,8,8]{output} einsum [a=4,b=8,c=8] none $0 (f[a*192+b+c*8+64]) -> [a,b,c]
+    q = f32[4,8,8]{output} einsum [a=4,b=8,c=8] none $0 (f[a*192+b+c*8+4]) -> [a,b,c])");
+  const TilingProblem py = problem_from_einsum(g, op_of(g, "y"));
+  EXPECT_EQ(element_strides(py.tensors[0]), (std::vector<std::int64_t>{3 * 64, 64, 1}));
+  EXPECT_EQ(element_strides(py.output()), (std::vector<std::int64_t>{3 * 64, 64, 1}));
+  // Split outermost first: a (192), c (8), b (1). The offset 64 is a whole step of a's
+  // inner positions (64 < 192, 64 / 192 = 0 steps of a): every part lines up.
+  const TilingProblem pp = problem_from_einsum(g, op_of(g, "p"));
+  EXPECT_EQ(element_strides(pp.tensors[0]), (std::vector<std::int64_t>{192, 8, 1}));
+  // The offset 4 lands inside b's positions (4 + 7 >= 8): b and c no longer line up; a does.
+  const TilingProblem pq = problem_from_einsum(g, op_of(g, "q"));
+  EXPECT_EQ(element_strides(pq.tensors[0]), (std::vector<std::int64_t>{192, 0, 0}));
+}
+
 TEST(Problem, KeptSizeOneDimsAreUnitRanksAndFlattenedOutputsSplit) {
   ir::Graph g = ir::parse_graph(R"(
     x = f32[6,8] input

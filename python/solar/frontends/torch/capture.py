@@ -179,6 +179,10 @@ class _Trace:
         self._writes: Dict[int, List[Tuple[torch.Tensor, int, Any]]] = {}
         self._seen: Dict[int, int] = {}
         self._storage_of: Dict[int, int] = {}  # id(tensor object) -> trace storage id
+        # The program's inputs, parameters and buffers with their first ids: one it writes in
+        # place has changed state, an effect like its result. (Constants are objects it made
+        # itself, such as an optimizer's step counter created on the first step.)
+        self.state: List[Tuple[torch.Tensor, int]] = []
 
     def _storage_id(self, t: torch.Tensor) -> int:
         try:
@@ -210,6 +214,8 @@ class _Trace:
         self._storage_of[id(t)] = sid
         self._seen[id(t)] = len(self._writes.get(sid, ()))
         self._keep.append(t)
+        if role in ("input", "parameter", "buffer"):
+            self.state.append((t, tid))
         if role in _SOURCE_ROLES and self.record is not None and self.record.keeps_values:
             self.record.keep(tid, t)
         return tid
@@ -586,6 +592,17 @@ def capture(
             record.returned.append(tid)
             if record.keeps_values:
                 record.keep(tid, t)
+    # State the program wrote in place (a BatchNorm's running statistics, a cache passed in):
+    # its final version is an output too, so that the analysis does not drop the update as
+    # dead code.
+    for obj, first_id in trace.state:
+        if id(obj) not in trace._ids:
+            continue  # replaced by a trainable copy (train without parameters)
+        tid = trace.id_of(obj)
+        if tid != first_id and trace.tensors[tid]["role"] == "intermediate":
+            trace.tensors[tid]["role"] = "output"
+            if record is not None and record.keeps_values:
+                record.keep(tid, obj)
     if counter is not None:
         counts = counter.get_flop_counts().get("Global", {})
         record.counter_by_packet = {_packet_name(k): int(v) for k, v in counts.items()}
