@@ -27,16 +27,6 @@ struct Walk {
   friend bool operator==(const Walk&, const Walk&) = default;
 };
 
-std::vector<std::int64_t> row_major(const std::vector<std::int64_t>& shape) {
-  std::vector<std::int64_t> s(shape.size());
-  std::int64_t stride = 1;
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    s[d] = stride;
-    stride *= std::max<std::int64_t>(shape[d], 1);
-  }
-  return s;
-}
-
 // The walk `w` of root tensor elements as the elements of tensor `v` (a free view of the
 // root, possibly through several), or nullopt when a view breaks it. A reshape keeps it; a
 // slice or expand view of the same rank keeps a walk inside one dimension it leaves whole.
@@ -54,10 +44,10 @@ std::optional<Walk> map_walk(const GraphTrafficModel::Impl& m, std::uint32_t v, 
   };
   if (count(in) == count(out)) return wp;
   if (in.size() != out.size()) return std::nullopt;
-  const std::vector<std::int64_t> si = row_major(in), so = row_major(out);
+  const std::vector<std::int64_t> si = row_major_strides(in), so = row_major_strides(out);
   for (std::size_t d = 0; d < in.size(); ++d)
-    if (wp->stride % si[d] == 0 && wp->stride / si[d] * wp->extent <= in[d] &&
-        wp->stride >= si[d] && in[d] == out[d])
+    if (si[d] > 0 && so[d] > 0 && wp->stride % si[d] == 0 &&
+        wp->stride / si[d] * wp->extent <= in[d] && in[d] == out[d])
       return Walk{wp->extent, so[d] * (wp->stride / si[d])};
   return std::nullopt;
 }

@@ -52,15 +52,21 @@ void TilingProblem::check() const {
   }
 }
 
-std::vector<std::int64_t> element_strides(const TensorAccess& a) {
-  if (!a.strides.empty()) return a.strides;
-  std::vector<std::int64_t> s(a.dims.size());
-  std::int64_t stride = 1;
-  for (std::size_t d = a.dims.size(); d-- > 0;) {
-    s[d] = stride;
-    stride *= a.dims[d].extent;
+std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& shape) {
+  std::vector<std::int64_t> s(shape.size(), 0);
+  __int128 stride = 1;
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    s[d] = stride < (__int128{1} << 62) ? static_cast<std::int64_t>(stride) : 0;
+    stride *= std::max<std::int64_t>(shape[d], 1);
   }
   return s;
+}
+
+std::vector<std::int64_t> element_strides(const TensorAccess& a) {
+  if (!a.strides.empty()) return a.strides;
+  std::vector<std::int64_t> extents;
+  for (const DimAccess& d : a.dims) extents.push_back(d.extent);
+  return row_major_strides(extents);
 }
 
 namespace {
@@ -147,13 +153,7 @@ TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op, MaskedEi
     if (subscript.size() != t.shape.size())
       throw UserError(UserError::Kind::InvalidGraph,
                       "subscript rank differs from tensor '" + t.name + "'", op.origin);
-    // Row-major strides (0 past 2^62 elements: no distance fusion could follow).
-    std::vector<std::int64_t> row_stride(t.shape.size(), 0);
-    __int128 stride = 1;
-    for (std::size_t i = t.shape.size(); i-- > 0;) {
-      row_stride[i] = stride < (__int128{1} << 62) ? static_cast<std::int64_t>(stride) : 0;
-      stride *= std::max<std::int64_t>(t.shape[i], 1);
-    }
+    const std::vector<std::int64_t> row_stride = row_major_strides(t.shape);
     for (std::size_t i = 0; i < subscript.size(); ++i) {
       DimAccess d;
       d.extent = t.shape[i];

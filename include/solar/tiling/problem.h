@@ -71,6 +71,8 @@ struct TensorAccess {
 // `a.strides`, or when empty the row-major strides over `a.dims`' extents (an access whose
 // dimensions are the tensor's own).
 std::vector<std::int64_t> element_strides(const TensorAccess& a);
+// Row-major strides of `shape` in elements; 0 from 2^62 on (no distance to follow).
+std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& shape);
 
 struct TilingProblem {
   std::vector<Rank> ranks;
