@@ -31,6 +31,7 @@ struct Walk {
 // root, possibly through several), or nullopt when a view breaks it. A reshape keeps it; a
 // slice or expand view of the same rank keeps a walk inside one dimension it leaves whole.
 std::optional<Walk> map_walk(const GraphTrafficModel::Impl& m, std::uint32_t v, Walk w) {
+  if (w.stride <= 0) return std::nullopt;  // a part that does not line up: not followed
   const int parent = m.view_parent[v];
   if (parent < 0) return w;
   std::optional<Walk> wp = map_walk(m, static_cast<std::uint32_t>(parent), w);
@@ -500,7 +501,8 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
           if (rs.written) tl.fixed += size_of(rs.root);
         }
         const std::set<std::uint32_t> held =
-            hold ? shared_row_sources(a, b, rank, tl.scale, rows, batch, tl) : std::set<std::uint32_t>{};
+            hold ? shared_row_sources(a, b, rank, tl.scale, rows, batch, tl)
+                 : std::set<std::uint32_t>{};
         if (hold && held.empty()) {
           plan->tiled.pop_back();  // the same as the plan without held sources, next
           continue;
