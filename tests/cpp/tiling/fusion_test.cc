@@ -603,9 +603,10 @@ TEST(FusionProvable, OpReadingAnIntermediateGivesNothing) {
 
 // A random graph of 2-7 ops over 2-D tensors: matmuls with fresh weights, elementwise unary
 // and binary ops (a binary op may read one tensor twice), row reductions broadcast back, free
-// views that split the columns and merge them again, transposes (a copy) and masked einsums
-// (no tiling curve). Tensors no op reads are outputs (no dead code); other intermediates are
-// outputs with probability 1/4.
+// views that split the columns and merge them again, transposes (a copy, or a flat view read
+// at strides), ops over the flattened tensor and masked einsums (tiled as their box). Tensors
+// no op reads are outputs (no dead code); other intermediates are outputs with probability
+// 1/4.
 std::string random_graph(std::mt19937& rng) {
   auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   struct T {
@@ -629,7 +630,7 @@ std::string random_graph(std::mt19937& rng) {
     // Decided below when nobody reads it.
     const std::string out = last ? "{output}" : (uni(0, 3) == 0 ? "{output}" : "<" + name + ">");
     read.insert(in.name);
-    switch (uni(0, 6)) {
+    switch (uni(0, 8)) {
       case 0: {
         const int c2 = uni(1, 6) * 2;
         text += fmt::format("w{} = {}[{},{}] weight\n", i, types[uni(0, 1)], in.cols, c2);
@@ -689,6 +690,23 @@ std::string random_graph(std::mt19937& rng) {
             name, type, in.rows, in.cols, out, in.rows, in.cols, in.name);
         ts.push_back({name, in.rows, in.cols, type});
         break;
+      case 7:  // a transpose as torch lowers a permuted view: a flat view read at strides
+        text += fmt::format("{}f = {}[{}] move view ({})\n", name, in.type, in.rows * in.cols,
+                            in.name);
+        text += fmt::format(
+            "{} = {}[{},{}]{} einsum [a={},b={}] none $0 ({}f[b*{}+a]) -> [a,b]\n", name,
+            in.type, in.cols, in.rows, out, in.cols, in.rows, name, in.cols);
+        ts.push_back({name, in.cols, in.rows, in.type});
+        break;
+      case 8:  // an op over the flattened tensor: its rank holds the rows as its outer part
+        text += fmt::format("{}v = {}[{}] move view ({})\n", name, in.type, in.rows * in.cols,
+                            in.name);
+        text += fmt::format("{}e = {}[{}] einsum [i] none exp($0) ({}v[i]) -> [i]\n", name,
+                            type, in.rows * in.cols, name);
+        text += fmt::format("{} = {}[{},{}]{} move view ({}e)\n", name, type, in.rows, in.cols,
+                            out, name);
+        ts.push_back({name, in.rows, in.cols, type});
+        break;
     }
   }
   for (int i = 0; i < n; ++i) {
@@ -708,7 +726,7 @@ std::vector<Count> capacities() {
 
 TEST(FusionProperties, InvariantsOnRandomGraphs) {
   std::mt19937 rng(20261130);
-  for (int iter = 0; iter < 60; ++iter) {
+  for (int iter = 0; iter < 200; ++iter) {
     const std::string text = random_graph(rng);
     SCOPED_TRACE(text);
     Analyzed a(text);
