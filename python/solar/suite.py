@@ -918,11 +918,16 @@ def summarize(entries: List[Dict[str, Any]], skipped: List[Dict[str, str]],
     programs_by_op: Dict[str, int] = collections.Counter()
     unanalyzed = 0
     with_unanalyzed = 0
+    dead = 0
+    with_dead = 0
     for e in analyzed:
         cov = e.get("coverage", {})
         n = int(cov.get("unanalyzed", 0))
         unanalyzed += n
         with_unanalyzed += n > 0
+        d = int(cov.get("dead", 0))
+        dead += d
+        with_dead += d > 0
         ops = [u.get("framework_op") or u.get("name", "?") for u in cov.get("unanalyzed_ops", [])]
         by_op.update(ops)
         programs_by_op.update(set(ops))
@@ -936,6 +941,9 @@ def summarize(entries: List[Dict[str, Any]], skipped: List[Dict[str, str]],
         "unanalyzed_ops": unanalyzed,
         "unanalyzed_by_op": [{"op": op, "count": n, "programs": programs_by_op[op]}
                              for op, n in top],
+        # ops whose results reach no output: in no bound (docs/cost.md)
+        "dead_ops": dead,
+        "with_dead": with_dead,
         "validation": _status_counts(analyzed, "validation"),
         "crosscheck": _status_counts(analyzed, "crosscheck"),
         "failures": dict(sorted(failures.items())),
@@ -969,6 +977,7 @@ def summary_table(summary: Dict[str, Any], folder: str, archs: Sequence[str], jo
         w(f"    {row['op']:<40} {row['count']:>5} ops in {row['programs']} programs\n")
     if len(s["unanalyzed_by_op"]) > top:
         w(f"    ... {len(s['unanalyzed_by_op']) - top} more aten ops\n")
+    w(f"  dead ops (not counted)  {s['dead_ops']} in {s['with_dead']} programs\n")
     not_run = s["analyzed"] - sum(s["validation"].values())
     w(f"  validation              {_fmt_counts(s['validation'], ['passed', 'failed'])}"
       f"  not run {not_run}\n")

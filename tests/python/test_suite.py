@@ -209,7 +209,10 @@ def test_summary_counts(suite_run):
     assert {f["source"].rsplit("/", 1)[-1] for f in s["skipped"]["files"]} == \
         {"helper.py", "__init__.py"}
     assert s["crosscheck"] == {} and s["validation"] == {}  # neither was asked for
+    dead = [p["coverage"]["dead"] for p in doc["programs"] if "coverage" in p]
+    assert s["dead_ops"] == sum(dead) and s["with_dead"] == sum(d > 0 for d in dead)
     out = r.stdout
+    assert f"dead ops (not counted)  {sum(dead)} in" in out
     assert "analyzed                3" in out
     assert "aten::_fft_r2c" in out
     assert "timeout" in out and "crash" in out
