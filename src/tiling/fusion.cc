@@ -187,17 +187,13 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
         u.tensor_root.push_back(root[op.outputs[0].value]);
       }
     }
-    const int idx = static_cast<int>(units.size());
-    unit_of_op[op.id.value] = idx;
-    for (ir::TensorId in : op.inputs) {
-      auto& us = users[root[in.value]];
-      if (us.empty() || us.back() != idx) us.push_back(idx);
-      // Opaque ops and multi-input moves count their bytes as a whole: what they read must
-      // be in DRAM.
-      if (!u.has_curve && !u.can_reside) used_outside[root[in.value]] = true;
-    }
+    // Opaque ops and multi-input moves count their bytes as a whole: what they read must be
+    // in DRAM.
+    if (!u.has_curve && !u.can_reside)
+      for (ir::TensorId in : op.inputs) used_outside[root[in.value]] = true;
     units.push_back(std::move(u));
   }
+  order_units(g);
   std::vector<bool> output_root(nt, false);
   for (const ir::Tensor& t : g.tensors())
     if (t.role == ir::Role::Output) {
@@ -213,6 +209,38 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
     if (!sources) continue;
     const bool stored = output_root[u.tensor_root.back()];
     provable_ops.push_back({u.op, *u.problem, stored});
+  }
+}
+
+void GraphTrafficModel::Impl::order_units(const ir::Graph& g) {
+  // Units computed from the model's parameters alone (a batch norm's rsqrt(var + eps), a
+  // causal mask from ones()) come first, in graph order: between a convolution and the
+  // batch norm that reads its output they would end every segment over the batch (they have
+  // no batch rank), and run first they cost only their own small traffic.
+  std::vector<char> from_params(g.tensors().size(), 0);
+  for (const ir::Tensor& t : g.tensors())
+    from_params[t.id.value] = t.role == ir::Role::Weight || t.role == ir::Role::Constant;
+  std::vector<char> params_only(units.size(), 0);
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    const ir::Op& op = g.op(units[i].op);
+    params_only[i] = std::all_of(op.inputs.begin(), op.inputs.end(),
+                                 [&](ir::TensorId in) { return from_params[root[in.value]]; });
+    if (params_only[i])
+      for (ir::TensorId out : op.outputs) from_params[out.value] = 1;
+  }
+  std::vector<detail::Unit> ordered;
+  ordered.reserve(units.size());
+  for (int first : {1, 0})
+    for (std::size_t i = 0; i < units.size(); ++i)
+      if (params_only[i] == first) ordered.push_back(std::move(units[i]));
+  units = std::move(ordered);
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    const int idx = static_cast<int>(i);
+    unit_of_op[units[i].op.value] = idx;
+    for (ir::TensorId in : g.op(units[i].op).inputs) {
+      auto& us = users[root[in.value]];
+      if (us.empty() || us.back() != idx) us.push_back(idx);
+    }
   }
 }
 

@@ -28,7 +28,8 @@ Wide mul_sat(Wide a, Wide b);
 std::string mib(Wide bytes);                     // "12.5 MiB"
 std::string problem_key(const TilingProblem& p);  // equal keys: equal problems
 
-// One analyzed op that is not a free view, in graph order: the unit of segmentation.
+// One analyzed op that is not a free view: the unit of segmentation. Units are in graph order,
+// except that those computed from parameters alone come first (order_units).
 struct Unit {
   ir::OpId op;
   // Curve: an einsum with an attainable ski-slope; Bytes: its own unfused bytes (data
@@ -175,6 +176,8 @@ struct GraphTrafficModel::Impl {
   mutable std::map<detail::Wide, GraphTraffic> attained;
 
   void build(const ir::Graph& g, const cost::GraphCost& c, const GraphCurveOptions& o);
+  // Puts the units computed from parameters alone first, then sets unit_of_op and users.
+  void order_units(const ir::Graph& g);
   // Q_i(S) of a unit alone: its curve (the smallest mapping's traffic below the curve's
   // first buffer) or its own bytes.
   detail::Wide alone(int u, detail::Wide capacity) const;

@@ -353,6 +353,30 @@ TEST(FusionTiled, RanksAreFollowedThroughFlatPermutesAndMergedBatches) {
   EXPECT_EQ(m.at(s, TrafficMode::Attainable).traffic_bytes, Count(x + w + y));
 }
 
+// An eval-mode batch norm after a convolution: its rsqrt(var + eps) reads only parameters
+// and sits between the two in graph order, with no batch rank. Run first (order_units), it
+// costs its own few bytes, and the convolution and the normalization tile by the batch.
+TEST(FusionTiled, ParameterOnlyOpsRunFirstAndLeaveTheBatchRunWhole) {
+  Analyzed a(R"(
+    x = f32[8,4,16,16] input
+    w = f32[8,4,3,3] weight
+    var = f32[8] weight
+    c = f32[8,8,16,16] einsum [n=8,k=8,c=4,p=16,q=16,r=3,s=3] sum mul($0,$1) (x[n,c,p+r-1,q+s-1] pad 0, w[k,c,r,s]) -> [n,k,p,q]
+    inv = f32[8] einsum [k=8] none rsqrt(add($0,1e-05)) (var[k]) -> [k]
+    y = f32[8,8,16,16]{output} einsum [n,k,p,q] none mul($0,$1) (c[n,k,p,q], inv[k]) -> [n,k,p,q])");
+  constexpr std::uint64_t x = 4 * 8 * 4 * 16 * 16, w = 4 * 8 * 4 * 3 * 3, v = 4 * 8,
+                          c = 4 * 8 * 8 * 16 * 16, y = c;
+  GraphTrafficModel m(a.g, a.c);
+  const Count s(x);  // c does not fit whole
+  const GraphTraffic q = m.at(s, TrafficMode::Attainable);
+  // x, w and var read once, y written once; inv written once and read once; c stays on chip.
+  EXPECT_EQ(q.traffic_bytes, Count(x + w + v + y + 2 * v));
+  ASSERT_EQ(q.groups.size(), 2u);
+  EXPECT_EQ(q.groups[0].ops, (std::vector<ir::OpId>{ir::OpId{1}}));  // inv, first
+  EXPECT_EQ(q.groups[1].kind, FusionKind::Tiled);
+  EXPECT_EQ(q.groups[1].ops, (std::vector<ir::OpId>{ir::OpId{0}, ir::OpId{2}}));
+}
+
 TEST(FusionTiled, SourceReadTwiceAlongTheRowsIsLoadedOncePerRowTile) {
   // x * sigmoid(x) (Swish) and a keepdim softmax: x does not fit on chip whole, but each row
   // tile of it is loaded once and held until its last reader, so the chain moves the
