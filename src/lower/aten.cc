@@ -337,8 +337,8 @@ void lower_layer_norm(Context& c) {
 }
 
 // Batch norm over channel dimension 1: eval mode uses the running statistics; training
-// mode computes them over every other dimension (running-stat updates are not modeled:
-// they are C-element updates).
+// mode computes them over every other dimension and, when the trace records the in-place
+// update of the running statistics (outputs 3 and 4), makes their new versions.
 void batch_norm(Context& c, bool training) {
   std::int64_t x = c.trace_id("input");
   const auto shape = c.shape(x);
@@ -369,6 +369,15 @@ void batch_norm(Context& c, bool training) {
     invstd = stat(2, "invstd");
     c.elementwise({ss}, invstd, un(ExprOp::Rsqrt, add(mul(arg(0), num(1 / m)), num(eps))));
     ins = {xc, invstd};
+    if (c.out_id(3) && c.out_id(4) && c.has("running_mean") && c.has("running_var")) {
+      // (1 - momentum) * running + momentum * batch statistic, the variance unbiased.
+      const double mom = c.num_arg("momentum", 0.1);
+      auto blend = [&](double scale) {
+        return add(mul(arg(0), num(1 - mom)), mul(arg(1), num(mom * scale)));
+      };
+      c.elementwise({c.use_arg("running_mean"), mean}, c.def(3), blend(1));
+      c.elementwise({c.use_arg("running_var"), ss}, c.def(4), blend(1 / (m - 1)));
+    }
   } else {
     if (!c.has("running_mean") || !c.has("running_var"))
       throw Unsupported("eval-mode batch norm without running statistics");

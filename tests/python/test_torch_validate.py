@@ -245,6 +245,36 @@ def test_state_written_in_place_is_validated(tmp_path):
     assert all(o["passed"] for o in v["outputs"])
 
 
+def test_batch_norm_running_statistics_are_validated_in_training(tmp_path):
+    """native_batch_norm updates its running statistics without declaring the write: the
+    capture records it, the lowering makes the new versions ((1 - m) * running + m * batch
+    statistic, the variance unbiased; m = 1 / steps without a momentum) and they are compared."""
+    path = write(tmp_path, "bn.py", """
+        import torch
+
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.bn = torch.nn.BatchNorm2d(8)
+                self.cma = torch.nn.BatchNorm1d(6, momentum=None)
+
+            def forward(self, x, y):
+                return self.bn(x).sum() + self.cma(y).sum()
+
+        def get_inputs():
+            return [torch.randn(4, 8, 5, 5), torch.randn(10, 6)]
+
+        def get_init_inputs():
+            return []
+    """)
+    v = validate(path, train=True)
+    assert v["status"] == "passed", v
+    stats = [o for o in v["outputs"] if o["dtype"] == "f32" and o["shape"] in ([8], [6])]
+    # per norm: running_mean and running_var, then the weight and bias gradients
+    assert sorted(o["shape"][0] for o in stats) == [6] * 4 + [8] * 4
+    assert all(o["passed"] for o in v["outputs"])
+
+
 def test_dropout_in_training_is_given(tmp_path):
     """The examples' random_ops.py: F.dropout(training=True), bernoulli, randn_like."""
     path = write(tmp_path, "drop.py", """

@@ -106,6 +106,12 @@ class CaptureRecord:
         self.values[tid] = t.detach().clone()
 
 
+# Arguments an op writes in training mode without its schema saying so: the running
+# statistics of aten::native_batch_norm.
+_UNDECLARED_WRITES = frozenset((("aten::native_batch_norm", "running_mean"),
+                                ("aten::native_batch_norm", "running_var")))
+
+
 # In-place ops that change a tensor's metadata (shape, strides), not its data: no other view
 # of the storage sees a change, so they are not writes for _Trace.wrote.
 _METADATA_INPLACE = frozenset((
@@ -356,6 +362,7 @@ class _Recorder(TorchDispatchMode):
         # version of its argument).
         named: Dict[str, Any] = {}
         written: List[torch.Tensor] = []
+        undeclared: List[torch.Tensor] = []
         for i, a in enumerate(schema.arguments):
             if i < len(args) and not a.kwarg_only:
                 v = args[i]
@@ -366,8 +373,14 @@ class _Recorder(TorchDispatchMode):
             else:
                 continue
             named[a.name] = self.trace.encode(v)
-            if a.alias_info is not None and a.alias_info.is_write and isinstance(v, torch.Tensor):
+            if not isinstance(v, torch.Tensor):
+                continue
+            if a.alias_info is not None and a.alias_info.is_write:
                 written.append(v)
+            elif (schema.name, a.name) in _UNDECLARED_WRITES:
+                undeclared.append(v)
+        if undeclared and named.get("training"):
+            written.extend(undeclared)
         before = self._counted() if self.counter is not None else 0
         out = func(*args, **kwargs)
         counted = self._counted() - before if self.counter is not None else 0
