@@ -95,6 +95,7 @@ GraphCost graph_cost(const Graph& g) {
       w.dead = true;
       w.analyzed = true;
       ++gc.num_dead;
+      gc.dead_total += w;
     } else if (w.analyzed) {
       gc.total += w;
     } else {

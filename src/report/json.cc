@@ -213,6 +213,9 @@ json to_json(const Report& r) {
   // Ops none of whose results reaches a graph output: in no number of the report.
   coverage["dead"] = r.cost.num_dead;
   coverage["dead_ops"] = std::move(dead);
+  coverage["dead_macs"] = count_json(r.cost.dead_total.total_macs());
+  coverage["dead_flops"] = count_json(r.cost.dead_total.flops());
+  coverage["dead_bytes"] = count_json(r.cost.dead_total.bytes());
   j["coverage"] = std::move(coverage);
 
   SOLAR_CHECK(r.cache_aware.empty() || r.cache_aware.size() == r.devices.size(),

@@ -118,13 +118,15 @@ std::string to_table(const Report& r, int top_ops) {
   for (const ir::Op& op : g.ops())
     if (!r.cost.per_op[op.id.value].analyzed) unanalyzed.push_back(&op);
   std::size_t num_ops = g.ops().size();
-  out += fmt::format("ops: {}  analyzed: {}  coverage: {}{}\n", num_ops,
+  out += fmt::format("ops: {}  analyzed: {}  coverage: {}\n", num_ops,
                      num_ops - unanalyzed.size(),
-                     unanalyzed.empty() ? "complete" : "INCOMPLETE",
-                     r.cost.num_dead == 0
-                         ? ""
-                         : fmt::format("  dead: {} (no result reaches an output: not counted)",
-                                       r.cost.num_dead));
+                     unanalyzed.empty() ? "complete" : "INCOMPLETE");
+  if (r.cost.num_dead > 0) {
+    const cost::Work& d = r.cost.dead_total;
+    out += fmt::format("dead ops: {} ({}, {} unfused): no result reaches an output, not counted\n",
+                       r.cost.num_dead, detail::si(d.total_macs(), "MAC"),
+                       detail::si(d.bytes(), "B"));
+  }
   out += fmt::format("policy: {}  cache: {}  1 MAC = 2 FLOP  (times at dense peak rates)\n",
                      bound::policy_name(r.options.policy),
                      bound::cache_state_name(r.options.cache_state));

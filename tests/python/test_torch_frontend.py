@@ -195,6 +195,7 @@ def test_dead_code_is_in_no_bound():
     dead = [op for op in r.ops if op["class"] == "dead"]
     assert [op["name"] for op in dead] == r.coverage.dead_ops
     assert sum(op["macs"] for op in dead) == B * I * 4 * O  # what it would have cost
+    assert r.coverage.dead_macs == B * I * 4 * O
 
 
 def test_state_written_in_place_is_an_output():

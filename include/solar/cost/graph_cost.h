@@ -18,6 +18,7 @@ struct GraphCost {
   Count compulsory_bytes_written;
   int num_unanalyzed = 0;  // dead ops excluded
   int num_dead = 0;
+  Work dead_total;  // the dead ops' counts summed: what the program computes and drops
   Count compulsory_bytes() const { return compulsory_bytes_read + compulsory_bytes_written; }
 };
 

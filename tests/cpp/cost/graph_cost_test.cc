@@ -179,6 +179,8 @@ TEST(GraphCost, OpsReachingNoOutputAreDead) {
   EXPECT_FALSE(c.per_op[0].dead);
   for (int i : {1, 2, 3}) EXPECT_TRUE(c.per_op[i].dead && c.per_op[i].analyzed) << i;
   EXPECT_EQ(c.per_op[1].total_macs(), Count(M * N * K));  // what it would cost
+  EXPECT_EQ(c.dead_total.total_macs(), Count(M * N * K));
+  EXPECT_EQ(c.dead_total.special_ops, Count(M * N));  // exp over d's 128 elements
   EXPECT_EQ(c.total.total_macs(), Count(M * N * K));      // y only
   EXPECT_EQ(c.total.special_ops, Count(0));
   EXPECT_EQ(c.total.bytes(), Count(4 * (M * K + K * N + M * N)));

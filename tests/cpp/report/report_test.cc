@@ -149,7 +149,11 @@ TEST(Analyze, DeadOpsAreListedAndInNoBound) {
   EXPECT_EQ(j["ops"][1]["macs"], std::uint64_t{1024} * 4096 * 1024);  // what it would cost
   EXPECT_EQ(j["ops"][1]["seconds"]["H100_SXM"], 0.0);
   EXPECT_EQ(only(r).per_op[2].bottleneck, "dead");
-  EXPECT_THAT(to_table(r), HasSubstr("dead: 2 (no result reaches an output: not counted)"));
+  EXPECT_EQ(j["coverage"]["dead_macs"], std::uint64_t{1024} * 4096 * 1024);  // M*N*K of d
+  // Unfused, bf16: d reads x and u and writes d; e reads d and writes e.
+  EXPECT_EQ(j["coverage"]["dead_bytes"], 2 * (1024 * 1024 + 4 * 1024 * 4096));
+  EXPECT_THAT(to_table(r), HasSubstr("dead ops: 2 (4.295 GMAC, 35.65 MB unfused): no result "
+                                     "reaches an output, not counted"));
 }
 
 TEST(Analyze, NullDeviceIsAUserError) {
