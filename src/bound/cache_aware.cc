@@ -155,7 +155,7 @@ CacheAwareBound cache_aware_bound(const ir::Graph& g, const cost::GraphCost& cos
   cb.ops_at_compulsory = true;
   for (const ir::Op& op : g.ops()) {
     const cost::Work& w = cost.per_op[op.id.value];
-    if (!w.analyzed || w.dead) continue;
+    if (!w.counted()) continue;
     Count q_op = w.bytes();
     if (const tiling::TrafficCurve* curve = model.op_curve(op.id)) {
       std::optional<Count> at = curve->traffic_at(capacity);
@@ -203,7 +203,7 @@ CacheAwareBound cache_aware_bound(const ir::Graph& g, const cost::GraphCost& cos
     std::vector<std::string> fused_routes = routes_of(cb.bottleneck);
     cb.op_share.assign(g.ops().size(), 0.0);
     for (const ir::Op& op : g.ops()) {
-      if (!cost.per_op[op.id.value].analyzed || cost.per_op[op.id.value].dead) continue;
+      if (!cost.per_op[op.id.value].counted()) continue;
       for (const Term& t : bounds.per_op[op.id.value].terms)
         if (!is_memory(t.resource) && same_kind(t.resource, fused_routes))
           cb.op_share[op.id.value] = t.seconds / cb.seconds;

@@ -48,7 +48,7 @@ std::vector<KindRequirement> split_work(const cost::GraphCost& cost, MathPolicy 
   hw::Device every = every_unit_device();
   std::array<std::map<ir::DType, double>, 3> work;
   for (const cost::Work& w : cost.per_op) {
-    if (!w.analyzed || w.dead) continue;
+    if (!w.counted()) continue;
     for (const auto& [dtype, macs] : w.macs) {
       if (macs == Count(0)) continue;
       std::optional<Route> r = contraction_route(every, policy, w.contraction, dtype);
@@ -170,7 +170,7 @@ std::vector<RidgePoint> ridge_sweep(const cost::GraphCost& cost, double target_s
   double f_always = 0;  // ops with no bytes: always their compute
   double q_always = 0;  // ops with no work: always r·Q
   for (const cost::Work& w : cost.per_op) {
-    if (!w.analyzed || w.dead) continue;
+    if (!w.counted()) continue;
     double f = w.flops().to_double() + w.special_ops.to_double();
     double q = w.bytes().to_double();
     if (q == 0) {

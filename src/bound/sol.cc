@@ -193,7 +193,7 @@ class Bounder {
 
   OpBound bound_op(const cost::Work& w) {
     OpBound ob;
-    if (!w.analyzed || w.dead) {
+    if (!w.counted()) {
       ob.bottleneck = w.dead ? "dead" : "unanalyzed";
       return ob;
     }
@@ -454,7 +454,7 @@ DeviceBounds compute_bounds(const ir::Graph& g, const cost::GraphCost& cost,
   std::vector<Term> by_bottleneck;  // op seconds grouped by each op's bottleneck
   for (const cost::Work& w : cost.per_op) {
     OpBound ob = bounder.bound_op(w);
-    if (w.analyzed) {
+    if (w.counted()) {
       db.unfused.seconds += ob.seconds;
       for (const Term& t : ob.terms) accumulate(unfused_terms, t.resource, t.seconds);
       if (ob.seconds > 0) accumulate(by_bottleneck, ob.bottleneck, ob.seconds);

@@ -112,7 +112,7 @@ GraphCost graph_cost(const Graph& g) {
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
     const Op& op = *it;
     const Work& w = gc.per_op[op.id.value];
-    if (!w.analyzed || w.dead) continue;  // unknown reads (shown by coverage), or none needed
+    if (!w.counted()) continue;  // unknown reads (shown by coverage), or none needed
     if (detail::is_free_view(op)) {
       for (ir::TensorId in : op.inputs)
         for (ir::TensorId out : op.outputs) {
@@ -151,7 +151,7 @@ GraphCost graph_cost(const Graph& g) {
     if (ir::is_graph_source(t.role)) based[t.id.value] = {t.id.value, detail::whole_box(t.shape)};
   for (const Op& op : ops) {
     if (op.kind() != OpKind::Move || op.inputs.size() != 1 || op.outputs.size() != 1 ||
-        !gc.per_op[op.id.value].analyzed || gc.per_op[op.id.value].dead)
+        !gc.per_op[op.id.value].counted())
       continue;
     const Based& in = based[op.inputs[0].value];
     if (in.source == kNone) continue;

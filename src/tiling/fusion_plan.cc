@@ -36,14 +36,10 @@ std::optional<Walk> map_walk(const GraphTrafficModel::Impl& m, std::uint32_t v, 
   if (parent < 0) return w;
   std::optional<Walk> wp = map_walk(m, static_cast<std::uint32_t>(parent), w);
   if (!wp) return std::nullopt;
-  const auto& in = m.graph->tensor(ir::TensorId{static_cast<std::uint32_t>(parent)}).shape;
-  const auto& out = m.graph->tensor(ir::TensorId{v}).shape;
-  auto count = [](const std::vector<std::int64_t>& shape) {
-    Wide n = 1;
-    for (std::int64_t e : shape) n *= static_cast<Wide>(e);
-    return n;
-  };
-  if (count(in) == count(out)) return wp;
+  const ir::Tensor& pt = m.graph->tensor(ir::TensorId{static_cast<std::uint32_t>(parent)});
+  const ir::Tensor& vt = m.graph->tensor(ir::TensorId{v});
+  const auto &in = pt.shape, &out = vt.shape;
+  if (pt.num_elements() == vt.num_elements()) return wp;
   if (in.size() != out.size()) return std::nullopt;
   const std::vector<std::int64_t> si = row_major_strides(in), so = row_major_strides(out);
   for (std::size_t d = 0; d < in.size(); ++d)

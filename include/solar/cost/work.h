@@ -44,6 +44,8 @@ struct Work {
   // (torch.compile and XLA drop it). The counts say what it would cost; no total, bound or
   // traffic includes them. analyzed is true.
   bool dead = false;
+  // In the totals and bounds: analyzed and not dead.
+  bool counted() const { return analyzed && !dead; }
   std::string note;     // the assumption behind data-dependent or opaque costs
 
   Count total_macs() const;
