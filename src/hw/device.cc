@@ -40,6 +40,14 @@ std::optional<double> Device::peak(UnitKind kind, ir::DType dtype) const {
   return u->peak.at(dtype).value;
 }
 
+std::optional<double> Device::sparse_2_4_peak(UnitKind kind, ir::DType dtype) const {
+  const ComputeUnit* u = unit(kind, dtype);
+  if (u == nullptr) return std::nullopt;
+  auto it = u->sparse_2_4_peak.find(dtype);
+  if (it == u->sparse_2_4_peak.end()) return std::nullopt;
+  return it->second.value;
+}
+
 const MemoryLevel* Device::memory_level(std::string_view level) const {
   for (const MemoryLevel& m : memory)
     if (m.name == level) return &m;

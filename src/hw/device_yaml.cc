@@ -268,8 +268,40 @@ std::string lower(std::string_view s) {
   return out;
 }
 
+// A map of dtype to rate (`peak`, `sparse_2_4_peak`) of unit `u`, as Sourced in FLOP/s
+// (ops/s for integer dtypes and special-function units).
+std::map<ir::DType, Sourced> parse_rates(const Reader& r, const YAML::Node& node,
+                                         const ComputeUnit& u, const std::string& what,
+                                         std::string_view key) {
+  Fields rates(r, node, fmt::format("{}: {}", what, key), {});
+  if (rates.entries().empty()) r.fail(node.Mark(), fmt::format("{}: {} is empty", what, key));
+  std::map<ir::DType, Sourced> out;
+  for (const Fields::Entry& e : rates.entries()) {
+    std::optional<ir::DType> d = ir::parse_dtype(e.key);
+    if (!d) {
+      std::vector<std::string_view> names;
+      for (ir::DType t : ir::kAllDTypes) names.push_back(ir::dtype_name(t));
+      r.fail(e.key_node.Mark(), fmt::format("{}: unknown dtype '{}' (known: {})", what, e.key,
+                                            join(names, " ")));
+    }
+    if (out.count(*d))
+      r.fail(e.key_node.Mark(), fmt::format("{}: {} dtype {} given twice (an alias names it "
+                                            "again)", what, key, ir::dtype_name(*d)));
+    // FLOP/s for floating point on tensor and vector units; integer and special-function
+    // rates are operations (results) per second, so the key says which one the number is.
+    bool ops = u.kind == UnitKind::Special || !ir::is_float(*d);
+    out[*d] = parse_sourced(
+        r, e.value, fmt::format("{}: {} {}", what, key, e.key),
+        ops ? std::span<const Scale>(kOpsScale) : std::span<const Scale>(kFlopsScale),
+        " (tflops for floating-point dtypes on tensor and vector units; tops for integer "
+        "dtypes and for special-function units)");
+  }
+  return out;
+}
+
 ComputeUnit parse_unit(const Reader& r, const YAML::Node& node, size_t index) {
-  static constexpr std::string_view kKeys[] = {"name", "kind", "clock_mhz", "peak"};
+  static constexpr std::string_view kKeys[] = {"name", "kind", "clock_mhz", "peak",
+                                               "sparse_2_4_peak"};
   Fields f(r, node, fmt::format("units[{}]", index), kKeys);
   ComputeUnit u;
   u.name = f.require_string("name");
@@ -286,28 +318,47 @@ ComputeUnit parse_unit(const Reader& r, const YAML::Node& node, size_t index) {
   if (const Fields::Entry* clock = f.find("clock_mhz"))
     u.clock_mhz = parse_sourced(r, clock->value, what + ": clock_mhz", kPlainValue);
 
-  const YAML::Node& peak = f.require("peak");
-  Fields peaks(r, peak, what + ": peak", {});
-  if (peaks.entries().empty()) r.fail(peak.Mark(), what + ": peak is empty");
-  for (const Fields::Entry& e : peaks.entries()) {
-    std::optional<ir::DType> d = ir::parse_dtype(e.key);
-    if (!d) {
-      std::vector<std::string_view> names;
-      for (ir::DType t : ir::kAllDTypes) names.push_back(ir::dtype_name(t));
-      r.fail(e.key_node.Mark(), fmt::format("{}: unknown dtype '{}' (known: {})", what, e.key,
-                                            join(names, " ")));
+  u.peak = parse_rates(r, f.require("peak"), u, what, "peak");
+
+  // 2:4 structured-sparse peaks: a tensor unit's rate for a contraction with a 2:4 operand,
+  // dense-equivalent. Skipping the zeros of a 2:4 operand halves the products at most, so a
+  // sparse peak lies in (dense, 2 x dense]; one at or below dense gains nothing and is left
+  // out instead.
+  if (const Fields::Entry* sp = f.find("sparse_2_4_peak")) {
+    if (u.kind != UnitKind::Tensor)
+      r.fail(sp->key_node.Mark(),
+             fmt::format("{}: sparse_2_4_peak on a {} unit (only tensor units run 2:4 "
+                         "structured-sparse contractions)", what, unit_kind_name(u.kind)));
+    u.sparse_2_4_peak = parse_rates(r, sp->value, u, what, "sparse_2_4_peak");
+    Fields entries(r, sp->value, what + ": sparse_2_4_peak", {});
+    for (const Fields::Entry& e : entries.entries()) {
+      ir::DType d = *ir::parse_dtype(e.key);
+      const std::string_view name = ir::dtype_name(d);
+      auto dense = u.peak.find(d);
+      if (dense == u.peak.end())
+        r.fail(e.key_node.Mark(),
+               fmt::format("{}: sparse_2_4_peak {} has no dense peak of the same dtype (give "
+                           "peak.{} as well: the sparse rate is checked against it)",
+                           what, name, name));
+      const double sparse = u.sparse_2_4_peak.at(d).value;
+      const double dense_value = dense->second.value;
+      // Shown in the file's own unit key (tflops or tops, both 1e12).
+      const std::string_view unit = ir::is_float(d) ? "tflops" : "tops";
+      if (!(sparse > dense_value))
+        r.fail(e.key_node.Mark(),
+               fmt::format("{}: sparse_2_4_peak {} = {:.6g} {} is not above the dense peak "
+                           "{:.6g} {} (a unit that gains nothing from 2:4 sparsity has no "
+                           "sparse peak: leave it out)",
+                           what, name, sparse / 1e12, unit, dense_value / 1e12, unit));
+      if (sparse > 2 * dense_value)
+        r.fail(e.key_node.Mark(),
+               fmt::format("{}: sparse_2_4_peak {} = {:.6g} {} is above 2x the dense peak "
+                           "{:.6g} {} (2:4 sparsity skips at most half the products; a "
+                           "datasheet figure above 2x dense is a rounding: store 2x dense, "
+                           "{:.6g}, with flag D)",
+                           what, name, sparse / 1e12, unit, dense_value / 1e12, unit,
+                           2 * dense_value / 1e12));
     }
-    if (u.peak.count(*d))
-      r.fail(e.key_node.Mark(), fmt::format("{}: dtype {} given twice (an alias names it again)",
-                                            what, ir::dtype_name(*d)));
-    // FLOP/s for floating point on tensor and vector units; integer and special-function
-    // rates are operations (results) per second, so the key says which one the number is.
-    bool ops = u.kind == UnitKind::Special || !ir::is_float(*d);
-    u.peak[*d] = parse_sourced(
-        r, e.value, fmt::format("{}: peak {}", what, e.key),
-        ops ? std::span<const Scale>(kOpsScale) : std::span<const Scale>(kFlopsScale),
-        " (tflops for floating-point dtypes on tensor and vector units; tops for integer "
-        "dtypes and for special-function units)");
   }
   return u;
 }

@@ -1,7 +1,11 @@
-// A device: compute units with dense peak rates per dtype, memory levels, with sources.
+// A device: compute units with dense peak rates per dtype (and 2:4 structured-sparse peaks
+// where the vendor publishes them), memory levels, with sources.
 //
 // Units: every rate is in FLOP/s (operations per second for integer and special-function
-// units), dense (no 2:4 sparsity), 1 MAC = 2 FLOP. Bandwidths in bytes/s, capacities in
+// units), 1 MAC = 2 FLOP. `peak` is dense (no 2:4 sparsity); `sparse_2_4_peak` is the rate
+// of a contraction with a 2:4-structured operand counted as vendors quote it: in
+// dense-equivalent FLOP/s, the skipped zero products counted as if computed (2x dense on
+// NVIDIA and AMD tensor units). Bandwidths in bytes/s, capacities in
 // bytes (decimal units as vendors publish them; binary where the source is binary, e.g.
 // 228 KiB of shared memory per SM). Clocks in MHz.
 //
@@ -44,6 +48,11 @@ struct ComputeUnit {
   std::string name;                     // "tensor_core", "fp32_simt", "mufu", "simd_fma"
   std::map<ir::DType, Sourced> peak;    // dense FLOP/s (ops/s) per dtype it executes
   std::optional<Sourced> clock_mhz;     // the clock its peaks are quoted at, in MHz
+  // 2:4 structured-sparse peak per dtype, dense-equivalent FLOP/s (ops/s); only dtypes whose
+  // sparse rate is published. Tensor units only; each dtype also has a dense `peak` and
+  // dense < sparse <= 2 x dense (the loader checks it). A unit without an entry for a dtype
+  // runs 2:4 contractions of it at the dense peak (it does not skip the zeros).
+  std::map<ir::DType, Sourced> sparse_2_4_peak;
 };
 
 struct MemoryLevel {
@@ -69,6 +78,9 @@ struct Device {
   const ComputeUnit* unit(UnitKind kind, ir::DType dtype) const;
   // Peak of `kind` for `dtype` in FLOP/s, if published.
   std::optional<double> peak(UnitKind kind, ir::DType dtype) const;
+  // The 2:4 structured-sparse peak of the unit `unit(kind, dtype)` picks, in dense-equivalent
+  // FLOP/s; nullopt when that unit publishes none for `dtype` (or there is no such unit).
+  std::optional<double> sparse_2_4_peak(UnitKind kind, ir::DType dtype) const;
   const MemoryLevel* memory_level(std::string_view name) const;
   const MemoryLevel& dram() const;  // throws InternalError when missing (the loader rejects that)
 };

@@ -1,7 +1,9 @@
 // The built-in arch/*.yaml files: they load, and reproduce the dense datasheet numbers of the
-// hardware reference (shared/reference/hardware.md sections 1-3), never a sparse figure.
+// hardware reference (shared/reference/hardware.md sections 1-3), never a sparse figure as a
+// dense peak; 2:4-sparse figures only as sparse_2_4_peak, 2x dense.
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <string>
 
 #include "solar/hw/database.h"
@@ -57,6 +59,8 @@ TEST(BuiltinArch, EveryNumberNamesAKnownSourceAndAFlag) {
       if (u.clock_mhz) check(d, *u.clock_mhz, u.name + ".clock_mhz");
       for (const auto& [dt, p] : u.peak)
         check(d, p, u.name + "." + std::string(ir::dtype_name(dt)));
+      for (const auto& [dt, p] : u.sparse_2_4_peak)
+        check(d, p, u.name + ".sparse_2_4." + std::string(ir::dtype_name(dt)));
     }
     for (const MemoryLevel& m : d.memory) {
       if (m.capacity) check(d, *m.capacity, m.name + ".capacity");
@@ -301,6 +305,81 @@ TEST(BuiltinArch, NoTensorPeakExceedsTheDenseReference) {
       }
     }
   }
+}
+
+// 2:4 structured-sparse peaks are stored apart (`sparse_2_4_peak`, never in `peak`: the test
+// above), on the tensor units of the devices whose vendor publishes a sparse figure, each
+// exactly 2x the stored dense peak of its dtype: the vendors' sparse figures (hardware.md
+// section 1, "Sparse (2:4) figures") are 2x dense up to their rounding (H100 bf16: dense
+// 989.4, datasheet 1,979, stored 1978.8). Every stored sparse rate is listed here.
+TEST(BuiltinArch, TwoFourSparsePeaksAreTwiceDenseWhereVendorsPublishThem) {
+  struct Sparse {
+    const char* id;
+    DType dtype;
+    double tflops;
+  };
+  const Sparse table[] = {
+      {"H100_SXM", DType::TF32, 989.4},    {"H100_SXM", DType::BF16, 1978.8},
+      {"H100_SXM", DType::F16, 1978.8},    {"H100_SXM", DType::F8E4M3, 3957.8},
+      {"H100_SXM", DType::F8E5M2, 3957.8}, {"H100_SXM", DType::I8, 3957.8},
+      {"H200", DType::TF32, 989.4},        {"H200", DType::BF16, 1978.8},
+      {"H200", DType::F16, 1978.8},        {"H200", DType::F8E4M3, 3957.8},
+      {"H200", DType::F8E5M2, 3957.8},     {"H200", DType::I8, 3957.8},
+      {"H100_PCIe", DType::TF32, 756},     {"H100_PCIe", DType::BF16, 1512},
+      {"H100_PCIe", DType::F16, 1512},     {"H100_PCIe", DType::F8E4M3, 3026},
+      {"H100_PCIe", DType::F8E5M2, 3026},  {"H100_PCIe", DType::I8, 3026},
+      {"B200", DType::TF32, 2250},         {"B200", DType::BF16, 4500},
+      {"B200", DType::F16, 4500},          {"B200", DType::F8E4M3, 9000},
+      {"B200", DType::F8E5M2, 9000},       {"B200", DType::F6, 9000},
+      {"B200", DType::I8, 9000},           {"B200", DType::F4, 18000},
+      {"GB200", DType::TF32, 2500},        {"GB200", DType::BF16, 5000},
+      {"GB200", DType::F16, 5000},         {"GB200", DType::F8E4M3, 10000},
+      {"GB200", DType::F8E5M2, 10000},     {"GB200", DType::F6, 10000},
+      {"GB200", DType::I8, 10000},         {"GB200", DType::F4, 20000},
+      {"A100_SXM_80GB", DType::TF32, 312}, {"A100_SXM_80GB", DType::BF16, 624},
+      {"A100_SXM_80GB", DType::F16, 624},  {"A100_SXM_80GB", DType::I8, 1248},
+      {"A6000", DType::TF32, 154.8},       {"A6000", DType::BF16, 309.6},
+      {"A6000", DType::F16, 309.6},        {"A6000", DType::I8, 619.4},
+      {"L40S", DType::TF32, 366},          {"L40S", DType::BF16, 724.1},
+      {"L40S", DType::F16, 724.1},         {"L40S", DType::F8E4M3, 1466},
+      {"L40S", DType::F8E5M2, 1466},       {"L40S", DType::I8, 1466},
+      {"RTX4090", DType::TF32, 165.2},     {"RTX4090", DType::BF16, 330.4},
+      {"RTX4090", DType::F16, 330.4},      {"RTX4090", DType::F8E4M3, 660.6},
+      {"RTX4090", DType::F8E5M2, 660.6},   {"RTX4090", DType::I8, 1321.2},
+      {"Jetson_Thor", DType::BF16, 517},   {"Jetson_Thor", DType::F16, 517},
+      {"Jetson_Thor", DType::F8E4M3, 1034},{"Jetson_Thor", DType::F8E5M2, 1034},
+      {"Jetson_Thor", DType::F4, 2070},
+      {"Jetson_Orin", DType::I8, 170},
+      {"MI300X", DType::TF32, 1307.4},     {"MI300X", DType::BF16, 2614.8},
+      {"MI300X", DType::F16, 2614.8},      {"MI300X", DType::F8E4M3, 5229.8},
+      {"MI300X", DType::F8E5M2, 5229.8},   {"MI300X", DType::I8, 5229.8},
+  };
+  std::size_t found = 0;
+  for (const std::string& id : builtins().ids()) {
+    if (id == "host") continue;
+    const Device& d = builtins().get(id);
+    for (const ComputeUnit& u : d.units) {
+      for (const auto& [dtype, sparse] : u.sparse_2_4_peak) {
+        SCOPED_TRACE(id + " " + u.name + " " + std::string(ir::dtype_name(dtype)));
+        EXPECT_EQ(u.kind, UnitKind::Tensor);
+        const Sparse* ref = nullptr;
+        for (const Sparse& r : table)
+          if (id == r.id && dtype == r.dtype) ref = &r;
+        ASSERT_NE(ref, nullptr) << "a sparse rate the table does not list";
+        ++found;
+        EXPECT_TRUE(near_rel(sparse.value, ref->tflops * kT, 1e-12));
+        EXPECT_EQ(sparse.value, 2 * u.peak.at(dtype).value);  // 2 x dense, exactly
+        EXPECT_FALSE(sparse.note.empty());  // the vendor's sparse figure, or the arithmetic
+      }
+    }
+  }
+  EXPECT_EQ(found, std::size(table));
+  // TPUs have no sparse mode; H100's FP64 tensor peak has no sparse figure.
+  for (const char* id : {"TPU_v5e", "TPU_v5p"})
+    for (const ComputeUnit& u : builtins().get(id).units) EXPECT_TRUE(u.sparse_2_4_peak.empty());
+  EXPECT_FALSE(builtins().get("H100_SXM").sparse_2_4_peak(UnitKind::Tensor, DType::F64));
+  EXPECT_EQ(*builtins().get("H100_SXM").sparse_2_4_peak(UnitKind::Tensor, DType::BF16),
+            2 * *builtins().get("H100_SXM").peak(UnitKind::Tensor, DType::BF16));
 }
 
 // hardware.md conventions kept in the files: TPUs have no fp32/fp8 matrix rate and no L2;

@@ -64,6 +64,23 @@ TEST(DeviceYaml, ParsesAndConvertsToBaseUnits) {
   EXPECT_NE(smem->capacity->note.find("per SM: 100 KiB x 4 SMs"), std::string::npos);
 }
 
+TEST(DeviceYaml, ReadsTwoFourSparsePeaksOfATensorUnit) {
+  std::string text = kToy;
+  text.replace(text.find("  - name: sfu"), 0,
+               "    sparse_2_4_peak:\n"
+               "      bf16: {tflops: 16, source: sheet, flag: V, note: \"with sparsity\"}\n");
+  Device d = parse_device_yaml(text, "toy.yaml");
+  const ComputeUnit& tc = d.units[0];
+  ASSERT_EQ(tc.sparse_2_4_peak.size(), 1u);
+  EXPECT_DOUBLE_EQ(tc.sparse_2_4_peak.at(DType::BF16).value, 16e12);  // 2 x dense 8 TFLOP/s
+  EXPECT_EQ(tc.sparse_2_4_peak.at(DType::BF16).note, "with sparsity");
+  EXPECT_DOUBLE_EQ(*d.sparse_2_4_peak(UnitKind::Tensor, DType::BF16), 16e12);
+  EXPECT_FALSE(d.sparse_2_4_peak(UnitKind::Tensor, DType::I8).has_value());  // dense only
+  EXPECT_FALSE(d.sparse_2_4_peak(UnitKind::Tensor, DType::F16).has_value());  // no unit
+  // The dense peak is unchanged.
+  EXPECT_DOUBLE_EQ(*d.peak(UnitKind::Tensor, DType::BF16), 8e12);
+}
+
 TEST(DeviceYaml, AcceptsDtypeAliases) {
   std::string text = kToy;
   text.replace(text.find("bf16: {tflops"), 4, "bfloat16");
@@ -106,6 +123,8 @@ TEST_P(DeviceYamlError, NamesTheProblemAndItsLine) {
 }
 
 const std::string kBf16 = "bf16: {tflops: 8, source: sheet, flag: V}";
+const std::string kI8 = "      i8: {tops: 16, source: sheet, flag: V}\n";
+const std::string kSparse = "    sparse_2_4_peak:\n";
 
 INSTANTIATE_TEST_SUITE_P(
     Rejections, DeviceYamlError,
@@ -150,6 +169,20 @@ INSTANTIATE_TEST_SUITE_P(
             "duplicate key 'vendor'", 5},
         Bad{"DuplicateUnitName", "  - name: sfu", "  - name: tc", "duplicate unit name 'tc'", 15},
         Bad{"FractionalSms", "{value: 4,", "{value: 4.5,", "whole count", 6},
+        // A 2:4 sparse peak lies in (dense, 2 x dense] of the same unit and dtype (line 16:
+        // the sparse map's entry after the i8 dense peak).
+        Bad{"SparseAboveTwiceDense", kI8, kI8 + kSparse + "      bf16: {tflops: 16.1, source: "
+            "sheet, flag: V}\n", "sparse_2_4_peak bf16 = 16.1 tflops is above 2x the dense peak 8 "
+            "tflops", 16},
+        Bad{"SparseWithoutDensePeak", kI8, kI8 + kSparse + "      f8e4m3: {tflops: 16, source: "
+            "sheet, flag: V}\n", "sparse_2_4_peak f8e4m3 has no dense peak of the same dtype", 16},
+        Bad{"SparseNotAboveDense", kI8, kI8 + kSparse + "      i8: {tops: 16, source: sheet, "
+            "flag: V}\n", "sparse_2_4_peak i8 = 16 tops is not above the dense peak 16 tops", 16},
+        Bad{"SparseOnASpecialUnit", "    kind: special\n", "    kind: special\n" + kSparse +
+            "      f32: {tops: 0.1, source: calc, flag: D, note: \"x\"}\n",
+            "sparse_2_4_peak on a special unit", 17},
+        Bad{"SparseWithoutSource", kI8, kI8 + kSparse + "      bf16: {tflops: 16, flag: V}\n",
+            "unit 'tc': sparse_2_4_peak bf16: missing key 'source'", 16},
         // yaml-cpp reports an unclosed flow sequence on the line where it notices it.
         Bad{"MalformedYaml", "    peak:\n", "    peak: {bf16: [\n", "malformed YAML", 14}),
     [](const auto& info) { return std::string(info.param.name); });

@@ -100,6 +100,7 @@ TEST(HostDevice, Avx512AndAmxPeaks) {
   EXPECT_DOUBLE_EQ(*d.peak(UnitKind::Tensor, DType::BF16), 56.0 * 1024 * 2.0e9);
   EXPECT_DOUBLE_EQ(*d.peak(UnitKind::Tensor, DType::I8), 56.0 * 2048 * 2.0e9);
   EXPECT_EQ(d.unit(UnitKind::Tensor, DType::BF16)->name, "amx");
+  EXPECT_FALSE(d.sparse_2_4_peak(UnitKind::Tensor, DType::BF16).has_value());  // AMX: no 2:4
   EXPECT_EQ(d.unit(UnitKind::Vector, DType::F32)->name, "simd_fma");
   // The FMA-unit count is an assumption, so the vector peaks are estimates.
   EXPECT_EQ(d.unit(UnitKind::Vector, DType::F32)->peak.at(DType::F32).flag, "E");
