@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "solar/util/errors.h"
@@ -31,6 +33,12 @@ Count Work::total_macs() const {
   return s;
 }
 
+Count Work::total_macs_2_4() const {
+  Count s;
+  for (const auto& [dtype, n] : macs_2_4) s += n;
+  return s;
+}
+
 Count Work::total_vector_flops() const {
   Count s;
   for (const auto& [dtype, n] : vector_flops) s += n;
@@ -40,6 +48,7 @@ Count Work::total_vector_flops() const {
 Work& Work::operator+=(const Work& o) {
   if (contraction != o.contraction) contraction = ContractionClass::None;
   for (const auto& [dtype, n] : o.macs) macs[dtype] += n;
+  for (const auto& [dtype, n] : o.macs_2_4) macs_2_4[dtype] += n;
   for (const auto& [dtype, n] : o.vector_flops) vector_flops[dtype] += n;
   special_ops += o.special_ops;
   bytes_read += o.bytes_read;
@@ -538,6 +547,68 @@ DType wider_dtype(DType a, DType b) {
 
 bool is_2_4(const Tensor& t) { return t.sparsity && t.sparsity->structured_2_4; }
 
+// A count from its 128-bit representation (Count converts from 64 bits only).
+Count from_u128(unsigned __int128 v) {
+  const Count two32(std::uint64_t{1} << 32);
+  return Count(static_cast<std::uint64_t>(v >> 64)) * two32 * two32 +
+         Count(static_cast<std::uint64_t>(v));
+}
+
+// floor(n * f) for 0 <= f <= 1, exact for the binary value of f: f = m / 2^s with an integer
+// mantissa m < 2^53 and s >= 53; the product n * m (up to 181 bits) is kept as a high part
+// and a low 64-bit part before the shift.
+Count floor_mul_binary(Count n, double f) {
+  using U = unsigned __int128;
+  int exp = 0;
+  const double frac = std::frexp(f, &exp);  // f = frac * 2^exp, frac in [0.5, 1), exp <= 0
+  const U m = static_cast<U>(std::ldexp(frac, 53));  // exact: a double has 53 mantissa bits
+  const int shift = 53 - exp;                        // f = m / 2^shift
+  const U lo = static_cast<U>(static_cast<std::uint64_t>(n.raw())) * m;  // < 2^117
+  const U hi = (n.raw() >> 64) * m;                                      // < 2^117
+  const U low = static_cast<std::uint64_t>(lo);  // n * m = high * 2^64 + low
+  const U high = hi + (lo >> 64);
+  // The quotient is at most n, so it fits in 128 bits whichever way it is assembled.
+  U q = 0;
+  if (shift < 64)
+    q = (high << (64 - shift)) | (low >> shift);
+  else if (shift < 64 + 128)
+    q = high >> (shift - 64);
+  return from_u128(q);
+}
+
+// floor(n * f) for 0 <= f <= 1, exact for f read as its shortest round-trip decimal, the
+// number the IR's text and JSON forms print: zeros=0.3 is 3/10, so 10 elements hold 3 zeros
+// (the double nearest 0.3 is a little below it and would give 2). Beyond 128-bit products
+// (tensors of more than ~10^21 elements) it is exact for the binary value instead.
+Count floor_mul(Count n, double f) {
+  SOLAR_CHECK(f >= 0 && f <= 1, fmt::format("zero fraction {} outside [0, 1]", f));
+  if (f == 1) return n;
+  if (f == 0) return Count(0);
+  using U = unsigned __int128;
+  // "0.3", "0.0125", "1e-05", "1.5e-07": digits p and a power of ten k with f = p / 10^k.
+  const std::string text = fmt::format("{}", f);
+  const std::size_t e = text.find('e');
+  const std::string mantissa = text.substr(0, e);
+  int k = e == std::string::npos ? 0 : -std::stoi(text.substr(e + 1));
+  U p = 0;
+  bool fractional = false;
+  for (char c : mantissa) {
+    if (c == '.') {
+      fractional = true;
+      continue;
+    }
+    p = p * 10 + static_cast<unsigned>(c - '0');  // at most 17 significant digits
+    if (fractional) ++k;
+  }
+  U product = 0;
+  if (k >= 0 && k <= 38 && !__builtin_mul_overflow(n.raw(), p, &product)) {
+    U pow10 = 1;
+    for (int i = 0; i < k; ++i) pow10 *= 10;
+    return from_u128(product / pow10);
+  }
+  return floor_mul_binary(n, f);
+}
+
 Count full_bytes(const Tensor& t) { return tensor_bytes(t, t.num_elements()); }
 
 void add_nonzero(std::map<DType, Count>& m, DType d, Count n) {
@@ -596,13 +667,15 @@ Work einsum_work(const Graph& g, const Op& op, std::vector<Count>* input_bytes) 
   if (w.contraction != ContractionClass::None) {
     const Tensor& a = input(g, op, e.combine.children()[0].operand_index());
     const Tensor& b = input(g, op, e.combine.children()[1].operand_index());
-    Count macs = w.live_points;
+    const DType dtype = wider_dtype(a.dtype, b.dtype);
+    add_nonzero(w.macs, dtype, w.live_points);
     if (is_2_4(a) || is_2_4(b)) {
-      // 2:4 sparse tensor cores skip the structured zeros: half the products.
-      macs = macs.ceil_div(2);
-      w.note = "2:4 structured operand: MACs halved";
+      // The work is the contraction as written; only a tensor unit with a published 2:4 peak
+      // skips the structured zeros, so the bound decides (bound/sol.h).
+      add_nonzero(w.macs_2_4, dtype, w.live_points);
+      w.note = "2:4 structured operand: its MACs run at the 2:4 sparse peak where the device "
+               "has one";
     }
-    add_nonzero(w.macs, wider_dtype(a.dtype, b.dtype), macs);
     return w;
   }
 
@@ -730,8 +803,19 @@ Count tensor_bytes(const Tensor& t, Count elements) {
     const Count kept = elements.ceil_div(2);
     return (kept * (bits + Count(2))).ceil_div(8);
   }
-  // Dense storage: a zero fraction without 2:4 structure still stores every element.
-  return (elements * bits).ceil_div(8);
+  const Count dense = (elements * bits).ceil_div(8);
+  if (t.sparsity && t.sparsity->zero_fraction != 0) {
+    const double f = t.sparsity->zero_fraction;
+    if (!(f >= 0 && f <= 1))
+      invalid(fmt::format("tensor '{}' has zero fraction {}, outside [0, 1]", t.name, f));
+    // Unstructured zeros: a bitmap of one bit per element plus the nonzero values packed,
+    // when that is smaller than dense (it is not for f <= 1/dtype_bits). The fraction is
+    // assumed to hold for any footprint of the tensor (zeros spread evenly).
+    const Count nonzeros = elements - floor_mul(elements, f);
+    const Count bitmap = elements.ceil_div(8) + (nonzeros * bits).ceil_div(8);
+    return std::min(dense, bitmap);
+  }
+  return dense;
 }
 
 Count live_points(const EinsumOp& e) {

@@ -31,8 +31,14 @@ bool is_fused_attention_op(std::string_view framework_op);
 struct Work {
   ContractionClass contraction = ContractionClass::None;
   // Tensor-unit MACs keyed by the dtype of the contraction's operands (the wider of the
-  // two when they differ). 1 MAC = 2 FLOP.
+  // two when they differ): the dense MACs of the contraction as written, zeros included.
+  // 1 MAC = 2 FLOP.
   std::map<ir::DType, Count> macs;
+  // The part of `macs` (same keys, each <= macs[dtype]) that a tensor unit with a 2:4
+  // structured-sparse peak may run at that peak: every MAC of a contraction with a
+  // 2:4-structured operand. Whether the zeros are skipped is the device's business
+  // (bound/sol.h): a unit without a sparse peak runs these MACs at its dense peak.
+  std::map<ir::DType, Count> macs_2_4;
   // Elementwise and reduction FLOPs keyed by the output dtype.
   std::map<ir::DType, Count> vector_flops;
   Count special_ops;    // exp, log, tanh, erf, rsqrt, sqrt, recip, sigmoid, sin, cos
@@ -49,6 +55,7 @@ struct Work {
   std::string note;     // the assumption behind data-dependent or opaque costs
 
   Count total_macs() const;
+  Count total_macs_2_4() const;  // the sum of macs_2_4 (<= total_macs())
   Count total_vector_flops() const;
   Count flops() const { return Count(2) * total_macs() + total_vector_flops(); }
   Count bytes() const { return bytes_read + bytes_written; }
@@ -74,8 +81,11 @@ Count live_points(const ir::EinsumOp& e);
 Count operand_footprint(const ir::EinsumOp& e, const ir::Operand& operand,
                         const ir::Tensor& tensor);
 
-// Bytes of `elements` elements of `t` at its own width (sub-byte widths packed; 2:4
-// sparsity stores half the values plus 2-bit indices).
+// Bytes of `elements` elements of `t` at its own width (docs/cost.md, "Bytes"): dense,
+// ceil(n * dtype_bits / 8) with sub-byte widths packed; 2:4 structured sparsity in its
+// compressed format, ceil(ceil(n/2) * (dtype_bits + 2) / 8) (half the values, a 2-bit index
+// each); an unstructured zero fraction f > 0 as the smaller of dense and a bitmap format,
+// ceil(n/8) + ceil(nnz * dtype_bits / 8) with nnz = ceil(n * (1 - f)) (exact in integers).
 Count tensor_bytes(const ir::Tensor& t, Count elements);
 
 // The classification used by math policies, from the op's structure alone: reduce sum,

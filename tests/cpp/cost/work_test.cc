@@ -522,16 +522,47 @@ TEST(EinsumWork, MixedDtypesChargeEachOperandAtItsWidth) {
   EXPECT_EQ(at(work_of(g, "zi").macs, DType::F8E4M3), Count(M * N * K));
 }
 
-TEST(EinsumWork, TwoFourSparseWeightHalvesMacsAndBytes) {
+TEST(EinsumWork, TwoFourSparseWeightKeepsDenseMacsAndMarksThem) {
   constexpr std::uint64_t M = 16, K = 64, N = 32;
   Graph g = parse_graph(R"(
     a = f16[16,64] input
     w = f16[64,32]{sparsity="2:4"} weight
     y = f16[16,32] einsum "mk,kn->mn" (a, w))");
   Work w = work_of(g, "y");
-  EXPECT_EQ(at(w.macs, DType::F16), Count(M * N * K / 2));  // structured zeros skipped
+  // The contraction as written: every product, the structured zeros included.
+  EXPECT_EQ(at(w.macs, DType::F16), Count(M * N * K));
+  // All of them may run at a 2:4 sparse peak (the bound decides whether zeros are skipped).
+  EXPECT_EQ(at(w.macs_2_4, DType::F16), Count(M * N * K));
+  EXPECT_EQ(w.total_macs_2_4(), w.total_macs());
+  EXPECT_EQ(w.flops(), Count(2 * M * N * K));  // dense FLOPs: 1 MAC = 2 FLOP
   // w stores K*N/2 values of 16 bits + a 2-bit index each.
   EXPECT_EQ(w.bytes_read, Count(2 * M * K + (K * N / 2) * (16 + 2) / 8));
+}
+
+TEST(EinsumWork, TwoFourOnEitherOperandAndMixedDtypes) {
+  constexpr std::uint64_t M = 16, K = 64, N = 32;
+  Graph g = parse_graph(R"(
+    a = bf16[16,64]{sparsity="2:4"} input
+    w = i8[64,32] weight
+    y = bf16[16,32] einsum "mk,kn->mn" (a, w))");
+  Work w = work_of(g, "y");
+  // Keyed like macs: at the wider operand dtype.
+  EXPECT_EQ(at(w.macs, DType::BF16), Count(M * N * K));
+  EXPECT_EQ(at(w.macs_2_4, DType::BF16), Count(M * N * K));
+  EXPECT_EQ(w.macs_2_4.size(), 1u);
+}
+
+TEST(EinsumWork, UnstructuredSparsityIsNotSkippedWork) {
+  constexpr std::uint64_t M = 16, K = 64, N = 32;
+  Graph g = parse_graph(R"(
+    a = bf16[16,64] input
+    w = bf16[64,32]{zeros=0.75} weight
+    y = bf16[16,32] einsum "mk,kn->mn" (a, w))");
+  Work w = work_of(g, "y");
+  EXPECT_EQ(at(w.macs, DType::BF16), Count(M * N * K));  // no dense unit skips unstructured zeros
+  EXPECT_TRUE(w.macs_2_4.empty());
+  // w in the bitmap format: one bit per element + the K*N/4 nonzeros at 16 bits.
+  EXPECT_EQ(w.bytes_read, Count(2 * M * K + (K * N) / 8 + (K * N / 4) * 16 / 8));
 }
 
 TEST(TensorBytes, WidthsAndSparsity) {
@@ -541,11 +572,68 @@ TEST(TensorBytes, WidthsAndSparsity) {
   t.dtype = DType::I4;
   EXPECT_EQ(tensor_bytes(t, Count(7)), Count(4));                 // 28 bits -> 4 bytes
   t.dtype = DType::BF16;
-  t.sparsity = ir::Sparsity{0.9, false};
-  EXPECT_EQ(tensor_bytes(t, Count(100)), Count(2 * 100));          // unstructured: dense storage
   t.sparsity = ir::Sparsity{0.5, true};
   // 2:4: half the values, each with a 2-bit index, rounded up to whole bytes.
   EXPECT_EQ(tensor_bytes(t, Count(100)), Count((50 * (16 + 2) + 7) / 8));
+}
+
+// Unstructured sparsity: min(dense, ceil(n/8) bitmap bytes + ceil(nnz * bits / 8)) with
+// nnz = ceil(n * (1 - f)).
+TEST(TensorBytes, UnstructuredSparsityUsesTheBitmapFormatWhenSmaller) {
+  ir::Tensor t;
+  t.dtype = DType::BF16;
+  t.sparsity = ir::Sparsity{0.9, false};
+  // n = 100: bitmap ceil(100/8) = 13 bytes, nnz = 10 values of 2 bytes.
+  EXPECT_EQ(tensor_bytes(t, Count(100)), Count((100 + 7) / 8 + 10 * 2));
+  // n = 101: nnz = ceil(101 * 0.1) = ceil(10.1) = 11; bitmap ceil(101/8) = 13.
+  EXPECT_EQ(tensor_bytes(t, Count(101)), Count((101 + 7) / 8 + 11 * 2));
+  // zeros=0.3 is read as 3/10 (the decimal the IR prints): 10 elements keep 7 nonzeros.
+  t.sparsity = ir::Sparsity{0.3, false};
+  EXPECT_EQ(tensor_bytes(t, Count(10)), Count((10 + 7) / 8 + 7 * 2));
+  // f = 1: only the bitmap.
+  t.sparsity = ir::Sparsity{1.0, false};
+  EXPECT_EQ(tensor_bytes(t, Count(64)), Count(64 / 8));
+  // f = 0: dense.
+  t.sparsity = ir::Sparsity{0.0, false};
+  EXPECT_EQ(tensor_bytes(t, Count(64)), Count(64 * 2));
+  // A small zero fraction does not pay for the bitmap: int4 at f = 0.1 keeps 90 of 100
+  // values, 13 + 45 bytes > 50 dense bytes.
+  t.dtype = DType::I4;
+  t.sparsity = ir::Sparsity{0.1, false};
+  EXPECT_EQ(tensor_bytes(t, Count(100)), Count(100 * 4 / 8));
+  // f32 at f = 0.5: a 1000-bit bitmap and 500 values of 4 bytes.
+  t.dtype = DType::F32;
+  t.sparsity = ir::Sparsity{0.5, false};
+  EXPECT_EQ(tensor_bytes(t, Count(1000)), Count(1000 / 8 + 500 * 4));
+}
+
+TEST(TensorBytes, UnstructuredSparsityIsExactForHugeTensors) {
+  const Count two40(std::uint64_t{1} << 40);
+  ir::Tensor t;
+  t.dtype = DType::I8;
+  t.sparsity = ir::Sparsity{0.25, false};
+  // n = 2^80: nnz = 3/4 of it = 6 * 2^77 values of one byte; bitmap 2^77 bytes.
+  const Count two77 = two40 * Count(std::uint64_t{1} << 37);
+  EXPECT_EQ(tensor_bytes(t, two40 * two40), two77 + Count(6) * two77);
+  // n = 2^120, f = 0.375 (n * 375 needs more than 128 bits, so f is taken in binary, where
+  // it is exactly 3/8): nnz = 5 * 2^117; bitmap 2^117 bytes.
+  t.sparsity = ir::Sparsity{0.375, false};
+  const Count two117 = two77 * two40;
+  EXPECT_EQ(tensor_bytes(t, two40 * two40 * two40), two117 + Count(5) * two117);
+}
+
+TEST(TensorBytes, ZeroFractionOutsideZeroToOneIsAnInvalidGraph) {
+  ir::Tensor t;
+  t.name = "w";
+  t.dtype = DType::F32;
+  t.sparsity = ir::Sparsity{1.5, false};
+  try {
+    tensor_bytes(t, Count(8));
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.kind(), UserError::Kind::InvalidGraph);
+    EXPECT_NE(std::string(e.what()).find("tensor 'w' has zero fraction 1.5"), std::string::npos);
+  }
 }
 
 // ---- elementwise and reductions ------------------------------------------------------
@@ -797,6 +885,20 @@ TEST(WorkSum, AddsEveryField) {
   conv.contraction = ContractionClass::Convolution;
   a += conv;
   EXPECT_EQ(a.contraction, ContractionClass::None);  // mixed classes
+}
+
+TEST(WorkSum, AddsTwoFourMacsByDtype) {
+  Work a, b;
+  a.macs[DType::BF16] = 100;
+  a.macs_2_4[DType::BF16] = 100;
+  b.macs[DType::BF16] = 50;
+  b.macs[DType::F8E4M3] = 7;
+  b.macs_2_4[DType::F8E4M3] = 7;
+  a += b;
+  EXPECT_EQ(at(a.macs, DType::BF16), Count(150));
+  EXPECT_EQ(at(a.macs_2_4, DType::BF16), Count(100));  // b's bf16 MACs are dense
+  EXPECT_EQ(at(a.macs_2_4, DType::F8E4M3), Count(7));
+  EXPECT_EQ(a.total_macs_2_4(), Count(100 + 7));
 }
 
 }  // namespace
