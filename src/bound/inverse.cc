@@ -16,7 +16,9 @@ namespace solar::bound {
 namespace {
 
 // A device with every unit kind publishing every dtype: the routes the math policy picks on
-// it are the policy's own split of the work, free of any one device's gaps.
+// it are the policy's own split of the work, free of any one device's gaps. Rates are 1, and
+// the tensor unit runs 2:4 work at 2 (the largest sparse speedup a device may store), so a
+// route's seconds on it are its work in dense-rate FLOP.
 hw::Device every_unit_device() {
   hw::Device d;
   d.id = "inverse-roofline";
@@ -25,7 +27,11 @@ hw::Device every_unit_device() {
     hw::ComputeUnit u;
     u.kind = kind;
     u.name = std::string(hw::unit_kind_name(kind));
-    for (ir::DType dt : ir::kAllDTypes) u.peak[dt] = hw::Sourced{1.0, "inverse", "D", ""};
+    for (ir::DType dt : ir::kAllDTypes) {
+      u.peak[dt] = hw::Sourced{1.0, "inverse", "D", ""};
+      if (kind == hw::UnitKind::Tensor)
+        u.sparse_2_4_peak[dt] = hw::Sourced{2.0, "inverse", "D", "2x dense"};
+    }
     d.units.push_back(std::move(u));
   }
   return d;
@@ -43,18 +49,38 @@ std::size_t kind_index(hw::UnitKind k) {
 constexpr hw::UnitKind kKinds[] = {hw::UnitKind::Tensor, hw::UnitKind::Vector,
                                    hw::UnitKind::Special};
 
+// The FLOP a 2:4 peak of 2x dense saves on the contraction MACs of dtype `dtype` of `w`
+// (macs_2_4 count 1 FLOP instead of 2), 0 when its route is not a tensor unit, and the route.
+struct Saving {
+  Route route;
+  double flops = 0;
+};
+Saving saving_2_4(const hw::Device& every, MathPolicy policy, const cost::Work& w,
+                  ir::DType dtype) {
+  std::optional<Route> r = contraction_route(every, policy, w.contraction, dtype);
+  SOLAR_CHECK(r.has_value(), fmt::format("no route for {} MACs on a device with every unit",
+                                         ir::dtype_name(dtype)));
+  auto sp = w.macs_2_4.find(dtype);
+  const double sparse = sp == w.macs_2_4.end() ? 0.0 : sp->second.to_double();
+  // 1 MAC = 2 FLOP at rate 1; at the sparse route's rate 2 it takes the time of 1 FLOP.
+  const double saved = 2.0 * sparse * (1 / r->flops_per_s - 1 / sparse_2_4_route(*r).flops_per_s);
+  return Saving{*r, saved};
+}
+
 std::vector<KindRequirement> split_work(const cost::GraphCost& cost, MathPolicy policy,
                                         double target) {
   hw::Device every = every_unit_device();
   std::array<std::map<ir::DType, double>, 3> work;
+  std::array<double, 3> saved_2_4{};  // per kind: FLOP a 2x sparse peak saves
   for (const cost::Work& w : cost.per_op) {
     if (!w.counted()) continue;
     for (const auto& [dtype, macs] : w.macs) {
       if (macs == Count(0)) continue;
-      std::optional<Route> r = contraction_route(every, policy, w.contraction, dtype);
-      SOLAR_CHECK(r.has_value(), fmt::format("no route for {} MACs on a device with every unit",
-                                             ir::dtype_name(dtype)));
-      work[kind_index(r->unit->kind)][r->rate_dtype] += 2.0 * macs.to_double();  // 1 MAC = 2 FLOP
+      // Dense-rate FLOP: 1 MAC = 2 FLOP, less what a 2x sparse peak saves.
+      const Saving s = saving_2_4(every, policy, w, dtype);
+      const std::size_t k = kind_index(s.route.unit->kind);
+      work[k][s.route.rate_dtype] += 2.0 * macs.to_double() - s.flops;
+      saved_2_4[k] += s.flops;
     }
     for (const auto& [dtype, flops] : w.vector_flops) {
       if (flops == Count(0)) continue;
@@ -75,6 +101,8 @@ std::vector<KindRequirement> split_work(const cost::GraphCost& cost, MathPolicy 
       if (kind != hw::UnitKind::Special) k.by_dtype.emplace_back(dtype, v);
     }
     k.min_rate = k.work / target;
+    k.work_without_2_4 = k.work + saved_2_4[kind_index(kind)];
+    k.min_rate_without_2_4 = k.work_without_2_4 / target;
     out.push_back(std::move(k));
   }
   return out;
@@ -162,7 +190,9 @@ std::optional<Count> min_capacity(const tiling::GraphTrafficModel& model, Count 
   return search_min_capacity(memo, budget, mode);
 }
 
-std::vector<RidgePoint> ridge_sweep(const cost::GraphCost& cost, double target_seconds) {
+std::vector<RidgePoint> ridge_sweep(const cost::GraphCost& cost, double target_seconds,
+                                    MathPolicy policy) {
+  const hw::Device every = every_unit_device();
   struct OpWork {
     double f = 0, q = 0, r = 0;
   };
@@ -171,7 +201,11 @@ std::vector<RidgePoint> ridge_sweep(const cost::GraphCost& cost, double target_s
   double q_always = 0;  // ops with no work: always r·Q
   for (const cost::Work& w : cost.per_op) {
     if (!w.counted()) continue;
+    // Dense-rate FLOP, 2:4 MACs at a sparse peak of 2x dense where their route is a tensor
+    // unit (as split_work).
     double f = w.flops().to_double() + w.special_ops.to_double();
+    for (const auto& [dtype, sparse] : w.macs_2_4)
+      if (sparse != Count(0)) f -= saving_2_4(every, policy, w, dtype).flops;
     double q = w.bytes().to_double();
     if (q == 0) {
       f_always += f;
@@ -308,7 +342,7 @@ InverseResult inverse_roofline(const ir::Graph& g, const cost::GraphCost& cost,
     f.verdict = verdict(f);
     r.devices.push_back(std::move(f));
   }
-  r.ridge = ridge_sweep(cost, T);
+  r.ridge = ridge_sweep(cost, T, options.policy);
   r.exhaustive = model.at(Count(1024), tiling::TrafficMode::Attainable).exhaustive;
   return r;
 }

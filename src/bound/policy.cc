@@ -160,6 +160,13 @@ std::optional<Route> contraction_route(const hw::Device& device, MathPolicy poli
   return std::nullopt;
 }
 
+Route sparse_2_4_route(const Route& dense) {
+  if (dense.sparse_2_4 || dense.unit == nullptr) return dense;
+  auto it = dense.unit->sparse_2_4_peak.find(dense.rate_dtype);
+  if (it == dense.unit->sparse_2_4_peak.end() || !(it->second.value > 0)) return dense;
+  return Route{dense.unit, dense.rate_dtype, it->second.value, dense.label + ".2:4", true};
+}
+
 std::optional<Route> vector_route(const hw::Device& device, DType dtype) {
   if (auto r = unit_route(device, UnitKind::Vector, dtype)) return r;
   // A value of at most 32 bits can always be computed in f32 registers; f64 and i64 cannot.

@@ -73,7 +73,8 @@ std::optional<double> positive(const std::optional<hw::Sourced>& s) {
 struct RouteInfo {
   const hw::ComputeUnit* unit = nullptr;
   DType rate_dtype = DType::F32;
-  double rate = 0;  // FLOP/s
+  bool sparse_2_4 = false;
+  double rate = 0;  // FLOP/s (dense-equivalent for a 2:4 route)
   std::string label;
 };
 
@@ -85,9 +86,12 @@ class RouteTable {
     for (DType d : ir::kAllDTypes) {
       for (cost::ContractionClass c :
            {cost::ContractionClass::None, cost::ContractionClass::Matmul,
-            cost::ContractionClass::Convolution, cost::ContractionClass::Attention})
-        contraction_[class_index(c)][dtype_index(d)] =
-            intern(contraction_route(device, policy, c, d));
+            cost::ContractionClass::Convolution, cost::ContractionClass::Attention}) {
+        std::optional<Route> r = contraction_route(device, policy, c, d);
+        contraction_[class_index(c)][dtype_index(d)] = intern(r);
+        sparse_2_4_[class_index(c)][dtype_index(d)] =
+            intern(r ? std::optional<Route>(sparse_2_4_route(*r)) : std::nullopt);
+      }
       vector_[dtype_index(d)] = intern(vector_route(device, d));
     }
     special_ = intern(special_route(device));
@@ -95,6 +99,11 @@ class RouteTable {
 
   int contraction(cost::ContractionClass c, DType d) const {
     return contraction_[class_index(c)][dtype_index(d)];
+  }
+  // The route of the 2:4-structured MACs of such a contraction: the sparse route, or the
+  // dense one when its unit has no 2:4 peak (same id as contraction(c, d)); -1 with it.
+  int sparse_2_4(cost::ContractionClass c, DType d) const {
+    return sparse_2_4_[class_index(c)][dtype_index(d)];
   }
   int vector(DType d) const { return vector_[dtype_index(d)]; }
   int special() const { return special_; }
@@ -119,13 +128,15 @@ class RouteTable {
   int intern(const std::optional<Route>& r) {
     if (!r) return -1;
     for (std::size_t i = 0; i < routes_.size(); ++i)
-      if (routes_[i].unit == r->unit && routes_[i].rate_dtype == r->rate_dtype)
+      if (routes_[i].unit == r->unit && routes_[i].rate_dtype == r->rate_dtype &&
+          routes_[i].sparse_2_4 == r->sparse_2_4)
         return static_cast<int>(i);
-    routes_.push_back(RouteInfo{r->unit, r->rate_dtype, r->flops_per_s, r->label});
+    routes_.push_back(RouteInfo{r->unit, r->rate_dtype, r->sparse_2_4, r->flops_per_s, r->label});
     return static_cast<int>(routes_.size() - 1);
   }
 
   std::array<std::array<int, kNumDTypes>, kNumClasses> contraction_{};
+  std::array<std::array<int, kNumDTypes>, kNumClasses> sparse_2_4_{};
   std::array<int, kNumDTypes> vector_{};
   int special_ = -1;
   std::vector<RouteInfo> routes_;
@@ -141,7 +152,8 @@ std::string kind_label(const RouteTable& table, const std::vector<int>& route_id
     const RouteInfo& x = table.route(a);
     const RouteInfo& y = table.route(b);
     if (x.unit->name != y.unit->name) return x.unit->name < y.unit->name;
-    return x.rate_dtype < y.rate_dtype;
+    if (x.rate_dtype != y.rate_dtype) return x.rate_dtype < y.rate_dtype;
+    return x.sparse_2_4 < y.sparse_2_4;
   });
   std::string label;
   for (int id : ids) label += (label.empty() ? "" : "+") + table.route(id).label;
@@ -208,7 +220,17 @@ class Bounder {
         unknown_macs_[{w.contraction, dtype}].add(macs);
         continue;
       }
-      charge(id, 2.0 * macs.to_double());  // 1 MAC = 2 FLOP
+      // 1 MAC = 2 FLOP. The 2:4-structured MACs run at the unit's sparse peak when it has
+      // one (rates are dense-equivalent, so the MACs are the contraction's as written);
+      // else at the dense peak with the rest, in one charge.
+      const Count sparse = macs_2_4(w, dtype);
+      const int sparse_id = table_.sparse_2_4(w.contraction, dtype);
+      if (sparse == Count(0) || sparse_id == id) {
+        charge(id, 2.0 * macs.to_double());
+        continue;
+      }
+      if (macs != sparse) charge(id, 2.0 * (macs - sparse).to_double());
+      charge(sparse_id, 2.0 * sparse.to_double());
     }
     for (const auto& [dtype, flops] : w.vector_flops) {
       if (flops == Count(0)) continue;
@@ -370,6 +392,16 @@ class Bounder {
     unit_seconds_[k] += flops / r.rate;
     add_unique(unit_routes_[k], id);
     route_used_[static_cast<std::size_t>(id)] = true;
+  }
+
+  // The 2:4-structured part of the op's MACs of `dtype` (cost::Work::macs_2_4).
+  static Count macs_2_4(const cost::Work& w, DType dtype) {
+    auto it = w.macs_2_4.find(dtype);
+    if (it == w.macs_2_4.end()) return Count(0);
+    SOLAR_CHECK(it->second <= w.macs.at(dtype),
+                fmt::format("{} 2:4 MACs exceed the op's {} MACs of {}", it->second.str(),
+                            w.macs.at(dtype).str(), ir::dtype_name(dtype)));
+    return it->second;
   }
 
   static void add_unique(std::vector<int>& v, int id) {

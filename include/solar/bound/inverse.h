@@ -8,7 +8,9 @@
 // - Whole-graph roofline: T >= max(F_kind/Π_kind, Q(S)/β), so Π_min(kind) = F_kind/T and
 //   β_min(S) = Q(S)/T. F_kind is the work the math policy puts on each unit kind (tensor,
 //   vector, special), split as if every unit the policy may use were present; FLOP with
-//   1 MAC = 2 FLOP (special: ops).
+//   1 MAC = 2 FLOP (special: ops). Π is a dense peak: 2:4-structured MACs count 1 FLOP each,
+//   as a unit whose 2:4 peak is 2x its dense one (the most a device may store) runs them;
+//   the requirement without any 2:4 speedup is kept beside it.
 // - S_min(β) = the least S (bytes) with Q(S) <= β·T; infeasible when β·T is below the
 //   compulsory traffic (no capacity helps), or when no capacity up to kMaxSearchBytes reaches
 //   it in the mapspace.
@@ -17,8 +19,9 @@
 //   bandwidth"); below 1 the device clears the target with 1/factor to spare.
 // - Per-op ridge sweep (sequential kernels, one roof per op): T = Σ_i max(F_i/Π, Q_i/β);
 //   with the ridge r = Π/β, Π(r) = Σ_i max(F_i, r·Q_i)/T and β(r) = Π(r)/r, exact at the
-//   breakpoints r = F_i/Q_i and linear between them. F_i = 2·MACs + vector FLOPs + special
-//   ops of op i, Q_i its unfused bytes.
+//   breakpoints r = F_i/Q_i and linear between them. F_i = 2·(MACs - MACs_2:4) + MACs_2:4 +
+//   vector FLOPs + special ops of op i (2:4 MACs at a 2x sparse peak where the policy puts
+//   them on a tensor unit, as above), Q_i its unfused bytes.
 #pragma once
 
 #include <cstdint>
@@ -50,8 +53,14 @@ struct InverseOptions {
 // Work on one unit kind and the least peak that does it within T.
 struct KindRequirement {
   hw::UnitKind kind = hw::UnitKind::Tensor;
-  double work = 0;             // FLOP (special: ops)
-  double min_rate = 0;         // work / T, FLOP/s (special: ops/s)
+  // FLOP at the dense rate (special: ops): 2:4-structured MACs count 1 FLOP each, as a unit
+  // with a 2:4 peak of 2x dense runs them.
+  double work = 0;
+  double min_rate = 0;         // work / T, FLOP/s (special: ops/s): the least dense peak
+  // The same for a unit without a 2:4 peak (every MAC 2 FLOP at the dense rate); equal to
+  // work / min_rate when the program has no 2:4 work.
+  double work_without_2_4 = 0;
+  double min_rate_without_2_4 = 0;
   // Work per rate dtype on this kind ("bf16", "tf32" for an fp32 convolution on tensor units);
   // empty for the special kind (its ops have no rate dtype).
   std::vector<std::pair<ir::DType, double>> by_dtype;
@@ -126,7 +135,9 @@ InverseResult inverse_roofline(const ir::Graph& g, const cost::GraphCost& cost,
 std::optional<Count> min_capacity(const tiling::GraphTrafficModel& model, Count budget,
                                   tiling::TrafficMode mode);
 
-// The per-op ridge sweep (see above), one point per distinct breakpoint.
-std::vector<RidgePoint> ridge_sweep(const cost::GraphCost& cost, double target_seconds);
+// The per-op ridge sweep (see above), one point per distinct breakpoint; `policy` decides
+// which contractions run on tensor units (where 2:4 MACs count 1 FLOP).
+std::vector<RidgePoint> ridge_sweep(const cost::GraphCost& cost, double target_seconds,
+                                    MathPolicy policy = MathPolicy::PytorchDefault);
 
 }  // namespace solar::bound

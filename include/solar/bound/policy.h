@@ -13,6 +13,9 @@
 //   other integers, bool   vector d
 // Vector work of dtype d runs on the vector unit at d, else at f32 when d is at most 32 bits
 // wide (computing in f32 is always possible); special-function ops on the special unit.
+// 2:4-structured MACs (cost::Work::macs_2_4) take their contraction's route at the unit's
+// 2:4 sparse peak for the route's rate dtype, when the unit publishes one; otherwise the
+// dense route itself (the zeros are not skipped: vector units, TPUs, the host).
 #pragma once
 
 #include <optional>
@@ -47,11 +50,16 @@ struct Options {
 struct Route {
   const hw::ComputeUnit* unit = nullptr;
   ir::DType rate_dtype = ir::DType::F32;
-  double flops_per_s = 0;
-  std::string label;  // "tensor_core.tf32"
+  double flops_per_s = 0;  // dense-equivalent for a 2:4 route (the zeros counted as done)
+  std::string label;       // "tensor_core.tf32"; a 2:4 route "tensor_core.bf16.2:4"
+  bool sparse_2_4 = false;  // priced at the unit's 2:4 structured-sparse peak
 };
 std::optional<Route> contraction_route(const hw::Device& device, MathPolicy policy,
                                        cost::ContractionClass cls, ir::DType dtype);
+// Where the 2:4-structured MACs of a contraction whose dense route is `dense` run: the same
+// unit and rate dtype at its 2:4 sparse peak (label "<unit>.<dtype>.2:4"), or `dense`
+// itself when the unit publishes no sparse peak for that dtype.
+Route sparse_2_4_route(const Route& dense);
 // Where elementwise/reduction FLOPs of `dtype` run: the vector unit at `dtype`, else at f32
 // for dtypes of at most 32 bits. nullopt when neither rate is published.
 std::optional<Route> vector_route(const hw::Device& device, ir::DType dtype);

@@ -1,10 +1,16 @@
 // The SOL levels (DESIGN.md §5): per-op roofline, unfused SOL, fused SOL.
 //
-// Semantics (docs/bounds.md). Times are seconds at dense peak rates.
+// Semantics (docs/bounds.md). Times are seconds at dense peak rates, except for 2:4 work:
 // - A term is the time one resource needs for its work: FLOP / (FLOP/s) for a compute unit
 //   (1 MAC = 2 FLOP), bytes / (bytes/s) for a memory level. Terms are named
 //   "<unit>.<rate dtype>" ("tensor_core.bf16"), the special unit by its name ("mufu"), memory
-//   "dram" or "l2". The concurrent resources are the unit kinds (tensor, vector, special)
+//   "dram" or "l2".
+// - A contraction's MACs of dtype d take
+//   2 (macs - macs_2_4) / dense peak + 2 macs_2_4 / sparse peak on its route's unit, where
+//   macs_2_4 are its 2:4-structured MACs (cost::Work) and the sparse peak is the unit's
+//   published 2:4 rate (dense-equivalent; route "<unit>.<rate dtype>.2:4"). A unit without
+//   one runs them at the dense peak: nothing is skipped there. Unstructured zeros are never
+//   skipped. The concurrent resources are the unit kinds (tensor, vector, special)
 //   and memory: work on several routes of one kind (two dtypes, or units of one kind split
 //   by clock) adds up, in one term named by the route labels joined with '+'
 //   ("fp32_simt.f32+fp32_simt.bf16").
@@ -59,7 +65,8 @@ struct DeviceBounds {
   std::string device_name;  // "NVIDIA H100 SXM5 80GB"
   Options options;
   // The peak of every route that priced some work: "tensor_core.bf16" -> FLOP/s,
-  // "dram"/"l2" -> bytes/s.
+  // "tensor_core.bf16.2:4" -> its 2:4 sparse peak (dense-equivalent FLOP/s), "dram"/"l2" ->
+  // bytes/s.
   std::map<std::string, double> peaks_used;
   std::optional<double> dram_bandwidth;  // bytes/s, when published
   std::vector<OpBound> per_op;  // indexed by OpId; unanalyzed ops: seconds 0, bottleneck

@@ -125,6 +125,29 @@ TEST(CacheAware, GemmAtLargeCapacityIsTheFusedLevel) {
   EXPECT_DOUBLE_EQ(cb.op_share[0], 1.0);
 }
 
+TEST(CacheAware, TwoFourGemmKeepsTheFusedLevelsComputeTerm) {
+  // The level changes only the traffic: a 2:4 GEMM's compute term is the fused level's, at
+  // the 2:4 sparse peak (2x dense here), in both modes.
+  Analysis a(ir::parse_graph(R"(
+    a = bf16[4096,4096] input
+    b = bf16[4096,4096]{sparsity="2:4"} weight
+    c = bf16[4096,4096]{output} einsum "mk,kn->mn" (a, b))"));
+  hw::Device d = synthetic(50 * kMiB);
+  d.units[0].sparse_2_4_peak[DType::BF16] = testing::DeviceBuilder::sourced(2e15);
+  DeviceBounds b = compute_bounds(a.g, a.cost, d, {});
+  for (TrafficMode mode : {TrafficMode::Attainable, TrafficMode::Provable}) {
+    CacheAwareBound cb = cache_aware_bound(a.g, a.cost, d, b, a.model, mode);
+    ASSERT_TRUE(cb.available) << cb.reason;
+    auto seconds_of = [](const std::vector<Term>& terms) {
+      for (const Term& t : terms)
+        if (t.resource == "tensor_core.bf16.2:4") return t.seconds;
+      return -1.0;
+    };
+    EXPECT_EQ(seconds_of(cb.terms), seconds_of(b.fused.terms));
+    EXPECT_DOUBLE_EQ(seconds_of(cb.terms), 2.0 * 4096 * 4096 * 4096 / 2e15);
+  }
+}
+
 TEST(CacheAware, GemmAtSmallCapacityIsBoundByItsCurve) {
   Analysis a(gemm_graph(4096));
   hw::Device d = synthetic(1 * kMiB);

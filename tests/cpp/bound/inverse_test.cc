@@ -196,6 +196,65 @@ TEST(Inverse, SpecialFunctionWorkIsCountedInOps) {
   EXPECT_TRUE(special->by_dtype.empty());
 }
 
+TEST(Inverse, TwoFourMacsCountOneFlopAtADensePeak) {
+  constexpr double M = 64, N = 16, K = 32;
+  ir::Graph g = ir::parse_graph(R"(
+    a = bf16[64,32] input
+    b = bf16[32,16]{sparsity="2:4"} weight
+    c = bf16[64,16]{output} einsum "mk,kn->mn" (a, b))");
+  cost::GraphCost cost = cost::graph_cost(g);
+  tiling::GraphTrafficModel model(g, cost);
+  InverseOptions o;
+  o.target_seconds = 1e-6;
+  hw::Device dense = synthetic();  // no sparse peak
+  hw::Device sparse = synthetic();
+  sparse.units[0].sparse_2_4_peak[DType::BF16] = testing::DeviceBuilder::sourced(2e15);
+  InverseResult r = inverse_roofline(g, cost, model, {&dense, &sparse}, o);
+  ASSERT_EQ(r.compute.size(), 1u);
+  // The least dense peak, for a unit whose 2:4 peak is 2x dense: MNK FLOP, not 2*MNK.
+  EXPECT_DOUBLE_EQ(r.compute[0].work, M * N * K);
+  EXPECT_DOUBLE_EQ(r.compute[0].min_rate, M * N * K / 1e-6);
+  // Without a 2:4 peak every MAC is 2 FLOP at the dense rate.
+  EXPECT_DOUBLE_EQ(r.compute[0].work_without_2_4, 2 * M * N * K);
+  EXPECT_DOUBLE_EQ(r.compute[0].min_rate_without_2_4, 2 * M * N * K / 1e-6);
+  // The device factors use each device's own peaks.
+  EXPECT_DOUBLE_EQ(r.devices[0].compute_seconds, 2 * M * N * K / 1e15);
+  EXPECT_DOUBLE_EQ(r.devices[1].compute_seconds, 2 * M * N * K / 2e15);
+  // The ridge sweep counts the same work: at the ridge r of the op, Pi(r) = MNK / T.
+  ASSERT_EQ(r.ridge.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.ridge[0].min_rate, M * N * K / 1e-6);
+}
+
+TEST(Inverse, DenseWorkIsTheSameWithAndWithoutTwoFour) {
+  Gemm gemm;
+  tiling::GraphTrafficModel model(gemm.g, gemm.cost, divisor_options());
+  InverseOptions o;
+  o.target_seconds = kT;
+  InverseResult r = inverse_roofline(gemm.g, gemm.cost, model, {}, o);
+  EXPECT_EQ(r.compute[0].work_without_2_4, r.compute[0].work);  // 2*N^3, no 2:4 work
+  EXPECT_EQ(r.compute[0].min_rate_without_2_4, r.compute[0].min_rate);
+}
+
+TEST(Inverse, RidgeSweepCountsTwoFourMacsOnTensorRoutesOnly) {
+  // bf16 matmul, all 2:4: F = 100 FLOP (not 200); an fp32 matmul with a 2:4 operand runs on
+  // the vector unit under pytorch-default, where nothing is skipped: F = 200.
+  cost::GraphCost cost;
+  cost::Work a, b;
+  a.contraction = b.contraction = cost::ContractionClass::Matmul;
+  a.macs[DType::BF16] = a.macs_2_4[DType::BF16] = 100;
+  a.bytes_read = 10;
+  b.macs[DType::F32] = b.macs_2_4[DType::F32] = 100;
+  b.bytes_read = 100;
+  cost.per_op = {a, b};
+  std::vector<RidgePoint> pts = ridge_sweep(cost, 1.0);
+  ASSERT_EQ(pts.size(), 2u);
+  EXPECT_DOUBLE_EQ(pts[0].ridge, 200.0 / 100);  // op b: F/Q
+  EXPECT_DOUBLE_EQ(pts[1].ridge, 100.0 / 10);   // op a
+  // Under the tf32 policy the fp32 matmul runs on the tensor unit: F = 100.
+  std::vector<RidgePoint> tf32 = ridge_sweep(cost, 1.0, MathPolicy::Tf32);
+  EXPECT_DOUBLE_EQ(tf32[0].ridge, 100.0 / 100);
+}
+
 TEST(Inverse, RidgeSweepAtBreakpoints) {
   // Op 0: F = 100 FLOP, Q = 10 B (r0 = 10); op 1: F = 10, Q = 10 (r1 = 1).
   cost::GraphCost cost;

@@ -1,10 +1,13 @@
 #include "solar/bound/sol.h"
 
+#include <cmath>
 #include <random>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "solar/hw/database.h"
+#include "solar/ir/text.h"
 #include "testing/fixtures.h"
 
 namespace solar::bound {
@@ -151,6 +154,132 @@ TEST(OpRoofline, FreeViewHasNoBottleneck) {
   EXPECT_TRUE(b.per_op[0].terms.empty());
   EXPECT_EQ(b.unfused.bottleneck, "none");
   EXPECT_EQ(b.fused.bottleneck, "none");
+}
+
+// ---- 2:4 sparsity ----------------------------------------------------------------------
+
+// `d` with a 2:4 sparse peak of `rate` for `dtype` on its tensor unit.
+hw::Device with_sparse_2_4(hw::Device d, DType dtype, double rate) {
+  for (hw::ComputeUnit& u : d.units)
+    if (u.kind == hw::UnitKind::Tensor) u.sparse_2_4_peak[dtype] = testing::DeviceBuilder::sourced(rate);
+  return d;
+}
+
+TEST(TwoFour, StructuredMacsRunAtTheSparsePeakAndTheRestAtTheDensePeak) {
+  // 1e9 bf16 MACs, 6e8 of them with a 2:4 operand; 8 bytes so compute dominates.
+  const Count macs = 1'000'000'000, sparse = 600'000'000;
+  Work w = contraction(ContractionClass::Matmul, DType::BF16, macs, 8);
+  w.macs_2_4[DType::BF16] = sparse;
+  DeviceBounds b = bounds({w}, with_sparse_2_4(synthetic(), DType::BF16, 2e15));
+  const OpBound& op = b.per_op[0];
+  // (macs - macs_2_4)/dense + macs_2_4/sparse, 2 FLOP per MAC, on one unit kind.
+  EXPECT_DOUBLE_EQ(op.seconds, 2 * 4e8 / 1e15 + 2 * 6e8 / 2e15);
+  EXPECT_EQ(op.bottleneck, "tensor_core.bf16+tensor_core.bf16.2:4");
+  EXPECT_EQ(b.peaks_used.at("tensor_core.bf16"), 1e15);
+  EXPECT_EQ(b.peaks_used.at("tensor_core.bf16.2:4"), 2e15);
+  // Fused: the same unit term (one op).
+  EXPECT_DOUBLE_EQ(term(b.fused.terms, "tensor_core.bf16+tensor_core.bf16.2:4"), op.seconds);
+}
+
+TEST(TwoFour, AllStructuredMacsTakeTheSparseRouteAlone) {
+  const Count macs = 1'000'000'000;
+  Work w = contraction(ContractionClass::Matmul, DType::BF16, macs, 8);
+  w.macs_2_4[DType::BF16] = macs;
+  DeviceBounds b = bounds({w}, with_sparse_2_4(synthetic(), DType::BF16, 1.5e15));
+  EXPECT_DOUBLE_EQ(b.per_op[0].seconds, 2 * 1e9 / 1.5e15);  // a sparse peak below 2x dense
+  EXPECT_EQ(b.per_op[0].bottleneck, "tensor_core.bf16.2:4");
+  EXPECT_EQ(b.peaks_used.count("tensor_core.bf16"), 0u);
+}
+
+TEST(TwoFour, WithoutASparsePeakTheZerosAreNotSkipped) {
+  const Count macs = 1'000'000'000;
+  Work w = contraction(ContractionClass::Matmul, DType::BF16, macs, 8);
+  w.macs_2_4[DType::BF16] = macs;
+  Work dense = contraction(ContractionClass::Matmul, DType::BF16, macs, 8);
+  // No sparse peak for bf16 (only for f16): every MAC at the dense bf16 peak.
+  DeviceBounds b = bounds({w}, with_sparse_2_4(synthetic(), DType::F16, 2e15));
+  EXPECT_EQ(b.per_op[0].seconds, 2 * 1e9 / 1e15);
+  EXPECT_EQ(b.per_op[0].seconds, bounds({dense}, synthetic()).per_op[0].seconds);
+  EXPECT_EQ(b.per_op[0].bottleneck, "tensor_core.bf16");
+  EXPECT_EQ(b.peaks_used.count("tensor_core.bf16.2:4"), 0u);
+}
+
+TEST(TwoFour, VectorRoutesHaveNoSparsePeak) {
+  // An fp32 matmul runs on the vector unit under pytorch-default: no 2:4 speedup there.
+  const Count macs = 1'000'000'000;
+  Work w = contraction(ContractionClass::Matmul, DType::F32, macs, 8);
+  w.macs_2_4[DType::F32] = macs;
+  hw::Device d = with_sparse_2_4(synthetic(), DType::TF32, 1e15);
+  EXPECT_DOUBLE_EQ(bounds({w}, d).per_op[0].seconds, 2 * 1e9 / 1e14);
+  EXPECT_EQ(bounds({w}, d).per_op[0].bottleneck, "fp32_simt.f32");
+  // Under the tf32 policy it runs on the tensor unit, at its tf32 sparse peak.
+  EXPECT_DOUBLE_EQ(bounds({w}, d, Options{MathPolicy::Tf32}).per_op[0].seconds, 2 * 1e9 / 1e15);
+  EXPECT_EQ(bounds({w}, d, Options{MathPolicy::Tf32}).per_op[0].bottleneck,
+            "tensor_core.tf32.2:4");
+}
+
+// A compute-bound bf16 GEMM, dense or with a 2:4-sparse weight, costed from its IR.
+struct SparseGemm {
+  static constexpr std::uint64_t M = 8192, N = 8192, K = 8192;
+  ir::Graph dense = ir::parse_graph(R"(
+    a = bf16[8192,8192] input
+    b = bf16[8192,8192] weight
+    c = bf16[8192,8192]{output} einsum "mk,kn->mn" (a, b))");
+  ir::Graph sparse = ir::parse_graph(R"(
+    a = bf16[8192,8192] input
+    b = bf16[8192,8192]{sparsity="2:4"} weight
+    c = bf16[8192,8192]{output} einsum "mk,kn->mn" (a, b))");
+  ir::Graph unstructured = ir::parse_graph(R"(
+    a = bf16[8192,8192] input
+    b = bf16[8192,8192]{zeros=0.9} weight
+    c = bf16[8192,8192]{output} einsum "mk,kn->mn" (a, b))");
+  DeviceBounds on(const ir::Graph& g, const hw::Device& d) const {
+    return compute_bounds(g, cost::graph_cost(g), d, {});
+  }
+};
+
+TEST(TwoFour, GemmOnH100TakesExactlyHalfTheDenseTime) {
+  hw::DeviceDb db = hw::DeviceDb::load_default();
+  const hw::Device& h100 = db.get("H100_SXM");
+  SparseGemm gemm;
+  DeviceBounds dense = gemm.on(gemm.dense, h100);
+  DeviceBounds sparse = gemm.on(gemm.sparse, h100);
+  // Dense: 2*MNK FLOP at 989.4 TFLOP/s; 2:4: the same FLOP at the 1978.8 sparse peak.
+  EXPECT_DOUBLE_EQ(dense.fused.seconds, 2.0 * SparseGemm::M * SparseGemm::N * SparseGemm::K / 989.4e12);
+  EXPECT_EQ(dense.fused.bottleneck, "tensor_core.bf16");
+  EXPECT_EQ(sparse.fused.bottleneck, "tensor_core.bf16.2:4");
+  EXPECT_EQ(sparse.fused.seconds, dense.fused.seconds / 2);  // exactly: sparse = 2 x dense
+  EXPECT_EQ(sparse.unfused.seconds, dense.unfused.seconds / 2);
+  EXPECT_EQ(sparse.per_op[0].seconds, dense.per_op[0].seconds / 2);
+  EXPECT_EQ(sparse.peaks_used.at("tensor_core.bf16.2:4"), 1978.8e12);
+}
+
+TEST(TwoFour, GemmOnTpuV5eTakesTheDenseTime) {
+  hw::DeviceDb db = hw::DeviceDb::load_default();
+  const hw::Device& tpu = db.get("TPU_v5e");  // no sparse peak: the zeros are not skipped
+  SparseGemm gemm;
+  DeviceBounds dense = gemm.on(gemm.dense, tpu);
+  DeviceBounds sparse = gemm.on(gemm.sparse, tpu);
+  EXPECT_DOUBLE_EQ(dense.fused.seconds, 2.0 * SparseGemm::M * SparseGemm::N * SparseGemm::K / 197e12);
+  EXPECT_EQ(sparse.fused.bottleneck, "mxu.bf16");
+  EXPECT_EQ(sparse.fused.seconds, dense.fused.seconds);
+  EXPECT_EQ(sparse.per_op[0].seconds, dense.per_op[0].seconds);
+  // Only the bytes shrink (the compressed 2:4 weight): the DRAM term is smaller.
+  EXPECT_LT(term(sparse.fused.terms, "dram"), term(dense.fused.terms, "dram"));
+}
+
+TEST(TwoFour, UnstructuredZerosShrinkBytesNotTime) {
+  hw::DeviceDb db = hw::DeviceDb::load_default();
+  const hw::Device& h100 = db.get("H100_SXM");
+  SparseGemm gemm;
+  DeviceBounds dense = gemm.on(gemm.dense, h100);
+  DeviceBounds unstructured = gemm.on(gemm.unstructured, h100);
+  EXPECT_EQ(term(unstructured.fused.terms, "tensor_core.bf16"),
+            term(dense.fused.terms, "tensor_core.bf16"));
+  // Compulsory bytes: a and c dense; b as a bitmap of K*N bits + K*N/10 bf16 nonzeros.
+  const double kn = 8192.0 * 8192;
+  EXPECT_DOUBLE_EQ(term(unstructured.fused.terms, "dram"),
+                   (2 * kn + kn / 8 + 2 * (kn - std::floor(kn * 9 / 10)) + 2 * kn) / 3.35e12);
 }
 
 TEST(MathPolicy, Fp32MatmulAndConvolutionUnderEachPolicy) {
