@@ -52,7 +52,13 @@ json device_to_json(const hw::Device& d) {
     json peak = json::object();
     for (const auto& [dtype, s] : u.peak)
       peak[std::string(ir::dtype_name(dtype))] = sourced_json(s, rate_unit(dtype));
-    json ju = {{"name", u.name}, {"kind", hw::unit_kind_name(u.kind)}, {"peak", peak}};
+    json sparse = json::object();
+    for (const auto& [dtype, s] : u.sparse_2_4_peak)
+      sparse[std::string(ir::dtype_name(dtype))] = sourced_json(s, rate_unit(dtype));
+    json ju = {{"name", u.name},
+               {"kind", hw::unit_kind_name(u.kind)},
+               {"peak", peak},
+               {"sparse_2_4_peak", sparse}};
     if (u.clock_mhz) ju["clock_mhz"] = sourced_json(*u.clock_mhz, "MHz");
     units.push_back(ju);
   }
@@ -86,7 +92,7 @@ std::string device_text(const hw::Device& d) {
   else
     out += fmt::format("  {:<10} {}\n", "SMs/cores", d.num_sms);
   out += fmt::format("  loaded from {}\n", d.file);
-  out += "\ncompute units (dense peaks; 1 MAC = 2 FLOP)   [flag] source\n";
+  out += "\ncompute units (dense peaks, 2:4-sparse ones apart; 1 MAC = 2 FLOP)   [flag] source\n";
   for (const hw::ComputeUnit& u : d.units) {
     out += fmt::format("  {} ({})\n", u.name, hw::unit_kind_name(u.kind));
     if (u.clock_mhz) {
@@ -96,6 +102,12 @@ std::string device_text(const hw::Device& d) {
     }
     for (const auto& [dtype, s] : u.peak)
       out += fmt::format("    {:<8} {}\n", ir::dtype_name(dtype), sourced_text(s, rate_unit(dtype)));
+    if (!u.sparse_2_4_peak.empty()) {
+      out += "    2:4 structured-sparse peaks (dense-equivalent: zeros counted as done)\n";
+      for (const auto& [dtype, s] : u.sparse_2_4_peak)
+        out += fmt::format("      {:<8} {}\n", ir::dtype_name(dtype),
+                           sourced_text(s, rate_unit(dtype)));
+    }
   }
   out += "\nmemory\n";
   for (const hw::MemoryLevel& m : d.memory) {

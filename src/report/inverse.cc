@@ -53,7 +53,11 @@ json inverse_to_json(const ir::Graph& g, const bound::InverseResult& r) {
       by[std::string(ir::dtype_name(dtype))] = {{"work", number(work)},
                                                 {"min_rate", number(work / r.target_seconds)}};
     compute[std::string(hw::unit_kind_name(k.kind))] = {
-        {"work", number(k.work)}, {"unit", unit_of(k.kind)}, {"min_rate", number(k.min_rate)},
+        {"work", number(k.work)},
+        {"unit", unit_of(k.kind)},
+        {"min_rate", number(k.min_rate)},
+        {"work_without_2_4", number(k.work_without_2_4)},
+        {"min_rate_without_2_4", number(k.min_rate_without_2_4)},
         {"by_dtype", std::move(by)}};
   }
   j["min_compute"] = std::move(compute);
@@ -119,6 +123,10 @@ std::string inverse_table(const ir::Graph& g, const bound::InverseResult& r) {
                         detail::si(work, unit_of(k.kind)));
     out += fmt::format("  {:<8} {:>14}  ({})\n", hw::unit_kind_name(k.kind),
                        detail::si(k.min_rate, unit_of(k.kind) + "/s"), by);
+    if (k.work_without_2_4 != k.work)
+      out += fmt::format("  {:<8} {:>14}  (with no 2:4 sparse peak; above: one of 2x "
+                         "dense)\n", "",
+                         detail::si(k.min_rate_without_2_4, unit_of(k.kind) + "/s"));
   }
   out += "\nminimum DRAM bandwidth beta_min(S) = Q(S) / T:\n";
   out += fmt::format("  {:>10}  {:>12}  {:>12}  {:>12}  {:>12}\n", "S", "Q attainable",

@@ -135,8 +135,14 @@ json to_json(const Report& r) {
       {"flops", "totals.flops = 2*macs + vector_flops"},
       {"bytes", "decimal bytes; footprints at each tensor's own width"},
       {"seconds",
-       "seconds at dense peak rates; fused = the whole graph as one kernel (a lower bound for "
-       "any implementation); unfused = sum of per-op rooflines (the eager reference)"},
+       "seconds at dense peak rates, except that 2:4-structured MACs run at the device's 2:4 "
+       "sparse peak where it publishes one; fused = the whole graph as one kernel (a lower "
+       "bound for any implementation); unfused = sum of per-op rooflines (the eager "
+       "reference)"},
+      {"sparsity",
+       "macs are the contractions as written; macs_2_4 is the part with a 2:4-structured "
+       "operand (skipped only on a device with a 2:4 sparse peak); unstructured zeros are "
+       "never skipped and only shrink bytes (bitmap format)"},
       {"rates", "peaks_used: FLOP/s (ops/s) for compute resources, bytes/s for memory"},
       {"counts", "exact integers; a count above 2^64-1 is written as a decimal string"},
       {"cache_aware",
@@ -155,6 +161,8 @@ json to_json(const Report& r) {
   j["totals"] = {
       {"macs", count_json(total.total_macs())},
       {"macs_by_dtype", by_dtype(total.macs)},
+      {"macs_2_4", count_json(total.total_macs_2_4())},
+      {"macs_2_4_by_dtype", by_dtype(total.macs_2_4)},
       {"flops", count_json(total.flops())},
       {"vector_flops", count_json(total.total_vector_flops())},
       {"vector_flops_by_dtype", by_dtype(total.vector_flops)},
@@ -256,6 +264,8 @@ json to_json(const Report& r) {
     row["analyzed"] = w.analyzed;
     row["macs"] = count_json(w.total_macs());
     row["macs_by_dtype"] = by_dtype(w.macs);
+    row["macs_2_4"] = count_json(w.total_macs_2_4());
+    row["macs_2_4_by_dtype"] = by_dtype(w.macs_2_4);
     row["flops"] = count_json(w.flops());
     row["vector_flops"] = count_json(w.total_vector_flops());
     row["special_ops"] = count_json(w.special_ops);

@@ -155,6 +155,10 @@ std::string to_table(const Report& r, int top_ops) {
   std::string vec_detail = by_dtype(t.vector_flops, "FLOP");
   out += fmt::format("  MACs          {}{}\n", detail::si(t.total_macs(), "MAC"),
                      macs_detail.empty() ? "" : "  (" + macs_detail + ")");
+  // Shown only for programs with 2:4 work (the JSON always has it).
+  if (t.total_macs_2_4() != Count(0))
+    out += fmt::format("    of which 2:4 {}  (at the 2:4 sparse peak where a device has one)\n",
+                       detail::si(t.total_macs_2_4(), "MAC"));
   out += fmt::format("  FLOPs         {}  (2*MACs + vector {}{})\n", detail::si(t.flops(), "FLOP"),
                      detail::si(t.total_vector_flops(), "FLOP"),
                      vec_detail.empty() ? "" : ": " + vec_detail);

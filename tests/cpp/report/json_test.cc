@@ -87,8 +87,9 @@ TEST(ReportJson, HasEveryRequiredField) {
   json j = to_json(make_report(g, {&d}));
   for (const char* path :
        {"/schema", "/conventions/mac", "/conventions/flops", "/conventions/bytes",
-        "/conventions/seconds", "/program/name", "/program/frontend", "/program/source",
+        "/conventions/seconds", "/conventions/sparsity", "/program/name", "/program/frontend", "/program/source",
         "/options/policy", "/options/cache_state", "/totals/macs", "/totals/macs_by_dtype",
+        "/totals/macs_2_4", "/totals/macs_2_4_by_dtype",
         "/totals/flops", "/totals/vector_flops", "/totals/special_ops", "/totals/bytes_unfused",
         "/totals/bytes_fused", "/coverage/ops", "/coverage/analyzed", "/coverage/unanalyzed",
         "/coverage/unanalyzed_ops", "/coverage/complete", "/devices/SYN/name",
@@ -103,7 +104,8 @@ TEST(ReportJson, HasEveryRequiredField) {
                           "bytes_estimate", "share_estimate"})
     EXPECT_TRUE(j["coverage"]["unanalyzed_ops"][0].contains(key)) << key;
   for (const json& op : j["ops"])
-    for (const char* key : {"name", "kind", "class", "macs", "flops", "vector_flops",
+    for (const char* key : {"name", "kind", "class", "macs", "macs_2_4", "macs_2_4_by_dtype",
+                            "flops", "vector_flops",
                             "special_ops", "bytes", "bytes_read", "bytes_written", "origin",
                             "note", "seconds", "bottleneck", "share"})
       EXPECT_TRUE(op.contains(key)) << op["name"] << " " << key;
@@ -124,6 +126,8 @@ TEST(ReportJson, Values) {
   const std::uint64_t macs = kM * kN * kK;
   EXPECT_EQ(j["totals"]["macs"], macs);
   EXPECT_EQ(j["totals"]["macs_by_dtype"]["bf16"], macs);
+  EXPECT_EQ(j["totals"]["macs_2_4"], 0);  // no 2:4-structured operand
+  EXPECT_EQ(j["totals"]["macs_2_4_by_dtype"], json::object());
   EXPECT_EQ(j["totals"]["vector_flops"], kM * kN);
   EXPECT_EQ(j["totals"]["flops"], 2 * macs + kM * kN);  // 2*macs + vector FLOPs
   EXPECT_EQ(j["totals"]["special_ops"], kM * kN);

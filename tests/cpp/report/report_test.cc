@@ -17,6 +17,7 @@ namespace solar::report {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const hw::DeviceDb& db() {
   static const hw::DeviceDb d = hw::DeviceDb::load_default();
@@ -42,6 +43,40 @@ TEST(Analyze, H100Bf16GemmIsComputeBound) {
   EXPECT_DOUBLE_EQ(b.fused.terms[1].seconds, 3.0 * 2 * 4096 * 4096 / 3.35e12);
   EXPECT_EQ(b.fused.terms[1].resource, "dram");
   EXPECT_EQ(r.cost.total.total_macs(), Count(4096) * Count(4096) * Count(4096));
+}
+
+TEST(Analyze, TwoFourGemmShowsItsStructuredMacs) {
+  ir::Graph g = ir::parse_graph(R"(
+    a = bf16[4096,4096] input
+    b = bf16[4096,4096]{sparsity="2:4"} weight
+    c = bf16[4096,4096]{output} einsum "mk,kn->mn" (a, b))");
+  Report r = analyze(g, {&db().get("H100_SXM"), &db().get("TPU_v5e")}, {});
+  const std::uint64_t macs = 4096ull * 4096 * 4096;  // the contraction as written
+  nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["totals"]["macs"], macs);
+  EXPECT_EQ(j["totals"]["macs_2_4"], macs);  // all of them with a 2:4 operand
+  EXPECT_EQ(j["totals"]["macs_2_4_by_dtype"]["bf16"], macs);
+  EXPECT_EQ(j["totals"]["flops"], 2 * macs);  // dense FLOPs
+  EXPECT_EQ(j["ops"][0]["macs_2_4"], macs);
+  EXPECT_EQ(j["ops"][0]["macs_2_4_by_dtype"]["bf16"], macs);
+  // H100 runs them at its 1978.8 TFLOP/s 2:4 peak; the TPU at its dense 197 TFLOP/s.
+  EXPECT_EQ(j["ops"][0]["bottleneck"]["H100_SXM"], "tensor_core.bf16.2:4");
+  EXPECT_DOUBLE_EQ(j["ops"][0]["seconds"]["H100_SXM"].get<double>(), 2.0 * macs / 1978.8e12);
+  EXPECT_EQ(j["devices"]["H100_SXM"]["peaks_used"]["tensor_core.bf16.2:4"], 1978.8e12);
+  EXPECT_EQ(j["ops"][0]["bottleneck"]["TPU_v5e"], "mxu.bf16");
+  EXPECT_DOUBLE_EQ(j["ops"][0]["seconds"]["TPU_v5e"].get<double>(), 2.0 * macs / 197e12);
+  std::string t = to_table(r);
+  EXPECT_THAT(t, HasSubstr("of which 2:4 68.72 GMAC"));  // 4096^3
+}
+
+TEST(Analyze, DenseProgramsHaveNoTwoFourLine) {
+  ir::Graph g = ir::parse_graph(R"(
+    a = bf16[64,64] input
+    b = bf16[64,64]{zeros=0.5} weight
+    c = bf16[64,64]{output} einsum "mk,kn->mn" (a, b))");
+  Report r = analyze(g, {&db().get("H100_SXM")}, {});
+  EXPECT_EQ(to_json(r)["totals"]["macs_2_4"], 0);  // unstructured zeros are not skipped work
+  EXPECT_THAT(to_table(r), Not(HasSubstr("of which 2:4")));
 }
 
 TEST(Analyze, Fp32MatmulAndConvolutionFollowThePolicy) {
