@@ -202,6 +202,7 @@ TEST(DeviceYaml, DocsExampleParses) {
   EXPECT_EQ(d.id, "H100_SXM");
   EXPECT_DOUBLE_EQ(*d.peak(UnitKind::Tensor, DType::BF16), 989.4e12);
   EXPECT_DOUBLE_EQ(*d.peak(UnitKind::Tensor, DType::F64), 66.9e12);
+  EXPECT_DOUBLE_EQ(*d.sparse_2_4_peak(UnitKind::Tensor, DType::BF16), 1978.8e12);  // 2 x dense
   EXPECT_DOUBLE_EQ(d.memory_level("smem")->capacity->value, 132.0 * 228 * 1024);
 }
 
