@@ -27,9 +27,9 @@ hw::DeviceDb& device_db() {
 namespace {
 
 // Peaks keyed by dtype name, as the text form and reports spell them.
-std::map<std::string, hw::Sourced> peaks(const hw::ComputeUnit& u) {
+std::map<std::string, hw::Sourced> by_name(const std::map<ir::DType, hw::Sourced>& m) {
   std::map<std::string, hw::Sourced> out;
-  for (const auto& [dtype, s] : u.peak) out.emplace(ir::dtype_name(dtype), s);
+  for (const auto& [dtype, s] : m) out.emplace(ir::dtype_name(dtype), s);
   return out;
 }
 
@@ -51,10 +51,12 @@ void bind_hw(nb::module_& m) {
       .value("vector", hw::UnitKind::Vector)
       .value("special", hw::UnitKind::Special);
 
-  nb::class_<hw::ComputeUnit>(m, "ComputeUnit", "Dense peak FLOP/s per dtype of one unit.")
+  nb::class_<hw::ComputeUnit>(m, "ComputeUnit", "Dense peak FLOP/s per dtype of one unit; 2:4 sparse peaks apart.")
       .def_ro("kind", &hw::ComputeUnit::kind)
       .def_ro("name", &hw::ComputeUnit::name)
-      .def_prop_ro("peak", &peaks)
+      .def_prop_ro("peak", [](const hw::ComputeUnit& u) { return by_name(u.peak); })
+      .def_prop_ro("sparse_2_4_peak",
+                   [](const hw::ComputeUnit& u) { return by_name(u.sparse_2_4_peak); })
       .def_ro("clock_mhz", &hw::ComputeUnit::clock_mhz)
       .def("__repr__", [](const hw::ComputeUnit& u) {
         return fmt::format("<solar.ComputeUnit {} ({})>", u.name, hw::unit_kind_name(u.kind));
@@ -81,6 +83,8 @@ void bind_hw(nb::module_& m) {
       .def_ro("file", &hw::Device::file)
       .def("peak", &hw::Device::peak, "kind"_a, "dtype"_a,
            "Peak FLOP/s of the fastest unit of `kind` for `dtype`, or None.")
+      .def("sparse_2_4_peak", &hw::Device::sparse_2_4_peak, "kind"_a, "dtype"_a,
+           "2:4 sparse peak (dense-equivalent FLOP/s) of that unit for `dtype`, or None.")
       .def("to_json", [](const hw::Device& d) { return cli::device_to_json(d).dump(2); },
            "The device as JSON (solar.device.v1).")
       .def("__str__", &cli::device_text)

@@ -143,6 +143,23 @@ def test_gemm_traffic_and_bounds():
     assert r.devices["B200"].fused.seconds < h100.fused.seconds
 
 
+@pytest.mark.parametrize("annotation,macs_2_4,sparse_device_speedup", [
+    ('{sparsity="2:4"}', 64 * 16 * 32, 2.0),  # every MAC has a 2:4 operand: half the time
+    ("{zeros=0.9}", 0, 1.0),                  # unstructured zeros are never skipped work
+    ("", 0, 1.0),
+])
+def test_sparsity_in_work_and_bounds(annotation, macs_2_4, sparse_device_speedup):
+    text = GEMM_TEXT.replace("b = bf16[32,16]", "b = bf16[32,16]" + annotation)
+    r = solar.analyze(solar.parse_graph(text), arch=["H100_SXM", "TPU_v5e"])
+    assert r.totals.macs == 64 * 16 * 32  # the contraction as written, always
+    assert r.totals.macs_2_4 == macs_2_4
+    assert r.ops[0].macs_2_4 == macs_2_4
+    compute = {d: [t for k, t in r.devices[d].fused.terms.items() if k != "dram"][0]
+               for d in ("H100_SXM", "TPU_v5e")}
+    assert compute["H100_SXM"] == pytest.approx(2 * 64 * 16 * 32 / 989.4e12 / sparse_device_speedup)
+    assert compute["TPU_v5e"] == pytest.approx(2 * 64 * 16 * 32 / 197e12)  # no sparse mode
+
+
 def test_causal_attention_counts_the_triangle():
     r = solar.analyze(solar.load_graph(EXAMPLES / "transformer_block.solar"))
     ops = {op.name: op for op in r.ops}
@@ -234,6 +251,11 @@ def test_devices_and_device_lookup():
     assert dram.bandwidth.value > 1e12  # bytes/s
     j = json.loads(h100.to_json())
     assert j["schema"] == "solar.device.v1" and j["id"] == "H100_SXM"
+    # 2:4 sparse peaks apart from the dense ones: 2x dense on H100, none on a TPU.
+    assert tc[0].sparse_2_4_peak["bf16"].value == 2 * tc[0].peak["bf16"].value
+    assert h100.sparse_2_4_peak(solar.UnitKind.tensor, solar.DType.bf16) == 1978.8e12
+    assert solar.device("TPU_v5e").sparse_2_4_peak(solar.UnitKind.tensor, solar.DType.bf16) is None
+    assert j["units"][0]["sparse_2_4_peak"]["bf16"]["flag"] == "D"
 
 
 # ---- errors --------------------------------------------------------------------------------
