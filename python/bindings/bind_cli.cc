@@ -32,6 +32,13 @@ void bind_cli(nb::module_& m) {
   codes["validation_failed"] = int(cli::kValidationFailed);
   codes["program_error"] = int(cli::kProgramError);
   codes["bound_violated"] = int(cli::kBoundViolated);
+  codes["outside_language"] = int(cli::kOutsideLanguage);
+  codes["not_affine"] = int(cli::kNotAffine);
+  codes["data_dependent"] = int(cli::kDataDependent);
+  codes["unknown_intrinsic"] = int(cli::kUnknownIntrinsic);
+  codes["shape_mismatch"] = int(cli::kShapeMismatch);
+  codes["undeclared"] = int(cli::kUndeclared);
+  codes["non_constant_bound"] = int(cli::kNonConstantBound);
   codes["internal"] = int(cli::kInternal);
   m.attr("EXIT_CODES") = codes;
 }

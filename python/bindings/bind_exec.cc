@@ -326,6 +326,17 @@ void bind_exec(nb::module_& m) {
   m.def("validate", &validate, "graph"_a, "inputs"_a, "references"_a, "intermediates"_a,
         "threads"_a = 0, "memory_limit_bytes"_a = 0,
         "Runs the graph and compares it with reference values.");
+  m.def("compare",
+        [](const std::string& name, const nb::dict& arrays, ir::DType dtype) {
+          Inputs in = references_from(arrays, "value");
+          if (!in.buffers.contains("got") || !in.buffers.contains("want"))
+            bad("compare needs the arrays 'got' and 'want'");
+          return exec::compare(name, in.buffers.at("got"), in.buffers.at("want"),
+                               exec::tolerance_for(dtype));
+        },
+        "name"_a, "arrays"_a, "dtype"_a,
+        "Compares arrays['got'] with arrays['want'] under the tolerance of `dtype` (the rule "
+        "validate uses); returns a Check.");
   m.def("tolerance_for", [](ir::DType d) {
           exec::Tolerance t = exec::tolerance_for(d);
           return std::make_pair(t.atol, t.rtol);

@@ -2,7 +2,8 @@
 //
 //   solar::Error         -> solar.Error(ValueError)
 //   solar::UserError     -> solar.UserError(Error), with .kind ("io", "parse",
-//                           "invalid_graph", "unknown_device", "bad_argument")
+//                           "invalid_graph", "unknown_device", "bad_argument", and the
+//                           loop-language refusals "outside_language" ... "non_constant_bound")
 //   solar::Unsupported   -> solar.UnsupportedError(Error)
 //   solar::InternalError -> solar.InternalError(Error)
 // Each keeps the one-line message (with its file:line origin); .exit_code is the code the
@@ -34,6 +35,13 @@ const char* kind_name(UserError::Kind k) {
     case UserError::Kind::InvalidGraph: return "invalid_graph";
     case UserError::Kind::UnknownDevice: return "unknown_device";
     case UserError::Kind::BadArgument: return "bad_argument";
+    case UserError::Kind::OutsideLanguage: return "outside_language";
+    case UserError::Kind::NotAffine: return "not_affine";
+    case UserError::Kind::DataDependent: return "data_dependent";
+    case UserError::Kind::UnknownIntrinsic: return "unknown_intrinsic";
+    case UserError::Kind::ShapeMismatch: return "shape_mismatch";
+    case UserError::Kind::Undeclared: return "undeclared";
+    case UserError::Kind::NonConstantBound: return "non_constant_bound";
   }
   return "unknown";
 }

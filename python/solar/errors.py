@@ -8,6 +8,10 @@ from . import _core
 # kind -> the EXIT_CODES name of its exit code
 _EXIT_NAME = {"io": "io", "parse": "parse", "usage": "usage", "bad_argument": "usage",
               "invalid_graph": "invalid_graph", "unknown_device": "unknown_device"}
+# The loop language's refusals (docs/loop-language.md) have an exit code each, named as the kind.
+LOOP_REFUSALS = ("outside_language", "not_affine", "data_dependent", "unknown_intrinsic",
+                 "shape_mismatch", "undeclared", "non_constant_bound")
+_EXIT_NAME.update({k: k for k in LOOP_REFUSALS})
 
 
 def user_error(message: str, kind: str) -> "_core.UserError":

@@ -239,6 +239,13 @@ ExitCode exit_code_for(const std::exception& e) {
       case UserError::Kind::InvalidGraph: return kInvalidGraph;
       case UserError::Kind::UnknownDevice: return kUnknownDevice;
       case UserError::Kind::BadArgument: return kUsage;
+      case UserError::Kind::OutsideLanguage: return kOutsideLanguage;
+      case UserError::Kind::NotAffine: return kNotAffine;
+      case UserError::Kind::DataDependent: return kDataDependent;
+      case UserError::Kind::UnknownIntrinsic: return kUnknownIntrinsic;
+      case UserError::Kind::ShapeMismatch: return kShapeMismatch;
+      case UserError::Kind::Undeclared: return kUndeclared;
+      case UserError::Kind::NonConstantBound: return kNonConstantBound;
     }
     return kInternal;
   }

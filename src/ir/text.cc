@@ -855,4 +855,8 @@ std::string print_graph(const Graph& g) {
   return out;
 }
 
+std::string print_affine(const AffineExpr& e, const std::vector<IndexDim>& indices) {
+  return syntax::format_affine(e, indices);
+}
+
 }  // namespace solar::ir

@@ -22,7 +22,10 @@ std::int64_t norm_dim(std::int64_t d, std::size_t rank) {
   return n;
 }
 
-void Context::begin(const TraceOp& op) { op_ = &op; }
+void Context::begin(const TraceOp& op) {
+  op_ = &op;
+  line_ = 0;
+}
 
 ir::Expr operand(Context& c, const char* name, std::vector<ir::TensorId>& inputs, double dflt) {
   const auto& v = c.a(name);
@@ -125,6 +128,8 @@ ir::DType Context::dtype_of(const std::string& d) {
       {"float8_e4m3fnuz", DType::F8E4M3}, {"float8_e5m2fnuz", DType::F8E5M2}};
   for (const auto& [name, dt] : table)
     if (d == name) return dt;
+  // Frontends that speak Solar's own dtypes (the loop language) use the IR's names.
+  if (std::optional<DType> dt = ir::parse_dtype(d)) return *dt;
   throw Unsupported(fmt::format("dtype '{}' has no Solar equivalent", d));
 }
 
@@ -132,7 +137,7 @@ solar::Origin Context::origin() const {
   solar::Origin o;
   if (op_) {
     o.file = op_->file;
-    o.line = op_->line;
+    o.line = line_ ? line_ : op_->line;
     o.op = op_->op;
   }
   return o;
@@ -250,6 +255,8 @@ TensorId Context::make_tensor(std::int64_t id, ir::Role role) {
     t.dtype = dtype_of(x.dtype);
   }
   t.role = role;
+  t.dim_names = x.dims;
+  t.sparsity = x.sparsity;
   TensorId tid = stage(std::move(t));
   if (static_cast<std::size_t>(id) >= map_.size()) map_.resize(id + 1);
   map_[id] = tid;

@@ -37,6 +37,9 @@ class Context {
   // --- the op being lowered ---
   void begin(const TraceOp& op);
   const TraceOp& op() const { return *op_; }
+  // The source line of the ops staged from now on (0: the trace op's own line), for trace ops
+  // that span several lines (a loop nest's statements); begin() resets it.
+  void at_line(int line) { line_ = line; }
   // A named argument (null when absent).
   const nlohmann::json& a(const char* name) const;
   bool has(const char* name) const;
@@ -143,6 +146,7 @@ class Context {
   const OpTrace& trace_;
   ir::Graph& g_;
   const TraceOp* op_ = nullptr;
+  int line_ = 0;
   std::vector<ir::TensorId> map_;  // by trace id
   int temps_ = 0;
   // Committed and staged (this op's) aliases, flat views and materialized copies; staged

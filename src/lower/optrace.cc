@@ -96,6 +96,23 @@ OpTrace optrace_from_json(const nlohmann::json& j, std::string_view file) {
     if (!r)
       bad(file, where + ".role must be input, parameter, buffer, constant, intermediate or output");
     tt.role = *r;
+    if (auto it = x.find("dims"); it != x.end() && !it->is_null()) {
+      if (!it->is_array() || it->size() != tt.shape.size())
+        bad(file, where + ".dims must be a list of one name per dimension");
+      for (const auto& d : *it) {
+        if (!d.is_string()) bad(file, where + ".dims must hold strings");
+        tt.dims.push_back(d.get<std::string>());
+      }
+    }
+    if (auto it = x.find("sparsity"); it != x.end() && !it->is_null()) {
+      const auto z = it->is_object() ? it->find("zero_fraction") : it->end();
+      if (z == it->end() || !z->is_number())
+        bad(file, where + ".sparsity must be {\"zero_fraction\": F, \"structured_2_4\": B}");
+      ir::Sparsity sp;
+      sp.zero_fraction = z->get<double>();
+      sp.structured_2_4 = it->value("structured_2_4", false);
+      tt.sparsity = sp;
+    }
     if (static_cast<std::size_t>(tt.id) >= t.index_.size()) t.index_.resize(tt.id + 1, 0);
     if (t.index_[tt.id] != 0) bad(file, fmt::format("tensor id {} is declared twice", tt.id));
     t.tensors.push_back(std::move(tt));
@@ -151,6 +168,10 @@ nlohmann::json optrace_to_json(const OpTrace& t) {
     if (!x.strides.empty()) o["strides"] = x.strides;
     if (x.storage >= 0) o["storage"] = x.storage;
     if (x.storage_offset != 0) o["storage_offset"] = x.storage_offset;
+    if (!x.dims.empty()) o["dims"] = x.dims;
+    if (x.sparsity)
+      o["sparsity"] = {{"zero_fraction", x.sparsity->zero_fraction},
+                       {"structured_2_4", x.sparsity->structured_2_4}};
     j["tensors"].push_back(std::move(o));
   }
   j["ops"] = nlohmann::json::array();

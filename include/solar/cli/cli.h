@@ -29,6 +29,14 @@ enum ExitCode : int {
   kValidationFailed = 8,  // the lowered graph's outputs differ from the program's (validate)
   kProgramError = 9,      // the user's program raised while it was loaded, captured or run
   kBoundViolated = 10,    // solar bench: a measured run beat a SOL bound (a bug to report)
+  // A loop program refused (docs/loop-language.md, "Refusals"), one code per rule:
+  kOutsideLanguage = 11,
+  kNotAffine = 12,
+  kDataDependent = 13,
+  kUnknownIntrinsic = 14,
+  kShapeMismatch = 15,
+  kUndeclared = 16,
+  kNonConstantBound = 17,
   kInternal = 70,      // a bug
 };
 

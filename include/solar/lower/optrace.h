@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "solar/ir/graph.h"
+
 namespace solar::lower {
 
 inline constexpr std::string_view kOpTraceSchema = "solar.optrace.v1";
@@ -28,6 +30,8 @@ struct TraceTensor {
   std::int64_t storage = -1;          // tensors with equal storage alias the same memory
   std::int64_t storage_offset = 0;    // in elements
   TraceRole role = TraceRole::Intermediate;
+  std::vector<std::string> dims;          // optional dimension names ("B", "S", "D")
+  std::optional<ir::Sparsity> sparsity;   // optional declared sparsity (loop programs)
 };
 
 struct TraceOp {

@@ -38,6 +38,14 @@ class UserError : public Error {
     InvalidGraph,// the verifier rejected the graph
     UnknownDevice,
     BadArgument, // a bad option value
+    // Refusals of the loop language (docs/loop-language.md), one exit code each:
+    OutsideLanguage,   // a construct or program shape the language does not have
+    NotAffine,         // a subscript or guard that is not affine in the loop variables
+    DataDependent,     // a branch or subscript that depends on tensor values
+    UnknownIntrinsic,  // a call to a function the language does not define
+    ShapeMismatch,     // ranks, extents or bounds that do not agree
+    Undeclared,        // a name that is no tensor, constant, parameter or loop variable
+    NonConstantBound,  // a loop bound that is not a static constant (or affine in outer loops)
   };
   UserError(Kind kind, const std::string& message, Origin origin = {})
       : Error(message, std::move(origin)), kind_(kind) {}

@@ -1,0 +1,381 @@
+"""Reading a loop program (docs/loop-language.md): the module's top level with Python's `ast`
+into a Program (constants, tensor declarations, kernels, the model), and the constant
+expressions everything else evaluates. Nothing of the file is ever executed; a construct
+outside the language is refused with file:line and the rule it breaks.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import math
+import operator
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+from . import language as lang
+from .language import refusal
+
+Number = (int, float)
+
+
+@dataclasses.dataclass
+class TensorDecl:
+    """A declared tensor: `Tensor(dims, dtype=, role=, sparsity=, fill=, name=)`."""
+
+    name: str
+    shape: Tuple[int, ...]
+    dtype: str  # canonical (the IR's name)
+    role: str  # input weight constant output scratch
+    sparsity: Optional[Dict[str, Any]]  # {"zero_fraction": f, "structured_2_4": bool}
+    fill: Optional[float]
+    dims: Optional[List[str]]  # dimension names, when every entry of `dims` is a name
+    line: int
+
+
+@dataclasses.dataclass
+class Program:
+    """A parsed loop program. Kernels and the model stay ASTs: the recorder interprets them."""
+
+    path: str
+    constants: Dict[str, Any]  # module-level constants (after --set overrides)
+    tensors: Dict[str, TensorDecl]  # module-level declarations, in order
+    kernels: Dict[str, ast.FunctionDef]
+    model: ast.FunctionDef
+    name: str  # the program's name (its file's stem)
+
+
+class OverrideError(ValueError):
+    """A --set NAME=VALUE that names no module-level constant or is not a number."""
+
+
+# ----------------------------------------------------------------------- constructs
+
+# Nodes no loop program may contain anywhere, with the words of the refusal.
+_FORBIDDEN = {
+    ast.Attribute: "attribute access (`a.b`)",
+    ast.While: "`while` loops (loops are `for v in range(...)`)",
+    ast.Try: "`try`", ast.With: "`with`", ast.Lambda: "`lambda`",
+    ast.ClassDef: "classes", ast.AsyncFunctionDef: "async functions",
+    ast.Global: "`global`", ast.Nonlocal: "`nonlocal`", ast.Delete: "`del`",
+    ast.Yield: "generators", ast.YieldFrom: "generators", ast.Await: "`await`",
+    ast.ListComp: "comprehensions", ast.SetComp: "comprehensions",
+    ast.DictComp: "comprehensions", ast.GeneratorExp: "comprehensions",
+    ast.NamedExpr: "`:=`", ast.Assert: "`assert`", ast.Raise: "`raise`",
+    ast.Return: "`return` (kernels write their tensor parameters)",
+    ast.Break: "`break`", ast.Continue: "`continue`", ast.JoinedStr: "f-strings",
+    ast.Starred: "`*` unpacking", ast.Dict: "dictionaries", ast.Set: "sets",
+}
+
+
+def check_constructs(tree: ast.Module, path: str) -> None:
+    """Refuses, anywhere in the file, the constructs the language lacks: imports other than
+    `from solar.loopir import ...` at the top level, attribute access, `while`, ..."""
+    top_imports = {id(s) for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            check_import(node, path, top_level=id(node) in top_imports)
+            continue
+        for kind, words in _FORBIDDEN.items():
+            if isinstance(node, kind):
+                raise refusal("outside_language", path, node.lineno,
+                              f"{words} is not part of the loop language")
+
+
+def check_import(node: ast.stmt, path: str, top_level: bool) -> None:
+    """Only `from solar.loopir import NAMES` (or `import solar.loopir`), at the top level."""
+    if isinstance(node, ast.ImportFrom):
+        modules = [node.module or ""]
+        names = [a.name for a in node.names]
+    else:
+        modules = [a.name for a in node.names]
+        names = []
+    if not top_level or any(m != "solar.loopir" for m in modules) or getattr(node, "level", 0):
+        what = ", ".join(modules) or "."
+        raise refusal("outside_language", path, node.lineno,
+                      f"`import {what}`: a loop program imports only from solar.loopir, at "
+                      "its top level")
+    for n in names:
+        if n != "*" and n not in lang.ALL_NAMES:
+            raise refusal("unknown_intrinsic", path, node.lineno,
+                          f"solar.loopir defines no `{n}`")
+
+
+# ----------------------------------------------------------------------- constants
+
+_BINARY: Dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_CONSTANT_FUNCTIONS: Dict[str, Callable[..., Any]] = {
+    "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "abs": abs, "min": min, "max": max,
+}
+
+
+def constant_value(node: ast.expr, names: Mapping[str, Any], path: str, what: str = "a constant"):
+    """Evaluates a constant expression: numbers, names of constants, arithmetic and the
+    functions sqrt exp log abs min max. `what` names the expression in a refusal."""
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool) or not isinstance(node.value, Number):
+            raise refusal("outside_language", path, node.lineno,
+                          f"{what} must be a number, not {node.value!r}")
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id in names:
+            value = names[node.id]
+            if isinstance(value, Number) and not isinstance(value, bool):
+                return value
+            raise refusal("outside_language", path, node.lineno,
+                          f"`{node.id}` is not a number, so it cannot be part of {what}")
+        if node.id in lang.CONSTANT_NAMES:
+            return lang.CONSTANT_NAMES[node.id]
+        raise refusal("undeclared", path, node.lineno, f"`{node.id}` is not a declared constant")
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = constant_value(node.operand, names, path, what)
+        return -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        a = constant_value(node.left, names, path, what)
+        b = constant_value(node.right, names, path, what)
+        try:
+            return _BINARY[type(node.op)](a, b)
+        except (ZeroDivisionError, OverflowError, ValueError) as e:
+            raise refusal("outside_language", path, node.lineno, f"{what}: {e}") from None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        name = node.func.id
+        if name not in _CONSTANT_FUNCTIONS:
+            raise refusal("unknown_intrinsic", path, node.lineno,
+                          f"`{name}` is not a function of constants "
+                          f"({', '.join(lang.CONSTANT_FUNCTIONS)})")
+        if node.keywords:
+            raise refusal("outside_language", path, node.lineno, f"`{name}` takes no keywords")
+        args = [constant_value(a, names, path, what) for a in node.args]
+        try:
+            return _CONSTANT_FUNCTIONS[name](*args)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise refusal("outside_language", path, node.lineno, f"{what}: {name}: {e}") from None
+    raise refusal("outside_language", path, getattr(node, "lineno", 0),
+                  f"{what} must be a constant expression (numbers, constants, arithmetic)")
+
+
+# ----------------------------------------------------------------------- tensors
+
+_TENSOR_KEYWORDS = ("dtype", "role", "sparsity", "fill", "name")
+
+
+def tensor_decl(call: ast.Call, default_name: str, names: Mapping[str, Any], path: str,
+                default_role: str = "scratch") -> TensorDecl:
+    """A `Tensor(dims, dtype=..., role=..., sparsity=..., fill=..., name=...)` call."""
+    line = call.lineno
+    if len(call.args) != 1:
+        raise refusal("outside_language", path, line,
+                      "Tensor takes one positional argument, its dims string (\"B,M,K\")")
+    dims_node = call.args[0]
+    if not (isinstance(dims_node, ast.Constant) and isinstance(dims_node.value, str)):
+        raise refusal("outside_language", path, line, "Tensor's dims must be a string (\"B,M,K\")")
+    opts: Dict[str, ast.expr] = {}
+    for kw in call.keywords:
+        if kw.arg not in _TENSOR_KEYWORDS:
+            raise refusal("outside_language", path, line,
+                          f"Tensor has no option `{kw.arg}` ({', '.join(_TENSOR_KEYWORDS)})")
+        opts[kw.arg] = kw.value
+    shape, dims = dims_value(dims_node.value, names, path, line)
+
+    def string_opt(key: str, default: Optional[str]) -> Optional[str]:
+        node = opts.get(key)
+        if node is None:
+            return default
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        raise refusal("outside_language", path, line, f"Tensor's {key} must be a string")
+
+    dtype_name = string_opt("dtype", "f32")
+    dtype = lang.canonical_dtype(dtype_name)
+    if dtype is None:
+        raise refusal("outside_language", path, line,
+                      f"unknown dtype '{dtype_name}' ({' '.join(lang.DTYPES)})")
+    role = string_opt("role", default_role)
+    if role not in lang.ROLES:
+        raise refusal("outside_language", path, line,
+                      f"unknown role '{role}' ({' '.join(lang.ROLES)})")
+    name = string_opt("name", default_name)
+    sparsity = None
+    if "sparsity" in opts:
+        sparsity = sparsity_value(opts["sparsity"], names, path, line)
+        if sparsity is not None and role not in ("input", "weight", "constant"):
+            raise refusal("outside_language", path, line,
+                          "sparsity is declared on input, weight and constant tensors "
+                          "(apply_mask gives a computed tensor its mask's sparsity)")
+    fill = None
+    if "fill" in opts:
+        fill = float(constant_value(opts["fill"], names, path, "a fill value"))
+        if role in ("input", "weight"):
+            raise refusal("outside_language", path, line,
+                          f"an {role} is given data: it takes no fill")
+    return TensorDecl(name, shape, dtype, role, sparsity, fill, dims, line)
+
+
+def dims_value(text: str, names: Mapping[str, Any], path: str, line: int):
+    """(shape, dimension names or None) of a dims string "B, S, 3*D"."""
+    if not text.strip():
+        return (), None
+    shape: List[int] = []
+    entries = [e.strip() for e in text.split(",")]
+    for entry in entries:
+        try:
+            node = ast.parse(entry, mode="eval").body
+        except SyntaxError:
+            raise refusal("outside_language", path, line,
+                          f"dims entry '{entry}' is not an expression") from None
+        value = constant_value(node, names, path, f"dimension '{entry}'")
+        if not isinstance(value, int) or value < 1:
+            raise refusal("shape_mismatch", path, line,
+                          f"dimension '{entry}' is {value!r}: extents are positive integers")
+        shape.append(value)
+    named = all(e.isidentifier() for e in entries)
+    return tuple(shape), (entries if named else None)
+
+
+def sparsity_value(node: ast.expr, names: Mapping[str, Any], path: str, line: int):
+    if isinstance(node, ast.Constant) and node.value is None:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        if node.value != "2:4":
+            raise refusal("outside_language", path, line,
+                          f"sparsity '{node.value}': give a zero fraction or \"2:4\"")
+        return {"zero_fraction": 0.5, "structured_2_4": True}
+    f = constant_value(node, names, path, "a sparsity")
+    if not 0 <= f <= 1:
+        raise refusal("outside_language", path, line, f"sparsity {f} is outside [0, 1]")
+    return {"zero_fraction": float(f), "structured_2_4": False}
+
+
+# ----------------------------------------------------------------------- the module
+
+
+def is_tensor_call(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "Tensor")
+
+
+def _is_kernel(f: ast.FunctionDef) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "kernel" for d in f.decorator_list)
+
+
+def _check_function(f: ast.FunctionDef, path: str, kernel: bool) -> None:
+    a = f.args
+    if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults or a.kw_defaults:
+        raise refusal("outside_language", path, f.lineno,
+                      f"`{f.name}` takes plain positional parameters only")
+    if len(f.decorator_list) != (1 if kernel else 0):
+        raise refusal("outside_language", path, f.lineno,
+                      f"`{f.name}`: the only decorator is @kernel, on kernels")
+    if not kernel and a.args:
+        raise refusal("outside_language", path, f.lineno, "model() takes no parameters")
+    for inner in ast.walk(f):
+        if inner is not f and isinstance(inner, ast.FunctionDef):
+            raise refusal("outside_language", path, inner.lineno,
+                          "functions are defined at the top level only")
+
+
+def _assign_names(node: ast.Assign, path: str) -> List[str]:
+    if len(node.targets) != 1:
+        raise refusal("outside_language", path, node.lineno, "chained assignment (`a = b = c`)")
+    t = node.targets[0]
+    if isinstance(t, ast.Name):
+        return [t.id]
+    if isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts):
+        return [e.id for e in t.elts]
+    raise refusal("outside_language", path, node.lineno,
+                  "the top level assigns names only (constants and tensors)")
+
+
+def _values(node: ast.Assign, count: int, path: str) -> List[ast.expr]:
+    if count == 1:
+        return [node.value]
+    if isinstance(node.value, ast.Tuple) and len(node.value.elts) == count:
+        return list(node.value.elts)
+    raise refusal("outside_language", path, node.lineno,
+                  f"{count} names need {count} values (`B, S = 2, 128`)")
+
+
+def parse_program(source: str, path: str, overrides: Optional[Mapping[str, str]] = None) -> Program:
+    """Parses and checks a loop program's top level; `overrides` (--set NAME=VALUE) replace
+    module-level constants (OverrideError for an unknown name or a non-number)."""
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as e:
+        raise refusal("outside_language", path, e.lineno or 0,
+                      f"not Python syntax: {e.msg}") from None
+    check_constructs(tree, path)
+    overrides = dict(overrides or {})
+    override_values = {k: _override_number(k, v) for k, v in overrides.items()}
+    names: Dict[str, Any] = {}
+    constants: Dict[str, Any] = {}
+    tensors: Dict[str, TensorDecl] = {}
+    kernels: Dict[str, ast.FunctionDef] = {}
+    model: Optional[ast.FunctionDef] = None
+
+    def bind(name: str, value: Any, line: int) -> None:
+        if name in names or name in kernels or (model is not None and name == "model"):
+            raise refusal("outside_language", path, line, f"`{name}` is defined twice")
+        if name in lang.ALL_NAMES:
+            raise refusal("outside_language", path, line,
+                          f"`{name}` is a name of the language; choose another")
+        names[name] = value
+
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and \
+                isinstance(stmt.value.value, str):
+            continue  # a docstring
+        if isinstance(stmt, ast.Assign):
+            targets = _assign_names(stmt, path)
+            for name, value in zip(targets, _values(stmt, len(targets), path)):
+                if is_tensor_call(value):
+                    decl = tensor_decl(value, name, names, path)
+                    bind(name, decl, stmt.lineno)
+                    tensors[name] = decl
+                else:
+                    v = constant_value(value, names, path, f"the constant `{name}`")
+                    if name in override_values:
+                        v = override_values.pop(name)
+                    bind(name, v, stmt.lineno)
+                    constants[name] = v
+            continue
+        if isinstance(stmt, ast.FunctionDef):
+            if _is_kernel(stmt):
+                _check_function(stmt, path, kernel=True)
+                if stmt.name in names or stmt.name in kernels or stmt.name in lang.ALL_NAMES:
+                    raise refusal("outside_language", path, stmt.lineno,
+                                  f"`{stmt.name}` is defined twice or is a language name")
+                kernels[stmt.name] = stmt
+            elif stmt.name == "model":
+                _check_function(stmt, path, kernel=False)
+                if model is not None:
+                    raise refusal("outside_language", path, stmt.lineno, "model() is defined twice")
+                model = stmt
+            else:
+                raise refusal("outside_language", path, stmt.lineno,
+                              f"`def {stmt.name}`: a function is a @kernel or model()")
+            continue
+        raise refusal("outside_language", path, stmt.lineno,
+                      f"a {type(stmt).__name__} statement at the top level: the top level "
+                      "holds constants, tensors, kernels and model()")
+    if override_values:
+        raise OverrideError(f"--set {', '.join(sorted(override_values))}: no such module-level "
+                            f"constant in {path} (constants: {', '.join(constants) or 'none'})")
+    if model is None:
+        raise refusal("outside_language", path, 0, "the program has no `def model():`")
+    stem = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return Program(path, constants, tensors, kernels, model,
+                   stem[:-3] if stem.endswith(".py") else stem)
+
+
+def _override_number(name: str, text: str):
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    raise OverrideError(f"--set {name}={text}: a loop program's constants are numbers")

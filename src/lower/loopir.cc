@@ -1,0 +1,149 @@
+// The loopir table: `loopir::nest` (lifted by loopir_nest.cc) and the composition
+// intrinsics of a loop program's model() (docs/loop-language.md), each a data-movement op
+// or a small einsum.
+#include "solar/lower/loopir.h"
+
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "context.h"
+#include "families.h"
+#include "loopir_nest.h"
+#include "solar/lower/jax.h"
+#include "solar/util/errors.h"
+
+namespace solar::lower {
+namespace {
+
+using namespace detail;
+using ir::MoveKind;
+using ir::TensorId;
+
+// Moves one dimension of an input to a row-major view with a size-1 dimension at `dim`.
+TensorId unsqueezed(Context& c, TensorId in, std::int64_t dim) {
+  Shape shape = c.t(in).shape;
+  shape.insert(shape.begin() + dim, 1);
+  TensorId out = c.temp("unsqueezed", shape, c.t(in).dtype);
+  c.move(MoveKind::View, {in}, out);
+  return out;
+}
+
+void fill(Context& c) {
+  std::optional<double> v = number_value(c.a("value"));
+  if (!v) throw UserError(UserError::Kind::Parse, "loopir::fill needs a number", c.origin());
+  c.elementwise({}, c.def(0), num(*v));
+}
+
+void reshape(Context& c) {
+  TensorId in = c.use_arg("self"), out = c.def(0);
+  if (numel(c.t(in).shape) != numel(c.t(out).shape))
+    throw UserError(UserError::Kind::ShapeMismatch,
+                    fmt::format("shape mismatch: reshape of {} elements to {}",
+                                numel(c.t(in).shape), numel(c.t(out).shape)),
+                    c.origin());
+  c.move(MoveKind::View, {in}, out);
+}
+
+void permute(Context& c) {
+  c.move(MoveKind::Permute, {c.use_arg("self")}, c.def(0), {{"perm", c.ints("perm")}});
+}
+
+void slice(Context& c) {
+  TensorId in = c.use_arg("self");
+  const Shape& shape = c.t(in).shape;
+  const std::size_t dim = static_cast<std::size_t>(norm_dim(c.int_arg("dim", 0), shape.size()));
+  Shape starts(shape.size(), 0), ends = shape, steps(shape.size(), 1);
+  starts[dim] = c.int_arg("start", 0);
+  ends[dim] = c.int_arg("stop", shape[dim]);
+  steps[dim] = c.int_arg("step", 1);
+  c.move(MoveKind::Slice, {in}, c.def(0), {{"starts", starts}, {"ends", ends}, {"steps", steps}});
+}
+
+// W[l]: the sub-tensor at constant indices of the leading dimensions (a free view).
+void select(Context& c) {
+  TensorId in = c.use_arg("self");
+  const Shape& shape = c.t(in).shape;
+  const Shape index = c.ints("index");
+  Shape starts(shape.size(), 0), ends = shape, steps(shape.size(), 1);
+  for (std::size_t d = 0; d < index.size() && d < shape.size(); ++d)
+    starts[d] = index[d], ends[d] = index[d] + 1;
+  Shape kept = shape;
+  for (std::size_t d = 0; d < index.size() && d < kept.size(); ++d) kept[d] = 1;
+  TensorId part = c.temp("part", kept, c.t(in).dtype);
+  c.move(MoveKind::Slice, {in}, part, {{"starts", starts}, {"ends", ends}, {"steps", steps}});
+  c.move(MoveKind::View, {part}, c.def(0));
+}
+
+void concat(Context& c, bool stack) {
+  const std::int64_t dim = c.int_arg("dim", 0);
+  std::vector<TensorId> ins;
+  for (std::int64_t id : c.trace_ids("tensors")) {
+    TensorId t = c.use(id);
+    ins.push_back(stack ? unsqueezed(c, t, dim) : t);
+  }
+  c.move(MoveKind::Concat, std::move(ins), c.def(0), {{"axis", dim}});
+}
+
+void gather(Context& c) {
+  c.move(MoveKind::Gather, {c.use_arg("data"), c.use_arg("index")}, c.def(0),
+         {{"axis", c.int_arg("dim", 0)}, {"mode", c.a("mode").get<std::string>()}});
+}
+
+void scatter(Context& c) {
+  c.move(MoveKind::Scatter, {c.use_arg("data"), c.use_arg("index"), c.use_arg("src")}, c.def(0),
+         {{"axis", c.int_arg("dim", 0)}, {"mode", c.a("mode").get<std::string>()},
+          {"reduce", c.a("reduce").get<std::string>()}, {"include_self", std::int64_t{1}}});
+}
+
+// x * mask; the result's declared sparsity (the mask's) travels on its trace tensor.
+void apply_mask(Context& c) {
+  c.elementwise({c.use_arg("self"), c.use_arg("mask")}, c.def(0), mul(arg(0), arg(1)));
+}
+
+void cast(Context& c) { c.move(MoveKind::Cast, {c.use_arg("self")}, c.def(0)); }
+
+const Table& table() {
+  static const Table t = [] {
+    Table t;
+    t.emplace("loopir::nest", lift_nest);
+    t.emplace("loopir::fill", fill);
+    t.emplace("loopir::reshape", reshape);
+    t.emplace("loopir::permute", permute);
+    t.emplace("loopir::slice", slice);
+    t.emplace("loopir::select", select);
+    t.emplace("loopir::concat", [](Context& c) { concat(c, false); });
+    t.emplace("loopir::stack", [](Context& c) { concat(c, true); });
+    t.emplace("loopir::gather", gather);
+    t.emplace("loopir::scatter", scatter);
+    t.emplace("loopir::apply_mask", apply_mask);
+    t.emplace("loopir::cast", cast);
+    return t;
+  }();
+  return t;
+}
+
+}  // namespace
+
+LowerResult lower_loopir(const OpTrace& trace) {
+  for (const TraceOp& op : trace.ops)
+    if (!loopir_op_known(op.op))
+      throw UserError(UserError::Kind::OutsideLanguage,
+                      fmt::format("outside the language: `{}` is not an op of a loop program",
+                                  op.op),
+                      Origin{op.file, op.line, op.op});
+  // Strict: a nest the table lifts either becomes exact einsums or is refused; an Unsupported
+  // from the staging checks is a lifting bug and must not hide as an unanalyzed op.
+  return lower_with_table(trace, {.strict = true}, table(), "loopir");
+}
+
+bool loopir_op_known(std::string_view op) { return table().contains(op); }
+
+LowerResult lower_trace(const OpTrace& trace, const LowerOptions& options) {
+  if (trace.frontend == "loopir") return lower_loopir(trace);
+  if (trace.frontend == "jax") return lower_jax(trace, options);
+  return lower_aten(trace, options);
+}
+
+}  // namespace solar::lower

@@ -1,0 +1,611 @@
+// Lifting a loop nest of the loop language to einsums (docs/loop-language.md, "Lifting
+// rules"). The recorder (python/solar/frontends/loopir/record.py) writes each nest as its
+// loops and statements over JSON expression trees; this file turns them into iteration
+// spaces, affine subscripts, masks, combine expressions and reductions, and refuses what it
+// cannot express exactly.
+#include "loopir_nest.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "families.h"
+#include "solar/cost/work.h"
+#include "solar/ir/text.h"
+#include "solar/util/errors.h"
+
+namespace solar::lower::detail {
+namespace {
+
+using ir::AffineConstraint;
+using ir::AffineExpr;
+using ir::AffineTerm;
+using ir::Expr;
+using ir::ExprOp;
+using ir::IndexPos;
+using ir::Reduce;
+using ir::TensorId;
+using json = nlohmann::json;
+using Kind = UserError::Kind;
+
+// ---------------------------------------------------------------- affine arithmetic
+
+AffineExpr combine(const AffineExpr& a, const AffineExpr& b, std::int64_t scale_b) {
+  std::vector<AffineTerm> terms = a.terms();
+  for (const AffineTerm& t : b.terms()) terms.push_back({t.index, t.coef * scale_b});
+  return AffineExpr::make(std::move(terms), a.constant_term() + scale_b * b.constant_term());
+}
+AffineExpr scaled(const AffineExpr& a, std::int64_t k) { return combine(AffineExpr(), a, k); }
+AffineExpr constant(std::int64_t v) { return AffineExpr::constant(v); }
+
+// ---------------------------------------------------------------- the nest
+
+// Where a statement's problems are reported: the trace op's file, the statement's line.
+struct Where {
+  const Context& c;
+  int line;
+  std::string op;
+  [[noreturn]] void refuse(Kind kind, const std::string& rule, const std::string& what) const {
+    throw UserError(kind, fmt::format("{}: {}", rule, what), Origin{c.op().file, line, op});
+  }
+};
+
+// The loop variables: each is an affine expression over the einsum's index positions.
+struct Loops {
+  Space space;
+  std::map<std::string, AffineExpr> vars;
+  std::vector<AffineConstraint> mask;  // triangular bounds
+};
+
+std::optional<double> tree_number(const json& t) {
+  if (t.is_number()) return t.get<double>();
+  if (t.is_object() && t.contains("float")) return number_value(t);
+  return std::nullopt;
+}
+
+// An index tree (integers, loop variables, + - and * by a constant) as an affine expression.
+std::optional<AffineExpr> affine_of(const json& t, const Loops& loops) {
+  if (std::optional<double> x = tree_number(t)) {
+    if (!std::isfinite(*x) || std::floor(*x) != *x) return std::nullopt;
+    return constant(static_cast<std::int64_t>(*x));
+  }
+  if (!t.is_object()) return std::nullopt;
+  if (auto v = t.find("var"); v != t.end() && v->is_string()) {
+    auto it = loops.vars.find(v->get<std::string>());
+    if (it == loops.vars.end()) return std::nullopt;
+    return it->second;
+  }
+  auto f = t.find("fn");
+  auto args = t.find("args");
+  if (f == t.end() || args == t.end() || !args->is_array()) return std::nullopt;
+  std::vector<AffineExpr> xs;
+  for (const json& a : *args) {
+    std::optional<AffineExpr> x = affine_of(a, loops);
+    if (!x) return std::nullopt;
+    xs.push_back(std::move(*x));
+  }
+  const std::string name = f->get<std::string>();
+  if (name == "neg" && xs.size() == 1) return scaled(xs[0], -1);
+  if ((name == "add" || name == "sub") && xs.size() == 2)
+    return combine(xs[0], xs[1], name == "add" ? 1 : -1);
+  if (name == "mul" && xs.size() == 2) {
+    if (xs[0].is_constant()) return scaled(xs[1], xs[0].constant_term());
+    if (xs[1].is_constant()) return scaled(xs[0], xs[1].constant_term());
+  }
+  return std::nullopt;
+}
+
+std::vector<std::int64_t> extents(const Space& s) {
+  std::vector<std::int64_t> out;
+  for (const ir::IndexDim& d : s.dims) out.push_back(d.extent);
+  return out;
+}
+
+Loops loops_of(const json& loops_json, const Where& w) {
+  Loops loops;
+  for (const json& lp : loops_json) {
+    const std::string var = lp.at("var").get<std::string>();
+    Where at{w.c, lp.value("line", w.line), w.op};
+    std::optional<AffineExpr> start = affine_of(lp.at("start"), loops);
+    std::optional<AffineExpr> stop = affine_of(lp.at("stop"), loops);
+    if (!start || !stop)
+      at.refuse(Kind::NonConstantBound, "non-constant bound",
+                fmt::format("the bounds of the loop over `{}` are not constants nor affine in "
+                            "the enclosing loops' variables", var));
+    const std::int64_t step = lp.value("step", std::int64_t{1});
+    if (step < 1)
+      at.refuse(Kind::NonConstantBound, "non-constant bound",
+                fmt::format("the loop over `{}` has step {}", var, step));
+    const std::vector<std::int64_t> ext = extents(loops.space);
+    if (start->is_constant() && stop->is_constant()) {
+      const std::int64_t span = stop->constant_term() - start->constant_term();
+      const std::int64_t count = span <= 0 ? 0 : (span + step - 1) / step;
+      if (count == 0)
+        at.refuse(Kind::ShapeMismatch, "shape mismatch",
+                  fmt::format("the loop over `{}` runs no iteration", var));
+      IndexPos p = loops.space.add(var, count);
+      loops.vars[var] = combine(*start, AffineExpr::index(p), step);
+      continue;
+    }
+    if (step != 1)
+      at.refuse(Kind::NonConstantBound, "non-constant bound",
+                fmt::format("the loop over `{}` depends on outer loops and has step {}", var, step));
+    // A triangular loop: the widest range, with the bounds as mask constraints.
+    const std::int64_t lo = start->min_value(ext), hi = stop->max_value(ext);
+    if (hi <= lo)
+      at.refuse(Kind::ShapeMismatch, "shape mismatch",
+                fmt::format("the loop over `{}` runs no iteration", var));
+    IndexPos p = loops.space.add(var, hi - lo);
+    AffineExpr v = combine(constant(lo), AffineExpr::index(p), 1);
+    loops.mask.push_back({combine(v, *start, -1)});                    // v - start >= 0
+    loops.mask.push_back({combine(combine(*stop, v, -1), constant(-1), 1)});  // stop - 1 - v >= 0
+    loops.vars[var] = std::move(v);
+  }
+  return loops;
+}
+
+// ---------------------------------------------------------------- reductions
+
+bool is_self(const json& t) { return t.is_object() && t.value("self", false); }
+
+bool has_self(const json& t) {
+  if (!t.is_object()) return false;
+  if (is_self(t)) return true;
+  if (auto a = t.find("args"); a != t.end())
+    for (const json& x : *a)
+      if (has_self(x)) return true;
+  return false;
+}
+
+std::string fn_name(const json& t) {
+  if (!t.is_object()) return {};
+  auto f = t.find("fn");
+  return f == t.end() ? std::string() : f->get<std::string>();
+}
+
+void signed_terms(const json& t, int sign, std::vector<std::pair<int, json>>& out) {
+  const std::string f = fn_name(t);
+  if ((f == "add" || f == "sub") && t["args"].size() == 2) {
+    signed_terms(t["args"][0], sign, out);
+    signed_terms(t["args"][1], f == "add" ? sign : -sign, out);
+  } else if (f == "neg" && t["args"].size() == 1) {
+    signed_terms(t["args"][0], -sign, out);
+  } else {
+    out.emplace_back(sign, t);
+  }
+}
+
+void chain(const json& t, const std::string& op, std::vector<json>& out) {
+  if (fn_name(t) == op) {
+    for (const json& a : t["args"]) chain(a, op, out);
+  } else {
+    out.push_back(t);
+  }
+}
+
+json node(const std::string& f, std::vector<json> args) {
+  return json{{"fn", f}, {"args", std::move(args)}};
+}
+
+struct Statement {
+  Reduce reduce = Reduce::None;
+  json body;  // the value without the target's own read
+};
+
+// `T[s] = value` as a reduction into T[s] when the value is T[s] op e (op + * max min, in any
+// order of an associative chain), else an assignment. `same` tells subscripts equal.
+template <typename Same>
+Statement recognize(const json& value, Same same) {
+  const std::string f = fn_name(value);
+  if (f == "add" || f == "sub") {
+    std::vector<std::pair<int, json>> terms;
+    signed_terms(value, 1, terms);
+    int selfs = 0, self_sign = 0;
+    json self;
+    std::vector<std::pair<int, json>> rest;
+    for (auto& [s, t] : terms) {
+      if (is_self(t)) ++selfs, self_sign = s, self = t;
+      else rest.emplace_back(s, t);
+    }
+    bool clean = selfs == 1 && self_sign > 0 && same(self["index"]);
+    for (auto& [s, t] : rest) clean = clean && !has_self(t);
+    if (clean) {
+      json body = 0.0;
+      for (std::size_t k = 0; k < rest.size(); ++k) {
+        const auto& [s, t] = rest[k];
+        body = k == 0 ? (s > 0 ? t : node("neg", {t})) : node(s > 0 ? "add" : "sub", {body, t});
+      }
+      return {Reduce::Sum, body};
+    }
+  }
+  static const std::map<std::string, std::pair<Reduce, double>> kChains{
+      {"mul", {Reduce::Prod, 1.0}},
+      {"max", {Reduce::Max, -std::numeric_limits<double>::infinity()}},
+      {"min", {Reduce::Min, std::numeric_limits<double>::infinity()}}};
+  if (auto it = kChains.find(f); it != kChains.end()) {
+    std::vector<json> leaves, rest;
+    chain(value, f, leaves);
+    int selfs = 0;
+    json self;
+    for (json& x : leaves) {
+      if (is_self(x)) ++selfs, self = x;
+      else rest.push_back(x);
+    }
+    bool clean = selfs == 1 && same(self["index"]);
+    for (const json& x : rest) clean = clean && !has_self(x);
+    if (clean) {
+      json body = rest.empty() ? json(it->second.second) : rest[0];
+      for (std::size_t k = 1; k < rest.size(); ++k) body = node(f, {body, rest[k]});
+      return {it->second.first, body};
+    }
+  }
+  return {Reduce::None, value};
+}
+
+double identity(Reduce r) {
+  switch (r) {
+    case Reduce::Sum: return 0;
+    case Reduce::Prod: return 1;
+    case Reduce::Max: return -std::numeric_limits<double>::infinity();
+    case Reduce::Min: return std::numeric_limits<double>::infinity();
+    case Reduce::None: case Reduce::Any: case Reduce::All: return 0;
+  }
+  return 0;
+}
+
+// The elementwise function that folds a reduction's partial result into an earlier value.
+ExprOp fold_op(Reduce r) {
+  switch (r) {
+    case Reduce::Sum: return ExprOp::Add;
+    case Reduce::Prod: return ExprOp::Mul;
+    case Reduce::Max: return ExprOp::Max;
+    case Reduce::Min: return ExprOp::Min;
+    case Reduce::None: case Reduce::Any: case Reduce::All: break;
+  }
+  throw InternalError("no fold for this reduction", __FILE__, __LINE__);
+}
+
+// ---------------------------------------------------------------- one statement
+
+// The operands of a statement's einsum: one per distinct (tensor, subscript) read.
+struct Reads {
+  std::vector<TensorId> tensors;
+  std::vector<std::vector<AffineExpr>> subs;
+  int add(TensorId t, std::vector<AffineExpr> sub) {
+    for (std::size_t k = 0; k < tensors.size(); ++k)
+      if (tensors[k] == t && subs[k] == sub) return static_cast<int>(k);
+    tensors.push_back(t);
+    subs.push_back(std::move(sub));
+    return static_cast<int>(tensors.size() - 1);
+  }
+};
+
+class StatementLift {
+ public:
+  StatementLift(Context& c, const Loops& loops, const json& st, std::size_t k, std::string op)
+      : c_(c), loops_(loops), st_(st), k_(k), w_{c, st.value("line", c.op().line), std::move(op)} {}
+
+  void run() {
+    c_.at_line(w_.line);
+    space_ = loops_.space;
+    mask_ = loops_.mask;
+    guards();
+    const json& target = st_.at("target");
+    out_ = c_.def(k_);
+    out_sub_ = subscript(target.at("index"), c_.t(out_).shape, "the target");
+    widen_partial_output();  // before any read: plain reads see the final extents
+    Statement s = recognize(st_.at("value"), [&](const json& index) {
+      return subscript_or_empty(index) == out_sub_;
+    });
+    if (s.reduce == Reduce::None && has_self(st_.at("value")))
+      w_.refuse(Kind::OutsideLanguage, "outside the language",
+                fmt::format("reads `{}` other than as `T[s] = T[s] op e` (op + * max min): a "
+                            "loop-carried dependence", name()));
+    Expr combine = value(s.body);
+    check_indices_used(s.reduce);
+    if (s.reduce == Reduce::None) check_assignment();
+    emit(s.reduce, std::move(combine));
+  }
+
+ private:
+  std::string name() const { return st_.at("target").value("name", std::string("?")); }
+
+  void guards() {
+    for (const json& g : st_.value("guards", json::array())) {
+      std::optional<AffineExpr> a = affine_of(g.at("lhs"), loops_),
+                                b = affine_of(g.at("rhs"), loops_);
+      if (!a || !b)
+        w_.refuse(Kind::NotAffine, "not affine", "a guard is not affine in the loop variables");
+      const std::string cmp = g.at("cmp").get<std::string>();
+      AffineExpr ba = combine(*b, *a, -1), ab = combine(*a, *b, -1);  // b - a, a - b
+      if (cmp == "le") mask_.push_back({ba});
+      else if (cmp == "lt") mask_.push_back({combine(ba, constant(-1), 1)});
+      else if (cmp == "ge") mask_.push_back({ab});
+      else if (cmp == "gt") mask_.push_back({combine(ab, constant(-1), 1)});
+      else if (cmp == "eq") mask_.push_back({ab}), mask_.push_back({ba});
+      else w_.refuse(Kind::OutsideLanguage, "outside the language",
+                     fmt::format("a guard compares with `{}` (use < <= > >= ==)", cmp));
+    }
+  }
+
+  std::vector<AffineExpr> subscript_or_empty(const json& index) const {
+    std::vector<AffineExpr> out;
+    for (const json& x : index) {
+      std::optional<AffineExpr> a = affine_of(x, loops_);
+      if (!a) return {};
+      out.push_back(std::move(*a));
+    }
+    return out;
+  }
+
+  std::vector<AffineExpr> subscript(const json& index, const std::vector<std::int64_t>& shape,
+                                    const std::string& what) const {
+    if (!index.is_array() || index.size() != shape.size())
+      w_.refuse(Kind::ShapeMismatch, "shape mismatch",
+                fmt::format("{} has {} dimensions but {} subscripts", what, shape.size(),
+                            index.is_array() ? index.size() : 0));
+    std::vector<AffineExpr> out = subscript_or_empty(index);
+    if (out.size() != shape.size())
+      w_.refuse(Kind::NotAffine, "not affine",
+                fmt::format("a subscript of {} is not affine in the loop variables", what));
+    return out;
+  }
+
+  // The combine expression of a value tree; each tensor element read becomes an operand.
+  Expr value(const json& t) {
+    if (std::optional<double> x = tree_number(t)) return Expr::constant(*x);
+    if (!t.is_object())
+      w_.refuse(Kind::OutsideLanguage, "outside the language", "a value that is no expression");
+    if (t.contains("var"))
+      w_.refuse(Kind::NotAffine, "not affine",
+                fmt::format("the loop variable `{}` is used as a value",
+                            t["var"].get<std::string>()));
+    if (t.contains("load")) return load(c_.use(t["load"].get<std::int64_t>()), t);
+    if (is_self(t))
+      w_.refuse(Kind::OutsideLanguage, "outside the language",
+                fmt::format("reads `{}` while writing it: a loop-carried dependence", name()));
+    const std::string f = fn_name(t);
+    if (f == "cast") {
+      const json& inner = t.at("args").at(0);
+      if (!inner.is_object() || !inner.contains("load"))
+        w_.refuse(Kind::OutsideLanguage, "outside the language",
+                  "cast applies to one element read: cast(T[...], \"bf16\")");
+      return load(cast_of(c_.use(inner["load"].get<std::int64_t>()), t.at("dtype")), inner);
+    }
+    std::optional<ExprOp> op = ir::parse_expr_op(f);
+    if (!op || *op == ExprOp::Operand || *op == ExprOp::Const)
+      w_.refuse(Kind::UnknownIntrinsic, "unknown intrinsic",
+                fmt::format("`{}` is not a function of the loop language", f));
+    std::vector<Expr> args;
+    for (const json& a : t.at("args")) args.push_back(value(a));
+    if (static_cast<int>(args.size()) != ir::expr_arity(*op))
+      w_.refuse(Kind::UnknownIntrinsic, "unknown intrinsic",
+                fmt::format("`{}` takes {} arguments, got {}", f, ir::expr_arity(*op), args.size()));
+    return Expr::make(*op, std::move(args));
+  }
+
+  Expr load(TensorId tensor, const json& t) {
+    const ir::Tensor& x = c_.t(tensor);
+    std::vector<AffineExpr> sub = subscript(t.at("index"), x.shape, fmt::format("`{}`", x.name));
+    tensor = fit_plain_reads(tensor, sub);
+    return Expr::operand(reads_.add(tensor, std::move(sub)));
+  }
+
+  // The whole tensor at another dtype (one cast per tensor and dtype within the nest).
+  TensorId cast_of(TensorId in, const json& dtype) {
+    const ir::DType dt = Context::dtype_of(dtype.get<std::string>());
+    if (c_.t(in).dtype == dt) return in;
+    TensorId out = c_.temp(fmt::format("{}", ir::dtype_name(dt)), c_.t(in).shape, dt);
+    c_.move(ir::MoveKind::Cast, {in}, out);
+    return out;
+  }
+
+  // A plain loop variable over part of a dimension reads a free slice view of that part (the
+  // IR gives a plain subscript the index's extent); past the dimension it is refused.
+  TensorId fit_plain_reads(TensorId tensor, const std::vector<AffineExpr>& sub) {
+    const ir::Tensor& x = c_.t(tensor);
+    std::vector<std::int64_t> ends = x.shape;
+    bool slice = false;
+    for (std::size_t d = 0; d < sub.size(); ++d) {
+      std::optional<IndexPos> p = sub[d].as_plain_index();
+      if (!p) continue;
+      const std::int64_t e = space_.dims[*p].extent;
+      if (e > x.shape[d])
+        w_.refuse(Kind::ShapeMismatch, "shape mismatch",
+                  fmt::format("`{}[...]` reads index {} of dimension {} of size {}: `{}` runs "
+                              "past it", x.name, e - 1, d, x.shape[d], space_.dims[*p].name));
+      if (e < x.shape[d]) ends[d] = e, slice = true;
+    }
+    if (!slice) return tensor;
+    TensorId view = c_.temp("part", ends, x.dtype);
+    c_.move(ir::MoveKind::Slice, {tensor}, view,
+            {{"starts", std::vector<std::int64_t>(ends.size(), 0)}, {"ends", ends},
+             {"steps", std::vector<std::int64_t>(ends.size(), 1)}});
+    return view;
+  }
+
+  void check_indices_used(Reduce reduce) const {
+    std::vector<bool> used(space_.dims.size(), false);
+    auto mark = [&](const std::vector<AffineExpr>& sub) {
+      for (const AffineExpr& a : sub)
+        for (const AffineTerm& t : a.terms()) used[t.index] = true;
+    };
+    for (const auto& s : reads_.subs) mark(s);
+    mark(out_sub_);
+    for (std::size_t i = 0; i < used.size(); ++i)
+      if (!used[i])
+        w_.refuse(Kind::OutsideLanguage, "outside the language",
+                  fmt::format("the loop over `{}` is used by no subscript of this {}: its "
+                              "iterations would repeat the same work", space_.dims[i].name,
+                              reduce == Reduce::None ? "assignment" : "reduction"));
+  }
+
+  // An assignment writes each element once: each loop variable in exactly one target
+  // dimension, each dimension at most one variable.
+  void check_assignment() const {
+    std::vector<int> dim_of(space_.dims.size(), -1);
+    for (std::size_t d = 0; d < out_sub_.size(); ++d) {
+      if (out_sub_[d].terms().size() > 1)
+        w_.refuse(Kind::OutsideLanguage, "outside the language",
+                  fmt::format("writes `{}` at a subscript of several loop variables: an "
+                              "assignment writes each element once", name()));
+      for (const AffineTerm& t : out_sub_[d].terms()) dim_of[t.index] = static_cast<int>(d);
+    }
+    for (std::size_t i = 0; i < dim_of.size(); ++i)
+      if (dim_of[i] < 0)
+        w_.refuse(Kind::OutsideLanguage, "outside the language",
+                  fmt::format("the assignment to `{}` repeats over `{}` (not in its subscript): "
+                              "accumulate with += or max()", name(), space_.dims[i].name));
+  }
+
+  // A target dimension written by a plain loop variable over part of it: the index takes
+  // the dimension's extent and a mask keeps its own range (the rest is not written).
+  void widen_partial_output() {
+    const std::vector<std::int64_t>& shape = c_.t(out_).shape;
+    for (std::size_t d = 0; d < out_sub_.size(); ++d) {
+      std::optional<IndexPos> p = out_sub_[d].as_plain_index();
+      if (!p) continue;
+      ir::IndexDim& dim = space_.dims[*p];
+      if (dim.extent > shape[d])
+        w_.refuse(Kind::ShapeMismatch, "shape mismatch",
+                  fmt::format("writes `{}` at index {} of dimension {} of size {}", name(),
+                              dim.extent - 1, d, shape[d]));
+      if (dim.extent < shape[d]) {
+        mask_.push_back({combine(constant(dim.extent - 1), AffineExpr::index(*p), -1)});
+        dim.extent = shape[d];
+        widened_ = true;
+      }
+    }
+  }
+
+  // Every element of the target is written (assignments): plain subscripts, no mask.
+  bool covers_target() const {
+    if (widened_ || !mask_.empty()) return false;
+    for (const AffineExpr& a : out_sub_)
+      if (!a.as_plain_index()) return false;
+    return true;
+  }
+
+  // Operands whose affine subscript can leave their tensor: allowed where the mask excludes
+  // those points (then a pad value stands there, never read); refused otherwise.
+  std::vector<std::optional<double>> pads() const {
+    std::vector<std::optional<double>> out(reads_.tensors.size());
+    const std::vector<std::int64_t> ext = extents(space_);
+    for (std::size_t k = 0; k < reads_.tensors.size(); ++k) {
+      const ir::Tensor& x = c_.t(reads_.tensors[k]);
+      for (std::size_t d = 0; d < x.shape.size(); ++d) {
+        const AffineExpr& a = reads_.subs[k][d];
+        if (a.as_plain_index()) continue;
+        const std::int64_t lo = a.min_value(ext), hi = a.max_value(ext);
+        if (lo >= 0 && hi < x.shape[d]) continue;
+        if ((lo < 0 && !excluded(combine(constant(-1), a, -1))) ||                    // a <= -1
+            (hi >= x.shape[d] && !excluded(combine(a, constant(x.shape[d]), -1))))  // a >= size
+          w_.refuse(Kind::ShapeMismatch, "shape mismatch",
+                    fmt::format("`{}` is read at `{}` in dimension {}, which ranges over [{}, "
+                                "{}] outside its size {}, and no guard excludes those points",
+                                x.name, ir::print_affine(a, space_.dims), d, lo, hi,
+                                x.shape[d]));
+        out[k] = 0.0;
+      }
+    }
+    return out;
+  }
+
+  // Whether no live point of the statement satisfies `e >= 0`.
+  bool excluded(const AffineExpr& e) const {
+    const std::vector<std::int64_t> ext = extents(space_);
+    for (const AffineConstraint& m : mask_) {
+      // m >= 0 on live points and m + e <= -1 everywhere in the box: e < 0 on live points.
+      if (combine(m.expr, e, 1).max_value(ext) <= -1) return true;
+    }
+    ir::EinsumOp probe;
+    probe.indices = space_.dims;
+    probe.mask = mask_;
+    probe.mask.push_back({e});
+    try {
+      return cost::live_points(probe) == Count(0);
+    } catch (const Unsupported&) {
+      return false;  // too large to enumerate: not proven
+    }
+  }
+
+  void emit(Reduce reduce, Expr combine) {
+    const json& prior = st_.at("target").at("prior");
+    const bool from_fill = prior.contains("fill");
+    const double fill = from_fill ? number_value(prior["fill"]).value_or(0) : 0;
+    const ir::Tensor& out = c_.t(out_);
+    auto einsum_into = [&](TensorId dst, Expr comb, Reduce r) {
+      c_.einsum(reads_.tensors, dst, space_, reads_.subs, out_sub_, std::move(comb), r, mask_,
+                pads());
+    };
+    if (reduce == Reduce::None) {
+      if (!covers_target() && !(from_fill && fill == 0))
+        w_.refuse(Kind::OutsideLanguage, "outside the language",
+                  fmt::format("writes only part of `{}`, whose other elements hold {}: the "
+                              "lifted graph cannot keep them; write every element, or start "
+                              "from a tensor with fill 0", name(),
+                              from_fill ? fmt::format("its fill {}", fill) : "an earlier value"));
+      return einsum_into(out_, std::move(combine), Reduce::None);
+    }
+    if (from_fill && fill == identity(reduce)) return einsum_into(out_, std::move(combine), reduce);
+    if (covers_target() && reduced_none()) {  // nothing reduced: one elementwise op folds
+      Expr earlier = from_fill ? Expr::constant(fill)
+                               : Expr::operand(reads_.add(c_.use(prior.at("tensor")), out_sub_));
+      return einsum_into(out_, Expr::make(fold_op(reduce), {earlier, std::move(combine)}),
+                         Reduce::None);
+    }
+    TensorId partial = c_.temp("partial", out.shape, out.dtype);
+    einsum_into(partial, std::move(combine), reduce);
+    if (from_fill)
+      return c_.elementwise({partial}, out_, Expr::make(fold_op(reduce),
+                                                         {Expr::operand(0), Expr::constant(fill)}));
+    c_.elementwise({c_.use(prior.at("tensor")), partial}, out_,
+                   Expr::make(fold_op(reduce), {Expr::operand(0), Expr::operand(1)}));
+  }
+
+  bool reduced_none() const {
+    std::vector<bool> in_out(space_.dims.size(), false);
+    for (const AffineExpr& a : out_sub_)
+      for (const AffineTerm& t : a.terms()) in_out[t.index] = true;
+    return std::all_of(in_out.begin(), in_out.end(), [](bool b) { return b; });
+  }
+
+  Context& c_;
+  const Loops& loops_;
+  const json& st_;
+  std::size_t k_;
+  Where w_;
+  Space space_;
+  std::vector<AffineConstraint> mask_;
+  TensorId out_;
+  std::vector<AffineExpr> out_sub_;
+  Reads reads_;
+  bool widened_ = false;
+};
+
+}  // namespace
+
+void lift_nest(Context& c) {
+  const json& args = c.op().args;
+  const std::string op = fmt::format("loopir::{}", args.value("kernel", std::string("nest")));
+  Where w{c, c.op().line, op};
+  if (!args.contains("loops") || !args["loops"].is_array() || args["loops"].empty() ||
+      !args.contains("statements") || !args["statements"].is_array())
+    w.refuse(Kind::OutsideLanguage, "outside the language", "a nest needs loops and statements");
+  Loops loops = loops_of(args["loops"], w);
+  const json& statements = args["statements"];
+  if (statements.size() != c.op().outputs.size())
+    w.refuse(Kind::OutsideLanguage, "outside the language",
+             "a nest writes one new version per statement");
+  for (std::size_t k = 0; k < statements.size(); ++k)
+    StatementLift(c, loops, statements[k], k, op).run();
+}
+
+}  // namespace solar::lower::detail
