@@ -51,7 +51,8 @@ void bind_hw(nb::module_& m) {
       .value("vector", hw::UnitKind::Vector)
       .value("special", hw::UnitKind::Special);
 
-  nb::class_<hw::ComputeUnit>(m, "ComputeUnit", "Dense peak FLOP/s per dtype of one unit; 2:4 sparse peaks apart.")
+  nb::class_<hw::ComputeUnit>(m, "ComputeUnit",
+                              "Dense peak FLOP/s per dtype of one unit; 2:4 sparse peaks apart.")
       .def_ro("kind", &hw::ComputeUnit::kind)
       .def_ro("name", &hw::ComputeUnit::name)
       .def_prop_ro("peak", [](const hw::ComputeUnit& u) { return by_name(u.peak); })

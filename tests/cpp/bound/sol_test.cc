@@ -161,7 +161,8 @@ TEST(OpRoofline, FreeViewHasNoBottleneck) {
 // `d` with a 2:4 sparse peak of `rate` for `dtype` on its tensor unit.
 hw::Device with_sparse_2_4(hw::Device d, DType dtype, double rate) {
   for (hw::ComputeUnit& u : d.units)
-    if (u.kind == hw::UnitKind::Tensor) u.sparse_2_4_peak[dtype] = testing::DeviceBuilder::sourced(rate);
+    if (u.kind == hw::UnitKind::Tensor)
+      u.sparse_2_4_peak[dtype] = testing::DeviceBuilder::sourced(rate);
   return d;
 }
 
@@ -245,7 +246,8 @@ TEST(TwoFour, GemmOnH100TakesExactlyHalfTheDenseTime) {
   DeviceBounds dense = gemm.on(gemm.dense, h100);
   DeviceBounds sparse = gemm.on(gemm.sparse, h100);
   // Dense: 2*MNK FLOP at 989.4 TFLOP/s; 2:4: the same FLOP at the 1978.8 sparse peak.
-  EXPECT_DOUBLE_EQ(dense.fused.seconds, 2.0 * SparseGemm::M * SparseGemm::N * SparseGemm::K / 989.4e12);
+  const double flops = 2.0 * SparseGemm::M * SparseGemm::N * SparseGemm::K;
+  EXPECT_DOUBLE_EQ(dense.fused.seconds, flops / 989.4e12);
   EXPECT_EQ(dense.fused.bottleneck, "tensor_core.bf16");
   EXPECT_EQ(sparse.fused.bottleneck, "tensor_core.bf16.2:4");
   EXPECT_EQ(sparse.fused.seconds, dense.fused.seconds / 2);  // exactly: sparse = 2 x dense
@@ -260,7 +262,8 @@ TEST(TwoFour, GemmOnTpuV5eTakesTheDenseTime) {
   SparseGemm gemm;
   DeviceBounds dense = gemm.on(gemm.dense, tpu);
   DeviceBounds sparse = gemm.on(gemm.sparse, tpu);
-  EXPECT_DOUBLE_EQ(dense.fused.seconds, 2.0 * SparseGemm::M * SparseGemm::N * SparseGemm::K / 197e12);
+  const double flops = 2.0 * SparseGemm::M * SparseGemm::N * SparseGemm::K;
+  EXPECT_DOUBLE_EQ(dense.fused.seconds, flops / 197e12);
   EXPECT_EQ(sparse.fused.bottleneck, "mxu.bf16");
   EXPECT_EQ(sparse.fused.seconds, dense.fused.seconds);
   EXPECT_EQ(sparse.per_op[0].seconds, dense.per_op[0].seconds);

@@ -87,7 +87,8 @@ TEST(ReportJson, HasEveryRequiredField) {
   json j = to_json(make_report(g, {&d}));
   for (const char* path :
        {"/schema", "/conventions/mac", "/conventions/flops", "/conventions/bytes",
-        "/conventions/seconds", "/conventions/sparsity", "/program/name", "/program/frontend", "/program/source",
+        "/conventions/seconds", "/conventions/sparsity", "/program/name", "/program/frontend",
+        "/program/source",
         "/options/policy", "/options/cache_state", "/totals/macs", "/totals/macs_by_dtype",
         "/totals/macs_2_4", "/totals/macs_2_4_by_dtype",
         "/totals/flops", "/totals/vector_flops", "/totals/special_ops", "/totals/bytes_unfused",
