@@ -23,7 +23,7 @@ _PYTHON_SUFFIXES = (".py",)
 # Options of `solar analyze` that take a value (so that value is not the GRAPH argument).
 _VALUED = {"--arch", "--json", "--policy", "--cache-state", "--top", "--set", "--save-trace",
            "--shrink", "--mode", "--ski-slope", "--target-ms", "--rate-hz", "--bandwidth",
-           "--optimizer", "--max-mappings"}
+           "--optimizer", "--max-mappings", "--reference"}
 # Commands whose GRAPH argument may be a program a frontend must read.
 _PROGRAM_COMMANDS = ("analyze", "inverse")
 
@@ -83,7 +83,8 @@ def _write_atomically(path: str, text: str) -> None:
 def _program_parser(command: str) -> argparse.ArgumentParser:
     """Options shared by `solar analyze PROGRAM` and `solar validate PROGRAM`."""
     what = "Analyze" if command == "analyze" else "Validate by execution"
-    p = argparse.ArgumentParser(prog=f"solar {command}", description=f"{what} a PyTorch program")
+    p = argparse.ArgumentParser(prog=f"solar {command}",
+                                description=f"{what} a PyTorch, JAX or loop-language program")
     p.add_argument("program")
     p.add_argument("--arch", action="append", default=[])
     p.add_argument("--json", dest="json_path")
@@ -105,6 +106,9 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
     if command == "analyze":
         p.add_argument("--validate", action="store_true",
                        help="also run the program and the graph and compare outputs")
+    p.add_argument("--reference", metavar="REF.py",
+                   help="loop programs: also compare with this PyTorch, JAX or NumPy program "
+                        "run on the same inputs (implies validation)")
     p.add_argument("--mode", default="attainable", choices=["attainable", "provable"],
                    help="the cache-aware level's traffic: attainable or provable")
     p.add_argument("--no-cache-aware", action="store_true",
@@ -208,12 +212,12 @@ def _run_program(command: str, args: List[str]) -> int:
         return codes["usage"] if e.code else 0
     overrides = _overrides(ns.set)
     archs = _archs(ns.arch) or ["H100_SXM"]
-    validate = command == "validate" or getattr(ns, "validate", False)
+    validate = command == "validate" or getattr(ns, "validate", False) or bool(ns.reference)
     options = prog.ProgramOptions(
         archs=archs, policy=ns.policy, cache_state=ns.cache_state, overrides=overrides,
         strict=ns.strict, real=ns.real, train=ns.train, optimizer=ns.optimizer,
         validate=validate, crosscheck=not ns.no_crosscheck, mode=ns.mode,
-        cache_aware=not ns.no_cache_aware, max_mappings=ns.max_mappings)
+        cache_aware=not ns.no_cache_aware, max_mappings=ns.max_mappings, reference=ns.reference)
     if ns.optimizer and not ns.train:
         raise _fail("--optimizer needs --train", "usage")
     if ns.shrink is not None and ns.shrink < 1:

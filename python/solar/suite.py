@@ -309,6 +309,11 @@ def shrink_ladder(constants: Dict[str, int], limit: Optional[int],
     return ladder
 
 
+def _imports_loopir(tree: ast.Module) -> bool:
+    """Whether a module is a loop program (docs/loop-language.md): it imports solar.loopir."""
+    return any(isinstance(s, ast.ImportFrom) and s.module == "solar.loopir" for s in tree.body)
+
+
 def _sort_key(rel: str) -> Tuple[str, ...]:
     return tuple(rel.split(os.sep))
 
@@ -348,7 +353,7 @@ def discover(folder: str) -> Tuple[List[Dict[str, Any]], List[Dict[str, str]]]:
                 skipped.append({"source": path, "reason": f"not Python 3 ({e.msg})"})
             continue
         missing = [n for n in ("Model", "get_inputs") if not _defines(tree, n)]
-        if missing:
+        if missing and not _imports_loopir(tree):
             skipped.append({"source": path, "reason": "not a KernelBench-format program "
                                                       f"(no top-level {', '.join(missing)})"})
             continue

@@ -33,6 +33,7 @@ class ProgramOptions:
     mode: str = "attainable"  # the cache-aware level's mode: "attainable" or "provable"
     cache_aware: bool = True  # False: no cache-aware level and no ski-slope (huge graphs)
     max_mappings: Optional[int] = None  # per-einsum tiling search cap; None: the default
+    reference: Optional[str] = None  # loop programs: a PyTorch/JAX/NumPy program to compare with
 
     def level_args(self) -> Dict[str, Any]:
         """The cache-aware keyword arguments of `_core.analyze`."""
@@ -86,7 +87,16 @@ def analyze_file(path: str, options: Optional[ProgramOptions] = None) -> Program
     compared (report section `validation`). With options.crosscheck, FlopCounterMode runs
     stacked under the recorder in the same capture (report section `crosscheck`)."""
     from ..jax.detect import is_jax_program
+    from ..loopir.detect import is_loop_program
 
+    if is_loop_program(path):  # imports solar.loopir: the loop language, never executed
+        from ..loopir.program import analyze_file as analyze_loop_file
+
+        return analyze_loop_file(path, options or ProgramOptions())
+    if options is not None and options.reference:
+        from ...errors import user_error
+
+        raise user_error("--reference applies to loop programs (docs/loop-language.md)", "usage")
     if is_jax_program(path):  # imports jax or flax and not torch: the JAX frontend
         from ..jax.program import analyze_file as analyze_jax_file
 
