@@ -187,12 +187,14 @@ def _validation_block(v: dict | None) -> str:
              f"{status.upper()}"]
     if v.get("reason"):
         lines.append(f"  {v['reason']}")
-    for o in v.get("outputs", []):
-        verdict = "ok  " if o.get("passed") else "FAIL"
-        lines.append(f"  {verdict} {o['name']} {o.get('dtype', '')}{o.get('shape', '')}: max abs "
-                     f"error {_num(o.get('max_abs_error'))}, max rel error "
-                     f"{_num(o.get('max_rel_error'))} (atol {o.get('atol')}, rtol {o.get('rtol')})"
-                     + (f", {o['mismatches']} mismatches" if o.get("mismatches") else ""))
+    lines += [_check_line(o) for o in v.get("outputs", [])]
+    ref = v.get("reference")
+    if ref:  # loop programs: a reference program's outputs against both (docs/loop-language.md)
+        lines.append(f"  reference {ref.get('source')} ({ref.get('framework')}): "
+                     f"{str(ref.get('status', '?')).upper()}")
+        for o in ref.get("outputs", []):
+            lines.append(_check_line(o["loop_program"], "loop program vs reference: "))
+            lines.append(_check_line(o["graph"], "graph vs reference: "))
     first = v.get("first_divergent_op")
     if first:
         where = f" ({first['framework_op']}" if first.get("framework_op") else ""
@@ -206,6 +208,15 @@ def _validation_block(v: dict | None) -> str:
     for e in v.get("excluded", []):
         lines.append(f"  excluded: {e['name']}: {e['reason']}")
     return "\n".join(lines) + "\n"
+
+
+def _check_line(o: dict, label: str = "") -> str:
+    """One compared output of a validation: verdict, errors and tolerance."""
+    verdict = "ok  " if o.get("passed") else "FAIL"
+    return (f"  {verdict} {label}{o['name']} {o.get('dtype', '')}{o.get('shape', '')}: max abs "
+            f"error {_num(o.get('max_abs_error'))}, max rel error "
+            f"{_num(o.get('max_rel_error'))} (atol {o.get('atol')}, rtol {o.get('rtol')})"
+            + (f", {o['mismatches']} mismatches" if o.get("mismatches") else ""))
 
 
 def _crosscheck_block(c: dict | None) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -158,7 +158,7 @@ def validate(lp: LoopProgram, graph, trace_ids: Dict[str, int],
     dtype's tolerance; with `reference`, that program's outputs are compared with both."""
     from ... import executor
 
-    section: Dict[str, Any] = {"status": "failed", "tool": TOOL, "outputs": []}
+    section: Dict[str, Any] = {"status": "failed", "tool": TOOL, "seed": SEED, "outputs": []}
     sources = make_inputs(lp)
     values = interpret.run_trace(lp.trace, sources)
     dtypes = {t["id"]: t["dtype"] for t in lp.trace["tensors"]}

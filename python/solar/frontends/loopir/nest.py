@@ -1,0 +1,425 @@
+"""Kernels of a loop program (docs/loop-language.md, "Kernels"): one call specialized —
+parameters bound, constants folded, scalar locals inlined — with each loop nest recorded as
+one `loopir::nest` op of loops and statements over expression trees (record.py's grammar).
+The structure of the language is checked here: perfect nesting, affine subscripts, guards
+and bounds, one write per tensor and no read of what the nest writes."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ... import _core
+from . import language as lang
+from .language import refusal
+from .scope import Handle, Recorder, Scope, fill_value, names_of, range_args, skip
+from .syntax import is_tensor_call, tensor_decl
+from .trees import affine_form, fn, has_data, has_var, is_number
+
+_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
+           ast.Mod: "mod"}
+_CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq",
+           ast.NotEq: "ne"}
+_AUG = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul"}
+# Operators an index may apply to constants only.
+_CONSTANT_ONLY = {ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
+                  ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a ** b}
+
+
+class KernelScope(Scope):
+    """One call of a kernel: its top-level statements, each loop nest recorded as one op."""
+
+    def __init__(self, rec: Recorder, kernel: ast.FunctionDef, args: Dict[str, Any], line: int):
+        super().__init__(rec, dict(args))
+        self.kernel = kernel
+        self.call_line = line
+        self.nests = 0
+
+    def run(self) -> None:
+        for stmt in self.kernel.body:
+            if skip(stmt):
+                continue
+            if isinstance(stmt, ast.Assign):
+                if len(stmt.targets) != 1:
+                    raise refusal("outside_language", self.path, stmt.lineno, "chained assignment")
+                names = names_of(stmt.targets[0], self.path)
+                values = [stmt.value] if len(names) == 1 else (
+                    list(stmt.value.elts) if isinstance(stmt.value, ast.Tuple)
+                    and len(stmt.value.elts) == len(names) else None)
+                if values is None:
+                    raise refusal("outside_language", self.path, stmt.lineno,
+                                  f"{len(names)} names need {len(names)} values")
+                for n, v in zip(names, values):
+                    if is_tensor_call(v):
+                        decl = tensor_decl(v, n, self.numbers(), self.path)
+                        if decl.role not in ("scratch", "constant"):
+                            raise refusal("outside_language", self.path, stmt.lineno,
+                                          "a kernel declares scratch and constant tensors only")
+                        self.bind(n, self.rec.declare(decl), stmt.lineno)
+                    else:
+                        self.bind(n, self.constant(v, f"the constant `{n}`"), stmt.lineno)
+            elif isinstance(stmt, ast.For):
+                Nest(self, stmt).record()
+                self.nests += 1
+            else:
+                raise refusal("outside_language", self.path, stmt.lineno,
+                              f"a {type(stmt).__name__} statement in a kernel body: a kernel "
+                              "holds tensor declarations, constants and loop nests")
+
+
+def contains_for(stmt: ast.stmt) -> bool:
+    return any(isinstance(n, ast.For) for n in ast.walk(stmt))
+
+
+class Nest:
+    """One perfectly nested loop nest of a kernel call: its loops and statements."""
+
+    def __init__(self, kernel: KernelScope, node: ast.For):
+        self.k = kernel
+        self.rec = kernel.rec
+        self.path = kernel.path
+        self.node = node
+        self.loops: List[Dict[str, Any]] = []
+        self.vars: set = set()
+        self.statements: List[Dict[str, Any]] = []
+        self.targets: List[Handle] = []
+        self.reads: List[Tuple[Handle, int]] = []  # (tensor, line) of every non-self read
+        self.current: Optional[Handle] = None  # the target of the statement being read
+        self.locals: Dict[str, Any] = {}  # the scalar locals in scope (data, not indices)
+
+    def fail(self, kind: str, node: Any, message: str):
+        return refusal(kind, self.path, getattr(node, "lineno", 0), message)
+
+    # -- structure
+
+    def record(self) -> None:
+        self.loop(self.node, [], {})
+        for h, line in self.reads:
+            if any(h is t for t in self.targets):
+                raise refusal("outside_language", self.path, line,
+                              f"reads `{h.decl.name}`, which this nest also writes: a "
+                              "loop-carried dependence (split the nest into two)")
+        outputs = []
+        for st, h in zip(self.statements, self.targets):
+            st["target"]["prior"] = ({"tensor": h.version} if h.version is not None
+                                     else {"fill": fill_value(h.decl)})
+            outputs.append(self.rec.new_version(h))
+        args = {"kernel": self.k.kernel.name, "call_line": self.k.call_line,
+                "nest": self.k.nests, "loops": self.loops, "statements": self.statements}
+        self.rec.emit("loopir::nest", args, outputs, self.node.lineno)
+
+    def loop(self, node: ast.For, guards: List[Dict[str, Any]], scope: Dict[str, Any]) -> None:
+        if node.orelse:
+            raise self.fail("outside_language", node, "`for ... else`")
+        if not isinstance(node.target, ast.Name):
+            raise self.fail("outside_language", node, "a loop binds one variable")
+        var = node.target.id
+        if var in self.vars or var in self.k.names or var in self.rec.globals or \
+                var in lang.ALL_NAMES:
+            raise self.fail("outside_language", node,
+                            f"the loop variable `{var}` shadows another name")
+        bounds = [self.bound(b) for b in range_args(node.iter, self.path)]
+        if len(bounds) == 1:
+            bounds = [0] + bounds
+        start, stop = bounds[0], bounds[1]
+        step = bounds[2] if len(bounds) == 3 else 1
+        if not (isinstance(step, int) and step >= 1):
+            raise self.fail("non_constant_bound", node, "a loop step is a positive integer constant")
+        if (has_var(start) or has_var(stop)) and step != 1:
+            raise self.fail("non_constant_bound", node,
+                            "a loop with bounds that depend on outer loops has step 1")
+        self.loops.append({"var": var, "start": start, "stop": stop, "step": step,
+                           "line": node.lineno})
+        self.vars.add(var)
+        self.block(node.body, guards, scope)
+
+    def block(self, body: Sequence[ast.stmt], guards: List[Dict[str, Any]],
+              scope: Dict[str, Any]) -> None:
+        stmts = [s for s in body if not skip(s)]
+        if any(contains_for(s) for s in stmts):
+            if len(stmts) != 1:
+                raise self.fail("outside_language", stmts[0],
+                                "an imperfect nest: a loop body is one inner loop (optionally "
+                                "under `if`) or the statements of the innermost loop")
+            s = stmts[0]
+            if isinstance(s, ast.For):
+                return self.loop(s, guards, scope)
+            if isinstance(s, ast.If):
+                if s.orelse:
+                    raise self.fail("outside_language", s, "guards have no `else`")
+                return self.block(s.body, guards + self.guard(s.test, scope), scope)
+            raise self.fail("outside_language", s, "a loop inside a statement")
+        if not self.loops:
+            raise self.fail("outside_language", self.node, "a nest has at least one loop")
+        self.innermost(stmts, guards, dict(scope))
+
+    def innermost(self, stmts: Sequence[ast.stmt], guards: List[Dict[str, Any]],
+                  scope: Dict[str, Any]) -> None:
+        for s in stmts:
+            if isinstance(s, ast.If):
+                if s.orelse:
+                    raise self.fail("outside_language", s, "guards have no `else`")
+                self.innermost([x for x in s.body if not skip(x)],
+                               guards + self.guard(s.test, scope), dict(scope))
+            elif isinstance(s, ast.Assign) and len(s.targets) == 1 and \
+                    isinstance(s.targets[0], ast.Name):
+                name = s.targets[0].id
+                if name in self.vars or name in self.k.names or name in self.rec.globals or \
+                        name in lang.ALL_NAMES:
+                    raise self.fail("outside_language", s,
+                                    f"the local `{name}` shadows another name")
+                self.locals = scope
+                scope[name] = self.value(s.value, scope)
+            elif isinstance(s, ast.Assign) and len(s.targets) == 1 and \
+                    isinstance(s.targets[0], ast.Subscript):
+                self.statement(s.targets[0], s, guards, scope, None)
+            elif isinstance(s, ast.AugAssign):
+                if isinstance(s.target, ast.Name):
+                    raise self.fail("outside_language", s,
+                                    f"`{s.target.id} {ast.unparse(s).split()[1]} ...`: "
+                                    "accumulate into a tensor element, not a scalar local")
+                if type(s.op) not in _AUG:
+                    raise self.fail("outside_language", s,
+                                    "the reductions are +=, -= and *= (and max(), min())")
+                self.statement(s.target, s, guards, scope, _AUG[type(s.op)])
+            elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and \
+                    isinstance(s.value.func, ast.Name):
+                raise self.fail("unknown_intrinsic", s,
+                                f"`{s.value.func.id}(...)` as a statement: statements assign "
+                                "tensor elements or locals")
+            else:
+                raise self.fail("outside_language", s,
+                                f"a {type(s).__name__} statement in a loop body: statements "
+                                "assign tensor elements (`=`, `+=`, `*=`) or scalar locals")
+
+    def statement(self, target: ast.Subscript, s: ast.stmt, guards, scope,
+                  aug: Optional[str]) -> None:
+        self.locals = scope
+        h = self.k.tensor(target.value)
+        if not h.writable:
+            raise self.fail("outside_language", s,
+                            f"`{h.decl.name}` is read-only ({h.decl.role if h.decl.role != 'scratch' else 'an intrinsic result'}): "
+                            "kernels write output and scratch tensors")
+        if any(h is t for t in self.targets):
+            raise self.fail("outside_language", s,
+                            f"this nest writes `{h.decl.name}` twice: one statement per tensor")
+        index = self.subscript(target, h)
+        self.current = h
+        value = self.value(s.value, scope)
+        if aug is not None:
+            value = fn(aug, {"self": True, "index": index}, value)
+        self.current = None
+        self.targets.append(h)
+        self.statements.append({"line": s.lineno, "target": {"name": h.decl.name,
+                                                             "index": index},
+                                "value": value, "guards": list(guards)})
+
+    # -- expressions
+
+    def subscript(self, node: ast.Subscript, h: Handle) -> List[Any]:
+        keys = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if any(isinstance(k, ast.Slice) for k in keys):
+            raise self.fail("outside_language", node, "subscripts are single elements (no `:`)")
+        if len(keys) != len(h.shape):
+            raise self.fail("shape_mismatch", node,
+                            f"`{h.decl.name}` has {len(h.shape)} dimension"
+                            f"{'s' if len(h.shape) != 1 else ''} {list(h.shape)} but is "
+                            f"subscripted with {len(keys)}")
+        return [self.index(k, f"a subscript of `{h.decl.name}`") for k in keys]
+
+    def index(self, node: ast.expr, what: str) -> Any:
+        """An affine index tree: integers, loop variables, + - and * by a constant."""
+        tree = self.index_tree(node, what)
+        if affine_form(tree) is None:
+            raise self.fail("not_affine", node,
+                            f"{what} `{ast.unparse(node)}` is not affine in the loop variables")
+        return tree
+
+    def index_tree(self, node: ast.expr, what: str) -> Any:
+        if isinstance(node, ast.Constant) and is_number(node.value):
+            return node.value
+        if isinstance(node, ast.Subscript) or (isinstance(node, ast.Name)
+                                               and node.id in self.locals):
+            raise self.fail("data_dependent", node,
+                            f"{what} reads tensor data (`{ast.unparse(node)}`): index by loop "
+                            "variables, or use gather/scatter")
+        if isinstance(node, ast.Name):
+            if node.id in self.vars:
+                return {"var": node.id}
+            v = self.k.lookup(node.id, node.lineno)
+            if is_number(v):
+                return v
+            raise self.fail("not_affine", node,
+                            f"{what} uses the tensor `{node.id}` as a number")
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            t = self.index_tree(node.operand, what)
+            return fn("neg", t) if isinstance(node.op, ast.USub) else t
+        if isinstance(node, ast.BinOp) and type(node.op) in (ast.Add, ast.Sub, ast.Mult):
+            return fn(_BINOPS[type(node.op)], self.index_tree(node.left, what),
+                      self.index_tree(node.right, what))
+        if isinstance(node, ast.BinOp) and type(node.op) in _CONSTANT_ONLY:
+            a, b = self.index_tree(node.left, what), self.index_tree(node.right, what)
+            if is_number(a) and is_number(b):
+                try:
+                    return _CONSTANT_ONLY[type(node.op)](a, b)
+                except ArithmeticError as e:
+                    raise self.fail("not_affine", node, f"{what}: {e}") from None
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id not in lang.ALL_NAMES:
+            raise self.fail("unknown_intrinsic", node, f"`{node.func.id}` is not an intrinsic")
+        raise self.fail("not_affine", node,
+                        f"{what} `{ast.unparse(node)}` is not affine in the loop variables")
+
+    def bound(self, node: ast.expr) -> Any:
+        """A loop bound: a constant integer, or affine in the enclosing loops' variables."""
+        try:
+            tree = self.index_tree(node, "a loop bound")
+        except _core.UserError as e:
+            if getattr(e, "kind", None) not in ("not_affine", "data_dependent"):
+                raise
+            tree = None
+        if tree is None or affine_form(tree) is None:
+            raise self.fail("non_constant_bound", node,
+                            f"the loop bound `{ast.unparse(node)}` is not a constant (nor "
+                            "affine in the enclosing loops' variables)")
+        return tree
+
+    def guard(self, test: ast.expr, scope: Dict[str, Any]) -> List[Dict[str, Any]]:
+        """The affine constraints of an `if` condition."""
+        self.locals = scope
+        parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) \
+            else [test]
+        out = []
+        for p in parts:
+            if not isinstance(p, ast.Compare):
+                if any(isinstance(n, ast.Subscript) or (isinstance(n, ast.Name) and n.id in scope)
+                       for n in ast.walk(p)):
+                    raise self.fail("data_dependent", p,
+                                    f"`if {ast.unparse(p)}:` branches on tensor data: compute "
+                                    "both values and pick with where(cond, a, b)")
+                raise self.fail("outside_language", p,
+                                f"`if {ast.unparse(p)}:`: a guard is comparisons of affine "
+                                "expressions joined by `and` (one convex region: no `or`, `not`)")
+            trees = [self.index(t, "a guard") for t in [p.left] + list(p.comparators)]
+            for op, a, b in zip(p.ops, trees, trees[1:]):
+                if isinstance(op, ast.NotEq):
+                    raise self.fail("outside_language", p,
+                                    "`!=` in a guard is two regions: write two nests")
+                if type(op) not in _CMPOPS:
+                    raise self.fail("outside_language", p, "guards compare with < <= > >= ==")
+                out.append({"cmp": _CMPOPS[type(op)], "lhs": a, "rhs": b, "line": p.lineno})
+        return out
+
+    def value(self, node: ast.expr, scope: Dict[str, Any]) -> Any:
+        """A value tree: numbers, constants, locals, tensor elements, arithmetic, intrinsics."""
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, bool):
+                return float(node.value)
+            if is_number(node.value):
+                return node.value
+            raise self.fail("outside_language", node, f"{node.value!r} is not a number")
+        if isinstance(node, ast.Name):
+            if node.id in scope:
+                return scope[node.id]
+            if node.id in self.vars:
+                raise self.fail("not_affine", node,
+                                f"the loop variable `{node.id}` is used as a value: loop "
+                                "variables index tensors (put the values in a tensor)")
+            v = self.k.lookup(node.id, node.lineno)
+            if is_number(v):
+                return v
+            raise self.fail("outside_language", node,
+                            f"the tensor `{node.id}` is used as a value: read an element "
+                            f"`{node.id}[...]`")
+        if isinstance(node, ast.Subscript):
+            return self.load(node)
+        if isinstance(node, ast.UnaryOp):
+            if isinstance(node.op, ast.USub):
+                return fn("neg", self.value(node.operand, scope))
+            if isinstance(node.op, ast.UAdd):
+                return self.value(node.operand, scope)
+            raise self.fail("outside_language", node, "`not` and `~`: use comparisons and where()")
+        if isinstance(node, ast.BinOp):
+            a, b = self.value(node.left, scope), self.value(node.right, scope)
+            if isinstance(node.op, ast.FloorDiv):
+                return fn("floor", fn("div", a, b))
+            if type(node.op) not in _BINOPS:
+                raise self.fail("outside_language", node,
+                                f"the operator `{ast.unparse(node)}` (use + - * / ** // %)")
+            return fn(_BINOPS[type(node.op)], a, b)
+        if isinstance(node, ast.Compare):
+            terms = [self.value(t, scope) for t in [node.left] + list(node.comparators)]
+            out = None
+            for op, a, b in zip(node.ops, terms, terms[1:]):
+                if type(op) not in _CMPOPS:
+                    raise self.fail("outside_language", node, "compare with < <= > >= == !=")
+                c = fn(_CMPOPS[type(op)], a, b)
+                out = c if out is None else fn("mul", out, c)
+            return out
+        if isinstance(node, ast.IfExp):
+            return self.select(node.test, node.body, node.orelse, scope, node)
+        if isinstance(node, ast.Call):
+            return self.intrinsic(node, scope)
+        if isinstance(node, ast.BoolOp):
+            raise self.fail("outside_language", node,
+                            "`and`/`or` on values: multiply comparisons, or use where()")
+        raise self.fail("outside_language", node,
+                        f"`{ast.unparse(node)}` is not an expression of the loop language")
+
+    def select(self, test, a, b, scope, node) -> Any:
+        c = self.value(test, scope)
+        if not has_data(c) and not is_number(c):
+            raise self.fail("not_affine", node, "a condition on loop variables inside an "
+                                                "expression: use an `if` guard")
+        return fn("select", c, self.value(a, scope), self.value(b, scope))
+
+    def intrinsic(self, node: ast.Call, scope: Dict[str, Any]) -> Any:
+        if not isinstance(node.func, ast.Name):
+            raise self.fail("outside_language", node, "calls name an intrinsic")
+        name = node.func.id
+        if node.keywords:
+            raise self.fail("outside_language", node, f"`{name}` takes no keywords")
+        if name == lang.CAST:
+            if len(node.args) != 2 or not isinstance(node.args[0], ast.Subscript) or not (
+                    isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+                raise self.fail("outside_language", node,
+                                "cast reads one element at another dtype: cast(T[...], \"bf16\")")
+            dtype = lang.canonical_dtype(node.args[1].value)
+            if dtype is None:
+                raise self.fail("outside_language", node, f"unknown dtype '{node.args[1].value}'")
+            return {"fn": "cast", "dtype": dtype, "args": [self.load(node.args[0])]}
+        if name not in lang.ELEMENT_INTRINSICS:
+            if name in self.rec.p.kernels:
+                raise self.fail("outside_language", node, "kernels are called from model() only")
+            if name in lang.COMPOSITION_INTRINSICS:
+                raise self.fail("outside_language", node,
+                                f"`{name}` is an intrinsic of model(), not of a loop body")
+            raise self.fail("unknown_intrinsic", node,
+                            f"`{name}` is not an intrinsic of the loop language "
+                            f"({', '.join(sorted(lang.ELEMENT_INTRINSICS))}, cast)")
+        ir_name, arity = lang.ELEMENT_INTRINSICS[name]
+        if (arity is None and len(node.args) < 2) or (arity is not None and len(node.args) != arity):
+            raise self.fail("unknown_intrinsic", node,
+                            f"`{name}` takes {'2 or more' if arity is None else arity} "
+                            f"argument{'s' if arity != 1 else ''}, got {len(node.args)}")
+        if ir_name == "select":
+            return self.select(node.args[0], node.args[1], node.args[2], scope, node)
+        args = [self.value(a, scope) for a in node.args]
+        out = args[0]
+        if arity is None:  # min/max of several: a chain
+            for a in args[1:]:
+                out = fn(ir_name, out, a)
+            return out
+        return fn(ir_name, *args)
+
+    def load(self, node: ast.Subscript) -> Dict[str, Any]:
+        h = self.k.tensor(node.value)
+        index = self.subscript(node, h)
+        if h is self.current:
+            return {"self": True, "index": index}
+        self.reads.append((h, node.lineno))
+        if any(h is t for t in self.targets):
+            raise self.fail("outside_language", node,
+                            f"reads `{h.decl.name}`, which this nest also writes: a "
+                            "loop-carried dependence (split the nest into two)")
+        return {"load": self.rec.read(h, node.lineno), "index": index}
