@@ -136,9 +136,10 @@ def _two_of_four(rng, shape: Tuple[int, ...]) -> np.ndarray:
 def _executor_array(x: np.ndarray, dtype: str) -> np.ndarray:
     """The array the executor reads for a tensor of `dtype`: float32 for floats up to f32
     (their values are exact), float64 for f64, integers and bools as they are."""
+    # np.require keeps a 0-d array 0-d (np.ascontiguousarray would make it 1-d).
     if dtype == "f64" or is_integer_dtype(dtype):
-        return np.ascontiguousarray(x)
-    return np.ascontiguousarray(x, dtype=np.float32)
+        return np.require(x, requirements="C")
+    return np.require(x, dtype=np.float32, requirements="C")
 
 
 def _check_entry(ch, graph, trace_id) -> Dict[str, Any]:

@@ -142,18 +142,16 @@ def compare_reference(path: str, lp, sources, values, graph, trace_ids, graph_in
         if name not in ref:
             raise user_error(f"{path}: the reference returns no output `{name}`", "usage")
         dtype = getattr(_core.DType, dtypes[tid])
-        want = np.ascontiguousarray(ref[name], dtype=np.float64)
+        want = np.require(ref[name], dtype=np.float64, requirements="C")
         if want.shape != tuple(values[tid].shape):
             raise user_error(f"{path}: the reference's `{name}` has shape {list(want.shape)}, "
                              f"the loop program's {list(values[tid].shape)}", "usage")
-        loop = _core.compare(name, {"got": np.ascontiguousarray(values[tid], dtype=np.float64),
-                                    "want": want}, dtype)
-        lifted = _core.compare(name, {"got": np.ascontiguousarray(graph_out[by_id[tid]],
-                                                                  dtype=np.float64),
-                                      "want": want}, dtype)
+        got = {"loop": values[tid], "graph": graph_out[by_id[tid]]}
+        loop, lifted = (_core.compare(by_id[tid], {
+            "got": np.require(got[k], dtype=np.float64, requirements="C"), "want": want}, dtype)
+            for k in ("loop", "graph"))
         entry = {"name": name, "loop_program": _check_entry(loop, graph, tid),
                  "graph": _check_entry(lifted, graph, tid)}
-        entry["loop_program"]["name"] = entry["graph"]["name"] = by_id[tid]
         passed = passed and bool(loop.passed) and bool(lifted.passed)
         section["outputs"].append(entry)
     section["status"] = "passed" if passed else "failed"
