@@ -291,12 +291,12 @@ class Nest:
             else [test]
         out = []
         for p in parts:
+            if any(isinstance(n, ast.Subscript) or (isinstance(n, ast.Name) and n.id in scope)
+                   for n in ast.walk(p)):
+                raise self.fail("data_dependent", p,
+                                f"`if {ast.unparse(p)}:` branches on tensor data: compute "
+                                "both values and pick with where(cond, a, b)")
             if not isinstance(p, ast.Compare):
-                if any(isinstance(n, ast.Subscript) or (isinstance(n, ast.Name) and n.id in scope)
-                       for n in ast.walk(p)):
-                    raise self.fail("data_dependent", p,
-                                    f"`if {ast.unparse(p)}:` branches on tensor data: compute "
-                                    "both values and pick with where(cond, a, b)")
                 raise self.fail("outside_language", p,
                                 f"`if {ast.unparse(p)}:`: a guard is comparisons of affine "
                                 "expressions joined by `and` (one convex region: no `or`, `not`)")
@@ -367,10 +367,12 @@ class Nest:
                         f"`{ast.unparse(node)}` is not an expression of the loop language")
 
     def select(self, test, a, b, scope, node) -> Any:
-        c = self.value(test, scope)
-        if not has_data(c) and not is_number(c):
+        if not any(isinstance(n, ast.Subscript) or (isinstance(n, ast.Name) and n.id in scope)
+                   for n in ast.walk(test)) and any(
+                isinstance(n, ast.Name) and n.id in self.vars for n in ast.walk(test)):
             raise self.fail("not_affine", node, "a condition on loop variables inside an "
                                                 "expression: use an `if` guard")
+        c = self.value(test, scope)
         return fn("select", c, self.value(a, scope), self.value(b, scope))
 
     def intrinsic(self, node: ast.Call, scope: Dict[str, Any]) -> Any:

@@ -10,6 +10,7 @@ import ast
 import dataclasses
 import math
 import operator
+import warnings
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from . import language as lang
@@ -302,7 +303,9 @@ def parse_program(source: str, path: str, overrides: Optional[Mapping[str, str]]
     """Parses and checks a loop program's top level; `overrides` (--set NAME=VALUE) replace
     module-level constants (OverrideError for an unknown name or a non-number)."""
     try:
-        tree = ast.parse(source, filename=path)
+        with warnings.catch_warnings():  # Python's own warnings about the text (escapes)
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source, filename=path)
     except SyntaxError as e:
         raise refusal("outside_language", path, e.lineno or 0,
                       f"not Python syntax: {e.msg}") from None
