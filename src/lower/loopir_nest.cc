@@ -309,7 +309,7 @@ class StatementLift {
                 fmt::format("reads `{}` other than as `T[s] = T[s] op e` (op + * max min): a "
                             "loop-carried dependence", name()));
     Expr combine = value(s.body);
-    check_indices_used(s.reduce);
+    drop_unused_indices(s.reduce);
     if (s.reduce == Reduce::None) check_assignment();
     emit(s.reduce, std::move(combine));
   }
@@ -431,7 +431,9 @@ class StatementLift {
     return view;
   }
 
-  void check_indices_used(Reduce reduce) const {
+  // A loop no subscript of the statement uses would repeat its work: refused, unless it runs
+  // once, when its index is dropped (fixed at its first value).
+  void drop_unused_indices(Reduce reduce) {
     std::vector<bool> used(space_.dims.size(), false);
     auto mark = [&](const std::vector<AffineExpr>& sub) {
       for (const AffineExpr& a : sub)
@@ -439,12 +441,30 @@ class StatementLift {
     };
     for (const auto& s : reads_.subs) mark(s);
     mark(out_sub_);
-    for (std::size_t i = 0; i < used.size(); ++i)
-      if (!used[i])
+    std::vector<IndexPos> remap(space_.dims.size(), -1);
+    Space kept;
+    for (std::size_t i = 0; i < used.size(); ++i) {
+      if (used[i]) {
+        remap[i] = kept.add(space_.dims[i].name, space_.dims[i].extent);
+      } else if (space_.dims[i].extent > 1) {
         w_.refuse(Kind::OutsideLanguage, "outside the language",
                   fmt::format("the loop over `{}` is used by no subscript of this {}: its "
                               "iterations would repeat the same work", space_.dims[i].name,
                               reduce == Reduce::None ? "assignment" : "reduction"));
+      }
+    }
+    if (kept.dims.size() == space_.dims.size()) return;
+    auto moved = [&](const AffineExpr& a) {
+      std::vector<AffineTerm> terms;
+      for (const AffineTerm& t : a.terms())
+        if (remap[t.index] >= 0) terms.push_back({remap[t.index], t.coef});
+      return AffineExpr::make(std::move(terms), a.constant_term());
+    };
+    for (auto& sub : reads_.subs)
+      for (AffineExpr& a : sub) a = moved(a);
+    for (AffineExpr& a : out_sub_) a = moved(a);
+    for (AffineConstraint& m : mask_) m.expr = moved(m.expr);
+    space_ = std::move(kept);
   }
 
   // An assignment writes each element once: each loop variable in exactly one target

@@ -9,7 +9,7 @@ import string
 import textwrap
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import solar
@@ -159,3 +159,83 @@ def test_mutated_programs_never_crash_the_parser_or_the_lifting(tmp_path_factory
             e.kind, str(e))
     except RecursionError:
         pass  # Python's own parser gives up on absurd nesting: not a crash of Solar
+
+
+# ----------------------------------------------------------------------- random valid nests
+
+VARS = ("i", "j", "k")
+
+
+@st.composite
+def nests(draw):
+    """A random valid loop program: 1-3 loops, reads at random affine subscripts sized to
+    stay inside their tensors (some through guards), a random expression, and an assignment
+    or a sum/max/min/prod reduction into a target indexed by a subset of the loop variables."""
+    n = draw(st.integers(1, 3))
+    names = VARS[:n]
+    ext = {v: draw(st.integers(1, 4)) for v in names}
+    kind = draw(st.sampled_from(["assign", "sum", "max", "min", "prod"]))
+    if kind == "assign":
+        tvars = draw(st.permutations(list(names)))
+    else:
+        tvars = [v for v in names if draw(st.booleans())]
+    guards, decls, loads = [], [], []
+    for r in range(draw(st.integers(1, 3))):
+        dims, subs = [], []
+        for _ in range(draw(st.integers(1, 2))):
+            coefs = {v: draw(st.integers(-2, 2)) for v in names}
+            lo = sum(min(0, c * (ext[v] - 1)) for v, c in coefs.items())
+            hi = sum(max(0, c * (ext[v] - 1)) for v, c in coefs.items())
+            shift = -lo + draw(st.integers(-1, 1))  # -1: the guard below keeps it inside
+            expr = " + ".join(f"{c}*{v}" for v, c in coefs.items() if c) or "0"
+            expr = f"{expr} + {shift}"
+            size = hi + shift + 1 + draw(st.integers(0, 1))
+            if shift < -lo:
+                guards.append(f"0 <= {expr}")
+            size = max(size, 1)
+            if hi + shift >= size:
+                guards.append(f"{expr} < {size}")
+            dims.append(str(size))
+            subs.append(expr)
+        decls.append(f'r{r} = Tensor("{", ".join(dims)}", role="input")')
+        loads.append(f"r{r}[{', '.join(subs)}]")
+    ops = ["+", "-", "*"]
+    value = loads[0]
+    for ld in loads[1:]:
+        value = f"({value} {draw(st.sampled_from(ops))} {ld})"
+    wrap = draw(st.sampled_from(["{}", "tanh({})", "max({}, 0.25)", "where({} > 0, {}, 0.5)"]))
+    value = wrap.replace("{}", value)
+    if kind == "prod":
+        value = f"(1.0 + 0.1 * tanh({value}))"  # keeps products of many terms finite
+    used = set(tvars) | {v for ld in loads for v in names if f"*{v}" in ld}
+    assume(all(v in used or ext[v] == 1 for v in names))  # else refused: repeated work
+    tdims = ", ".join(str(ext[v]) for v in tvars)
+    target = f"y[{', '.join(tvars)}]" if tvars else "y[()]"
+    fill = {"max": ", fill=-inf", "min": ", fill=inf", "prod": ", fill=1.0"}.get(kind, "")
+    statement = {"assign": f"{target} = {value}", "sum": f"{target} += {value}",
+                 "prod": f"{target} *= {value}",
+                 "max": f"{target} = max({target}, {value})",
+                 "min": f"{target} = min({value}, {target})"}[kind]
+    if guards and kind == "assign":
+        fill = ""  # a guarded assignment writes into the fill of 0
+    lines = ["from solar.loopir import *", *decls, f'y = Tensor("{tdims}", role="output"{fill})',
+             "", "@kernel", "def f(" + ", ".join([f"r{r}" for r in range(len(decls))] + ["y"]) + "):"]
+    indent = "    "
+    for v in names:
+        lines.append(f"{indent}for {v} in range({ext[v]}):")
+        indent += "    "
+    if guards:
+        lines.append(f"{indent}if {' and '.join(guards)}:")
+        indent += "    "
+    lines.append(indent + statement)
+    lines += ["", "def model():", "    f(" + ", ".join([f"r{r}" for r in range(len(decls))] + ["y"]) + ")"]
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(source=nests())
+def test_random_nests_lift_to_the_function_the_interpreter_runs(tmp_path_factory, source):
+    path = tmp_path_factory.mktemp("nest") / "prog.py"
+    path.write_text(source)
+    v = loopir.validate(str(path))
+    assert v["status"] == "passed", source + "\n" + str(v)

@@ -255,6 +255,7 @@ class _Nest:
                if "tensor" in prior else np.full(shape, float(_number(prior["fill"]))))
         index = st["target"]["index"]
         kind, body = reduction_of(st["value"], index)
+        self.check_loops_used(body, index, line, "assignment" if kind is None else "reduction")
         if kind is None:
             if has_self(st["value"]):
                 raise self.fail("outside_language", line,
@@ -278,6 +279,18 @@ class _Nest:
                 self.reduce(out, kind, vals, idx, mask, index, chunk)
         return round_to(out, target["dtype"])
 
+    def check_loops_used(self, body, index, line: int, what: str) -> None:
+        """A loop that no subscript of the statement uses repeats its work: refused unless it
+        runs once (the lifting's rule)."""
+        used = set()
+        for tree in list(index) + _subscripts(body):
+            used.update(affine_form(tree)[0])
+        for lp, (_, count, _) in zip(self.loops, self.ranges):
+            if lp["var"] not in used and count > 1:
+                raise self.fail("outside_language", line,
+                                f"the loop over `{lp['var']}` is used by no subscript of this "
+                                f"{what}: its iterations would repeat the same work")
+
     def check_assignment(self, index, line: int, name: str) -> None:
         seen: Dict[str, int] = {}
         for d, tree in enumerate(index):
@@ -288,7 +301,8 @@ class _Nest:
                                 "assignment writes each element once")
             for var in terms:
                 seen[var] = d
-        missing = [lp["var"] for lp in self.loops if lp["var"] not in seen]
+        missing = [lp["var"] for lp, (_, count, _) in zip(self.loops, self.ranges)
+                   if lp["var"] not in seen and count > 1]
         if missing:
             raise self.fail("outside_language", line,
                             f"the assignment to `{name}` repeats over `{', '.join(missing)}` "
@@ -310,6 +324,16 @@ class _Nest:
             return
         full = tuple(np.broadcast_to(i, chunk.shape) for i in idx)
         _UFUNC[kind].at(out, tuple(i.ravel() for i in full), vals.ravel())
+
+
+def _subscripts(tree) -> List[Any]:
+    """Every subscript expression of the tensor reads in a value tree."""
+    if not isinstance(tree, dict):
+        return []
+    out = list(tree.get("index", []))
+    for a in tree.get("args", []):
+        out += _subscripts(a)
+    return out
 
 
 def _plain_var(tree) -> bool:
