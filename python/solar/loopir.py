@@ -127,11 +127,11 @@ def run(path: str, set: Optional[Mapping[str, Any]] = None,  # noqa: A002
     input/weight/constant names to arrays; the rest are drawn as validation draws them."""
     import numpy as np
 
-    from .frontends.loopir import interpret, program
+    from .frontends.loopir import interpret, program, validation
 
     lp = program.load(path, _overrides(set))
-    sources = program.make_inputs(lp)
-    by_name = {t["name"]: t for t in program.source_tensors(lp.trace)}
+    sources = validation.make_inputs(lp)
+    by_name = {t["name"]: t for t in validation.source_tensors(lp.trace)}
     for name, value in (inputs or {}).items():
         if name not in by_name:
             raise ValueError(f"{path}: `{name}` is not an input, weight or constant "
@@ -148,8 +148,8 @@ def run(path: str, set: Optional[Mapping[str, Any]] = None,  # noqa: A002
 def validate(path: str, reference: Optional[str] = None,
              set: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:  # noqa: A002
     """The `validation` section of `solar validate prog.py [--reference ref.py]`."""
-    from .frontends.loopir import program
+    from .frontends.loopir import program, validation
 
     lp = program.load(path, _overrides(set))
     graph, trace_ids = program.lift(lp)
-    return program.validate(lp, graph, trace_ids, reference)
+    return validation.validate(lp, graph, trace_ids, reference)

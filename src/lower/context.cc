@@ -159,8 +159,12 @@ TensorId Context::stage(ir::Tensor t) {
     return false;
   };
   if (taken(t.name)) {
+    // Continue from the last suffix this name took: a program that names a thousand tensors
+    // alike stays linear.
     std::string base = t.name;
-    for (int k = 1; taken(t.name); ++k) t.name = fmt::format("{}#{}", base, k);
+    int& k = suffixes_[base];
+    do t.name = fmt::format("{}#{}", base, ++k);
+    while (taken(t.name));
   }
   t.id = TensorId{static_cast<std::uint32_t>(g_.tensors().size() + tensors_.size())};
   tensors_.push_back(std::move(t));

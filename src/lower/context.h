@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -149,6 +150,7 @@ class Context {
   int line_ = 0;
   std::vector<ir::TensorId> map_;  // by trace id
   int temps_ = 0;
+  std::unordered_map<std::string, int> suffixes_;  // name -> the last `#k` it was given
   // Committed and staged (this op's) aliases, flat views and materialized copies; staged
   // ones are dropped by rollback.
   std::map<std::uint32_t, Alias> aliases_, staged_aliases_;

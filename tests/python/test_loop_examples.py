@@ -40,6 +40,7 @@ torch = pytest.importorskip("torch")
 
 from solar import loopir  # noqa: E402
 from solar.frontends.loopir import program as loop_program  # noqa: E402
+from solar.frontends.loopir import validation as loop_validation  # noqa: E402
 from solar.frontends.torch.capture import load_program  # noqa: E402
 from solar.frontends.torch.program import ProgramOptions, analyze_file  # noqa: E402
 
@@ -195,7 +196,7 @@ def test_twin_takes_every_loop_tensor(name):
     """The twin's forward takes every input and weight of the loop program, by name, in
     declaration order."""
     lp = loop_program.load(loop_path(name))
-    sources = [t["name"] for t in loop_program.source_tensors(lp.trace)]
+    sources = [t["name"] for t in loop_validation.source_tensors(lp.trace)]
     model_cls = load_program(twin_path(name), {}).Model
     assert list(inspect.signature(model_cls.forward).parameters)[1:] == sources
 

@@ -14,7 +14,7 @@ from . import language as lang
 from .language import refusal
 from .scope import Handle, Recorder, Scope, fill_value, names_of, range_args, skip
 from .syntax import is_tensor_call, tensor_decl
-from .trees import affine_form, fn, has_data, has_var, is_number
+from .trees import affine_form, fn, has_var, is_number, number
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
            ast.Mod: "mod"}
@@ -50,8 +50,9 @@ class KernelScope(Scope):
                     raise refusal("outside_language", self.path, stmt.lineno,
                                   f"{len(names)} names need {len(names)} values")
                 for n, v in zip(names, values):
-                    if is_tensor_call(v):
-                        decl = tensor_decl(v, n, self.numbers(), self.path)
+                    if is_tensor_call(v):  # named after its kernel: `attention.scores`
+                        decl = tensor_decl(v, f"{self.kernel.name}.{n}", self.numbers(),
+                                           self.path)
                         if decl.role not in ("scratch", "constant"):
                             raise refusal("outside_language", self.path, stmt.lineno,
                                           "a kernel declares scratch and constant tensors only")
@@ -68,7 +69,10 @@ class KernelScope(Scope):
 
 
 def contains_for(stmt: ast.stmt) -> bool:
-    return any(isinstance(n, ast.For) for n in ast.walk(stmt))
+    """Whether a statement is a loop or guards one (the only places a nest's loops stand)."""
+    if isinstance(stmt, ast.For):
+        return True
+    return isinstance(stmt, ast.If) and any(contains_for(s) for s in stmt.body + stmt.orelse)
 
 
 class Nest:
@@ -316,7 +320,7 @@ class Nest:
             if isinstance(node.value, bool):
                 return float(node.value)
             if is_number(node.value):
-                return node.value
+                return number(node.value)
             raise self.fail("outside_language", node, f"{node.value!r} is not a number")
         if isinstance(node, ast.Name):
             if node.id in scope:
@@ -327,7 +331,7 @@ class Nest:
                                 "variables index tensors (put the values in a tensor)")
             v = self.k.lookup(node.id, node.lineno)
             if is_number(v):
-                return v
+                return number(v)
             raise self.fail("outside_language", node,
                             f"the tensor `{node.id}` is used as a value: read an element "
                             f"`{node.id}[...]`")

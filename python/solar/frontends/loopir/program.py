@@ -1,7 +1,5 @@
-"""One loop program from file to report: parse, record, lift (C++), analyze; on request run
-it with its own interpreter and validate the lifted graph against it, and against a
-reference program (PyTorch, JAX or NumPy) run on the same inputs (report section
-`validation`, docs/loop-language.md).
+"""One loop program from file to report: parse, record, lift (C++), analyze; on request
+validate it (validation.py: section `validation`, docs/loop-language.md).
 
 `solar analyze prog.py` and `solar validate prog.py` reach analyze_file through the torch
 frontend's analyze_file, which hands over files that import solar.loopir (detect.py).
@@ -10,19 +8,12 @@ frontend's analyze_file, which hands over files that import solar.loopir (detect
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, Dict, List, Optional, Tuple
-
-import numpy as np
 
 from ... import _core
 from ...errors import user_error
 from ...report import Report
-from . import interpret, record, syntax
-from .language import is_integer_dtype
-
-TOOL = "solar loop interpreter and executor"
-SEED = 0
+from . import record, syntax
 
 
 @dataclasses.dataclass
@@ -76,113 +67,7 @@ def analyze_file(path: str, options=None):
                                   **options.level_args()))
     result = ProgramAnalysis(report, [], lp.trace, graph, trace_ids)
     if options.validate:
-        report.attach_section("validation",
-                              validate(lp, graph, trace_ids, getattr(options, "reference", None)))
+        from .validation import validate  # NumPy: only validation runs the program
+
+        report.attach_section("validation", validate(lp, graph, trace_ids, options.reference))
     return result
-
-
-# ----------------------------------------------------------------------- inputs
-
-
-def source_tensors(trace: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """The trace tensors no op writes (inputs, weights, constants)."""
-    written = {o for op in trace["ops"] for o in op["outputs"] if o is not None}
-    return [t for t in trace["tensors"] if t["id"] not in written]
-
-
-def make_inputs(lp: LoopProgram, seed: int = SEED) -> Dict[int, np.ndarray]:
-    """Data for every source tensor, by trace id: normal values for floats, values below the
-    bound for index tensors, small integers otherwise, with the declared sparsity pattern
-    (2 zeros in every 4 along the last dimension, or a random fraction of zeros)."""
-    rng = np.random.default_rng(seed)
-    out = {}
-    for t in source_tensors(lp.trace):
-        shape, dtype = tuple(t["shape"]), t["dtype"]
-        if dtype == "bool":
-            x = rng.random(shape) < 0.5
-        elif t["id"] in lp.index_bounds:
-            x = rng.integers(0, lp.index_bounds[t["id"]], shape)
-        elif is_integer_dtype(dtype):
-            x = rng.integers(-4, 5, shape)
-        else:
-            x = rng.standard_normal(shape)
-        sp = t.get("sparsity")
-        if sp and sp.get("structured_2_4"):
-            x = x * _two_of_four(rng, shape)
-        elif sp and sp.get("zero_fraction", 0) > 0:
-            x = x * (rng.random(shape) >= sp["zero_fraction"])
-        out[t["id"]] = interpret.round_to(x, dtype)
-    return out
-
-
-def _two_of_four(rng, shape: Tuple[int, ...]) -> np.ndarray:
-    """A 0/1 mask with two zeros in every group of four along the last dimension (a shorter
-    last group keeps half its elements, rounded down)."""
-    if not shape:
-        return np.ones(shape)
-    n = shape[-1]
-    rows = int(np.prod(shape[:-1], dtype=np.int64))
-    keep = np.zeros((rows, n))
-    for g in range(0, n, 4):
-        width = min(4, n - g)
-        picks = np.argsort(rng.random((rows, width)), axis=1)[:, : width // 2]
-        np.put_along_axis(keep[:, g:g + width], picks, 1.0, axis=1)
-    return keep.reshape(shape)
-
-
-# ----------------------------------------------------------------------- validation
-
-
-def _executor_array(x: np.ndarray, dtype: str) -> np.ndarray:
-    """The array the executor reads for a tensor of `dtype`: float32 for floats up to f32
-    (their values are exact), float64 for f64, integers and bools as they are."""
-    # np.require keeps a 0-d array 0-d (np.ascontiguousarray would make it 1-d).
-    if dtype == "f64" or is_integer_dtype(dtype):
-        return np.require(x, requirements="C")
-    return np.require(x, dtype=np.float32, requirements="C")
-
-
-def _check_entry(ch, graph, trace_id) -> Dict[str, Any]:
-    t = graph.tensor(ch.name)
-    finite = lambda v: float(v) if math.isfinite(float(v)) else None  # noqa: E731
-    return {"name": ch.name, "trace_id": trace_id, "shape": list(t.shape),
-            "dtype": str(t.dtype).rsplit(".", 1)[-1],
-            "max_abs_error": finite(ch.max_abs_error), "max_rel_error": finite(ch.max_rel_error),
-            "atol": ch.atol, "rtol": ch.rtol, "mismatches": int(ch.mismatches),
-            "passed": bool(ch.passed)}
-
-
-def validate(lp: LoopProgram, graph, trace_ids: Dict[str, int],
-             reference: Optional[str] = None) -> Dict[str, Any]:
-    """The `validation` section: the loop program run by its interpreter and the lifted
-    graph run by Solar's executor on the same inputs, every output compared under its
-    dtype's tolerance; with `reference`, that program's outputs are compared with both."""
-    from ... import executor
-
-    section: Dict[str, Any] = {"status": "failed", "tool": TOOL, "seed": SEED, "outputs": []}
-    sources = make_inputs(lp)
-    values = interpret.run_trace(lp.trace, sources)
-    dtypes = {t["id"]: t["dtype"] for t in lp.trace["tensors"]}
-    inputs, refs = {}, {}
-    for t in graph.tensors:
-        role = str(t.role).rsplit(".", 1)[-1]
-        tid = trace_ids.get(t.name)
-        if role == "output":
-            refs[t.name] = _executor_array(values[tid], dtypes[tid])
-        elif role != "intermediate":
-            inputs[t.name] = _executor_array(sources[tid], dtypes[tid])
-    result = executor.validate(graph, inputs, refs)
-    section["outputs"] = [_check_entry(ch, graph, trace_ids.get(ch.name)) for ch in result.outputs]
-    section["status"] = "passed" if result.passed else "failed"
-    if not result.passed:
-        section["reason"] = "the lifted graph differs from the loop program: " + ", ".join(
-            ch.name for ch in result.outputs if not ch.passed)
-    if reference is not None:
-        from .reference import compare_reference
-
-        section["reference"] = compare_reference(reference, lp, sources, values, graph,
-                                                 trace_ids, inputs)
-        if section["reference"]["status"] != "passed":
-            section["status"] = "failed"
-            section.setdefault("reason", "the reference program differs: see `reference`")
-    return section

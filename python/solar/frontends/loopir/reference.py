@@ -128,7 +128,7 @@ def compare_reference(path: str, lp, sources, values, graph, trace_ids, graph_in
     """The `validation.reference` section: each output of the reference compared with the
     loop program's (its interpreter) and the lifted graph's (the executor)."""
     from ... import executor
-    from .program import _check_entry, source_tensors
+    from .validation import _check_entry, source_tensors
 
     dtypes = {t["id"]: t["dtype"] for t in lp.trace["tensors"]}
     named = {t["name"]: (sources[t["id"]], t["dtype"]) for t in source_tensors(lp.trace)}

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from . import language as lang
 from .language import refusal
 from .syntax import Program, TensorDecl, constant_value
-from .trees import is_number, jsonable
+from .trees import is_number, number
 
 TRACE_SCHEMA = "solar.optrace.v1"
 FRONTEND = "loopir"
@@ -118,12 +118,13 @@ class Recorder:
                         ("intermediate", "output")]
             for k, v in enumerate(computed[:-1], 1):
                 self.tensors[v]["name"] = f"{h.decl.name}.{k}"
-        return jsonable({"schema": TRACE_SCHEMA, "name": self.p.name, "frontend": FRONTEND,
-                         "source": self.path, "tensors": self.tensors, "ops": self.ops})
+        return {"schema": TRACE_SCHEMA, "name": self.p.name, "frontend": FRONTEND,
+                "source": self.path, "tensors": self.tensors, "ops": self.ops}
 
 
-def fill_value(d: TensorDecl) -> float:
-    return 0.0 if d.fill is None else d.fill
+def fill_value(d: TensorDecl) -> Any:
+    """The value a tensor starts with, as a trace number."""
+    return number(0.0 if d.fill is None else d.fill)
 
 
 class Scope:

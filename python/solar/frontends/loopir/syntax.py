@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import math
 import operator
 import warnings
@@ -70,16 +71,19 @@ _FORBIDDEN = {
 
 def check_constructs(tree: ast.Module, path: str) -> None:
     """Refuses, anywhere in the file, the constructs the language lacks: imports other than
-    `from solar.loopir import ...` at the top level, attribute access, `while`, ..."""
-    top_imports = {id(s) for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))}
+    `from solar.loopir import ...` at the top level, functions inside functions, attribute
+    access, `while`, ..."""
+    top = {id(s) for s in tree.body}
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            check_import(node, path, top_level=id(node) in top_imports)
-            continue
-        for kind, words in _FORBIDDEN.items():
-            if isinstance(node, kind):
-                raise refusal("outside_language", path, node.lineno,
-                              f"{words} is not part of the loop language")
+        kind = type(node)
+        if kind in (ast.Import, ast.ImportFrom):
+            check_import(node, path, top_level=id(node) in top)
+        elif kind is ast.FunctionDef and id(node) not in top:
+            raise refusal("outside_language", path, node.lineno,
+                          "functions are defined at the top level only")
+        elif kind in _FORBIDDEN:
+            raise refusal("outside_language", path, node.lineno,
+                          f"{_FORBIDDEN[kind]} is not part of the loop language")
 
 
 def check_import(node: ast.stmt, path: str, top_level: bool) -> None:
@@ -222,11 +226,10 @@ def dims_value(text: str, names: Mapping[str, Any], path: str, line: int):
     shape: List[int] = []
     entries = [e.strip() for e in text.split(",")]
     for entry in entries:
-        try:
-            node = ast.parse(entry, mode="eval").body
-        except SyntaxError:
+        node = _dims_entry(entry)
+        if node is None:
             raise refusal("outside_language", path, line,
-                          f"dims entry '{entry}' is not an expression") from None
+                          f"dims entry '{entry}' is not an expression")
         value = constant_value(node, names, path, f"dimension '{entry}'")
         if not isinstance(value, int) or value < 1:
             raise refusal("shape_mismatch", path, line,
@@ -234,6 +237,15 @@ def dims_value(text: str, names: Mapping[str, Any], path: str, line: int):
         shape.append(value)
     named = all(e.isidentifier() for e in entries)
     return tuple(shape), (entries if named else None)
+
+
+@functools.lru_cache(maxsize=4096)
+def _dims_entry(entry: str) -> Optional[ast.expr]:
+    """The expression of one dims entry (parsed once: programs repeat their dims strings)."""
+    try:
+        return ast.parse(entry, mode="eval").body
+    except SyntaxError:
+        return None
 
 
 def sparsity_value(node: ast.expr, names: Mapping[str, Any], path: str, line: int):
@@ -272,10 +284,6 @@ def _check_function(f: ast.FunctionDef, path: str, kernel: bool) -> None:
                       f"`{f.name}`: the only decorator is @kernel, on kernels")
     if not kernel and a.args:
         raise refusal("outside_language", path, f.lineno, "model() takes no parameters")
-    for inner in ast.walk(f):
-        if inner is not f and isinstance(inner, ast.FunctionDef):
-            raise refusal("outside_language", path, inner.lineno,
-                          "functions are defined at the top level only")
 
 
 def _assign_names(node: ast.Assign, path: str) -> List[str]:

@@ -29,7 +29,7 @@ def fn(name: str, *args: Any) -> Any:
     """A combine-function node; folded to a number when every argument is one."""
     if all(is_number(a) for a in args) and name in _FOLD:
         try:
-            return _FOLD[name](*args)
+            return number(_FOLD[name](*args))
         except (ArithmeticError, ValueError):
             pass  # left to the graph (inf, nan) as the program wrote it
     return {"fn": name, "args": list(args)}
@@ -66,16 +66,6 @@ def affine_form(tree: Any) -> Optional[Tuple[Dict[str, int], int]]:
     return None
 
 
-def has_data(tree: Any) -> bool:
-    """Whether a tree reads a tensor."""
-    if not isinstance(tree, dict):
-        return False
-    if "load" in tree or "self" in tree:
-        return True
-    return any(has_data(a) for a in tree.get("args", [])) or \
-        any(has_data(a) for a in tree.get("index", []))
-
-
 def has_var(tree: Any) -> bool:
     if not isinstance(tree, dict):
         return False
@@ -84,14 +74,11 @@ def has_var(tree: Any) -> bool:
     return any(has_var(a) for a in tree.get("args", []))
 
 
-def jsonable(x: Any) -> Any:
-    """The trace with non-finite floats as {"float": "inf"|"-inf"|"nan"} (docs/optrace.md)."""
+def number(x: float) -> Any:
+    """A number as a trace holds it: a non-finite float is {"float": "inf"|"-inf"|"nan"}
+    (JSON has no such numbers; docs/optrace.md)."""
     if isinstance(x, float) and not math.isfinite(x):
         return {"float": "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")}
-    if isinstance(x, dict):
-        return {k: jsonable(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [jsonable(v) for v in x]
     return x
 
 
