@@ -3,9 +3,10 @@
 recording (the model interpreted, kernels specialized), lifting (C++), and analysis, each
 timed, side by side with the same network written in PyTorch through the torch frontend.
 
-The program: a chain of KERNELS distinct @kernel functions, each a linear layer (a GEMM nest
+The program: a chain of KERNELS distinct @kernel functions (or, with --calls, one @kernel
+called KERNELS times from a static loop of model()), each a linear layer (a GEMM nest
 accumulating into a scratch tensor) followed by a ReLU nest, batch 8, width 64, fp32 — so
-2 nests, 2 einsum ops per kernel. The PyTorch twin is nn.Sequential of the same layers,
+2 nests per kernel, and 4 graph ops with the free view of the layer's weights. The PyTorch twin is nn.Sequential of the same layers,
 captured on fake tensors.
 
 Target: parse + record + lift + analyze of 1,000 kernels under 1 s (median over trials).
@@ -34,25 +35,28 @@ TARGET_S = 1.0
 B, D = 8, 64
 
 
-def loop_source(kernels: int) -> str:
+def loop_source(kernels: int, distinct: bool) -> str:
+    """The chain of `kernels` linear + ReLU kernels: each a @kernel of its own (distinct), or
+    one @kernel called `kernels` times from a static loop of model() (a deep model's shape)."""
     out = ['"""A chain of linear + ReLU kernels (bench/loop_frontend.py)."""',
            "from solar.loopir import Tensor, kernel, relu", "", f"B, D, L = {B}, {D}, {kernels}",
            'x = Tensor("B,D", role="input")', 'W = Tensor("L,D,D", role="weight")',
            'y = Tensor("B,D", role="output")', ""]
-    for k in range(kernels):
-        out += ["@kernel", f"def layer{k}(h, w, o):", '    acc = Tensor("B,D")',
+    names = [f"layer{k}" for k in range(kernels)] if distinct else ["layer"]
+    for name in names:
+        out += ["@kernel", f"def {name}(h, w, o):", '    acc = Tensor("B,D")',
                 "    for b in range(B):", "        for n in range(D):",
                 "            for i in range(D):", "                acc[b, n] += h[b, i] * w[i, n]",
                 "    for b in range(B):", "        for n in range(D):",
                 "            o[b, n] = relu(acc[b, n])", ""]
     out += ["def model():", "    h = x"]
-    for k in range(kernels):
-        dst = "y" if k == kernels - 1 else "o"
-        if dst == "o":
-            out.append('    o = Tensor("B,D")')
-        out += [f"    layer{k}(h, W[{k}], {dst})"]
-        if dst == "o":
-            out.append("    h = o")
+    if distinct:
+        for k in range(kernels - 1):
+            out += ['    o = Tensor("B,D")', f"    layer{k}(h, W[{k}], o)", "    h = o"]
+        out += [f"    layer{kernels - 1}(h, W[{kernels - 1}], y)"]
+    else:
+        out += ["    for l in range(L - 1):", '        o = Tensor("B,D")',
+                "        layer(h, W[l], o)", "        h = o", "    layer(h, W[L - 1], y)"]
     return "\n".join(out) + "\n"
 
 
@@ -103,13 +107,15 @@ def time_torch(kernels: int, archs) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--kernels", type=int, default=1000)
+    p.add_argument("--calls", action="store_true",
+                   help="one kernel called KERNELS times (default: KERNELS distinct kernels)")
     p.add_argument("--trials", type=int, default=3)
     p.add_argument("--arch", default="H100_SXM")
     p.add_argument("--no-torch", action="store_true", help="skip the PyTorch side")
     p.add_argument("--check", action="store_true", help=f"exit 1 when the total misses {TARGET_S} s")
     a = p.parse_args(argv)
     archs = a.arch.split(",")
-    source = loop_source(a.kernels)
+    source = loop_source(a.kernels, distinct=not a.calls)
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "chain.py")
         with open(path, "w") as f:
@@ -122,7 +128,8 @@ def main(argv=None) -> int:
 
     phases = ("parse", "record", "lift", "analyze")
     total = statistics.median(sum(r[k] for k in phases) for r in loops)
-    print(f"loop program: {a.kernels} kernels, {loops[0]['ops']} graph ops, {a.trials} trials "
+    what = "calls of one kernel" if a.calls else "distinct kernels"
+    print(f"loop program: {a.kernels} {what}, {loops[0]['ops']} graph ops, {a.trials} trials "
           f"(median seconds; cold first trial {sum(loops[0][k] for k in phases):.3f})")
     for k in phases:
         print(f"  {k:<8} {med(loops, k):8.3f}")

@@ -25,6 +25,7 @@ std::int64_t norm_dim(std::int64_t d, std::size_t rank) {
 void Context::begin(const TraceOp& op) {
   op_ = &op;
   line_ = 0;
+  origin_op_.clear();
 }
 
 ir::Expr operand(Context& c, const char* name, std::vector<ir::TensorId>& inputs, double dflt) {
@@ -138,7 +139,7 @@ solar::Origin Context::origin() const {
   if (op_) {
     o.file = op_->file;
     o.line = line_ ? line_ : op_->line;
-    o.op = op_->op;
+    o.op = origin_op_.empty() ? op_->op : origin_op_;
   }
   return o;
 }

@@ -38,9 +38,13 @@ class Context {
   // --- the op being lowered ---
   void begin(const TraceOp& op);
   const TraceOp& op() const { return *op_; }
-  // The source line of the ops staged from now on (0: the trace op's own line), for trace ops
-  // that span several lines (a loop nest's statements); begin() resets it.
-  void at_line(int line) { line_ = line; }
+  // The origin of the ops staged from now on, for trace ops that span several lines and name
+  // what they run (a loop nest's statements, `loopir::softmax` at the statement's line);
+  // 0 and "" keep the trace op's own. begin() resets both.
+  void at(int line, std::string op = {}) {
+    line_ = line;
+    origin_op_ = std::move(op);
+  }
   // A named argument (null when absent).
   const nlohmann::json& a(const char* name) const;
   bool has(const char* name) const;
@@ -148,6 +152,7 @@ class Context {
   ir::Graph& g_;
   const TraceOp* op_ = nullptr;
   int line_ = 0;
+  std::string origin_op_;
   std::vector<ir::TensorId> map_;  // by trace id
   int temps_ = 0;
   std::unordered_map<std::string, int> suffixes_;  // name -> the last `#k` it was given

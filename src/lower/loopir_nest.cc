@@ -293,7 +293,7 @@ class StatementLift {
       : c_(c), loops_(loops), st_(st), k_(k), w_{c, st.value("line", c.op().line), std::move(op)} {}
 
   void run() {
-    c_.at_line(w_.line);
+    c_.at(w_.line, w_.op);
     space_ = loops_.space;
     mask_ = loops_.mask;
     guards();
