@@ -1,4 +1,4 @@
-"""`solar suite DIR`: every KernelBench-format program of a folder analyzed in one run, each
+"""`solar suite DIR`: every KernelBench-format or loop program of a folder analyzed in one run, each
 in a worker process so that one crash, hang or exception does not stop the rest.
 
 The parent process never imports torch. It finds the programs (recursive `*.py`, sorted),
