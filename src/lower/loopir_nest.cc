@@ -560,7 +560,6 @@ class StatementLift {
     const json& prior = st_.at("target").at("prior");
     const bool from_fill = prior.contains("fill");
     const double fill = from_fill ? number_value(prior["fill"]).value_or(0) : 0;
-    const ir::Tensor& out = c_.t(out_);
     auto einsum_into = [&](TensorId dst, Expr comb, Reduce r) {
       c_.einsum(reads_.tensors, dst, space_, reads_.subs, out_sub_, std::move(comb), r, mask_,
                 pads());
@@ -581,7 +580,7 @@ class StatementLift {
       return einsum_into(out_, Expr::make(fold_op(reduce), {earlier, std::move(combine)}),
                          Reduce::None);
     }
-    TensorId partial = c_.temp("partial", out.shape, out.dtype);
+    TensorId partial = c_.temp("partial", c_.t(out_).shape, c_.t(out_).dtype);
     einsum_into(partial, std::move(combine), reduce);
     if (from_fill)
       return c_.elementwise({partial}, out_, Expr::make(fold_op(reduce),
