@@ -362,3 +362,43 @@ def test_api_trace_and_graph():
     assert [o["op"] for o in trace["ops"]] == ["loopir::nest"]
     g = loopir.lift(path, set={"M": 8})
     assert isinstance(g, solar.Graph) and len(g.ops) == 1
+
+
+def test_a_divergence_names_the_first_statement_that_differs(tmp_path):
+    """A graph lifted from one program, validated against the interpreter of a changed one
+    (the second nest's exp made a tanh): validation names that statement."""
+    from solar.frontends.loopir import program, validation
+
+    path = str(EXAMPLES / "loops" / "softmax.py")
+    lp = program.load(path, {"R": "8", "C": "16"})
+    graph, trace_ids = program.lift(lp)
+    nests = [op for op in lp.trace["ops"] if op["op"] == "loopir::nest"]
+    exp_statement = nests[1]["args"]["statements"][0]
+    assert exp_statement["value"]["fn"] == "exp"
+    exp_statement["value"]["fn"] = "tanh"
+    v = validation.validate(lp, graph, trace_ids)
+    assert v["status"] == "failed"
+    first = v["first_divergent_op"]
+    assert first["framework_op"] == "loopir::softmax"
+    source = open(path).read().splitlines()
+    assert "exp(" in source[first["line"] - 1]  # the statement's own line
+
+
+def test_inverse_roofline_of_a_loop_program():
+    r = run_solar("inverse", str(EXAMPLES / "loops" / "robot_mlp.py"), "--rate-hz", "500",
+                  "--arch", "Jetson_Orin", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    inv = json.loads(r.stdout)
+    assert inv["target_seconds"] == pytest.approx(1 / 500)
+
+
+def test_jax_and_numpy_references(tmp_path):
+    jax_ref = tmp_path / "ref_jax.py"
+    jax_ref.write_text("import jax.numpy as jnp\n\ndef forward(A, B):\n    return jnp.matmul(A, B)\n")
+    np_ref = tmp_path / "ref_np.py"
+    np_ref.write_text("import numpy as np\n\ndef reference(A, B):\n    return {'C': A @ B}\n")
+    path = str(EXAMPLES / "loops" / "gemm.py")
+    for ref, framework in ((jax_ref, "jax"), (np_ref, "numpy")):
+        v = loopir.validate(path, reference=str(ref), set={"M": 16, "N": 32, "K": 8})
+        assert v["status"] == "passed", v
+        assert v["reference"]["framework"] == framework

@@ -88,6 +88,29 @@ def _check_entry(ch, graph, trace_id) -> Dict[str, Any]:
             "passed": bool(ch.passed)}
 
 
+def _first_divergent(result, lp: LoopProgram, graph, trace_ids: Dict[str, int]):
+    """The first graph op whose result leaves tolerance, with the loop statement that wrote
+    it (file:line), from the validation's intermediate checks."""
+    if result.first_divergent_op is None:
+        return None
+    op = next((o for o in graph.ops if o.name == result.first_divergent_op), None)
+    entry: Dict[str, Any] = {"op": result.first_divergent_op}
+    if op is not None:
+        entry["framework_op"] = op.framework_op
+    check = result.first_divergent_check
+    if check is not None:
+        tid = trace_ids.get(check.name)
+        for top in lp.trace["ops"]:
+            if tid in top["outputs"]:
+                k = top["outputs"].index(tid)
+                statements = top["args"].get("statements")
+                entry["file"] = top.get("file", "")
+                entry["line"] = statements[k]["line"] if statements else top.get("line", 0)
+                break
+        entry["tensor"] = _check_entry(check, graph, tid)
+    return entry
+
+
 def validate(lp: LoopProgram, graph, trace_ids: Dict[str, int],
              reference: Optional[str] = None) -> Dict[str, Any]:
     """The `validation` section: the loop program run by its interpreter and the lifted
@@ -99,7 +122,7 @@ def validate(lp: LoopProgram, graph, trace_ids: Dict[str, int],
     sources = make_inputs(lp)
     values = interpret.run_trace(lp.trace, sources)
     dtypes = {t["id"]: t["dtype"] for t in lp.trace["tensors"]}
-    inputs, refs = {}, {}
+    inputs, refs, intermediates = {}, {}, {}
     for t in graph.tensors:
         role = str(t.role).rsplit(".", 1)[-1]
         tid = trace_ids.get(t.name)
@@ -107,12 +130,15 @@ def validate(lp: LoopProgram, graph, trace_ids: Dict[str, int],
             refs[t.name] = _executor_array(values[tid], dtypes[tid])
         elif role != "intermediate":
             inputs[t.name] = _executor_array(sources[tid], dtypes[tid])
-    result = executor.validate(graph, inputs, refs)
+        elif tid is not None:  # every version the program computes locates a divergence
+            intermediates[t.name] = _executor_array(values[tid], dtypes[tid])
+    result = executor.validate(graph, inputs, refs, intermediates)
     section["outputs"] = [_check_entry(ch, graph, trace_ids.get(ch.name)) for ch in result.outputs]
     section["status"] = "passed" if result.passed else "failed"
     if not result.passed:
         section["reason"] = "the lifted graph differs from the loop program: " + ", ".join(
             ch.name for ch in result.outputs if not ch.passed)
+        section["first_divergent_op"] = _first_divergent(result, lp, graph, trace_ids)
     if reference is not None:
         from .reference import compare_reference
 
