@@ -6,7 +6,8 @@ timed, side by side with the same network written in PyTorch through the torch f
 The program: a chain of KERNELS distinct @kernel functions (or, with --calls, one @kernel
 called KERNELS times from a static loop of model()), each a linear layer (a GEMM nest
 accumulating into a scratch tensor) followed by a ReLU nest, batch 8, width 64, fp32 — so
-2 nests per kernel, and 4 graph ops with the free view of the layer's weights. The PyTorch twin is nn.Sequential of the same layers,
+2 nests per kernel, and 4 graph ops with the free view of the layer's weights. The PyTorch
+twin is nn.Sequential of the same layers,
 captured on fake tensors.
 
 Target: parse + record + lift + analyze of 1,000 kernels under 1 s (median over trials).
@@ -108,7 +109,8 @@ def main(argv=None) -> int:
     p.add_argument("--trials", type=int, default=3)
     p.add_argument("--arch", default="H100_SXM")
     p.add_argument("--no-torch", action="store_true", help="skip the PyTorch side")
-    p.add_argument("--check", action="store_true", help=f"exit 1 when the total misses {TARGET_S} s")
+    p.add_argument("--check", action="store_true",
+                   help=f"exit 1 when the total misses {TARGET_S} s")
     a = p.parse_args(argv)
     archs = a.arch.split(",")
     source = loop_source(a.kernels, distinct=not a.calls)

@@ -240,8 +240,8 @@ def test_model_composition_layers_and_intrinsics(tmp_path):
     mask = (rng.random((4, 4)) < 0.5).astype(float)
     y = loopir.run(path, inputs={"tok": tok, "emb": emb, "W": W, "mask": mask})["y"]
     x = emb[tok]
-    for l in range(3):
-        x = np.tanh(x @ (W[l] * mask))
+    for layer in range(3):
+        x = np.tanh(x @ (W[layer] * mask))
     np.testing.assert_allclose(y, x.T.astype(np.float32), rtol=1e-5)
     assert passed(path)
 
@@ -394,7 +394,8 @@ def test_inverse_roofline_of_a_loop_program():
 
 def test_jax_and_numpy_references(tmp_path):
     jax_ref = tmp_path / "ref_jax.py"
-    jax_ref.write_text("import jax.numpy as jnp\n\ndef forward(A, B):\n    return jnp.matmul(A, B)\n")
+    jax_ref.write_text("import jax.numpy as jnp\n\n"
+                       "def forward(A, B):\n    return jnp.matmul(A, B)\n")
     np_ref = tmp_path / "ref_np.py"
     np_ref.write_text("import numpy as np\n\ndef reference(A, B):\n    return {'C': A @ B}\n")
     path = str(EXAMPLES / "loops" / "gemm.py")

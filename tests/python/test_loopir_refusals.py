@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import random
 import string
-import textwrap
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -103,8 +102,9 @@ def test_more_refusals(tmp_path, kind, statement, words):
 
 def test_an_output_never_written_is_refused(tmp_path):
     path = tmp_path / "p.py"
+    outputs = 'y = Tensor("N", role="output")'
     path.write_text(TEMPLATE.format(statement="y[i] = x[i]").replace(
-        'y = Tensor("N", role="output")', 'y = Tensor("N", role="output")\nz = Tensor("N", role="output")'))
+        outputs, outputs + '\nz = Tensor("N", role="output")'))
     with pytest.raises(solar.UserError, match="the output `z` is never written"):
         loopir.analyze(str(path))
 
@@ -218,8 +218,9 @@ def nests(draw):
                  "min": f"{target} = min({value}, {target})"}[kind]
     if guards and kind == "assign":
         fill = ""  # a guarded assignment writes into the fill of 0
+    params = ", ".join([f"r{r}" for r in range(len(decls))] + ["y"])
     lines = ["from solar.loopir import *", *decls, f'y = Tensor("{tdims}", role="output"{fill})',
-             "", "@kernel", "def f(" + ", ".join([f"r{r}" for r in range(len(decls))] + ["y"]) + "):"]
+             "", "@kernel", f"def f({params}):"]
     indent = "    "
     for v in names:
         lines.append(f"{indent}for {v} in range({ext[v]}):")
@@ -228,7 +229,7 @@ def nests(draw):
         lines.append(f"{indent}if {' and '.join(guards)}:")
         indent += "    "
     lines.append(indent + statement)
-    lines += ["", "def model():", "    f(" + ", ".join([f"r{r}" for r in range(len(decls))] + ["y"]) + ")"]
+    lines += ["", "def model():", f"    f({params})"]
     return "\n".join(lines) + "\n"
 
 

@@ -131,7 +131,8 @@ class _Nest:
         out: List[Tuple[int, int, int]] = []
         lo_hi: Dict[str, Tuple[int, int]] = {}
         for lp in self.loops:
-            start, stop = self.extreme(lp["start"], lo_hi, min), self.extreme(lp["stop"], lo_hi, max)
+            start = self.extreme(lp["start"], lo_hi, min)
+            stop = self.extreme(lp["stop"], lo_hi, max)
             step = lp["step"]
             count = max(0, -(-(stop - start) // step))
             if count == 0:

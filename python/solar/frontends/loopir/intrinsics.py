@@ -27,7 +27,8 @@ class Intrinsics:
     def fail(self, kind: str, message: str):
         return refusal(kind, self.path, self.line, message)
 
-    def bind_args(self, call: ast.Call, params: Sequence[str], required: int) -> Dict[str, ast.expr]:
+    def bind_args(self, call: ast.Call, params: Sequence[str],
+                  required: int) -> Dict[str, ast.expr]:
         f = call.func.id
         if len(call.args) > len(params):
             raise self.fail("shape_mismatch", f"`{f}` takes at most {len(params)} arguments")
@@ -146,7 +147,9 @@ class Intrinsics:
             first = [n for d, n in enumerate(xs[0].shape) if stack or d != dim]
             if len(x.shape) != rank or other != first:
                 raise self.fail("shape_mismatch", f"shapes {list(xs[0].shape)} and "
-                                                  f"{list(x.shape)} do not {'stack' if stack else 'concatenate'} along {dim}")
+                                                  f"{list(x.shape)} do not "
+                                                  f"{'stack' if stack else 'concatenate'} "
+                                                  f"along {dim}")
         shape = list(xs[0].shape)
         if stack:
             shape.insert(dim, len(xs))
@@ -189,7 +192,8 @@ class Intrinsics:
                 if mode == "take" else list(index.shape))
         if list(src.shape) != want or src.decl.dtype != data.decl.dtype:
             raise self.fail("shape_mismatch", f"scatter's src is {list(src.shape)} "
-                                              f"{src.decl.dtype}, it must be {want} {data.decl.dtype}")
+                                              f"{src.decl.dtype}, it must be {want} "
+                                              f"{data.decl.dtype}")
         args = {"data": self.ref(data), "index": self.ref(index), "src": self.ref(src),
                 "dim": dim, "reduce": reduce, "mode": mode}
         self.rec.index_bounds[args["index"]["tensor"]] = data.shape[dim]
@@ -216,5 +220,6 @@ class Intrinsics:
         dtype = lang.canonical_dtype(d.value) if isinstance(d, ast.Constant) and \
             isinstance(d.value, str) else None
         if dtype is None:
-            raise self.fail("outside_language", f"cast to an unknown dtype ({' '.join(lang.DTYPES)})")
+            raise self.fail("outside_language",
+                            f"cast to an unknown dtype ({' '.join(lang.DTYPES)})")
         return self.emit("loopir::cast", {"self": self.ref(x), "dtype": dtype}, x.shape, dtype)

@@ -128,7 +128,8 @@ class Nest:
         start, stop = bounds[0], bounds[1]
         step = bounds[2] if len(bounds) == 3 else 1
         if not (isinstance(step, int) and step >= 1):
-            raise self.fail("non_constant_bound", node, "a loop step is a positive integer constant")
+            raise self.fail("non_constant_bound", node,
+                            "a loop step is a positive integer constant")
         if (has_var(start) or has_var(stop)) and step != 1:
             raise self.fail("non_constant_bound", node,
                             "a loop with bounds that depend on outer loops has step 1")
@@ -201,8 +202,9 @@ class Nest:
         self.locals = scope
         h = self.k.tensor(target.value)
         if not h.writable:
+            what = h.decl.role if h.decl.role != "scratch" else "an intrinsic result"
             raise self.fail("outside_language", s,
-                            f"`{h.decl.name}` is read-only ({h.decl.role if h.decl.role != 'scratch' else 'an intrinsic result'}): "
+                            f"`{h.decl.name}` is read-only ({what}): "
                             "kernels write output and scratch tensors")
         if any(h is t for t in self.targets):
             raise self.fail("outside_language", s,
@@ -404,7 +406,8 @@ class Nest:
                             f"`{name}` is not an intrinsic of the loop language "
                             f"({', '.join(sorted(lang.ELEMENT_INTRINSICS))}, cast)")
         ir_name, arity = lang.ELEMENT_INTRINSICS[name]
-        if (arity is None and len(node.args) < 2) or (arity is not None and len(node.args) != arity):
+        n = len(node.args)
+        if (arity is None and n < 2) or (arity is not None and n != arity):
             raise self.fail("unknown_intrinsic", node,
                             f"`{name}` takes {'2 or more' if arity is None else arity} "
                             f"argument{'s' if arity != 1 else ''}, got {len(node.args)}")
