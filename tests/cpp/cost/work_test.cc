@@ -660,6 +660,59 @@ TEST(CombineCost, FunctionTable) {
   EXPECT_EQ(sel.vector_flops, 2u);  // gt, select
 }
 
+// A subexpression that occurs several times is computed once by any implementation, so it
+// is counted once: structurally equal subtrees, whether built twice or shared.
+TEST(CombineCost, RepeatedSubexpressionCountsOnce) {
+  using ir::Expr;
+  using ir::ExprOp;
+  Expr x = Expr::operand(0), y = Expr::operand(1);
+  auto diff = [&] { return Expr::make(ExprOp::Sub, {x, y}); };  // a fresh tree each call
+  // (x - y) * (x - y): one sub, one mul.
+  CombineCost sq = combine_cost(Expr::make(ExprOp::Mul, {diff(), diff()}));
+  EXPECT_EQ(sq.vector_flops, 2u);
+  EXPECT_EQ(sq.special_ops, 0u);
+  // exp(x) + exp(x): one exp, one add.
+  CombineCost e = combine_cost(Expr::make(
+      ExprOp::Add, {Expr::make(ExprOp::Exp, {x}), Expr::make(ExprOp::Exp, {x})}));
+  EXPECT_EQ(e.special_ops, 1u);
+  EXPECT_EQ(e.vector_flops, 1u);
+  // Different operands or constants are different values: sub(x, y) and sub(y, x) both count.
+  CombineCost two = combine_cost(
+      Expr::make(ExprOp::Mul, {diff(), Expr::make(ExprOp::Sub, {y, x})}));
+  EXPECT_EQ(two.vector_flops, 3u);
+  CombineCost consts = combine_cost(
+      Expr::make(ExprOp::Add, {Expr::make(ExprOp::Mul, {x, Expr::constant(2)}),
+                               Expr::make(ExprOp::Mul, {x, Expr::constant(3)})}));
+  EXPECT_EQ(consts.vector_flops, 3u);
+  // softplus with beta = 2 (as lowered): beta*x in the threshold test and in the exponent.
+  Expr bx = Expr::make(ExprOp::Mul, {Expr::constant(2), x});
+  Expr soft = Expr::make(
+      ExprOp::Mul,
+      {Expr::make(ExprOp::Log,
+                  {Expr::make(ExprOp::Add, {Expr::constant(1), Expr::make(ExprOp::Exp, {bx})})}),
+       Expr::constant(0.5)});
+  CombineCost sp = combine_cost(Expr::make(
+      ExprOp::Select, {Expr::make(ExprOp::Gt, {bx, Expr::constant(20)}), x, soft}));
+  EXPECT_EQ(sp.vector_flops, 5u);  // mul (beta x, once), gt, select, add, mul (1/beta)
+  EXPECT_EQ(sp.special_ops, 2u);   // exp, log
+  // A tree shared 60 levels deep (d = x - y; d = d * d; ...) unfolds to 2^60 nodes; each
+  // distinct one is counted once, and found without walking the unfolded tree.
+  Expr d = diff();
+  for (int i = 0; i < 60; ++i) d = Expr::make(ExprOp::Mul, {d, d});
+  EXPECT_EQ(combine_cost(d).vector_flops, 61u);
+}
+
+TEST(EinsumWork, RepeatedSubexpressionIsComputedOncePerPoint) {
+  constexpr std::uint64_t B = 4, C = 256;
+  Graph g = parse_graph(R"(
+    x = f32[4,256] input
+    m = f32[4] input
+    v = f32[4]{output} einsum [b=4,c=256] sum mul(sub($0,$1),sub($0,$1)) (x[b,c], m[b]) -> [b])");
+  Work v = work_of(g, "v");
+  // Per point one sub and one mul; the sum reduces B*C products into B values.
+  EXPECT_EQ(at(v.vector_flops, DType::F32), Count(B * C * 2 + (B * C - B)));
+}
+
 TEST(CombineCost, RoundingRemainderAndBitFunctions) {
   using ir::Expr;
   using ir::ExprOp;
