@@ -7,6 +7,7 @@
 
 #include "hull.h"
 #include "solar/util/errors.h"
+#include "storage.h"
 
 namespace solar::tiling {
 
@@ -90,8 +91,12 @@ struct Candidate {
 
 // Tile candidates with more than one tile. Ceil mode: for every distinct trip count the
 // smallest tile (t = ceil(N/T)); each trip count T keeps only its smallest tile, so the list
-// is O(2 sqrt N) long. Divisor mode: the proper divisors.
-std::vector<Candidate> candidates(std::int64_t n, TileMode mode) {
+// is O(2 sqrt N) long. Along a 2:4 group rank (`grouped`) tiles of one trip count differ in
+// how many of their boundaries split a group, which depends on t's residue modulo 4
+// (boundaries split groups unless t is a multiple of 4; every other one for t = 2 mod 4), so
+// each trip count also keeps its smallest even tile and its smallest multiple of 4.
+// Divisor mode: the proper divisors.
+std::vector<Candidate> candidates(std::int64_t n, TileMode mode, bool grouped) {
   std::vector<Candidate> c;
   switch (mode) {
     case TileMode::Ceil: {
@@ -100,6 +105,14 @@ std::vector<Candidate> candidates(std::int64_t n, TileMode mode) {
         const std::int64_t t = detail::ceil_div(n, T);
         const std::int64_t trips = detail::ceil_div(n, t);  // <= T: the fewest trips for t
         if (!c.empty() && c.back().trips == trips) c.pop_back();  // keep the smaller tile
+        if (grouped && trips >= 2) {
+          // The largest tile with the same trip count: ceil(n / t') == trips.
+          const std::int64_t t_max = (n - 1) / (trips - 1);
+          for (std::int64_t align : {detail::kGroup, std::int64_t{2}}) {
+            const std::int64_t ta = detail::ceil_div(t, align) * align;
+            if (ta != t && ta <= t_max && ta < n) c.push_back({ta, trips});
+          }
+        }
         c.push_back({t, trips});
         if (t == 1) break;
         T = detail::ceil_div(n, t - 1);  // the first T with a smaller tile
@@ -117,6 +130,9 @@ std::vector<Candidate> candidates(std::int64_t n, TileMode mode) {
   }
   std::sort(c.begin(), c.end(),
             [](const Candidate& a, const Candidate& b) { return a.tile < b.tile; });
+  c.erase(std::unique(c.begin(), c.end(),
+                      [](const Candidate& a, const Candidate& b) { return a.tile == b.tile; }),
+          c.end());
   return c;
 }
 
@@ -136,9 +152,15 @@ struct Searcher {
   int n = 0;
   std::size_t nt = 0;
   RankMask affine = 0;
+  RankMask grouped = 0;  // ranks of 2:4 group dimensions
   std::vector<std::vector<Candidate>> cand;
   std::vector<std::int64_t> extent;
   Wide points = 1;
+  Wide batch = 1;  // traffic of the reduced problem counts batch times (reduce_problem)
+  std::vector<detail::StorageRule> rule;  // per tensor
+  // Per dense tensor: bits per element, and per element of the reduced problem's traffic
+  // (bits x batch); 0 for sparse tensors (their rule is not linear).
+  std::vector<Wide> dense_bits, dense_traffic_bits;
   std::vector<Wide> bypass_access_bits;  // per tensor, when bypassed
   std::vector<bool> can_bypass;
   std::vector<Wide> compulsory_bits;  // per tensor: its whole-access traffic, 0 when affine
@@ -157,13 +179,14 @@ struct Searcher {
 
   detail::HullStats hull(std::size_t t, std::size_t d) {
     const DimAccess& dim = q.tensors[t].dims[d];
-    if (dim.plain()) return detail::hull_stats(dim, tile, extent);
+    const std::int64_t group = static_cast<int>(d) == q.tensors[t].group_dim ? detail::kGroup : 1;
+    if (dim.plain()) return detail::hull_stats(dim, tile, extent, group);
     std::vector<std::int64_t> key;
     for (const DimTerm& term : dim.terms) key.push_back(tile[term.rank]);
     auto& cache = hull_cache[dim_base[t] + d];
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
-    detail::HullStats s = detail::hull_stats(dim, tile, extent);
+    detail::HullStats s = detail::hull_stats(dim, tile, extent, group);
     cache.emplace(std::move(key), s);
     return s;
   }
@@ -175,7 +198,7 @@ struct Searcher {
       Wide tile_el = 1, touched = 1;
       for (std::size_t d = 0; d < x.dims.size(); ++d) {
         const DimAccess& dim = x.dims[d];
-        if (dim.plain()) {
+        if (dim.plain() && static_cast<int>(d) != x.group_dim) {
           const int r = dim.terms[0].rank;
           tile_el *= static_cast<Wide>(std::min(tile[r], dim.extent));
           touched *= static_cast<Wide>(std::min(extent[r], dim.extent));
@@ -188,8 +211,13 @@ struct Searcher {
       Wide mult = 1;
       for (RankMask m = mult_mask[t]; m; m &= m - 1) mult *= static_cast<Wide>(T[__builtin_ctz(m)]);
       const Wide acc = x.output ? 2 * touched * mult - touched : touched * mult;
-      kept_buf[t] = tile_el * static_cast<Wide>(x.bits);
-      kept_acc[t] = acc * static_cast<Wide>(x.bits);
+      if (dense_bits[t] != 0) {  // the common case: a multiply each
+        kept_buf[t] = tile_el * dense_bits[t];
+        kept_acc[t] = acc * dense_traffic_bits[t];
+      } else {
+        kept_buf[t] = rule[t].bits(tile_el);
+        kept_acc[t] = rule[t].bits(acc * batch);
+      }
     }
     Wide buf0 = 0, acc0 = 0;
     for (std::size_t t = 0; t < nt; ++t) {
@@ -220,38 +248,63 @@ struct Searcher {
     }
   }
 
-  // Enumerates tiles of `free_ranks` (odometer) with the other ranks fixed in `tile`/`T`.
-  void enumerate(const std::vector<int>& free_ranks) {
+  // The candidates of rank r of at most one 2:4 group (tiles 1 to 4).
+  std::vector<Candidate> small_candidates(int r) const {
+    std::vector<Candidate> c;
+    for (const Candidate& x : cand[r])
+      if (x.tile <= detail::kGroup) c.push_back(x);
+    return c;
+  }
+
+  // Enumerates tiles of `free_ranks` (odometer) with the other ranks fixed in `tile`/`T`;
+  // rank `small` (-1: none) takes only tiles of at most one group.
+  void enumerate(const std::vector<int>& free_ranks, int small) {
+    const std::vector<Candidate> own = small >= 0 ? small_candidates(small)
+                                                  : std::vector<Candidate>{};
+    std::vector<const std::vector<Candidate>*> list(free_ranks.size());
+    for (std::size_t i = 0; i < free_ranks.size(); ++i) {
+      if (free_ranks[i] == small) {
+        if (own.empty()) return;
+        list[i] = &own;
+      } else {
+        list[i] = &cand[free_ranks[i]];
+      }
+    }
     std::vector<std::size_t> idx(free_ranks.size(), 0);
     for (std::size_t i = 0; i < free_ranks.size(); ++i) {
-      tile[free_ranks[i]] = cand[free_ranks[i]][0].tile;
-      T[free_ranks[i]] = cand[free_ranks[i]][0].trips;
+      tile[free_ranks[i]] = (*list[i])[0].tile;
+      T[free_ranks[i]] = (*list[i])[0].trips;
     }
     while (true) {
       evaluate();
       std::size_t i = 0;
       for (; i < free_ranks.size(); ++i) {
         const int r = free_ranks[i];
-        if (++idx[i] < cand[r].size()) {
-          tile[r] = cand[r][idx[i]].tile;
-          T[r] = cand[r][idx[i]].trips;
+        const std::vector<Candidate>& c = *list[i];
+        if (++idx[i] < c.size()) {
+          tile[r] = c[idx[i]].tile;
+          T[r] = c[idx[i]].trips;
           break;
         }
         idx[i] = 0;
-        tile[r] = cand[r][0].tile;
-        T[r] = cand[r][0].trips;
+        tile[r] = c[0].tile;
+        T[r] = c[0].trips;
       }
       if (i == free_ranks.size()) return;
     }
   }
 
   // One distinct loop order of an active set: which loops multiply each tensor, the rank
-  // pinned to tile 1 (-1: none) and the ranks whose tiles are enumerated.
+  // pinned to tile 1 (-1: none), the ranks whose tiles are enumerated, and among them the
+  // innermost when it is a 2:4 group rank (`small`, -1: none). The innermost loop's trip
+  // count multiplies no tensor, so a larger tile of it only costs buffer; along a group rank
+  // a tile of 4 loads each group once, so of its tiles only 1 to 4 can be on the envelope.
   struct Plan {
     std::vector<int> active;
     std::vector<RankMask> mult;
     int pinned = -1;
     std::vector<int> free_ranks;
+    int small = -1;
   };
 
   static constexpr std::size_t kMaxOrderedLoops = 8;
@@ -278,7 +331,7 @@ struct Searcher {
       for (std::size_t i = 0; i < k; ++i)
         if (subset & (1u << i)) active.push_back(activatable[i]);
       if (active.empty()) {
-        plans.push_back({active, std::vector<RankMask>(nt, 0), -1, {}});
+        plans.push_back({active, std::vector<RankMask>(nt, 0), -1, {}, -1});
         continue;
       }
       std::set<std::vector<RankMask>> seen;
@@ -286,7 +339,7 @@ struct Searcher {
       do {
         // Which loops multiply each tensor, and the innermost rank when it is plain (it
         // then gets tile 1: its trip count multiplies nothing).
-        std::vector<RankMask> key(nt + 1, 0);
+        std::vector<RankMask> key(nt + 2, 0);
         for (std::size_t t = 0; t < nt; ++t) {
           const RankMask rel = q.tensors[t].ranks;
           int inner = -1;
@@ -296,11 +349,14 @@ struct Searcher {
             if (!(rel & (RankMask{1} << perm[j]))) key[t] |= RankMask{1} << perm[j];
         }
         const int innermost = perm.back();
-        const bool pin = !(affine & (RankMask{1} << innermost));
-        key[nt] = pin ? (RankMask{1} << innermost) : 0;
+        const RankMask bit = RankMask{1} << innermost;
+        const bool pin = !(affine & bit) && !(grouped & bit);
+        const bool small = !(affine & bit) && (grouped & bit);
+        key[nt] = pin ? bit : 0;
+        key[nt + 1] = small ? bit : 0;
         if (!seen.insert(key).second) continue;
         Plan pl{active, std::vector<RankMask>(key.begin(), key.begin() + nt),
-                pin ? innermost : -1, {}};
+                pin ? innermost : -1, {}, small ? innermost : -1};
         for (int r : perm)
           if (r != pl.pinned) pl.free_ranks.push_back(r);
         plans.push_back(std::move(pl));
@@ -314,7 +370,8 @@ struct Searcher {
     double total = 0;
     for (const Plan& pl : plans) {
       double grid = 1;
-      for (int r : pl.free_ranks) grid *= static_cast<double>(cand[r].size());
+      for (int r : pl.free_ranks)
+        grid *= static_cast<double>(r == pl.small ? small_candidates(r).size() : cand[r].size());
       total += grid;
     }
     return total;
@@ -334,7 +391,7 @@ struct Searcher {
         tile[pl.pinned] = 1;
         T[pl.pinned] = extent[pl.pinned];
       }
-      enumerate(pl.free_ranks);
+      enumerate(pl.free_ranks, pl.small);
     }
   }
 };
@@ -351,10 +408,20 @@ CurveResult attainable_curve(const TilingProblem& p, const CurveOptions& options
   s.n = static_cast<int>(q.ranks.size());
   s.nt = q.tensors.size();
   s.affine = affine_ranks(q);
+  s.grouped = detail::grouped_ranks(q);
+  s.batch = red.batch.raw();
+  for (const TensorAccess& x : q.tensors) {
+    s.rule.emplace_back(x);
+    const Wide w = s.rule.back().dense() ? static_cast<Wide>(x.bits) : 0;
+    s.dense_bits.push_back(w);
+    s.dense_traffic_bits.push_back(w * s.batch);
+  }
   for (const Rank& r : q.ranks) {
     s.extent.push_back(r.extent);
     s.points *= static_cast<Wide>(r.extent);
-    s.cand.push_back(candidates(r.extent, options.tiles));
+    s.cand.push_back(candidates(
+        r.extent, options.tiles,
+        s.grouped & (RankMask{1} << static_cast<int>(s.cand.size()))));
   }
   CurveResult result;
   // Bypass variants are mostly skipped by a comparison, so they are not counted here.
@@ -370,14 +437,15 @@ CurveResult attainable_curve(const TilingProblem& p, const CurveOptions& options
   }
   for (std::size_t t = 0; t < s.nt; ++t) {
     const TensorAccess& x = q.tensors[t];
-    s.can_bypass.push_back(x.plain());
+    // A sparse tensor is read as its compressed tiles, never element by element.
+    s.can_bypass.push_back(x.plain() && s.rule[t].dense());
     Wide touched = 1;
     for (const DimAccess& d : x.dims)
       touched *= static_cast<Wide>(
           d.plain() ? std::min(s.extent[d.terms[0].rank], d.extent) : d.extent);
     const Wide el = x.output ? 2 * s.points - touched : s.points;
-    s.bypass_access_bits.push_back(el * static_cast<Wide>(x.bits));
-    s.compulsory_bits.push_back(x.plain() ? touched * static_cast<Wide>(x.bits) : 0);
+    s.bypass_access_bits.push_back(el * s.batch * static_cast<Wide>(x.bits));
+    s.compulsory_bits.push_back(x.plain() ? s.rule[t].bits(touched * s.batch) : 0);
     s.dim_base.push_back(s.hull_cache.size());
     s.hull_cache.resize(s.hull_cache.size() + x.dims.size());
   }
@@ -396,24 +464,12 @@ CurveResult attainable_curve(const TilingProblem& p, const CurveOptions& options
   s.threshold.assign(s.bypass_masks.size(), 0);
   s.run(plans);
 
-  // Scale the reduced problem back (batch) and round bits up to bytes; rounding can merge
-  // neighbours, so the envelope is taken again.
-  const Wide batch = red.batch.raw();
+  // Round bits up to bytes (the traffic already counts the batch: storage is not linear in
+  // the elements); rounding can merge neighbours, so the envelope is taken again.
   std::vector<CurvePoint> pts;
   for (const auto& [buf_bits, acc_bits] : s.pareto.envelope()) {
-    Count b, a;
-    {
-      Wide bb = (buf_bits + 7) / 8;
-      Wide aa = (acc_bits * batch + 7) / 8;
-      // Count has no constructor from 128 bits: build it from two 64-bit halves.
-      auto to_count = [](Wide v) {
-        return Count(static_cast<std::uint64_t>(v >> 64)) * Count(std::uint64_t{1} << 32) *
-                   Count(std::uint64_t{1} << 32) +
-               Count(static_cast<std::uint64_t>(v));
-      };
-      b = to_count(bb);
-      a = to_count(aa);
-    }
+    const Count b = detail::wide_count((buf_bits + 7) / 8);
+    const Count a = detail::wide_count((acc_bits + 7) / 8);
     if (!pts.empty() && pts.back().buffer_bytes == b) pts.pop_back();
     if (pts.empty() || a < pts.back().traffic_bytes) pts.push_back({b, a});
   }

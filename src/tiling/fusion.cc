@@ -56,6 +56,9 @@ std::string problem_key(const TilingProblem& p) {
   for (const Rank& r : p.ranks) k += fmt::format("{},", r.extent);
   for (const TensorAccess& t : p.tensors) {
     k += fmt::format("|{}{}:", t.bits, t.output ? "o" : "");
+    if (t.storage.format != StorageFormat::Dense)
+      k += fmt::format("s{}/{}/{}:", static_cast<int>(t.storage.format), t.storage.zero_fraction,
+                       t.group_dim);
     for (const DimAccess& d : t.dims) {
       k += fmt::format("{}@{}", d.extent, d.constant);
       for (const DimTerm& term : d.terms) k += fmt::format("+{}*{}", term.coef, term.rank);
@@ -104,7 +107,13 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
   used_outside.assign(nt, false);
   unit_of_op.assign(g.ops().size(), -1);
   tensor_size.reserve(nt);
-  for (const ir::Tensor& t : g.tensors()) tensor_size.push_back(t.size_bytes().raw());
+  // At each tensor's storage (2:4 and bitmap formats; a free view's is its source's), as the
+  // cost module sizes sources.
+  for (const ir::Tensor& t : g.tensors())
+    tensor_size.push_back(
+        storage_bits(storage_of(g, t.id), ir::dtype_bits(t.dtype), t.num_elements())
+            .ceil_div(8)
+            .raw());
 
   // Curves are shared between ops with the same problem (the layers of a model).
   std::map<std::string, std::shared_ptr<const CurveResult>> by_problem;
@@ -142,8 +151,8 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
                                 u.attainable_only ? MaskedEinsum::Box : MaskedEinsum::Refuse);
         for (std::size_t k = 0; k < op.inputs.size(); ++k) {
           const ir::Tensor& t = g.tensor(op.inputs[k]);
-          u.operand_bytes.push_back(
-              cost::tensor_bytes(t, cost::operand_footprint(e, e.operands[k], t)).raw());
+          const Count fp = cost::operand_footprint(e, e.operands[k], t);
+          u.operand_bytes.push_back(storage_bits(p->tensors[k], fp).ceil_div(8).raw());
         }
       } else if ((p = problem_from_pattern(g, op))) {
         u.attainable_only = true;

@@ -81,6 +81,8 @@ struct SegmentPlan {
     std::vector<std::int64_t> scale;       // per unit: positions of that rank per row (> 1:
                                            //   the rows are its outer part; a tile of p
                                            //   rows is p * scale of them)
+    std::vector<char> grouped;             // per unit: the rank is a 2:4 group dimension there
+                                           //   (p * scale must be whole groups of 4)
     std::vector<int> batch_rank;           // per unit: a rank indexing every tensor, looped
                                            //   outermost with tile 1 (-1: none)
     std::int64_t batch = 1;                // its extent

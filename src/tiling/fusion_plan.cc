@@ -8,6 +8,7 @@
 #include "fusion_impl.h"
 #include "solar/cost/work.h"
 #include "solar/util/errors.h"
+#include "storage.h"
 
 namespace solar::tiling {
 
@@ -84,6 +85,16 @@ Wide read_of_root(const GraphTrafficModel::Impl& m, int u, std::uint32_t r) {
   return std::min(size, best);
 }
 
+// Bits of one row of one batch slice of tensor `t` (rows and batch: extents it holds) in its
+// storage (2:4, bitmap). p rows are reserved as p times that: at least their compressed size,
+// the rounding of each row's kept values or bitmap bytes at most added.
+Wide row_bits(const ir::Graph& g, const ir::Tensor& t, std::int64_t rows, std::int64_t batch) {
+  const Wide elements = static_cast<Wide>(t.num_elements().raw()) /
+                        (static_cast<Wide>(rows) * static_cast<Wide>(batch));
+  return storage_bits(storage_of(g, t.id), ir::dtype_bits(t.dtype), detail::wide_count(elements))
+      .raw();
+}
+
 // Candidate fused tile sizes (more than one tile) of a rank of `rows`. Ceil mode:
 // ceil(rows / T) for T = 2, 3, 4, 6, 8, 12, ... (powers of two and 1.5 times them, so the trip
 // count grows by at most 1.5x per step; a full sweep of all O(sqrt rows) ceil tiles would cost
@@ -151,9 +162,7 @@ std::set<std::uint32_t> GraphTrafficModel::Impl::shared_row_sources(
     }
     if (!ok) continue;
     held.insert(r);
-    const Wide per_row = static_cast<Wide>(read_t.num_elements().raw()) /
-                         (static_cast<Wide>(rows) * static_cast<Wide>(batch)) *
-                         static_cast<Wide>(ir::dtype_bits(read_t.dtype));
+    const Wide per_row = row_bits(*graph, read_t, rows, batch);
     for (int u = rd.front().first; u <= rd.back().first; ++u)
       tl.reserve_bits_per_row[u - a] += per_row;
     tl.fixed += std::min(load, tensor_size[r]);  // each row tile loaded once: the whole once
@@ -383,11 +392,18 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
     // inside (checked at each read).
     return out;
   };
-  // Bits of one row of one batch slice of tensor `t` (rows and batch: extents it holds).
-  auto bits_per_row = [&](const ir::Tensor& t, std::int64_t rows, std::int64_t batch) {
-    return static_cast<Wide>(t.num_elements().raw()) /
-           (static_cast<Wide>(rows) * static_cast<Wide>(batch)) *
-           static_cast<Wide>(ir::dtype_bits(t.dtype));
+  // Whether a rank (per unit) is the group dimension of a 2:4 tensor in some unit: a batch or
+  // key rank looped one position at a time would split every group, and row tiles along it
+  // must be whole groups.
+  auto grouped_along = [&](const std::vector<int>& rank) {
+    std::vector<char> g(len, 0);
+    for (int u = a; u < b; ++u)
+      g[u - a] = rank[u - a] >= 0 &&
+                 (detail::grouped_ranks(*units[u].problem) & (RankMask{1} << rank[u - a]));
+    return g;
+  };
+  auto any = [](const std::vector<char>& v) {
+    return std::any_of(v.begin(), v.end(), [](char c) { return c != 0; });
   };
   bool all_curves = !residents.empty();
   for (int u = a; u < b; ++u) all_curves = all_curves && units[u].has_curve;
@@ -408,7 +424,8 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
       for (const DimAccess& bd : first.output().dims) {
         const int rb = bd.terms[0].rank;
         if (rb == r0 || first.ranks[rb].extent < 2) continue;
-        if (std::optional<Propagated> br = propagate(rb, Mode::Batch)) {
+        std::optional<Propagated> br = propagate(rb, Mode::Batch);
+        if (br && !any(grouped_along(br->rank))) {
           batch_rank = br->rank;
           batch = first.ranks[rb].extent;
           first_batch = rb;
@@ -423,7 +440,7 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
         const int rk = kd.terms[0].rank;
         if (rk == r0 || rk == first_batch || first.ranks[rk].extent < 2) continue;
         std::optional<Propagated> key = propagate(rk, Mode::Key);
-        if (!key) continue;
+        if (!key || any(grouped_along(key->rank))) continue;
         SegmentPlan::Tiled& fl = plan->tiled.emplace_back();
         fl.ok = true;
         fl.rows = rows;
@@ -431,6 +448,7 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
         fl.key_name = first.ranks[rk].name;
         fl.rank = rank;
         fl.scale = fused_rank->scale;
+        fl.grouped = grouped_along(rank);
         fl.batch_rank = batch_rank;
         fl.batch = batch;
         if (batch > 1) fl.rank_name += "' and '" + first.ranks[first_batch].name;
@@ -442,11 +460,11 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
           if (rs.written) fl.fixed += size_of(rs.root);
           if (key->carriers.count(rs.root)) {
             // One key's slice, live within a key step.
-            const Wide per_row = bits_per_row(t, rows, batch) / static_cast<Wide>(fl.keys);
+            const Wide per_row = row_bits(*graph, t, rows, batch * fl.keys);
             for (int u = rs.first; u <= rs.last; ++u) fl.reserve_bits_per_row[u - a] += per_row;
           } else {
             // A running reduction over the key (or a value of one): kept across the key loop.
-            fl.held_bits_per_row += bits_per_row(t, rows, batch);
+            fl.held_bits_per_row += row_bits(*graph, t, rows, batch);
           }
         }
         fl.drop[0].assign(len, 0);
@@ -465,8 +483,9 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
               fl.drop[0][u - a] |= 1u << t;
               const ir::Tensor& vt = graph->tensor(p.tensors[t].output ? op.outputs[0]
                                                                        : op.inputs[t]);
-              fl.held_bits_per_row += bits_per_row(vt, rows, batch);
-              fl.held_bytes += p.tensors[t].output ? vt.size_bytes().raw() : unit.operand_bytes[t];
+              fl.held_bits_per_row += row_bits(*graph, vt, rows, batch);
+              fl.held_bytes +=
+                  p.tensors[t].output ? tensor_size[vt.id.value] : unit.operand_bytes[t];
             } else if (!has_row && !p.tensors[t].output) {
               fl.streamed_bytes += unit.operand_bytes[t];
             }
@@ -486,13 +505,14 @@ SegmentPlan& GraphTrafficModel::Impl::plan(int a, int b) const {
         tl.rank_name = first.ranks[r0].name;
         tl.rank = rank;
         tl.scale = fused_rank->scale;
+        tl.grouped = grouped_along(rank);
         tl.batch_rank = batch_rank;
         tl.batch = batch;
         if (batch > 1) tl.rank_name += "' and '" + first.ranks[batch_rank[0]].name;
         tl.reserve_bits_per_row.assign(len, 0);
         for (const Resident& rs : residents) {
           const ir::Tensor& t = graph->tensor(ir::TensorId{rs.root});
-          const Wide per_row = bits_per_row(t, rows, batch);
+          const Wide per_row = row_bits(*graph, t, rows, batch);
           for (int u = rs.first; u <= rs.last; ++u) tl.reserve_bits_per_row[u - a] += per_row;
           if (rs.written) tl.fixed += size_of(rs.root);
         }

@@ -34,8 +34,9 @@ namespace {
 //   sum_{b,k} alpha_{bk} * beta_{bk} <= min(|alpha| * min(N, 2S), |beta| * min(M, 2S))
 //                                    <= 2S * min(M, N, 2S)
 // distinct MACs, whatever happens to the output (kept on chip, consumed, recomputed). Every
-// one of the G MACs runs at least once (the graph's work is not pruned), so there are at
-// least G / (2S min(M, N, 2S)) segments, all but the last moving S elements:
+// one of the G MACs with nonzero operands (nonzero_point_fraction: a MAC with a zero operand
+// of a sparse tensor may be skipped) runs at least once (the graph's work is not pruned), so
+// there are at least G / (2S min(M, N, 2S)) segments, all but the last moving S elements:
 //   Q >= G / (2 min(M, N, 2S)) - S   words.
 // Words convert as in provable.h: S in words is S_bytes / w_min, the bound in bytes is
 // words * w_min (w_min the narrowest width), never above the real bytes.
@@ -64,7 +65,7 @@ std::optional<std::pair<Count, std::string>> output_on_chip_bound(const TilingPr
   for (const TensorAccess& t : p.tensors) min_bits = std::min(min_bits, t.bits);
   const double w = static_cast<double>(min_bits) / 8;
   const double s = capacity.to_double() / w;
-  const double g = p.points().to_double();
+  const double g = p.points().to_double() * nonzero_point_fraction(p);  // MACs that must run
   const double words = g / (2 * std::min({m, n, 2 * s})) - s;
   const double bytes = words * w * (1 - 1e-9);  // rounding only loosens it
   if (!(bytes >= 1)) return std::nullopt;

@@ -7,6 +7,7 @@
 #include "fmt/format.h"
 #include "fusion_impl.h"
 #include "solar/util/errors.h"
+#include "storage.h"
 
 namespace solar::tiling {
 
@@ -91,7 +92,7 @@ const TrafficCurve* GraphTrafficModel::Impl::search_sub_curve(int u, std::uint32
   const bool dummy = (drop >> (nt - 1)) & 1u;
   for (const TensorAccess& t : q.tensors)
     if (!(dummy && t.output))
-      q.compulsory_bits += t.elements() * Count(static_cast<std::uint64_t>(t.bits));
+      q.compulsory_bits += storage_bits(t, t.elements());
   if (q.tensors.size() == 1 && dummy) {
     // Nothing moves: every tensor is on chip.
     auto& c = sub_curves["nothing moves"];
@@ -196,6 +197,12 @@ SegmentValue GraphTrafficModel::Impl::fused(const SegmentPlan& pl, int a, int b,
       const std::vector<std::int64_t>& tiles = *tl.tiles;
       for (auto pt = tiles.rbegin(); pt != tiles.rend(); ++pt) {
         const std::int64_t p = *pt;
+        // Row tiles along a 2:4 group dimension start and end on whole groups (the last may
+        // end with the tensor).
+        bool whole_groups = true;
+        for (int i = 0; i < len; ++i)
+          whole_groups = whole_groups && (!tl.grouped[i] || p * tl.scale[i] % detail::kGroup == 0);
+        if (!whole_groups) continue;
         const Wide row_tiles = ceil_div(static_cast<Wide>(tl.rows), static_cast<Wide>(p));
         const Wide fixed = detail::add_sat(tl.fixed, tl.held_bytes);
         if (v == 0 && detail::add_sat(fixed, detail::mul_sat(row_tiles, tl.streamed_bytes)) >=

@@ -1,6 +1,7 @@
 #include "solar/tiling/problem.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -8,6 +9,7 @@
 #include "fmt/format.h"
 #include "solar/cost/work.h"
 #include "solar/util/errors.h"
+#include "storage.h"
 
 namespace solar::tiling {
 
@@ -49,6 +51,9 @@ void TilingProblem::check() const {
       if (t.output) SOLAR_CHECK(d.plain(), "output dimensions must be plain");
     }
     SOLAR_CHECK(seen == t.ranks, "rank mask out of date");
+    SOLAR_CHECK(t.group_dim >= -1 && t.group_dim < static_cast<int>(t.dims.size()) &&
+                    (t.group_dim < 0 || t.storage.format == StorageFormat::Compressed24),
+                "a group dimension needs 2:4 storage and must be one of the tensor's");
   }
 }
 
@@ -69,10 +74,153 @@ std::vector<std::int64_t> element_strides(const TensorAccess& a) {
   return row_major_strides(extents);
 }
 
+// ---- storage ------------------------------------------------------------------------------
+
+Storage storage_of(const ir::Tensor& t) {
+  // The order of cost::tensor_bytes: 2:4 first, then a nonzero fraction of unstructured zeros.
+  Storage s;
+  if (!t.sparsity) return s;
+  s.zero_fraction = t.sparsity->zero_fraction;
+  if (t.sparsity->structured_2_4) {
+    s.format = StorageFormat::Compressed24;
+  } else if (s.zero_fraction != 0) {
+    if (!(s.zero_fraction >= 0 && s.zero_fraction <= 1))
+      throw UserError(UserError::Kind::InvalidGraph,
+                      fmt::format("tensor '{}' has zero fraction {}, outside [0, 1]", t.name,
+                                  s.zero_fraction));
+    s.format = StorageFormat::Bitmap;
+  }
+  return s;
+}
+
+Storage storage_of(const ir::Graph& g, ir::TensorId id) {
+  // A free view (a view, a slice that does not copy) renames its source's elements: they are
+  // stored as the source stores them.
+  const ir::Tensor* t = &g.tensor(id);
+  while (!t->sparsity) {
+    const std::optional<ir::OpId> producer = g.producer(t->id);
+    if (!producer) break;
+    const ir::Op& op = g.op(*producer);
+    if (op.kind() != ir::OpKind::Move || op.inputs.size() != 1) break;
+    const ir::MoveOp& m = op.move();
+    bool free = m.kind == ir::MoveKind::View;
+    if (m.kind == ir::MoveKind::Slice) {
+      auto it = m.attrs.find("copy");
+      const auto* i = it == m.attrs.end() ? nullptr : std::get_if<std::int64_t>(&it->second);
+      const auto* d = it == m.attrs.end() ? nullptr : std::get_if<double>(&it->second);
+      free = it == m.attrs.end() || (i && *i == 0) || (d && *d == 0);
+    }
+    if (!free) break;
+    t = &g.tensor(op.inputs[0]);
+  }
+  return storage_of(*t);
+}
+
+Count storage_bits(const Storage& storage, int bits, Count elements) {
+  const Count width(static_cast<std::uint64_t>(bits));
+  switch (storage.format) {
+    case StorageFormat::Dense: return elements * width;
+    case StorageFormat::Compressed24: return elements.ceil_div(2) * (width + Count(2));
+    case StorageFormat::Bitmap: {
+      const Count zeros =
+          detail::wide_count(detail::StorageRule(storage, bits).zeros(elements.raw()));
+      return std::min(elements * width,
+                      elements.ceil_div(8) * Count(8) + (elements - zeros) * width);
+    }
+  }
+  return elements * width;
+}
+
+Count storage_bits(const TensorAccess& a, Count elements) {
+  return storage_bits(a.storage, a.bits, elements);
+}
+
+namespace detail {
+
+StorageRule::StorageRule(const Storage& storage, int bits)
+    : format_(storage.format), width_(static_cast<Wide>(bits)), fraction_(storage.zero_fraction) {
+  if (format_ != StorageFormat::Bitmap) return;
+  SOLAR_CHECK(fraction_ > 0 && fraction_ <= 1, "a bitmap needs a zero fraction in (0, 1]");
+  if (fraction_ == 1) {
+    digits_ = mul_ = div_ = 1;
+    return;
+  }
+  // The digits p and the power of ten k with f = p / 10^k of the shortest decimal that
+  // round-trips ("0.3", "1e-05", "1.5e-07"): what the IR prints, and what cost::tensor_bytes
+  // reads (zeros=0.3 keeps 7 of 10 elements, where the double below 0.3 would keep 8).
+  const std::string text = fmt::format("{}", fraction_);
+  const std::size_t e = text.find('e');
+  int k = e == std::string::npos ? 0 : -std::stoi(text.substr(e + 1));
+  Wide p = 0;
+  bool fractional = false;
+  for (char c : text.substr(0, e)) {
+    if (c == '.') {
+      fractional = true;
+      continue;
+    }
+    p = p * 10 + static_cast<unsigned>(c - '0');  // at most 17 significant digits
+    if (fractional) ++k;
+  }
+  digits_ = p;
+  exp10_ = k;
+  if (k >= 0 && k <= 38) {
+    mul_ = p;
+    for (int i = 0; i < k; ++i) div_ *= 10;
+  } else {
+    // Below 10^-21 (p < 10^17 over more than 10^38): no count below 2^64 holds a zero.
+    mul_ = 0;
+  }
+}
+
+Wide StorageRule::slow_zeros(Wide n) const {
+  if (fraction_ == 1) return n;
+  Wide product = 0;
+  if (exp10_ >= 0 && exp10_ <= 38 && !__builtin_mul_overflow(n, digits_, &product)) {
+    Wide pow10 = 1;
+    for (int i = 0; i < exp10_; ++i) pow10 *= 10;
+    return product / pow10;
+  }
+  // Exact for the binary value of f = m / 2^shift (m < 2^53), as cost::tensor_bytes falls back
+  // to beyond 128-bit products: n * m as a high part and a low 64-bit part before the shift.
+  int exp = 0;
+  const double frac = std::frexp(fraction_, &exp);
+  const Wide m = static_cast<Wide>(std::ldexp(frac, 53));
+  const int shift = 53 - exp;
+  const Wide lo = static_cast<Wide>(static_cast<std::uint64_t>(n)) * m;
+  const Wide hi = (n >> 64) * m;
+  const Wide low = static_cast<std::uint64_t>(lo);
+  const Wide high = hi + (lo >> 64);
+  if (shift < 64) return (high << (64 - shift)) | (low >> shift);
+  if (shift < 64 + 128) return high >> (shift - 64);
+  return 0;
+}
+
+RankMask grouped_ranks(const TilingProblem& p) {
+  RankMask m = 0;
+  for (const TensorAccess& t : p.tensors)
+    if (t.group_dim >= 0)
+      for (const DimTerm& term : t.dims[t.group_dim].terms) m |= RankMask{1} << term.rank;
+  return m;
+}
+
+}  // namespace detail
+
 namespace {
 
-Count bits_of(Count elements, int bits) {
-  return elements * Count(static_cast<std::uint64_t>(bits));
+// A tensor's access without dimensions yet: its name, width and storage.
+TensorAccess access_of(const ir::Graph& g, const ir::Tensor& t, bool output) {
+  TensorAccess a;
+  a.name = t.name;
+  a.bits = ir::dtype_bits(t.dtype);
+  a.output = output;
+  a.storage = storage_of(g, t.id);
+  return a;
+}
+
+// The group dimension of a 2:4 tensor whose dimensions are its own, in order: the last.
+void set_group_dim(TensorAccess& a) {
+  if (a.storage.format == StorageFormat::Compressed24 && !a.dims.empty())
+    a.group_dim = static_cast<int>(a.dims.size()) - 1;
 }
 
 // A dimension read at sum_k c_k * r_k + c0 whose terms, ordered by coefficient, never
@@ -146,10 +294,7 @@ TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op, MaskedEi
 
   auto add_tensor = [&](const ir::Tensor& t, const std::vector<ir::AffineExpr>& subscript,
                         bool output) {
-    TensorAccess a;
-    a.name = t.name;
-    a.bits = ir::dtype_bits(t.dtype);
-    a.output = output;
+    TensorAccess a = access_of(g, t, output);
     if (subscript.size() != t.shape.size())
       throw UserError(UserError::Kind::InvalidGraph,
                       "subscript rank differs from tensor '" + t.name + "'", op.origin);
@@ -198,6 +343,16 @@ TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op, MaskedEi
       a.dims.push_back(std::move(d));
       a.tensor_dim.push_back(static_cast<int>(i));
     }
+    if (a.storage.format == StorageFormat::Compressed24 && !t.shape.empty()) {
+      // Groups of 4 lie along the innermost tensor dimension: the access dimension reading it
+      // at stride 1 (a flattened box split into parts: its innermost part).
+      const int last = static_cast<int>(t.shape.size()) - 1;
+      std::vector<int> reading;
+      for (std::size_t d = 0; d < a.dims.size(); ++d)
+        if (a.tensor_dim[d] == last) reading.push_back(static_cast<int>(d));
+      for (int d : reading)
+        if (a.strides[d] == 1 || reading.size() == 1) a.group_dim = d;
+    }
     p.tensors.push_back(std::move(a));
   };
 
@@ -207,12 +362,12 @@ TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op, MaskedEi
     add_tensor(t, e.operands[i].subscript, false);
     if (seen.insert(op.inputs[i].value).second) {
       Count fp = cost::operand_footprint(e, e.operands[i], t);
-      p.compulsory_bits += bits_of(fp, ir::dtype_bits(t.dtype));
+      p.compulsory_bits += storage_bits(p.tensors.back(), fp);
     }
   }
   const ir::Tensor& out = g.tensor(op.outputs[0]);
   add_tensor(out, e.output, true);
-  p.compulsory_bits += bits_of(p.tensors.back().elements(), p.tensors.back().bits);
+  p.compulsory_bits += storage_bits(p.tensors.back(), p.tensors.back().elements());
   p.check();
   return p;
 }
@@ -221,7 +376,8 @@ namespace {
 
 // A max pool's indices: the windows of the pooling einsum (batch dims, then one
 // `p * stride + r * dilation - padding` dim per kernel dim), written as indices.
-std::optional<TilingProblem> pool_argmax_problem(const ir::Tensor& in, const ir::Tensor& out,
+std::optional<TilingProblem> pool_argmax_problem(const ir::Graph& g, const ir::Tensor& in,
+                                                 const ir::Tensor& out,
                                                  const ir::Attrs& attrs) {
   auto list = [&](const char* name) -> std::vector<std::int64_t> {
     auto it = attrs.find(name);
@@ -238,8 +394,8 @@ std::optional<TilingProblem> pool_argmax_problem(const ir::Tensor& in, const ir:
       n + k > kMaxRanks)
     return std::nullopt;
   TilingProblem p;
-  TensorAccess a{in.name, ir::dtype_bits(in.dtype), false, {}, 0};
-  TensorAccess w{out.name, ir::dtype_bits(out.dtype), true, {}, 0};
+  TensorAccess a = access_of(g, in, false);
+  TensorAccess w = access_of(g, out, true);
   for (int d = 0; d < n; ++d) {
     const int r = static_cast<int>(p.ranks.size());
     if (out.shape[d] < 1) return std::nullopt;
@@ -260,24 +416,27 @@ std::optional<TilingProblem> pool_argmax_problem(const ir::Tensor& in, const ir:
     a.dims.push_back(std::move(da));
     a.ranks |= RankMask{1} << r;
   }
+  set_group_dim(a);
+  set_group_dim(w);
   p.tensors = {std::move(a), std::move(w)};
   // Compulsory: the input positions some window reads (the pooling einsum's footprint), as
   // much as the whole input at most; the indices once.
-  p.compulsory_bits = bits_of(p.tensors[0].elements(), p.tensors[0].bits) +
-                      bits_of(p.tensors[1].elements(), p.tensors[1].bits);
+  p.compulsory_bits = storage_bits(p.tensors[0], p.tensors[0].elements()) +
+                      storage_bits(p.tensors[1], p.tensors[1].elements());
   p.check();
   return p;
 }
 
 // out[i_0, ..] = in[i_perm[0], ..]: each element read once and written once.
-std::optional<TilingProblem> permuted_problem(const ir::Tensor& in, const ir::Tensor& out,
+std::optional<TilingProblem> permuted_problem(const ir::Graph& g, const ir::Tensor& in,
+                                              const ir::Tensor& out,
                                               const std::vector<std::int64_t>& perm) {
   const int n = static_cast<int>(out.shape.size());
   if (static_cast<int>(perm.size()) != n || static_cast<int>(in.shape.size()) != n)
     return std::nullopt;
   TilingProblem p;
-  TensorAccess a{in.name, ir::dtype_bits(in.dtype), false, {}, 0};
-  TensorAccess w{out.name, ir::dtype_bits(out.dtype), true, {}, 0};
+  TensorAccess a = access_of(g, in, false);
+  TensorAccess w = access_of(g, out, true);
   a.dims.resize(n);
   std::vector<bool> seen(n, false);
   for (int d = 0; d < n; ++d) {
@@ -290,8 +449,10 @@ std::optional<TilingProblem> permuted_problem(const ir::Tensor& in, const ir::Te
     w.ranks |= RankMask{1} << d;
     a.ranks |= RankMask{1} << d;
   }
+  set_group_dim(a);
+  set_group_dim(w);
   p.tensors = {std::move(a), std::move(w)};
-  for (const TensorAccess& t : p.tensors) p.compulsory_bits += bits_of(t.elements(), t.bits);
+  for (const TensorAccess& t : p.tensors) p.compulsory_bits += storage_bits(t, t.elements());
   p.check();
   return p;
 }
@@ -306,7 +467,8 @@ std::vector<std::int64_t> identity(std::size_t n) {
 // index's shape elsewhere equal to the data's. Any element of a data row along the axis may
 // be picked, so the pattern reads whole rows: exact when the rows are on chip (a fused
 // log-softmax before a loss's gather), more than the gather moves otherwise.
-std::optional<TilingProblem> gather_problem(const ir::Tensor& data, const ir::Tensor& index,
+std::optional<TilingProblem> gather_problem(const ir::Graph& g, const ir::Tensor& data,
+                                            const ir::Tensor& index,
                                             const ir::Tensor& out, const ir::Attrs& attrs) {
   auto axis_it = attrs.find("axis");
   auto mode_it = attrs.find("mode");
@@ -318,9 +480,9 @@ std::optional<TilingProblem> gather_problem(const ir::Tensor& data, const ir::Te
       data.shape.size() != out.shape.size() || index.shape != out.shape)
     return std::nullopt;
   TilingProblem p;
-  TensorAccess d{data.name, ir::dtype_bits(data.dtype), false, {}, 0};
-  TensorAccess x{index.name, ir::dtype_bits(index.dtype), false, {}, 0};
-  TensorAccess w{out.name, ir::dtype_bits(out.dtype), true, {}, 0};
+  TensorAccess d = access_of(g, data, false);
+  TensorAccess x = access_of(g, index, false);
+  TensorAccess w = access_of(g, out, true);
   const int along = n;  // the data's axis
   for (int i = 0; i < n; ++i) {
     if (out.shape[i] < 1 || (i != *axis && data.shape[i] != out.shape[i])) return std::nullopt;
@@ -334,8 +496,9 @@ std::optional<TilingProblem> gather_problem(const ir::Tensor& data, const ir::Te
     d.ranks |= RankMask{1} << r;
   }
   p.ranks.push_back({"along", data.shape[*axis]});
+  for (TensorAccess* t : {&d, &x, &w}) set_group_dim(*t);
   p.tensors = {std::move(d), std::move(x), std::move(w)};
-  for (const TensorAccess& t : p.tensors) p.compulsory_bits += bits_of(t.elements(), t.bits);
+  for (const TensorAccess& t : p.tensors) p.compulsory_bits += storage_bits(t, t.elements());
   p.check();
   return p;
 }
@@ -360,24 +523,26 @@ std::optional<TilingProblem> concat_problem(const ir::Graph& g, const ir::Op& op
   for (ir::TensorId id : op.inputs) {
     const ir::Tensor& in = g.tensor(id);
     if (static_cast<int>(in.shape.size()) != n || in.dtype != out.dtype) return std::nullopt;
-    TensorAccess a{in.name, ir::dtype_bits(in.dtype), false, {}, 0};
+    TensorAccess a = access_of(g, in, false);
     for (int d = 0; d < n; ++d) {
       if (d != *axis && in.shape[d] != out.shape[d]) return std::nullopt;
       a.dims.push_back(DimAccess{{{d, 1}}, d == *axis ? -offset : 0, in.shape[d]});
       a.ranks |= RankMask{1} << d;
     }
+    set_group_dim(a);
     offset += in.shape[*axis];
     p.tensors.push_back(std::move(a));
   }
   if (offset != out.shape[*axis]) return std::nullopt;
-  TensorAccess w{out.name, ir::dtype_bits(out.dtype), true, {}, 0};
+  TensorAccess w = access_of(g, out, true);
   for (int d = 0; d < n; ++d) {
     w.dims.push_back(DimAccess{{{d, 1}}, 0, out.shape[d]});
     w.ranks |= RankMask{1} << d;
   }
+  set_group_dim(w);
   p.tensors.push_back(std::move(w));
   // Each input read once, the output written once (compulsory_bits: every element).
-  for (const TensorAccess& t : p.tensors) p.compulsory_bits += bits_of(t.elements(), t.bits);
+  for (const TensorAccess& t : p.tensors) p.compulsory_bits += storage_bits(t, t.elements());
   p.check();
   return p;
 }
@@ -388,7 +553,7 @@ std::optional<TilingProblem> problem_from_pattern(const ir::Graph& g, const ir::
     return concat_problem(g, op);
   if (op.kind() == ir::OpKind::Move && op.move().kind == ir::MoveKind::Gather &&
       op.inputs.size() == 2 && op.outputs.size() == 1)
-    return gather_problem(g.tensor(op.inputs[0]), g.tensor(op.inputs[1]),
+    return gather_problem(g, g.tensor(op.inputs[0]), g.tensor(op.inputs[1]),
                           g.tensor(op.outputs[0]), op.move().attrs);
   if (op.kind() == ir::OpKind::Einsum || op.inputs.size() != 1 || op.outputs.size() != 1)
     return std::nullopt;
@@ -401,23 +566,23 @@ std::optional<TilingProblem> problem_from_pattern(const ir::Graph& g, const ir::
   if (op.kind() == ir::OpKind::Move) {
     const ir::MoveOp& m = op.move();
     if (m.kind == ir::MoveKind::Copy && out.shape == in.shape && out.dtype == in.dtype)
-      return permuted_problem(in, out, identity(in.shape.size()));
+      return permuted_problem(g, in, out, identity(in.shape.size()));
     if (m.kind == ir::MoveKind::Permute && out.dtype == in.dtype) {
       auto it = m.attrs.find("perm");
       const auto* perm = it == m.attrs.end()
                              ? nullptr
                              : std::get_if<std::vector<std::int64_t>>(&it->second);
-      if (perm) return permuted_problem(in, out, *perm);
+      if (perm) return permuted_problem(g, in, out, *perm);
     }
     return std::nullopt;
   }
   if (op.kind() != ir::OpKind::Opaque) return std::nullopt;
   const ir::OpaqueOp& o = op.opaque();
-  if (o.function == "pool_argmax") return pool_argmax_problem(in, out, o.attrs);
+  if (o.function == "pool_argmax") return pool_argmax_problem(g, in, out, o.attrs);
   // A scan along `axis` reads and writes each element once, as an elementwise op does; a
   // tile of the axis carries one running value per row from the tile before it.
   if (o.function == "cumsum" || o.function == "cumprod")
-    return out.shape == in.shape ? permuted_problem(in, out, identity(in.shape.size()))
+    return out.shape == in.shape ? permuted_problem(g, in, out, identity(in.shape.size()))
                                  : std::nullopt;
   if (o.function != "argmax" && o.function != "argmin") return std::nullopt;
   std::optional<int> axis;
@@ -428,7 +593,7 @@ std::optional<TilingProblem> problem_from_pattern(const ir::Graph& g, const ir::
   }
   auto reduced = [&](int d) { return !axis || *axis == d; };
   TilingProblem p;
-  TensorAccess a{in.name, ir::dtype_bits(in.dtype), false, {}, 0};
+  TensorAccess a = access_of(g, in, false);
   for (int d = 0; d < n; ++d) {
     if (in.shape[d] < 1) return std::nullopt;
     p.ranks.push_back({fmt::format("{}{}", reduced(d) ? "r" : "i", d), in.shape[d]});
@@ -437,7 +602,7 @@ std::optional<TilingProblem> problem_from_pattern(const ir::Graph& g, const ir::
   }
   // The indices: the kept dims in order, with the reduced ones either dropped or kept with
   // size 1 (keepdim), each then a unit rank of its own.
-  TensorAccess w{out.name, ir::dtype_bits(out.dtype), true, {}, 0};
+  TensorAccess w = access_of(g, out, true);
   const bool keepdim = static_cast<int>(out.shape.size()) == n;
   std::size_t od = 0;
   for (int d = 0; d < n; ++d) {
@@ -454,8 +619,10 @@ std::optional<TilingProblem> problem_from_pattern(const ir::Graph& g, const ir::
     ++od;
   }
   if (od != out.shape.size()) return std::nullopt;
+  set_group_dim(a);
+  set_group_dim(w);
   p.tensors = {std::move(a), std::move(w)};
-  for (const TensorAccess& t : p.tensors) p.compulsory_bits += bits_of(t.elements(), t.bits);
+  for (const TensorAccess& t : p.tensors) p.compulsory_bits += storage_bits(t, t.elements());
   p.check();
   return p;
 }
@@ -470,7 +637,7 @@ TilingProblem gemm_problem(std::int64_t m, std::int64_t n, std::int64_t k, ir::D
   p.tensors.push_back({"A", bits, false, {dim(0, m), dim(2, k)}, 0b101});
   p.tensors.push_back({"B", bits, false, {dim(2, k), dim(1, n)}, 0b110});
   p.tensors.push_back({"C", bits, true, {dim(0, m), dim(1, n)}, 0b011});
-  for (const TensorAccess& t : p.tensors) p.compulsory_bits += bits_of(t.elements(), t.bits);
+  for (const TensorAccess& t : p.tensors) p.compulsory_bits += storage_bits(t, t.elements());
   p.check();
   return p;
 }
@@ -486,9 +653,10 @@ RankMask affine_ranks(const TilingProblem& p) {
 
 ReducedProblem reduce_problem(const TilingProblem& p, bool merge_ranks) {
   const int n = static_cast<int>(p.ranks.size());
-  // Ranks in windows, or in plain dims that clip them (a concat's parts), keep their own
-  // loops: neither a batch factor nor merged.
-  RankMask affine = affine_ranks(p);
+  // Ranks in windows, in plain dims that clip them (a concat's parts) or along a 2:4 tensor's
+  // groups (a tile there must respect them) keep their own loops: neither a batch factor nor
+  // merged.
+  RankMask affine = affine_ranks(p) | detail::grouped_ranks(p);
   for (const TensorAccess& t : p.tensors)
     for (const DimAccess& d : t.dims)
       if (d.plain() && d.extent < p.ranks[d.terms[0].rank].extent)
@@ -529,8 +697,12 @@ ReducedProblem reduce_problem(const TilingProblem& p, bool merge_ranks) {
     a.name = t.name;
     a.bits = t.bits;
     a.output = t.output;
+    a.storage = t.storage;
     std::set<int> placed;  // merged ranks get one plain dimension
-    for (const DimAccess& d : t.dims) {
+    for (std::size_t di = 0; di < t.dims.size(); ++di) {
+      const DimAccess& d = t.dims[di];
+      // The group dimension's ranks are kept whole (above), so it stays a dimension.
+      if (static_cast<int>(di) == t.group_dim) a.group_dim = static_cast<int>(a.dims.size());
       DimAccess nd;
       nd.constant = d.constant;
       if (d.plain()) {

@@ -150,6 +150,13 @@ double multiplicity(const TensorAccess& x, const TilingProblem& p) {
 
 }  // namespace
 
+double nonzero_point_fraction(const TilingProblem& p) {
+  double zeros = 0;
+  for (const TensorAccess& t : p.tensors)
+    if (!t.output) zeros += t.storage.zero_fraction;
+  return std::max(0.0, 1 - zeros);
+}
+
 ProvableBound provable_bound(const TilingProblem& p, bool product_sum, Count capacity_bytes) {
   p.check();
   if (capacity_bytes == Count(0))
@@ -164,7 +171,8 @@ ProvableBound provable_bound(const TilingProblem& p, bool product_sum, Count cap
   for (const TensorAccess& t : p.tensors) min_bits = std::min(min_bits, t.bits);
   const double w = static_cast<double>(min_bits) / 8;           // bytes per word
   const double s = capacity_bytes.to_double() / w;               // words that fit, at most
-  const double g = p.points().to_double();                       // MACs
+  const double g = p.points().to_double() * nonzero_point_fraction(p);  // MACs that must run
+  if (!(g > 0)) return result;
   const double out = p.output().elements().to_double();
   // Rounding of the doubles must only loosen the bound: shave a relative 1e-9.
   auto consider = [&](BoundFormula f, double words, std::string detail) {

@@ -54,6 +54,28 @@ MappingCost simulate_mapping(const TilingProblem& p, const Mapping& m, std::uint
   std::vector<bool> has_resident(nt, false);
   std::set<std::vector<std::int64_t>> visited_out_tiles;
   std::set<std::vector<std::int64_t>> visited_out_elements;
+  // Per tensor: the in-range part of the hull of the positions the whole iteration space
+  // reads along its 2:4 group dimension (by visiting every point).
+  std::vector<std::int64_t> group_lo(nt, INT64_MAX), group_hi(nt, INT64_MIN);
+  {
+    std::vector<std::int64_t> plo(n, 0), phi(n), pt(n, 0);
+    for (int r = 0; r < n; ++r) phi[r] = p.ranks[r].extent;
+    do {
+      for (std::size_t t = 0; t < nt; ++t) {
+        if (p.tensors[t].group_dim < 0) continue;
+        const DimAccess& d = p.tensors[t].dims[p.tensors[t].group_dim];
+        std::int64_t v = d.constant;
+        for (const DimTerm& term : d.terms) v += term.coef * pt[term.rank];
+        group_lo[t] = std::min(group_lo[t], v);
+        group_hi[t] = std::max(group_hi[t], v);
+      }
+    } while (next(pt, plo, phi));
+    for (std::size_t t = 0; t < nt; ++t)
+      if (p.tensors[t].group_dim >= 0) {
+        group_lo[t] = std::max<std::int64_t>(group_lo[t], 0);
+        group_hi[t] = std::min(group_hi[t], p.tensors[t].dims[p.tensors[t].group_dim].extent - 1);
+      }
+  }
 
   std::vector<std::int64_t> tidx(n, 0);  // tile index per rank
   std::vector<std::int64_t> step(n, 0);  // odometer over `loops`
@@ -108,9 +130,14 @@ MappingCost simulate_mapping(const TilingProblem& p, const Mapping& m, std::uint
       } while (next(pt, plo, phi));
       std::uint64_t size = 1;
       for (std::size_t d = 0; d < x.dims.size(); ++d) {
-        const std::int64_t len =
-            std::min(dmax[d], x.dims[d].extent - 1) - std::max<std::int64_t>(dmin[d], 0) + 1;
-        size *= static_cast<std::uint64_t>(std::max<std::int64_t>(len, 0));
+        std::int64_t lo = std::max<std::int64_t>(dmin[d], 0);
+        std::int64_t hi = std::min(dmax[d], x.dims[d].extent - 1);
+        if (static_cast<int>(d) == x.group_dim && lo <= hi) {
+          // A 2:4 tile loads the whole groups of 4 it touches, within what the grid reads.
+          lo = std::max(lo / 4 * 4, group_lo[t]);
+          hi = std::min(hi / 4 * 4 + 3, group_hi[t]);
+        }
+        size *= static_cast<std::uint64_t>(std::max<std::int64_t>(hi - lo + 1, 0));
       }
       if (x.output && has_resident[t]) c.access_elements[t] += resident_size[t];  // write back
       if (!x.output || !visited_out_tiles.insert(key).second) c.access_elements[t] += size;
@@ -122,9 +149,8 @@ MappingCost simulate_mapping(const TilingProblem& p, const Mapping& m, std::uint
   } while (next(step, lo, hi));
   for (std::size_t t = 0; t < nt; ++t) {
     if (p.tensors[t].output && has_resident[t]) c.access_elements[t] += resident_size[t];
-    const Count bits(static_cast<std::uint64_t>(p.tensors[t].bits));
-    c.buffer_bits += c.buffer_elements[t] * bits;
-    c.traffic_bits += c.access_elements[t] * bits;
+    c.buffer_bits += storage_bits(p.tensors[t], c.buffer_elements[t]);
+    c.traffic_bits += storage_bits(p.tensors[t], c.access_elements[t]);
   }
   return c;
 }

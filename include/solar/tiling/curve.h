@@ -14,7 +14,8 @@
 namespace solar::tiling {
 
 // One Pareto point: a mapping needing `buffer_bytes` of buffer moves `traffic_bytes` to and
-// from DRAM. Bytes are the sum over tensors of elements * bits, rounded up to whole bytes.
+// from DRAM. Bytes are the sum over tensors of their storage bits (problem.h, storage_bits:
+// dense, 2:4 or bitmap), rounded up to whole bytes.
 struct CurvePoint {
   Count buffer_bytes;
   Count traffic_bytes;

@@ -15,8 +15,12 @@
 //   its partial sums; the first visit reads nothing (first-read elision), so
 //   acc_Out = 2*|Out|*mult_Out - |Out| for a kept output.
 // - A bypassed tensor has no buffer space; every iteration point moves one element
-//   (inputs: points reads; output: 2*points - |Out|). Only plain tensors may be bypassed.
-// - Sizes in elements and bits; bytes come from bits (curve.h).
+//   (inputs: points reads; output: 2*points - |Out|). Only plain dense tensors may be
+//   bypassed (a sparse tensor moves as compressed tiles).
+// - A 2:4 tensor's tile covers the whole groups of 4 it touches along its group dimension
+//   (problem.h), so a tile boundary inside a group loads that group twice.
+// - Sizes in elements; bits are each tensor's storage_bits of its elements (problem.h: dense,
+//   2:4 or bitmap, as cost::tensor_bytes); bytes come from bits (curve.h).
 #pragma once
 
 #include <cstdint>
@@ -36,8 +40,8 @@ struct Mapping {
 struct MappingCost {
   std::vector<Count> buffer_elements;  // per tensor: its tile (0 when bypassed)
   std::vector<Count> access_elements;  // per tensor: DRAM reads + writes
-  Count buffer_bits;                   // sum over tensors of elements * bits
-  Count traffic_bits;
+  Count buffer_bits;                   // sum over tensors of storage_bits(tile)
+  Count traffic_bits;                  // sum over tensors of storage_bits(accesses)
 };
 
 // Trip count of rank `r`: ceil(extent / tile).
@@ -45,7 +49,7 @@ std::int64_t trips(const TilingProblem& p, const Mapping& m, int r);
 
 // The closed-form cost (the formulas above). Throws UserError(BadArgument) for an invalid
 // mapping (tile out of range, a rank with T > 1 missing from the order, a bypassed affine
-// tensor).
+// or sparse tensor).
 MappingCost evaluate_mapping(const TilingProblem& p, const Mapping& m);
 
 }  // namespace solar::tiling

@@ -12,7 +12,10 @@
 // - The output is the last tensor; its dimensions must be plain ranks (distinct). A kept
 //   size-1 dimension read or written at constant 0 gets a rank of extent 1 of its own.
 // - Sizes are in elements; widths in bits, so traffic converts to bytes per tensor
-//   (bytes = ceil(elements * bits / 8) over the whole run).
+//   (bytes = ceil(elements * bits / 8) over the whole run). A sparse tensor is stored as the
+//   cost module stores it (cost::tensor_bytes: 2:4 compressed, unstructured zeros as a
+//   bitmap): n of its elements take storage_bits(n), and a tile of a 2:4 tensor covers the
+//   whole groups of 4 it touches along its group dimension.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +28,23 @@
 #include "solar/util/count.h"
 
 namespace solar::tiling {
+
+// How a tensor stores its elements: the rule of cost::tensor_bytes (docs/cost.md, "Bytes"), so
+// that every byte the tiling model counts is a byte the cost module would count.
+enum class StorageFormat {
+  Dense,         // bits per element (sub-byte widths packed)
+  Compressed24,  // 2:4 structured: half the values kept (ceil(n/2)), each with a 2-bit index
+  Bitmap,        // unstructured zeros: the smaller of dense and a bit per element (whole
+                 // bytes) followed by the nonzeros, packed
+};
+
+struct Storage {
+  StorageFormat format = StorageFormat::Dense;
+  // The tensor's zero fraction (2:4: at least 0.5; Bitmap: > 0; Dense: 0). A product-sum may
+  // skip the points with a zero operand, which the provable bounds allow for.
+  double zero_fraction = 0;
+  friend bool operator==(const Storage&, const Storage&) = default;
+};
 
 // Bit mask over ranks (a problem has at most kMaxRanks ranks).
 using RankMask = std::uint32_t;
@@ -63,10 +83,32 @@ struct TensorAccess {
   // line up with the tensor's). Fusion follows ranks by it (fusion_plan.cc). Empty: the
   // row-major strides of `dims` (see element_strides).
   std::vector<std::int64_t> strides = {};
+  Storage storage = {};
+  // 2:4 storage: the dimension of `dims` along which the tensor's groups of 4 consecutive
+  // elements lie (the one reading its innermost dimension at stride 1). A tile covers the
+  // whole groups it touches along it (positions 4g..4g+3), within the positions the whole
+  // iteration space reads, which are taken to be whole groups as cost::tensor_bytes takes a
+  // footprint to be. -1: none (dense, bitmap, or no such dimension).
+  int group_dim = -1;
   bool plain() const;   // every dimension plain
   // Elements of the whole tensor (product of dimension extents).
   Count elements() const;
 };
+
+// The storage of tensor `t` as cost::tensor_bytes sizes it (its sparsity annotation). Throws
+// UserError(InvalidGraph) for a zero fraction outside [0, 1].
+Storage storage_of(const ir::Tensor& t);
+// The storage of tensor `id` of `g`: its own annotation, else that of the tensor it is a free
+// view of (views and slices that do not copy rename their source's elements), as the cost
+// module's compulsory traffic follows a source through its views. The factories below use it.
+Storage storage_of(const ir::Graph& g, ir::TensorId id);
+
+// Bits of `elements` elements in a storage: dense n * bits; 2:4 ceil(n/2) * (bits + 2);
+// bitmap min(n * bits, 8 * ceil(n/8) + nnz * bits) with nnz = n - floor(n * f), f read as
+// its shortest round-trip decimal. Rounded up to whole bytes this is cost::tensor_bytes of
+// the same elements exactly; sums over tensors are rounded once.
+Count storage_bits(const Storage& storage, int bits, Count elements);
+Count storage_bits(const TensorAccess& a, Count elements);
 
 // `a.strides`, or when empty the row-major strides over `a.dims`' extents (an access whose
 // dimensions are the tensor's own).
@@ -78,7 +120,7 @@ struct TilingProblem {
   std::vector<Rank> ranks;
   std::vector<TensorAccess> tensors;  // inputs in operand order, then the output
   // Distinct-tensor compulsory traffic in bits: each distinct input tensor's footprint
-  // (elements actually read) and the output once. Filled by the factories.
+  // (elements actually read) and the output once, at storage_bits. Filled by the factories.
   Count compulsory_bits;
 
   const TensorAccess& output() const { return tensors.back(); }
@@ -126,7 +168,8 @@ RankMask affine_ranks(const TilingProblem& p);
 // extents; traffic of the original = batch x traffic of the reduced one, buffer equal), and
 // plain ranks with the same tensor-membership signature are merged into one rank (their
 // extents multiply: a linearized loop over the merged ranks implements any merged tile, so
-// the merged curve is never above the unmerged one). Ranks of extent 1 are dropped.
+// the merged curve is never above the unmerged one). Ranks of extent 1 are dropped. Ranks of
+// a 2:4 group dimension are neither removed nor merged (their tiles must respect groups).
 struct ReducedProblem {
   TilingProblem problem;
   Count batch = 1;

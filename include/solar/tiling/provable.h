@@ -6,7 +6,12 @@
 // narrowest element width (in bytes) of the einsum's tensors, so at least as many elements
 // as really fit are assumed to fit; a word bound converts to bytes as words * w_min, which
 // never exceeds the true bytes moved. Compulsory traffic is exact in bytes, each tensor at
-// its own width.
+// its own width and storage (2:4 and bitmap formats, problem.h).
+//
+// Sparse operands: a schedule may skip every multiply-accumulate with a zero operand, so the
+// segment formulas count G = the MACs that must run (nonzero_point_fraction), and the words
+// they count are stored values (a 2:4 or bitmap value is at least as wide as its dtype, so
+// w_min stays the narrowest dtype width).
 #pragma once
 
 #include <string>
@@ -49,6 +54,11 @@ ProvableBound provable_bound(const TilingProblem& p, bool product_sum, Count cap
 // The bound for einsum op `op` of `g`: problem_from_einsum (and its Unsupported cases) with
 // product_sum = is_product_sum(op.einsum()).
 ProvableBound provable_bound(const ir::Graph& g, const ir::Op& op, Count capacity_bytes);
+
+// The fraction of a product-sum's iteration points whose operands are all nonzero, at least:
+// 1 minus the sum of the inputs' zero fractions (a point with a zero operand may be skipped;
+// zeros spread evenly, as cost::tensor_bytes assumes), floored at 0; 1 without sparse inputs.
+double nonzero_point_fraction(const TilingProblem& p);
 
 // Whether an einsum is a product-sum (combine mul($0,$1), reduce sum).
 bool is_product_sum(const ir::EinsumOp& e);

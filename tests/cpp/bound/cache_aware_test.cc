@@ -145,6 +145,11 @@ TEST(CacheAware, TwoFourGemmKeepsTheFusedLevelsComputeTerm) {
     };
     EXPECT_EQ(seconds_of(cb.terms), seconds_of(b.fused.terms));
     EXPECT_DOUBLE_EQ(seconds_of(cb.terms), 2.0 * 4096 * 4096 * 4096 / 2e15);
+    // The traffic moves b compressed (half its values, 16 + 2 bits each), as the fused
+    // level's compulsory bytes do: at 50 MiB everything fits and Q(S) is exactly those.
+    constexpr std::uint64_t N = 4096;
+    EXPECT_EQ(cb.traffic_bytes, Count(2 * N * N + N * N / 2 * (16 + 2) / 8 + 2 * N * N));
+    EXPECT_EQ(cb.traffic_bytes, a.cost.compulsory_bytes());
   }
 }
 

@@ -623,6 +623,75 @@ TEST(FusionProvable, OpReadingAnIntermediateGivesNothing) {
   EXPECT_TRUE(p.groups.empty());
 }
 
+// ---- sparse tensors at their compressed width ----------------------------------------------
+
+// H100 SXM's summed on-chip capacity (docs/bounds.md): 50 MB + 132 x (228 + 256) KiB.
+constexpr std::uint64_t kH100 = 50'000'000 + 132 * (228 + 256) * 1024;
+
+// A 4096^3 bf16 GEMM with a 2:4 weight: the weight moves as half its values with a 2-bit
+// index each, so once it fits Q(S) is the compulsory traffic (85.98 MB), not the three dense
+// matrices (100.7 MB); the provable mode never exceeds it.
+TEST(FusionSparse, TwoFourGemmReachesItsCompressedCompulsory) {
+  constexpr std::uint64_t N = 4096;
+  Analyzed a(R"(
+    a = bf16[4096,4096] input
+    w = bf16[4096,4096]{sparsity="2:4"} weight
+    c = bf16[4096,4096]{output} einsum "mk,kn->mn" (a, w))");
+  const Count compulsory(2 * N * N + N * N / 2 * (16 + 2) / 8 + 2 * N * N);  // a + w + c
+  EXPECT_EQ(a.c.compulsory_bytes(), compulsory);
+  GraphTrafficModel m(a.g, a.c);
+  for (std::uint64_t s : {kH100, kGiB}) {
+    EXPECT_EQ(m.at(Count(s), TrafficMode::Attainable).traffic_bytes, compulsory) << s;
+    EXPECT_EQ(m.at(Count(s), TrafficMode::Provable).traffic_bytes, compulsory) << s;
+  }
+  Count prev = m.at(Count(1024), TrafficMode::Attainable).traffic_bytes;
+  for (std::uint64_t s = 2048; s <= kGiB; s *= 2) {
+    const Count q = m.at(Count(s), TrafficMode::Attainable).traffic_bytes;
+    EXPECT_LE(q, prev) << s;
+    EXPECT_LE(m.at(Count(s), TrafficMode::Provable).traffic_bytes, q) << s;
+    prev = q;
+  }
+}
+
+// An unstructured-sparse weight (90% zeros, a bitmap and the nonzeros) likewise.
+TEST(FusionSparse, BitmapWeightReachesItsCompressedCompulsory) {
+  constexpr std::uint64_t N = 4096;
+  Analyzed a(R"(
+    a = bf16[4096,4096] input
+    w = bf16[4096,4096]{zeros=0.9} weight
+    c = bf16[4096,4096]{output} einsum "mk,kn->mn" (a, w))");
+  // w: one bit per element, then its nonzeros (N^2 - floor(0.9 N^2)) at 2 bytes.
+  const Count compulsory(2 * N * N + (N * N / 8 + (N * N - N * N * 9 / 10) * 2) + 2 * N * N);
+  EXPECT_EQ(a.c.compulsory_bytes(), compulsory);
+  GraphTrafficModel m(a.g, a.c);
+  for (std::uint64_t s : {kH100, kGiB}) {
+    EXPECT_EQ(m.at(Count(s), TrafficMode::Attainable).traffic_bytes, compulsory) << s;
+    EXPECT_EQ(m.at(Count(s), TrafficMode::Provable).traffic_bytes, compulsory) << s;
+  }
+}
+
+// A chain through a 2:4 weight fused by rows: row tiles along the weight's group dimension
+// are whole groups, and a resident or re-read weight costs its compressed bytes.
+TEST(FusionSparse, FusedChainKeepsTheWeightCompressed) {
+  Analyzed a(R"(
+    x = bf16[64,256] input
+    w = bf16[256,512]{sparsity="2:4"} weight
+    h = bf16[64,512] einsum "mk,kn->mn" (x, w)
+    y = bf16[64,512]{output} einsum [m,n] none exp($0) (h[m,n]) -> [m,n])");
+  GraphTrafficModel m(a.g, a.c);
+  // Everything fits: x, w compressed (256*512/2 values of 18 bits) and y once.
+  const Count compulsory(2 * 64 * 256 + 256 * 512 / 2 * 18 / 8 + 2 * 64 * 512);
+  EXPECT_EQ(a.c.compulsory_bytes(), compulsory);
+  EXPECT_EQ(m.at(Count(kMiB), TrafficMode::Attainable).traffic_bytes, compulsory);
+  Count prev = m.at(Count(256), TrafficMode::Attainable).traffic_bytes;
+  for (std::uint64_t s = 512; s <= kMiB; s *= 2) {
+    const Count q = m.at(Count(s), TrafficMode::Attainable).traffic_bytes;
+    EXPECT_LE(q, prev) << s;
+    EXPECT_GE(q, compulsory) << s;
+    prev = q;
+  }
+}
+
 // ---- invariants on random graphs -----------------------------------------------------------
 
 // A random graph of 2-7 ops over 2-D tensors: matmuls with fresh weights, elementwise unary
@@ -631,8 +700,15 @@ TEST(FusionProvable, OpReadingAnIntermediateGivesNothing) {
 // at strides), ops over the flattened tensor and masked einsums (tiled as their box). Tensors
 // no op reads are outputs (no dead code); other intermediates are outputs with probability
 // 1/4.
-std::string random_graph(std::mt19937& rng) {
+// With `sparse`, the input and each weight are dense, 2:4 or unstructured sparse (zero
+// fractions 0.3 and 0.9, stored as bitmaps) a quarter of the time each.
+std::string random_graph(std::mt19937& rng, bool sparse = false) {
   auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  auto sparsity = [&]() -> std::string {
+    if (!sparse) return "";
+    const char* kinds[] = {"", "{sparsity=\"2:4\"}", "{zeros=0.3}", "{zeros=0.9}"};
+    return kinds[uni(0, 3)];
+  };
   struct T {
     std::string name;
     int rows, cols;
@@ -643,7 +719,7 @@ std::string random_graph(std::mt19937& rng) {
   std::string text;
   const int rows = uni(2, 24);
   ts.push_back({"x", rows, uni(1, 6) * 2, types[uni(0, 1)]});
-  text += fmt::format("x = {}[{},{}] input\n", ts[0].type, rows, ts[0].cols);
+  text += fmt::format("x = {}[{},{}]{} input\n", ts[0].type, rows, ts[0].cols, sparsity());
   const int n = uni(2, 7);
   std::set<std::string> read;
   for (int i = 0; i < n; ++i) {
@@ -657,7 +733,8 @@ std::string random_graph(std::mt19937& rng) {
     switch (uni(0, 8)) {
       case 0: {
         const int c2 = uni(1, 6) * 2;
-        text += fmt::format("w{} = {}[{},{}] weight\n", i, types[uni(0, 1)], in.cols, c2);
+        const std::string type_w = types[uni(0, 1)];
+        text += fmt::format("w{} = {}[{},{}]{} weight\n", i, type_w, in.cols, c2, sparsity());
         text += fmt::format("{} = {}[{},{}]{} einsum \"rc,cd->rd\" ({}, w{})\n", name, type,
                             in.rows, c2, out, in.name, i);
         ts.push_back({name, in.rows, c2, type});
@@ -748,10 +825,11 @@ std::vector<Count> capacities() {
   return s;
 }
 
-TEST(FusionProperties, InvariantsOnRandomGraphs) {
-  std::mt19937 rng(20261130);
-  for (int iter = 0; iter < 200; ++iter) {
-    const std::string text = random_graph(rng);
+// Q(S) is non-increasing in S, between the compulsory bytes and the no-fusion sum, equal to
+// the compulsory bytes once everything fits, and provable <= attainable; groups partition the
+// ops and shares sum to the traffic.
+void check_invariants(const std::string& text, int iter) {
+  {
     SCOPED_TRACE(text);
     Analyzed a(text);
     GraphCurveOptions o;
@@ -770,6 +848,8 @@ TEST(FusionProperties, InvariantsOnRandomGraphs) {
         EXPECT_LE(q.traffic_bytes, prev) << "at " << s.str();
       }
       EXPECT_LE(p.traffic_bytes, q.traffic_bytes);
+      // Not by the clamp: a lower bound above an attained value would be a model bug.
+      EXPECT_EQ(p.detail.find("clamped"), std::string::npos) << p.detail << " at " << s.str();
       EXPECT_GE(p.traffic_bytes, a.c.compulsory_bytes());
       Count sum;
       std::size_t grouped = 0;
@@ -789,6 +869,18 @@ TEST(FusionProperties, InvariantsOnRandomGraphs) {
     // Everything fits: the fused compulsory traffic.
     EXPECT_EQ(m.at(Count(kGiB), TrafficMode::Attainable).traffic_bytes, a.c.compulsory_bytes());
   }
+}
+
+TEST(FusionProperties, InvariantsOnRandomGraphs) {
+  std::mt19937 rng(20261130);
+  for (int iter = 0; iter < 200; ++iter) check_invariants(random_graph(rng), iter);
+}
+
+// The same with 2:4 and unstructured-sparse inputs and weights: every byte at the cost
+// module's storage, so Q(S) still reaches the compulsory bytes exactly.
+TEST(FusionProperties, InvariantsOnRandomSparseGraphs) {
+  std::mt19937 rng(424242);
+  for (int iter = 0; iter < 150; ++iter) check_invariants(random_graph(rng, true), iter);
 }
 
 // One search for many capacities gives, capacity by capacity, what a fresh model answers

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <vector>
+
+#include "solar/cost/work.h"
 #include "solar/ir/text.h"
 #include "solar/tiling/curve.h"
 
@@ -25,6 +29,84 @@ TEST(Problem, MatmulFromGraph) {
   EXPECT_TRUE(p.output().output);
   EXPECT_EQ(p.points(), Count(8 * 3 * 5));                             // M*N*K
   EXPECT_EQ(p.compulsory_bits, Count(16 * 8 * 5 + 32 * 5 * 3 + 32 * 8 * 3));  // A + B + C bits
+}
+
+// Every byte the tiling counts uses cost::tensor_bytes's rule: storage_bits rounded up to
+// bytes is tensor_bytes, for dense, 2:4 and bitmap tensors of every width, small and huge
+// counts, and fractions whose double is not their decimal (0.3, 1e-05).
+TEST(Storage, BitsRoundUpToTensorBytes) {
+  const Count two40(std::uint64_t{1} << 40);
+  std::vector<Count> counts;
+  for (std::uint64_t n = 0; n <= 300; ++n) counts.push_back(Count(n));
+  for (Count n : {two40 * two40, two40 * two40 * two40 + Count(12345), Count(999999999999)})
+    counts.push_back(n);
+  const std::vector<std::optional<ir::Sparsity>> sparsities = {
+      std::nullopt,       ir::Sparsity{0, false},     ir::Sparsity{0.5, true},
+      ir::Sparsity{0.75, true}, ir::Sparsity{0.3, false}, ir::Sparsity{1e-05, false},
+      ir::Sparsity{0.9, false}, ir::Sparsity{1.0, false}, ir::Sparsity{0.375, false},
+      ir::Sparsity{1.0 / 3, false}, ir::Sparsity{0.0625, false}};
+  int checked = 0;
+  for (ir::DType d : {ir::DType::BF16, ir::DType::F32, ir::DType::I4, ir::DType::F6,
+                      ir::DType::F8E4M3, ir::DType::Bool})
+    for (const auto& sp : sparsities) {
+      ir::Tensor t;
+      t.name = "t";
+      t.dtype = d;
+      t.sparsity = sp;
+      const Storage st = storage_of(t);
+      for (Count n : counts) {
+        EXPECT_EQ(storage_bits(st, ir::dtype_bits(d), n).ceil_div(8), cost::tensor_bytes(t, n))
+            << ir::dtype_name(d) << " n = " << n.str() << " f = " << (sp ? sp->zero_fraction : 0);
+        ++checked;
+      }
+    }
+  EXPECT_GT(checked, 10000);
+}
+
+TEST(Storage, FormatsFollowTheSparsityAnnotation) {
+  ir::Tensor t;
+  t.name = "w";
+  t.dtype = ir::DType::BF16;
+  EXPECT_EQ(storage_of(t).format, StorageFormat::Dense);
+  t.sparsity = ir::Sparsity{0.5, true};
+  EXPECT_EQ(storage_of(t), (Storage{StorageFormat::Compressed24, 0.5}));
+  t.sparsity = ir::Sparsity{0.3, false};
+  EXPECT_EQ(storage_of(t), (Storage{StorageFormat::Bitmap, 0.3}));
+  t.sparsity = ir::Sparsity{0, false};
+  EXPECT_EQ(storage_of(t).format, StorageFormat::Dense);
+  t.sparsity = ir::Sparsity{1.5, false};
+  try {
+    storage_of(t);
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.kind(), UserError::Kind::InvalidGraph);
+    EXPECT_NE(std::string(e.what()).find("tensor 'w' has zero fraction 1.5"), std::string::npos);
+  }
+}
+
+TEST(Problem, SparseOperandsKeepTheirStorage) {
+  ir::Graph g = ir::parse_graph(R"(
+    a = bf16[8,12] input
+    w = bf16[12,20]{sparsity="2:4"} weight
+    u = bf16[20,6]{zeros=0.75} weight
+    c = bf16[8,20] einsum "mk,kn->mn" (a, w)
+    d = bf16[8,6]{output} einsum "mn,nj->mj" (c, u))");
+  TilingProblem p = problem_from_einsum(g, op_of(g, "c"));
+  EXPECT_EQ(p.tensors[1].storage.format, StorageFormat::Compressed24);
+  EXPECT_EQ(p.tensors[1].group_dim, 1);  // groups of 4 along n, w's last dimension
+  EXPECT_EQ(p.tensors[0].group_dim, -1);
+  // a dense, w as 12*20/2 values of 16 + 2 bits, c dense.
+  EXPECT_EQ(p.compulsory_bits, Count(16 * 8 * 12 + 12 * 20 / 2 * 18 + 16 * 8 * 20));
+  TilingProblem q = problem_from_einsum(g, op_of(g, "d"));
+  EXPECT_EQ(q.tensors[1].storage, (Storage{StorageFormat::Bitmap, 0.75}));
+  // u as a bitmap: one bit per element, then its 120 / 4 nonzeros at 16 bits.
+  EXPECT_EQ(q.compulsory_bits, Count(16 * 8 * 20 + (120 + 30 * 16) + 16 * 8 * 6));
+  // Reducing keeps the storage and the group dimension, whose rank is not merged.
+  ReducedProblem r = reduce_problem(p, true);
+  EXPECT_EQ(r.problem.tensors[1].storage.format, StorageFormat::Compressed24);
+  ASSERT_GE(r.problem.tensors[1].group_dim, 0);
+  const DimAccess& gd = r.problem.tensors[1].dims[r.problem.tensors[1].group_dim];
+  EXPECT_EQ(r.problem.ranks[gd.terms[0].rank].name, "n");
 }
 
 TEST(Problem, SameTensorTwiceCountsOnceInCompulsory) {

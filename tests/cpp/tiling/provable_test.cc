@@ -43,6 +43,34 @@ TEST(Provable, GemmFormulaAndUnits) {
   EXPECT_EQ(bound_formula_name(b.formula), "gemm");
 }
 
+// A 2:4 operand: a schedule may skip the products of its zeros, so G is the M*N*K/2 MACs that
+// must run; words stay 2-byte values (a kept 2:4 value is 16 + 2 bits).
+TEST(Provable, SparseOperandCountsOnlyTheProductsThatMustRun) {
+  const double M = 512, N = 256, K = 1024;
+  TilingProblem p = gemm_problem(512, 256, 1024, ir::DType::BF16);
+  p.tensors[1].storage = {StorageFormat::Compressed24, 0.5};
+  p.tensors[1].group_dim = 1;
+  p.compulsory_bits = Count(0);
+  for (const TensorAccess& t : p.tensors) p.compulsory_bits += storage_bits(t, t.elements());
+  EXPECT_EQ(nonzero_point_fraction(p), 0.5);
+  const std::uint64_t cap = 4 * 1024;
+  ProvableBound b = provable_bound(p, true, Count(cap));
+  EXPECT_EQ(b.formula, BoundFormula::Gemm);
+  const double s = cap / 2.0;
+  const double words = 2 * (M * N * K / 2) / std::sqrt(s) - 2 * s - M * N;
+  EXPECT_NEAR(b.formula_words, words, 1e-6 * words);
+  // Unstructured zeros: 1 - f of the products; both operands sparse: 1 - f_A - f_B, and no
+  // product need run when the zeros may cover them all.
+  p.tensors[1].storage = {StorageFormat::Bitmap, 0.3};
+  p.tensors[1].group_dim = -1;
+  EXPECT_DOUBLE_EQ(nonzero_point_fraction(p), 1 - 0.3);
+  p.tensors[0].storage = {StorageFormat::Bitmap, 0.25};
+  EXPECT_DOUBLE_EQ(nonzero_point_fraction(p), 1 - 0.3 - 0.25);
+  p.tensors[0].storage = {StorageFormat::Compressed24, 0.75};
+  EXPECT_EQ(nonzero_point_fraction(p), 0.0);
+  EXPECT_EQ(provable_bound(p, true, Count(cap)).formula, BoundFormula::Compulsory);
+}
+
 TEST(Provable, LargeCapacityGivesCompulsory) {
   TilingProblem p = gemm_problem(64, 64, 64, ir::DType::F32);
   ProvableBound b = provable_bound(p, true, Count(1 * MiB));
@@ -145,6 +173,25 @@ TEST(Provable, NeverAboveAttainableOnRandomEinsums) {
   EXPECT_GT(checked, 100);
 }
 
+// The same with 2:4 and bitmap tensors: compressed tiles hold more elements per byte, and the
+// bound counts only the products that must run.
+TEST(Provable, NeverAboveAttainableOnRandomSparseEinsums) {
+  std::mt19937 rng(2025);
+  int checked = 0;
+  for (int i = 0; i < 90; ++i) {
+    TilingProblem p = testing::random_problem(rng, /*window=*/i % 3 == 0, 8, /*sparse=*/true);
+    CurveResult att = attainable_curve(p);
+    for (const CurvePoint& pt : att.curve.points()) {
+      if (pt.buffer_bytes == Count(0)) continue;
+      ProvableBound lb = provable_bound(p, true, pt.buffer_bytes);
+      EXPECT_LE(lb.traffic_bytes, pt.traffic_bytes)
+          << "problem " << i << " S=" << pt.buffer_bytes.str() << " " << lb.detail;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 150);
+}
+
 // The counterexample to the "2G/sqrt(S) + |Out| - 2S" form (cache-aware.md §2.3): with K
 // small, a mapping keeping an m x K block of A and streaming B columns moves about
 // MN + MK + KN*ceil(M/m) words, well below 2MNK/sqrt(S) + MN - 2S.
@@ -163,15 +210,24 @@ TEST(Provable, CosmaFormWithOutputTermIsNotABound) {
 }
 
 TEST(Provable, NeverAboveAttainableOnGemms) {
-  for (auto [m, n, k] : {std::tuple{64, 64, 64}, {300, 20, 77}, {1, 128, 128}, {1024, 1024, 8}}) {
-    TilingProblem p = gemm_problem(m, n, k, ir::DType::F32);
-    CurveResult att = attainable_curve(p);
-    for (const CurvePoint& pt : att.curve.points()) {
-      if (pt.buffer_bytes == Count(0)) continue;
-      EXPECT_LE(provable_bound(p, true, pt.buffer_bytes).traffic_bytes, pt.traffic_bytes)
-          << m << "x" << n << "x" << k << " S=" << pt.buffer_bytes.str();
+  for (auto [m, n, k] : {std::tuple{64, 64, 64}, {300, 20, 77}, {1, 128, 128}, {1024, 1024, 8}})
+    for (int weight = 0; weight < 3; ++weight) {  // dense, 2:4, bitmap second operand
+      TilingProblem p = gemm_problem(m, n, k, ir::DType::F32);
+      if (weight == 1) {
+        p.tensors[1].storage = {StorageFormat::Compressed24, 0.5};
+        p.tensors[1].group_dim = 1;
+      } else if (weight == 2) {
+        p.tensors[1].storage = {StorageFormat::Bitmap, 0.9};
+      }
+      p.compulsory_bits = Count(0);
+      for (const TensorAccess& t : p.tensors) p.compulsory_bits += storage_bits(t, t.elements());
+      CurveResult att = attainable_curve(p);
+      for (const CurvePoint& pt : att.curve.points()) {
+        if (pt.buffer_bytes == Count(0)) continue;
+        EXPECT_LE(provable_bound(p, true, pt.buffer_bytes).traffic_bytes, pt.traffic_bytes)
+            << m << "x" << n << "x" << k << " weight " << weight << " S=" << pt.buffer_bytes.str();
+      }
     }
-  }
 }
 
 }  // namespace

@@ -13,8 +13,11 @@
 namespace solar::tiling::testing {
 
 // Ranks with extents 1..max_extent; two inputs over random rank subsets, the output over
-// another; with `window`, input 0 also reads one dimension at s*p + d*r - pad.
-inline TilingProblem random_problem(std::mt19937& rng, bool window, int max_extent = 5) {
+// another; with `window`, input 0 also reads one dimension at s*p + d*r - pad. With `sparse`,
+// each tensor is dense, 2:4 (groups along its last dimension) or a bitmap (zero fraction
+// 0.3, 0.75, 0.9 or 1e-05), a third of the time each.
+inline TilingProblem random_problem(std::mt19937& rng, bool window, int max_extent = 5,
+                                    bool sparse = false) {
   auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   TilingProblem p;
   const int n = uni(2, 4) + (window ? 2 : 0);
@@ -56,6 +59,18 @@ inline TilingProblem random_problem(std::mt19937& rng, bool window, int max_exte
   }
   std::shuffle(in0.dims.begin(), in0.dims.end(), rng);
   p.tensors = {in0, in1, out};
+  if (sparse)
+    for (TensorAccess& t : p.tensors) {
+      const double fractions[] = {0.3, 0.75, 0.9, 1e-05};
+      switch (uni(0, 2)) {
+        case 0: break;
+        case 1:
+          t.storage = {StorageFormat::Compressed24, 0.5};
+          t.group_dim = static_cast<int>(t.dims.size()) - 1;
+          break;
+        case 2: t.storage = {StorageFormat::Bitmap, fractions[uni(0, 3)]}; break;
+      }
+    }
   // Compulsory: in-range elements each tensor touches, by enumeration.
   for (const TensorAccess& t : p.tensors) {
     std::set<std::vector<std::int64_t>> seen;
@@ -77,12 +92,13 @@ inline TilingProblem random_problem(std::mt19937& rng, bool window, int max_exte
       }
       if (i == n) break;
     }
-    p.compulsory_bits += Count(seen.size()) * Count(static_cast<std::uint64_t>(t.bits));
+    p.compulsory_bits += storage_bits(t, Count(seen.size()));
   }
   p.check();
   return p;
 }
 
+// A random mapping; only plain dense tensors may be bypassed.
 inline Mapping random_mapping(std::mt19937& rng, const TilingProblem& p) {
   Mapping m;
   for (const Rank& r : p.ranks)
@@ -91,7 +107,8 @@ inline Mapping random_mapping(std::mt19937& rng, const TilingProblem& p) {
   std::iota(m.order.begin(), m.order.end(), 0);
   std::shuffle(m.order.begin(), m.order.end(), rng);
   for (const TensorAccess& t : p.tensors)
-    m.bypass.push_back(t.plain() && std::uniform_int_distribution<int>(0, 4)(rng) == 0);
+    m.bypass.push_back(t.plain() && std::uniform_int_distribution<int>(0, 4)(rng) == 0 &&
+                       t.storage.format == StorageFormat::Dense);
   return m;
 }
 
