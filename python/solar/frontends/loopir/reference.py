@@ -10,6 +10,7 @@ output), a tuple or list (the outputs in declaration order) or a dict by output 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import inspect
 import os
@@ -124,16 +125,30 @@ def run_reference(path: str, named_inputs: Dict[str, Tuple[np.ndarray, str]],
     return framework, values
 
 
-def compare_reference(path: str, lp, sources, values, graph, trace_ids, graph_inputs):
-    """The `validation.reference` section: each output of the reference compared with the
-    loop program's (its interpreter) and the lifted graph's (the executor)."""
+@dataclasses.dataclass
+class ReferenceOutputs:
+    """A reference's outputs computed elsewhere (solar translate: the source program run in a
+    subprocess on its own inputs, or an .npz), compared by compare_reference as a
+    reference program's are."""
+
+    source: str  # what produced them (a path)
+    framework: str  # torch, jax, numpy or npz
+    values: Dict[str, np.ndarray]  # by the loop program's output names
+
+
+def compare_reference(path, lp, sources, values, graph, trace_ids, graph_inputs):
+    """The `validation.reference` section: each output of the reference (a program at
+    `path`, run here on `sources`, or a ReferenceOutputs) compared with the loop program's
+    (its interpreter) and the lifted graph's (the executor)."""
     from ... import executor
     from .validation import _check_entry, source_tensors
 
     dtypes = {t["id"]: t["dtype"] for t in lp.trace["tensors"]}
-    named = {t["name"]: (sources[t["id"]], t["dtype"]) for t in source_tensors(lp.trace)}
-    names = [n for n, _ in lp.outputs]
-    framework, ref = run_reference(path, named, names)
+    if isinstance(path, ReferenceOutputs):
+        framework, ref, path = path.framework, path.values, path.source
+    else:
+        named = {t["name"]: (sources[t["id"]], t["dtype"]) for t in source_tensors(lp.trace)}
+        framework, ref = run_reference(path, named, [n for n, _ in lp.outputs])
     graph_out = executor.run(graph, graph_inputs)
     by_id = {tid: name for name, tid in trace_ids.items()}
     section: Dict[str, Any] = {"source": path, "framework": framework, "outputs": []}

@@ -85,7 +85,17 @@ def _check_entry(ch, graph, trace_id) -> Dict[str, Any]:
             "dtype": str(t.dtype).rsplit(".", 1)[-1],
             "max_abs_error": finite(ch.max_abs_error), "max_rel_error": finite(ch.max_rel_error),
             "atol": ch.atol, "rtol": ch.rtol, "mismatches": int(ch.mismatches),
-            "passed": bool(ch.passed)}
+            "passed": bool(ch.passed), **_worst(ch)}
+
+
+def _worst(ch) -> Dict[str, Any]:
+    """Where a failed check is worst (index, got, want): what a translation's feedback
+    (solar translate) quotes; nothing for a check that passed."""
+    if ch.passed or not ch.mismatches:
+        return {}
+    finite = lambda v: float(v) if math.isfinite(float(v)) else str(float(v))  # noqa: E731
+    return {"worst_position": [int(i) for i in ch.worst_position],
+            "worst_got": finite(ch.worst_got), "worst_want": finite(ch.worst_want)}
 
 
 def _first_divergent(result, lp: LoopProgram, graph, trace_ids: Dict[str, int]):
@@ -112,14 +122,20 @@ def _first_divergent(result, lp: LoopProgram, graph, trace_ids: Dict[str, int]):
 
 
 def validate(lp: LoopProgram, graph, trace_ids: Dict[str, int],
-             reference: Optional[str] = None) -> Dict[str, Any]:
+             reference=None, sources: Optional[Dict[int, np.ndarray]] = None) -> Dict[str, Any]:
     """The `validation` section: the loop program run by its interpreter and the lifted
     graph run by Solar's executor on the same inputs, every output compared under its
-    dtype's tolerance; with `reference`, that program's outputs are compared with both."""
+    dtype's tolerance; with `reference` (a program's path, or a ReferenceOutputs computed
+    elsewhere), the reference's outputs are compared with both. `sources` gives the data of
+    every source tensor by trace id (solar translate: the source program's own inputs and
+    weights); by default they are drawn (make_inputs)."""
     from ... import executor
 
     section: Dict[str, Any] = {"status": "failed", "tool": TOOL, "seed": SEED, "outputs": []}
-    sources = make_inputs(lp)
+    if sources is None:
+        sources = make_inputs(lp)
+    else:
+        section["inputs"] = "given"
     values = interpret.run_trace(lp.trace, sources)
     dtypes = {t["id"]: t["dtype"] for t in lp.trace["tensors"]}
     inputs, refs, intermediates = {}, {}, {}
