@@ -228,6 +228,7 @@ def _run_program(command: str, args: List[str]) -> int:
     result = _load_program(ns, options, ns.shrink)
     for n in result.warnings:
         sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
+    _note_translation(ns.program, result.report)
     if ns.save_trace:
         _write_atomically(ns.save_trace, json.dumps(result.trace, allow_nan=False) + "\n")
     report = result.report
@@ -244,6 +245,17 @@ def _run_program(command: str, args: List[str]) -> int:
         sys.stderr.write(f"solar: error: {ns.program}: validation failed\n")
         return codes["validation_failed"]
     return codes["ok"]
+
+
+def _note_translation(path: str, report) -> None:
+    """A program `solar translate --unvalidated` wrote says so in every report: a warning
+    and the report's `translation` section (docs/translate.md)."""
+    from .translate.provenance import provenance_of, unvalidated_note
+
+    note = unvalidated_note(path)
+    if note:
+        sys.stderr.write(f"solar: warning: {note}\n")
+        report.attach_section("translation", provenance_of(path))
 
 
 def _analyze_shrunk(path: str, options, limit: int):
@@ -358,6 +370,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return bench.main(args[2:])
     if args[1:2] == ["suite"]:
         return suite.main(args[2:])
+    if args[1:2] == ["translate"]:  # a language model's translation into the loop language
+        from .translate import cli as translate_cli
+
+        return translate_cli.main(args[2:])
     # The C++ side writes to the process's stdout: flush ours first to keep the order.
     sys.stdout.flush()
     sys.stderr.flush()

@@ -1,0 +1,33 @@
+"""What other commands learn from a translation's provenance file (PROG.provenance.json beside
+PROG.py, written by solar translate): whether the program is an unvalidated translation, which
+every report of it then says (docs/translate.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, Optional
+
+
+def provenance_of(program: str) -> Optional[Dict[str, Any]]:
+    """The provenance beside a program, or None."""
+    path = os.path.splitext(program)[0] + ".provenance.json"
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("schema") == "solar.translation.v1" \
+        else None
+
+
+def unvalidated_note(program: str) -> Optional[str]:
+    """One line when `program` is an unvalidated translation, else None."""
+    p = provenance_of(program)
+    if not p or p.get("status") != "unvalidated":
+        return None
+    return (f"{program} is an UNVALIDATED translation of {p.get('source', {}).get('path')} by "
+            f"{p.get('model')} (solar translate --unvalidated): its outputs were never compared "
+            "with the source's")
