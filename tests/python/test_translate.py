@@ -544,27 +544,38 @@ def test_cli_batch_is_resumable_and_suite_runs_on_it(srv, tmp_path, monkeypatch)
     np.savez(src / "sub" / "axpb.npz", **{"inputs/x": xs, "inputs/b": bs,
                                            "outputs/0": 2 * xs + bs, "sizes/N": np.asarray(16)})
     (src / "hard.py").write_text(GEMM_SOURCE.replace("return A @ B", "return (A @ B) ** 2"))
+    # A prompt example: the PyTorch twin of examples/loops/conv2d.py, answered with conv2d.py.
+    loops = ROOT / "examples" / "loops"
+    (src / "conv2d_torch.py").write_text((loops / "conv2d_torch.py").read_text())
+    conv = (loops / "conv2d.py").read_text().replace('"""', f'"""{MARKER} ', 1)
     srv.routes = {"`gemm.py`": [answer(fenced(WRONG_GEMM)), answer(fenced(GEMM_PROGRAM))],
                   "`axpb.cu`": [answer(fenced(AXPB_PROGRAM))],
-                  "`hard.py`": [answer(fenced(GEMM_PROGRAM))] * 2}
+                  "`hard.py`": [answer(fenced(GEMM_PROGRAM))] * 2,
+                  "`conv2d_torch.py`": [answer(fenced(conv))]}
     out = tmp_path / "out"
     r = _cli(srv, str(src), "--out", str(out), "--jobs", "2", "--attempts", "2")
     assert r.returncode == 8, r.stderr  # one source failed
-    assert "translated   2  (validated 2, unvalidated 0)" in r.stdout
-    assert "failed       1" in r.stdout and "attempts     1: 1  2: 1" in r.stdout
-    assert "FAIL hard.py: " in r.stdout and r.stderr.count("solar translate: ") == 3
+    assert "translated   3  (validated 3, unvalidated 0)" in r.stdout
+    assert "failed       1" in r.stdout and "attempts     1: 2  2: 1" in r.stdout
+    assert "FAIL hard.py: " in r.stdout and r.stderr.count("solar translate: ") == 4
+    # The capture of the conv counts every tap, N*K*OH*OW*(C/G)*KH*KW MACs; the loop program
+    # only the taps its padding guard keeps: a disagreement, reported.
+    capture_macs = 8 * 256 * 28 * 28 * (256 // 32) * 3 * 3
+    assert f"!!! capture disagrees: conv2d_torch.py: macs translation 107495424 vs capture " \
+           f"{capture_macs}" in r.stdout
     summary = json.loads((out / "translate-summary.json").read_text())
-    assert summary["tokens"]["total_tokens"] == 5 * 1100 and len(srv.requests) == 5
-    assert sorted(p.name for p in out.rglob("*.py")) == ["axpb_cu.py", "gemm.py"]
+    assert summary["tokens"]["total_tokens"] == 6 * 1100 and len(srv.requests) == 6
+    assert sorted(p.name for p in out.rglob("*.py")) == ["axpb_cu.py", "conv2d_torch.py",
+                                                          "gemm.py"]
     # Resumed: nothing is asked again; --retry-failed asks again for the failed one only.
     r = _cli(srv, str(src), "--out", str(out), "--jobs", "2")
-    assert "resumed      3" in r.stdout and len(srv.requests) == 5
+    assert "resumed      4" in r.stdout and len(srv.requests) == 6
     srv.routes["`hard.py`"] = [answer(fenced(GEMM_PROGRAM))]
     r = _cli(srv, str(src), "--out", str(out), "--retry-failed", "--attempts", "1")
-    assert "resumed      2" in r.stdout and len(srv.requests) == 6
+    assert "resumed      3" in r.stdout and len(srv.requests) == 7
     s = run_solar("suite", str(out), "--jobs", "1")
     assert s.returncode == 0, s.stderr
-    assert "analyzed                2" in s.stdout
+    assert "analyzed                3" in s.stdout
 
 
 def test_work_at_the_test_sizes_is_bounded(srv, gemm, tmp_path, no_model_code_runs):
