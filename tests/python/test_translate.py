@@ -590,3 +590,52 @@ def test_work_at_the_test_sizes_is_bounded(srv, gemm, tmp_path, no_model_code_ru
     f = t.provenance["attempts"][0]["failure"]
     assert t.status == "validated" and f["kind"] == "too_big"
     assert f"run {16 * 16 * 8 * 10**6:,} iterations" in f["message"]
+
+
+FLAX_PROGRAM = f'''\
+"""{MARKER}: Dense, ReLU, Dense with Flax's variables (a kernel is [in, out])."""
+from solar.loopir import Tensor, kernel, relu
+
+B, IN, HID, OUT = 32, 784, 256, 10
+
+x = Tensor("B,IN", dtype="f32", role="input")
+params__Dense_0__kernel = Tensor("IN,HID", dtype="f32", role="weight")
+params__Dense_0__bias = Tensor("HID", dtype="f32", role="weight")
+params__Dense_1__kernel = Tensor("HID,OUT", dtype="f32", role="weight")
+params__Dense_1__bias = Tensor("OUT", dtype="f32", role="weight")
+y = Tensor("B,OUT", dtype="f32", role="output")
+
+
+@kernel
+def dense(x, w, b, h, n_in, n_out, act):
+    acc = Tensor("B, n_out", dtype="f32")
+    for i in range(B):
+        for o in range(n_out):
+            for k in range(n_in):
+                acc[i, o] += x[i, k] * w[k, o]
+    for i in range(B):
+        for o in range(n_out):
+            h[i, o] = max(acc[i, o] + b[o], act)
+
+
+def model():
+    h = Tensor("B,HID", dtype="f32")
+    dense(x, params__Dense_0__kernel, params__Dense_0__bias, h, IN, HID, 0)
+    dense(h, params__Dense_1__kernel, params__Dense_1__bias, y, HID, OUT, -inf)
+'''
+
+
+def test_flax_variables_by_path(srv, tmp_path, no_model_code_runs):
+    """A JAX source: a Flax Model's variables are weights named by their path, `/` written
+    `__`, fed the values Model.init gave them; the prompt lists them at the source's own
+    sizes (jax.eval_shape)."""
+    src = tmp_path / "flax_mlp.py"
+    src.write_text((ROOT / "examples" / "jax" / "flax_mlp.py").read_text())
+    srv.script = [answer(fenced(FLAX_PROGRAM))]
+    t = translate(str(src), str(tmp_path / "flax_loop.py"), options(srv, tmp_path))
+    assert t.status == "validated" and t.attempts == 1, t.provenance["attempts"]
+    user = srv.requests[0]["body"]["messages"][1]["content"]
+    assert "Translate this JAX program (`flax_mlp.py`)" in user
+    assert "params/Dense_0/kernel -> params__Dense_0__kernel f32    [784, 256]" in user
+    assert t.provenance["validation"]["data"]["framework"] == "jax"
+    assert t.report.totals.macs == 32 * (784 * 256 + 256 * 10)

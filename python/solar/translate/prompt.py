@@ -182,10 +182,10 @@ def tensor_table(listing: Dict[str, Any]) -> str:
         lines.append(f"  {s['name']:<24} a Python value ({s['value']!r}): a constant in your "
                      "program, not a tensor")
     if listing.get("weights"):
-        lines.append(f"weights (parameters and buffers: state_dict key -> loop name){where}:")
+        lines.append(f"weights (the model's parameters and buffers: key -> loop name){where}:")
         for t in listing["weights"]:
-            lines.append(f"  {t['source_name'] + ' -> ' + t['name']:<40} {t['dtype'] or '?':<6} "
-                         f"{_fmt_shape(t['shape'])}")
+            pair = f"{t['source_name']} -> {t['name']}"
+            lines.append(f"  {pair:<40} {t['dtype'] or '?':<6} {_fmt_shape(t['shape'])}")
     if listing.get("outputs"):
         lines.append(f"outputs (in the order the source returns them){where}:")
         for i, t in enumerate(listing["outputs"]):

@@ -163,6 +163,7 @@ class Loaded:
             self.signature_of = _drop_self(mod.Model.__call__)
         else:
             self.fn = self.signature_of = prog.fn
+        self.jax_program = prog
 
     def run(self) -> Any:
         if self.framework == "torch":
@@ -238,7 +239,9 @@ def _probe(path: str, framework: str) -> Dict[str, Any]:
         if framework == "jax":
             import jax
 
-            result = jax.eval_shape(loaded.fn, *loaded.inputs)
+            prog = loaded.jax_program  # abstract parameters are arguments, not closed over
+            args = ([prog.params] if prog.params is not None else []) + loaded.inputs
+            result = jax.eval_shape(prog.fn, *args)
         else:
             result = loaded.run()
         outs, names = _outputs(result)
