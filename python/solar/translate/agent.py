@@ -108,6 +108,10 @@ def _resolve(options: TranslateOptions) -> TranslateOptions:
         raise user_error(f"solar translate needs a model: --model NAME or ${client.MODEL_ENV}",
                          "usage")
     endpoint = options.endpoint or os.environ.get(client.ENDPOINT_ENV) or client.DEFAULT_ENDPOINT
+    if endpoint == client.DEFAULT_ENDPOINT and client.api_key(options.key_env)[0] is None:
+        names = options.key_env or " or ".join(client.KEY_ENVS)
+        raise user_error(f"{endpoint} needs an API key in {names} (a local server needs none: "
+                         "--endpoint http://localhost:PORT/v1)", "usage")
     if options.attempts < 1:
         raise user_error("--attempts must be at least 1", "usage")
     if options.shrink is not None and options.shrink < 1:
