@@ -403,3 +403,29 @@ def test_jax_and_numpy_references(tmp_path):
         v = loopir.validate(path, reference=str(ref), set={"M": 16, "N": 32, "K": 8})
         assert v["status"] == "passed", v
         assert v["reference"]["framework"] == framework
+
+
+def test_views_of_a_sparse_weight_stay_sparse(tmp_path):
+    """W[l] of a stacked 2:4 weight keeps its rows whole: the view is 2:4 too, so the
+    layer's GEMM reads it compressed and its MACs are 2:4-eligible."""
+    path = program(tmp_path, """
+        L, M, N, K = 2, 8, 16, 32
+        x = Tensor("M,K", dtype="bf16", role="input")
+        W = Tensor("L,N,K", dtype="bf16", role="weight", sparsity="2:4")
+        y = Tensor("M,N", dtype="bf16", role="output")
+
+        @kernel
+        def linear(x, w, y):
+            for m in range(M):
+                for n in range(N):
+                    for k in range(K):
+                        y[m, n] += x[m, k] * w[n, k]
+
+        def model():
+            linear(x, W[1], y)
+    """)
+    t = totals(path)
+    M, N, K = 8, 16, 32
+    assert int(t["macs_2_4"]) == M * N * K
+    assert loopir.lift(path).tensor("w").structured_2_4  # the view bound to the parameter w
+    assert passed(path)

@@ -14,6 +14,16 @@ from .scope import Handle, Scope
 from .syntax import dims_value
 
 
+def kept_sparsity(x: Handle, rows_whole: bool) -> Optional[Dict[str, Any]]:
+    """The declared sparsity a view of x keeps: an unstructured zero fraction always (zeros
+    are assumed spread evenly, docs/cost.md); 2:4 only when the view keeps its rows — the
+    groups of 4 along the last dimension — whole."""
+    sp = x.decl.sparsity
+    if sp is None or (sp.get("structured_2_4") and not rows_whole):
+        return None
+    return dict(sp)
+
+
 class Intrinsics:
     """The composition intrinsics of model(): each emits one op and returns its result."""
 
@@ -91,8 +101,9 @@ class Intrinsics:
         if math.prod(shape) != math.prod(x.shape):
             raise self.fail("shape_mismatch", f"reshape of {list(x.shape)} ({math.prod(x.shape)} "
                                               f"elements) to {list(shape)} ({math.prod(shape)})")
+        keeps_rows = bool(shape) and bool(x.shape) and shape[-1] == x.shape[-1]
         return self.emit("loopir::reshape", {"self": self.ref(x), "shape": list(shape)}, shape,
-                         x.decl.dtype)
+                         x.decl.dtype, kept_sparsity(x, keeps_rows))
 
     def permute(self, call: ast.Call) -> Handle:
         a = self.bind_args(call, ("x", "perm"), 2)
@@ -105,7 +116,7 @@ class Intrinsics:
                             f"{perm} is not a permutation of the {len(x.shape)} dimensions")
         shape = [x.shape[p] for p in perm]
         return self.emit("loopir::permute", {"self": self.ref(x), "perm": perm}, shape,
-                         x.decl.dtype)
+                         x.decl.dtype, kept_sparsity(x, not perm or perm[-1] == len(perm) - 1))
 
     def slice(self, call: ast.Call) -> Handle:
         a = self.bind_args(call, ("x", "dim", "start", "stop", "step"), 4)
@@ -120,7 +131,8 @@ class Intrinsics:
         shape = list(x.shape)
         shape[dim] = -(-(stop - start) // step)
         return self.emit("loopir::slice", {"self": self.ref(x), "dim": dim, "start": start,
-                                           "stop": stop, "step": step}, shape, x.decl.dtype)
+                                           "stop": stop, "step": step}, shape, x.decl.dtype,
+                         kept_sparsity(x, dim != len(x.shape) - 1))
 
     def select(self, node: ast.Subscript) -> Handle:
         x = self.s.tensor_expr(node.value)
@@ -133,7 +145,8 @@ class Intrinsics:
             if not 0 <= i < n:
                 raise self.fail("shape_mismatch", f"index {i} is outside a dimension of size {n}")
         return self.emit("loopir::select", {"self": self.ref(x), "index": index},
-                         x.shape[len(index):], x.decl.dtype)
+                         x.shape[len(index):], x.decl.dtype,
+                         kept_sparsity(x, len(index) < len(x.shape)))
 
     def concat(self, call: ast.Call, stack: bool = False) -> Handle:
         a = self.bind_args(call, ("tensors", "dim"), 1)
@@ -222,4 +235,5 @@ class Intrinsics:
         if dtype is None:
             raise self.fail("outside_language",
                             f"cast to an unknown dtype ({' '.join(lang.DTYPES)})")
-        return self.emit("loopir::cast", {"self": self.ref(x), "dtype": dtype}, x.shape, dtype)
+        return self.emit("loopir::cast", {"self": self.ref(x), "dtype": dtype}, x.shape, dtype,
+                         x.decl.sparsity)
