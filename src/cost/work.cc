@@ -549,13 +549,6 @@ DType wider_dtype(DType a, DType b) {
 
 bool is_2_4(const Tensor& t) { return t.sparsity && t.sparsity->structured_2_4; }
 
-// A count from its 128-bit representation (Count converts from 64 bits only).
-Count from_u128(unsigned __int128 v) {
-  const Count two32(std::uint64_t{1} << 32);
-  return Count(static_cast<std::uint64_t>(v >> 64)) * two32 * two32 +
-         Count(static_cast<std::uint64_t>(v));
-}
-
 // floor(n * f) for 0 <= f <= 1, exact for the binary value of f: f = m / 2^s with an integer
 // mantissa m < 2^53 and s >= 53; the product n * m (up to 181 bits) is kept as a high part
 // and a low 64-bit part before the shift.
@@ -575,26 +568,20 @@ Count floor_mul_binary(Count n, double f) {
     q = (high << (64 - shift)) | (low >> shift);
   else if (shift < 64 + 128)
     q = high >> (shift - 64);
-  return from_u128(q);
+  return Count::from_raw(q);
 }
 
-// floor(n * f) for 0 <= f <= 1, exact for f read as its shortest round-trip decimal, the
-// number the IR's text and JSON forms print: zeros=0.3 is 3/10, so 10 elements hold 3 zeros
-// (the double nearest 0.3 is a little below it and would give 2). Beyond 128-bit products
-// (tensors of more than ~10^21 elements) it is exact for the binary value instead.
-Count floor_mul(Count n, double f) {
+}  // namespace
+
+std::optional<DecimalFraction> decimal_fraction(double f) {
   SOLAR_CHECK(f >= 0 && f <= 1, fmt::format("zero fraction {} outside [0, 1]", f));
-  if (f == 1) return n;
-  if (f == 0) return Count(0);
-  using U = unsigned __int128;
   // "0.3", "0.0125", "1e-05", "1.5e-07": digits p and a power of ten k with f = p / 10^k.
   const std::string text = fmt::format("{}", f);
   const std::size_t e = text.find('e');
-  const std::string mantissa = text.substr(0, e);
   int k = e == std::string::npos ? 0 : -std::stoi(text.substr(e + 1));
-  U p = 0;
+  unsigned __int128 p = 0;
   bool fractional = false;
-  for (char c : mantissa) {
+  for (char c : text.substr(0, e)) {
     if (c == '.') {
       fractional = true;
       continue;
@@ -602,14 +589,23 @@ Count floor_mul(Count n, double f) {
     p = p * 10 + static_cast<unsigned>(c - '0');  // at most 17 significant digits
     if (fractional) ++k;
   }
-  U product = 0;
-  if (k >= 0 && k <= 38 && !__builtin_mul_overflow(n.raw(), p, &product)) {
-    U pow10 = 1;
-    for (int i = 0; i < k; ++i) pow10 *= 10;
-    return from_u128(product / pow10);
-  }
+  if (k < 0 || k > 38) return std::nullopt;
+  unsigned __int128 pow10 = 1;
+  for (int i = 0; i < k; ++i) pow10 *= 10;
+  return DecimalFraction{p, pow10};
+}
+
+Count zeros_of(Count n, double f) {
+  if (f == 1) return n;
+  if (f == 0) return Count(0);
+  unsigned __int128 product = 0;
+  if (std::optional<DecimalFraction> d = decimal_fraction(f))
+    if (!__builtin_mul_overflow(n.raw(), d->digits, &product))
+      return Count::from_raw(product / d->pow10);
   return floor_mul_binary(n, f);
 }
+
+namespace {
 
 Count full_bytes(const Tensor& t) { return tensor_bytes(t, t.num_elements()); }
 
@@ -813,7 +809,7 @@ Count tensor_bytes(const Tensor& t, Count elements) {
     // Unstructured zeros: a bitmap of one bit per element plus the nonzero values packed,
     // when that is smaller than dense (it is not for f <= 1/dtype_bits). The fraction is
     // assumed to hold for any footprint of the tensor (zeros spread evenly).
-    const Count nonzeros = elements - floor_mul(elements, f);
+    const Count nonzeros = elements - zeros_of(elements, f);
     const Count bitmap = elements.ceil_div(8) + (nonzeros * bits).ceil_div(8);
     return std::min(dense, bitmap);
   }

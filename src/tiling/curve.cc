@@ -468,8 +468,8 @@ CurveResult attainable_curve(const TilingProblem& p, const CurveOptions& options
   // the elements); rounding can merge neighbours, so the envelope is taken again.
   std::vector<CurvePoint> pts;
   for (const auto& [buf_bits, acc_bits] : s.pareto.envelope()) {
-    const Count b = detail::wide_count((buf_bits + 7) / 8);
-    const Count a = detail::wide_count((acc_bits + 7) / 8);
+    const Count b = Count::from_raw((buf_bits + 7) / 8);
+    const Count a = Count::from_raw((acc_bits + 7) / 8);
     if (!pts.empty() && pts.back().buffer_bytes == b) pts.pop_back();
     if (pts.empty() || a < pts.back().traffic_bytes) pts.push_back({b, a});
   }

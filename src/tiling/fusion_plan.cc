@@ -91,7 +91,7 @@ Wide read_of_root(const GraphTrafficModel::Impl& m, int u, std::uint32_t r) {
 Wide row_bits(const ir::Graph& g, const ir::Tensor& t, std::int64_t rows, std::int64_t batch) {
   const Wide elements = static_cast<Wide>(t.num_elements().raw()) /
                         (static_cast<Wide>(rows) * static_cast<Wide>(batch));
-  return storage_bits(storage_of(g, t.id), ir::dtype_bits(t.dtype), detail::wide_count(elements))
+  return storage_bits(storage_of(g, t.id), ir::dtype_bits(t.dtype), Count::from_raw(elements))
       .raw();
 }
 

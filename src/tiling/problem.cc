@@ -123,7 +123,7 @@ Count storage_bits(const Storage& storage, int bits, Count elements) {
     case StorageFormat::Compressed24: return elements.ceil_div(2) * (width + Count(2));
     case StorageFormat::Bitmap: {
       const Count zeros =
-          detail::wide_count(detail::StorageRule(storage, bits).zeros(elements.raw()));
+          Count::from_raw(detail::StorageRule(storage, bits).zeros(elements.raw()));
       return std::min(elements * width,
                       elements.ceil_div(8) * Count(8) + (elements - zeros) * width);
     }
@@ -141,58 +141,7 @@ StorageRule::StorageRule(const Storage& storage, int bits)
     : format_(storage.format), width_(static_cast<Wide>(bits)), fraction_(storage.zero_fraction) {
   if (format_ != StorageFormat::Bitmap) return;
   SOLAR_CHECK(fraction_ > 0 && fraction_ <= 1, "a bitmap needs a zero fraction in (0, 1]");
-  if (fraction_ == 1) {
-    digits_ = mul_ = div_ = 1;
-    return;
-  }
-  // The digits p and the power of ten k with f = p / 10^k of the shortest decimal that
-  // round-trips ("0.3", "1e-05", "1.5e-07"): what the IR prints, and what cost::tensor_bytes
-  // reads (zeros=0.3 keeps 7 of 10 elements, where the double below 0.3 would keep 8).
-  const std::string text = fmt::format("{}", fraction_);
-  const std::size_t e = text.find('e');
-  int k = e == std::string::npos ? 0 : -std::stoi(text.substr(e + 1));
-  Wide p = 0;
-  bool fractional = false;
-  for (char c : text.substr(0, e)) {
-    if (c == '.') {
-      fractional = true;
-      continue;
-    }
-    p = p * 10 + static_cast<unsigned>(c - '0');  // at most 17 significant digits
-    if (fractional) ++k;
-  }
-  digits_ = p;
-  exp10_ = k;
-  if (k >= 0 && k <= 38) {
-    mul_ = p;
-    for (int i = 0; i < k; ++i) div_ *= 10;
-  } else {
-    // Below 10^-21 (p < 10^17 over more than 10^38): no count below 2^64 holds a zero.
-    mul_ = 0;
-  }
-}
-
-Wide StorageRule::slow_zeros(Wide n) const {
-  if (fraction_ == 1) return n;
-  Wide product = 0;
-  if (exp10_ >= 0 && exp10_ <= 38 && !__builtin_mul_overflow(n, digits_, &product)) {
-    Wide pow10 = 1;
-    for (int i = 0; i < exp10_; ++i) pow10 *= 10;
-    return product / pow10;
-  }
-  // Exact for the binary value of f = m / 2^shift (m < 2^53), as cost::tensor_bytes falls back
-  // to beyond 128-bit products: n * m as a high part and a low 64-bit part before the shift.
-  int exp = 0;
-  const double frac = std::frexp(fraction_, &exp);
-  const Wide m = static_cast<Wide>(std::ldexp(frac, 53));
-  const int shift = 53 - exp;
-  const Wide lo = static_cast<Wide>(static_cast<std::uint64_t>(n)) * m;
-  const Wide hi = (n >> 64) * m;
-  const Wide low = static_cast<std::uint64_t>(lo);
-  const Wide high = hi + (lo >> 64);
-  if (shift < 64) return (high << (64 - shift)) | (low >> shift);
-  if (shift < 64 + 128) return high >> (shift - 64);
-  return 0;
+  decimal_ = cost::decimal_fraction(fraction_);
 }
 
 RankMask grouped_ranks(const TilingProblem& p) {

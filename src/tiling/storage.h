@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+
+#include "solar/cost/work.h"
 
 #include "solar/tiling/problem.h"
 
@@ -34,32 +37,19 @@ class StorageRule {
   }
   bool dense() const { return format_ == StorageFormat::Dense; }
 
-  // floor(n * f): the zeros of n elements, exactly as cost::tensor_bytes counts them.
+  // The zeros of n elements, exactly as cost::tensor_bytes counts them (cost::zeros_of).
   Wide zeros(Wide n) const {
     // Below 2^64 elements the product of the decimal digits (< 10^17) cannot overflow.
-    if (n >> 64 == 0) return n * mul_ / div_;
-    return slow_zeros(n);
+    if (n >> 64 == 0 && decimal_) return n * decimal_->digits / decimal_->pow10;
+    return cost::zeros_of(Count::from_raw(n), fraction_).raw();
   }
 
  private:
-  Wide slow_zeros(Wide n) const;
-
   StorageFormat format_;
   Wide width_;
   double fraction_ = 0;
-  // The fraction as its shortest round-trip decimal digits_ / 10^exp10_ (exp10_ > 38: too
-  // small for 128 bits), and as the pair zeros() uses below 2^64 elements.
-  Wide digits_ = 0;
-  int exp10_ = 0;
-  Wide mul_ = 0, div_ = 1;
+  std::optional<cost::DecimalFraction> decimal_;  // the fraction's decimal digits (bitmaps)
 };
-
-// A Count from its 128-bit representation.
-inline Count wide_count(Wide v) {
-  return Count(static_cast<std::uint64_t>(v >> 64)) * Count(std::uint64_t{1} << 32) *
-             Count(std::uint64_t{1} << 32) +
-         Count(static_cast<std::uint64_t>(v));
-}
 
 // The ranks of `p` that a 2:4 tensor's group dimension reads (group_dim): tiles along them
 // are not free to split groups, so the search neither drops them as batch ranks, merges them

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,21 @@ Count operand_footprint(const ir::EinsumOp& e, const ir::Operand& operand,
 // each); an unstructured zero fraction f > 0 as the smaller of dense and a bitmap format,
 // ceil(n/8) + ceil(nnz * dtype_bits / 8) with nnz = ceil(n * (1 - f)) (exact in integers).
 Count tensor_bytes(const ir::Tensor& t, Count elements);
+
+// The zeros among n elements of a tensor with zero fraction f (0 <= f <= 1): floor(n * f),
+// exact for f read as its shortest round-trip decimal, the number the IR's text and JSON
+// forms print (zeros=0.3 is 3/10, so 10 elements hold 3 zeros, where the double nearest 0.3,
+// a little below it, would give 2). Beyond 128-bit products (more than ~10^21 elements) it
+// is exact for the binary value instead. The one rule every byte count of sparse storage uses.
+Count zeros_of(Count n, double f);
+
+// f as digits / pow10, its shortest round-trip decimal ("0.3" is 3 / 10); nullopt when the
+// power of ten passes 10^38. For callers that evaluate zeros_of in a tight loop.
+struct DecimalFraction {
+  unsigned __int128 digits = 0;
+  unsigned __int128 pow10 = 1;
+};
+std::optional<DecimalFraction> decimal_fraction(double f);
 
 // The classification used by math policies, from the op's structure alone: reduce sum,
 // combine mul($0,$1), at least one reduced index. Convolution when an operand (or output)

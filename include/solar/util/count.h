@@ -16,6 +16,11 @@ class Count {
   constexpr Count() = default;
   constexpr Count(std::uint64_t v) : v_(v) {}  // NOLINT: implicit from small integers is intended
   static Count from_signed(std::int64_t v);    // throws UserError on a negative value
+  static constexpr Count from_raw(Rep v) {     // any 128-bit value
+    Count c;
+    c.v_ = v;
+    return c;
+  }
 
   Rep raw() const { return v_; }
   double to_double() const { return static_cast<double>(v_); }
