@@ -248,14 +248,13 @@ def _run_program(command: str, args: List[str]) -> int:
 
 
 def _note_translation(path: str, report) -> None:
-    """A program `solar translate --unvalidated` wrote says so in every report: a warning
-    and the report's `translation` section (docs/translate.md)."""
-    from .translate.provenance import provenance_of, unvalidated_note
+    """A program `solar translate --unvalidated` wrote says so on stderr too (its report
+    carries the `translation` section, docs/translate.md)."""
+    from .frontends.loopir.provenance import unvalidated_note
 
     note = unvalidated_note(path)
     if note:
         sys.stderr.write(f"solar: warning: {note}\n")
-        report.attach_section("translation", provenance_of(path))
 
 
 def _analyze_shrunk(path: str, options, limit: int):

@@ -951,6 +951,8 @@ def summarize(entries: List[Dict[str, Any]], skipped: List[Dict[str, str]],
         "with_dead": with_dead,
         "validation": _status_counts(analyzed, "validation"),
         "crosscheck": _status_counts(analyzed, "crosscheck"),
+        # loop programs a language model wrote (solar translate): validated or not
+        "translation": _status_counts(analyzed, "translation"),
         "failures": dict(sorted(failures.items())),
         "skipped": {"count": len(skipped), "files": skipped},
         "wall_seconds": round(wall, 3),
@@ -989,6 +991,9 @@ def summary_table(summary: Dict[str, Any], folder: str, archs: Sequence[str], jo
     not_run = s["analyzed"] - sum(s["crosscheck"].values())
     w(f"  crosscheck              "
       f"{_fmt_counts(s['crosscheck'], ['agree', 'explained', 'differ'])}  not run {not_run}\n")
+    if s["translation"]:  # programs solar translate wrote; unvalidated ones are called out
+        w(f"  translations            "
+          f"{_fmt_counts(s['translation'], ['validated', 'unvalidated'])}\n")
     w(f"  failures                {sum(s['failures'].values())}\n")
     for cause, n in s["failures"].items():
         w(f"    {cause:<40} {n:>5}\n")

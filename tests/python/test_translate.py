@@ -165,6 +165,15 @@ def all_written_text(*folders: Path) -> str:
 # ----------------------------------------------------------------------- the prompt
 
 
+def test_the_language_reference_is_found_without_solar_root(monkeypatch):
+    """An installed package carries docs/loop-language.md and examples/loops/ (solar/reference/):
+    the prompt needs no checkout and no SOLAR_ROOT."""
+    monkeypatch.delenv("SOLAR_ROOT", raising=False)
+    root = prompt.repository_root()
+    assert (root / "docs" / "loop-language.md").is_file()
+    assert (root / "examples" / "loops" / "gemm.py").is_file()
+
+
 def test_prompt_is_reference_conventions_examples_then_source(gemm):
     system = prompt.system_prompt()
     # The language sections of docs/loop-language.md, not its CLI, report or lifting parts.
@@ -498,6 +507,10 @@ def test_cli_cuda_needs_a_reference_or_unvalidated(srv, tmp_path, monkeypatch):
     assert out.read_text().startswith("# UNVALIDATED translation of axpb.cu by scripted-coder")
     a = run_solar("analyze", str(out))
     assert a.returncode == 0 and "is an UNVALIDATED translation of" in a.stderr
+    a = run_solar("analyze", str(out), "--json", "-", "--no-cache-aware")
+    assert json.loads(a.stdout)["translation"]["status"] == "unvalidated"  # in the report too
+    s = run_solar("suite", str(tmp_path), "--jobs", "1", "--no-crosscheck")
+    assert "translations            validated 0  unvalidated 1" in s.stdout, s.stdout
     # --reference DATA.npz: inputs, outputs and the sizes they were made at.
     rng = np.random.default_rng(1)
     xs, bs = rng.standard_normal(16).astype(np.float32), rng.standard_normal(16).astype(np.float32)
@@ -576,6 +589,7 @@ def test_cli_batch_is_resumable_and_suite_runs_on_it(srv, tmp_path, monkeypatch)
     s = run_solar("suite", str(out), "--jobs", "1")
     assert s.returncode == 0, s.stderr
     assert "analyzed                3" in s.stdout
+    assert "translations            validated 3  unvalidated 0" in s.stdout
 
 
 def test_work_at_the_test_sizes_is_bounded(srv, gemm, tmp_path, no_model_code_runs):

@@ -91,16 +91,19 @@ answer again with the whole corrected program."""
 
 
 def repository_root() -> Path:
-    """The Solar checkout that holds docs/loop-language.md and examples/loops/: the one this
-    package sits in, or $SOLAR_ROOT (an installed package has no docs)."""
+    """A folder that holds docs/loop-language.md and examples/loops/: $SOLAR_ROOT when set,
+    the Solar checkout this package sits in, or the copy an installed package carries
+    (solar/reference/, python/bindings/CMakeLists.txt)."""
     env = os.environ.get("SOLAR_ROOT")
-    candidates = ([Path(env)] if env else []) + [Path(__file__).resolve().parents[3]]
+    here = Path(__file__).resolve()
+    candidates = ([Path(env)] if env else []) + [here.parents[3], here.parents[1] / "reference"]
     for root in candidates:
         docs, loops = root / "docs" / "loop-language.md", root / "examples" / "loops"
         if docs.is_file() and loops.is_dir():
             return root
-    raise user_error("solar translate prompts with docs/loop-language.md and examples/loops/ "
-                     "of a Solar checkout; set SOLAR_ROOT to one", "io")
+    raise user_error("solar translate prompts with docs/loop-language.md and examples/loops/, "
+                     "which neither a Solar checkout nor the installed package holds here; set "
+                     "SOLAR_ROOT to a checkout", "io")
 
 
 def language_reference(root: Optional[Path] = None) -> str:

@@ -12,8 +12,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ... import _core
 from . import language as lang
 from .language import refusal
-from .scope import Handle, Recorder, Scope, fill_value, names_of, range_args, skip
-from .syntax import is_tensor_call, tensor_decl
+from .scope import Handle, Recorder, Scope, fill_value, range_args, skip
+from .syntax import assignments, is_tensor_call, tensor_decl
 from .trees import affine_form, fn, has_var, is_number, number
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
@@ -40,16 +40,7 @@ class KernelScope(Scope):
             if skip(stmt):
                 continue
             if isinstance(stmt, ast.Assign):
-                if len(stmt.targets) != 1:
-                    raise refusal("outside_language", self.path, stmt.lineno, "chained assignment")
-                names = names_of(stmt.targets[0], self.path)
-                values = [stmt.value] if len(names) == 1 else (
-                    list(stmt.value.elts) if isinstance(stmt.value, ast.Tuple)
-                    and len(stmt.value.elts) == len(names) else None)
-                if values is None:
-                    raise refusal("outside_language", self.path, stmt.lineno,
-                                  f"{len(names)} names need {len(names)} values")
-                for n, v in zip(names, values):
+                for n, v in assignments(stmt, self.path):
                     if is_tensor_call(v):  # named after its kernel: `attention.scores`
                         decl = tensor_decl(v, f"{self.kernel.name}.{n}", self.numbers(),
                                            self.path)

@@ -16,6 +16,7 @@ from ... import _core
 from ...errors import user_error
 from ...report import Report
 from . import record, syntax
+from .provenance import provenance_of
 
 
 @dataclasses.dataclass
@@ -83,6 +84,9 @@ def analyze_file(path: str, options=None):
     report = Report(_core.analyze(graph, archs, options.policy, options.cache_state,
                                   **options.level_args()))
     result = ProgramAnalysis(report, [], lp.trace, graph, trace_ids)
+    translation = provenance_of(path)
+    if translation is not None:  # a language model wrote it (solar translate)
+        report.attach_section("translation", translation)
     if options.validate:
         from .validation import validate  # NumPy: only validation runs the program
 

@@ -25,8 +25,8 @@ from . import language as lang
 from .intrinsics import Intrinsics
 from .language import refusal
 from .nest import KernelScope
-from .scope import Handle, Recorder, Scope, names_of, range_args, skip
-from .syntax import Program, is_tensor_call, tensor_decl
+from .scope import Handle, Recorder, Scope, range_args, skip
+from .syntax import Program, assignments, is_tensor_call, tensor_decl
 
 
 def record(program: Program) -> Tuple[Dict[str, Any], Dict[int, int], List[Tuple[str, int]]]:
@@ -64,17 +64,9 @@ class ModelScope(Scope):
                               "declares tensors, calls kernels and intrinsics, and loops")
 
     def assign(self, stmt: ast.Assign) -> None:
-        if len(stmt.targets) != 1:
-            raise refusal("outside_language", self.path, stmt.lineno, "chained assignment")
-        names = names_of(stmt.targets[0], self.path)
-        if len(names) == 1:
-            values = [self.value(stmt.value, names[0])]
-        elif isinstance(stmt.value, ast.Tuple) and len(stmt.value.elts) == len(names):
-            values = [self.value(v, n) for v, n in zip(stmt.value.elts, names)]
-        else:
-            raise refusal("outside_language", self.path, stmt.lineno,
-                          f"{len(names)} names need {len(names)} values")
-        for n, v in zip(names, values):
+        pairs = assignments(stmt, self.path)
+        values = [self.value(v, n) for n, v in pairs]  # all read before any is bound (swaps)
+        for (n, _), v in zip(pairs, values):
             self.bind(n, v, stmt.lineno)
 
     def value(self, node: ast.expr, name: str) -> Any:

@@ -172,14 +172,6 @@ class Scope:
                       f"`{ast.unparse(node)}` is not a tensor")
 
 
-def names_of(target: ast.expr, path: str) -> List[str]:
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
-        return [e.id for e in target.elts]
-    raise refusal("outside_language", path, target.lineno, "assign to names only here")
-
-
 def skip(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Pass) or (
         isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)

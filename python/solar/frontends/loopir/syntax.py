@@ -302,25 +302,21 @@ def _check_function(f: ast.FunctionDef, path: str, kernel: bool) -> None:
         raise refusal("outside_language", path, f.lineno, "model() takes no parameters")
 
 
-def _assign_names(node: ast.Assign, path: str) -> List[str]:
+def assignments(node: ast.Assign, path: str) -> List[Tuple[str, ast.expr]]:
+    """(name, value) of each name an assignment binds: `a = v` or `a, b = v, w` (values
+    evaluated before any name is bound, as Python does)."""
     if len(node.targets) != 1:
         raise refusal("outside_language", path, node.lineno, "chained assignment (`a = b = c`)")
     t = node.targets[0]
     if isinstance(t, ast.Name):
-        return [t.id]
-    if isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts):
-        return [e.id for e in t.elts]
-    raise refusal("outside_language", path, node.lineno,
-                  "the top level assigns names only (constants and tensors)")
-
-
-def _values(node: ast.Assign, count: int, path: str) -> List[ast.expr]:
-    if count == 1:
-        return [node.value]
-    if isinstance(node.value, ast.Tuple) and len(node.value.elts) == count:
-        return list(node.value.elts)
-    raise refusal("outside_language", path, node.lineno,
-                  f"{count} names need {count} values (`B, S = 2, 128`)")
+        return [(t.id, node.value)]
+    if not (isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts)):
+        raise refusal("outside_language", path, node.lineno, "an assignment binds names only")
+    names = [e.id for e in t.elts]
+    if not (isinstance(node.value, ast.Tuple) and len(node.value.elts) == len(names)):
+        raise refusal("outside_language", path, node.lineno,
+                      f"{len(names)} names need {len(names)} values (`B, S = 2, 128`)")
+    return list(zip(names, node.value.elts))
 
 
 def parse_program(source: str, path: str, overrides: Optional[Mapping[str, str]] = None) -> Program:
@@ -357,8 +353,7 @@ def parse_program(source: str, path: str, overrides: Optional[Mapping[str, str]]
                 isinstance(stmt.value.value, str):
             continue  # a docstring
         if isinstance(stmt, ast.Assign):
-            targets = _assign_names(stmt, path)
-            for name, value in zip(targets, _values(stmt, len(targets), path)):
+            for name, value in assignments(stmt, path):
                 if is_tensor_call(value):
                     decl = tensor_decl(value, name, names, path)
                     bind(name, decl, stmt.lineno)

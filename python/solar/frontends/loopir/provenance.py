@@ -1,6 +1,6 @@
-"""What other commands learn from a translation's provenance file (PROG.provenance.json beside
-PROG.py, written by solar translate): whether the program is an unvalidated translation, which
-every report of it then says (docs/translate.md)."""
+"""A loop program's provenance file (PROG.provenance.json beside PROG.py, written by `solar
+translate`): every report of a translated program carries it (section `translation`), and an
+unvalidated translation says so (docs/translate.md)."""
 
 from __future__ import annotations
 
