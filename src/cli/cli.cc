@@ -18,6 +18,7 @@
 #include "solar/bound/policy.h"
 #include "solar/cost/graph_cost.h"
 #include "solar/hw/database.h"
+#include "solar/interop/export.h"
 #include "solar/ir/json.h"
 #include "solar/report/report.h"
 #include "solar/tiling/fusion.h"
@@ -49,6 +50,12 @@ struct InverseArgs {
   std::optional<double> rate_hz;
   std::optional<double> bandwidth_gbps;
   std::uint64_t max_mappings = report::LevelOptions::kDefaultMaxMappings;
+};
+
+struct ExportArgs {
+  std::string graph;
+  std::string format;
+  std::string out;
 };
 
 struct ArchShowArgs {
@@ -194,6 +201,30 @@ int run_inverse(const InverseArgs& a, std::ostream& out) {
   return kOk;
 }
 
+// `solar export`: the graph's einsums as an accelerator modeler's workload (docs/export.md).
+int run_export(const ExportArgs& a, std::ostream& out) {
+  std::optional<interop::Format> format = interop::parse_format(a.format);
+  if (!format)
+    throw UserError(UserError::Kind::BadArgument,
+                    fmt::format("unknown --format '{}' (expected accelforge or timeloop)", a.format));
+  ir::Graph g = ir::load_graph_file(a.graph);
+  cost::GraphCost cost = cost::graph_cost(g);
+  interop::Workload w = interop::build_workload(g, cost);
+  std::vector<interop::ExportFile> files = interop::export_files(w, *format);
+  interop::write_export(a.out, files);
+  out << fmt::format("exported {} einsum{} of '{}' ({} operations, {} MACs) as {} to {}/:",
+                     w.einsums.size(), w.einsums.size() == 1 ? "" : "s", g.name,
+                     w.total_operations().str(), w.total_macs().str(),
+                     interop::format_name(*format), a.out);
+  for (const interop::ExportFile& f : files) out << ' ' << f.path;
+  out << '\n';
+  if (!w.left_out.empty())
+    out << fmt::format("left out: {} ops (data movement, opaque, unanalyzed or dead; see "
+                       "solar-export.json)\n",
+                       w.left_out.size());
+  return kOk;
+}
+
 int run_arch_list(std::ostream& out) {
   hw::DeviceDb db = hw::DeviceDb::load_default();
   out << device_list_table(db);
@@ -272,6 +303,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       "--validate)\n"
       "  validate PROGRAM.py  run the program and its lowered graph, compare the outputs\n"
       "  inverse PROGRAM.py   the inverse roofline of a program (as `inverse GRAPH`)\n"
+      "  export PROGRAM.py    a program's einsums for AccelForge or Timeloop (as `export GRAPH`)\n"
       "  bench PROGRAM.py     time the program here beside its SOL (headroom, violations)\n"
       "  suite DIR            every program of a folder (--timings FILE for headroom)\n"
       "See docs/cli.md.");
@@ -349,6 +381,16 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       ->capture_default_str();
   inverse->add_flag("--debug", debug, "On error, also print the exception's type and origin");
 
+  ExportArgs export_args;
+  CLI::App* export_cmd = app.add_subcommand(
+      "export", "Write the graph's einsums as an AccelForge or Timeloop workload");
+  export_cmd->add_option("GRAPH", export_args.graph, "Graph file: text form or JSON (solar.graph.v1)")
+      ->required();
+  export_cmd->add_option("--format", export_args.format, "accelforge or timeloop")->required();
+  export_cmd->add_option("--out", export_args.out, "Output folder (created when missing)")
+      ->required();
+  export_cmd->add_flag("--debug", debug, "On error, also print the exception's type and origin");
+
   CLI::App* arch = app.add_subcommand("arch", "The device database");
   arch->require_subcommand(1);
   CLI::App* arch_list = arch->add_subcommand("list", "List the known devices");
@@ -380,6 +422,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   try {
     if (analyze->parsed()) return run_analyze(analyze_args, out);
     if (inverse->parsed()) return run_inverse(inverse_args, out);
+    if (export_cmd->parsed()) return run_export(export_args, out);
     if (arch_list->parsed()) return run_arch_list(out);
     if (arch_show->parsed()) return run_arch_show(show_args, out);
     throw InternalError("no subcommand ran", __FILE__, __LINE__);
