@@ -208,20 +208,7 @@ int run_export(const ExportArgs& a, std::ostream& out) {
     throw UserError(UserError::Kind::BadArgument,
                     fmt::format("unknown --format '{}' (expected accelforge or timeloop)", a.format));
   ir::Graph g = ir::load_graph_file(a.graph);
-  cost::GraphCost cost = cost::graph_cost(g);
-  interop::Workload w = interop::build_workload(g, cost);
-  std::vector<interop::ExportFile> files = interop::export_files(w, *format);
-  interop::write_export(a.out, files);
-  out << fmt::format("exported {} einsum{} of '{}' ({} operations, {} MACs) as {} to {}/:",
-                     w.einsums.size(), w.einsums.size() == 1 ? "" : "s", g.name,
-                     w.total_operations().str(), w.total_macs().str(),
-                     interop::format_name(*format), a.out);
-  for (const interop::ExportFile& f : files) out << ' ' << f.path;
-  out << '\n';
-  if (!w.left_out.empty())
-    out << fmt::format("left out: {} ops (data movement, opaque, unanalyzed or dead; see "
-                       "solar-export.json)\n",
-                       w.left_out.size());
+  out << interop::export_summary(interop::export_to(g, *format, a.out), *format, a.out);
   return kOk;
 }
 

@@ -141,6 +141,30 @@ std::vector<ExportFile> export_graph(const ir::Graph& g, Format f) {
   return export_files(build_workload(g, cost::graph_cost(g)), f);
 }
 
+ExportResult export_to(const ir::Graph& g, Format f, const std::string& dir) {
+  ExportResult r;
+  r.workload = build_workload(g, cost::graph_cost(g));
+  r.files = export_files(r.workload, f);
+  write_export(dir, r.files);
+  return r;
+}
+
+std::string export_summary(const ExportResult& r, Format f, const std::string& dir) {
+  const Workload& w = r.workload;
+  std::string out = fmt::format("exported {} einsum{} of '{}' ({} operations, {} MACs) as {} "
+                                "to {}/:",
+                                w.einsums.size(), w.einsums.size() == 1 ? "" : "s",
+                                w.graph_name, w.total_operations().str(), w.total_macs().str(),
+                                format_name(f), dir);
+  for (const ExportFile& file : r.files) out += " " + file.path;
+  out += "\n";
+  if (!w.left_out.empty())
+    out += fmt::format("left out: {} op{} (data movement, opaque, unanalyzed or dead), each "
+                       "with its reason in solar-export.json\n",
+                       w.left_out.size(), w.left_out.size() == 1 ? "" : "s");
+  return out;
+}
+
 void write_export(const std::string& dir, const std::vector<ExportFile>& files) {
   fs::path root(dir);
   std::error_code ec;

@@ -34,6 +34,20 @@ std::vector<ExportFile> export_files(const Workload& w, Format f);
 // build_workload(g, graph_cost(g)), then export_files.
 std::vector<ExportFile> export_graph(const ir::Graph& g, Format f);
 
+// What `solar export` did: the workload and the files written.
+struct ExportResult {
+  Workload workload;
+  std::vector<ExportFile> files;
+};
+
+// Costs `g`, builds its workload, formats it and writes it under `dir` (write_export): the
+// whole of `solar export GRAPH`, shared by the C++ CLI and the Python console script.
+ExportResult export_to(const ir::Graph& g, Format f, const std::string& dir);
+
+// The lines `solar export` prints: einsums, operations and MACs exported, the files, and
+// how many ops were left out.
+std::string export_summary(const ExportResult& r, Format f, const std::string& dir);
+
 // The manifest of `w` as written in solar-export.json (`files`: the other files' paths).
 nlohmann::json export_manifest(const Workload& w, Format f, const std::vector<std::string>& files,
                                const std::vector<std::string>& skipped);
