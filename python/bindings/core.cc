@@ -99,4 +99,5 @@ NB_MODULE(_core, m) {
   bind_cli(m);
   bind_exec(m);
   bind_lower(m);
+  bind_interop(m);
 }

@@ -1,7 +1,7 @@
 """The `solar` console script: the C++ CLI (solar._core.cli_run) behind a Python entry.
 
 Dispatch point: graphs are read by the C++ CLI. Python programs (`solar analyze model.py`,
-`solar inverse model.py`) and saved OpTraces (`solar analyze trace.json` whose schema is
+`solar inverse model.py`, `solar export model.py`) and saved OpTraces (`solar analyze trace.json` whose schema is
 solar.optrace.v1) go through the PyTorch frontend first (capture -> OpTrace -> C++
 lowering), then the same analysis and report as a graph (docs/torch-frontend.md,
 docs/inverse-roofline.md).
@@ -23,9 +23,9 @@ _PYTHON_SUFFIXES = (".py",)
 # Options of `solar analyze` that take a value (so that value is not the GRAPH argument).
 _VALUED = {"--arch", "--json", "--policy", "--cache-state", "--top", "--set", "--save-trace",
            "--shrink", "--mode", "--ski-slope", "--target-ms", "--rate-hz", "--bandwidth",
-           "--optimizer", "--max-mappings", "--reference"}
+           "--optimizer", "--max-mappings", "--reference", "--format", "--out"}
 # Commands whose GRAPH argument may be a program a frontend must read.
-_PROGRAM_COMMANDS = ("analyze", "inverse")
+_PROGRAM_COMMANDS = ("analyze", "inverse", "export")
 
 
 def _graph_arg(args: Sequence[str]) -> Optional[str]:
@@ -352,6 +352,47 @@ def _run_inverse(args: List[str]) -> int:
     return codes["ok"]
 
 
+def _export_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="solar export",
+        description="Write a PyTorch, JAX or loop-language program's einsums as an AccelForge "
+                    "or Timeloop workload (docs/export.md)")
+    p.add_argument("program")
+    p.add_argument("--format", required=True, choices=["accelforge", "timeloop"])
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--strict", action="store_true")
+    p.add_argument("--real", action="store_true")
+    p.add_argument("--train", action="store_true")
+    p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"])
+    p.add_argument("--debug", action="store_true")
+    return p
+
+
+@_errors_to_exit_codes
+def _run_export(args: List[str]) -> int:
+    """`solar export model.py|trace.json --format F --out DIR`: capture (or read the trace),
+    lower, then the C++ export of `solar export GRAPH`."""
+    from .frontends.torch import program as prog
+
+    codes = _core.EXIT_CODES
+    try:
+        ns = _export_parser().parse_args(args)
+    except SystemExit as e:
+        return codes["usage"] if e.code else 0
+    if ns.optimizer and not ns.train:
+        raise _fail("--optimizer needs --train", "usage")
+    # The capture's own analysis is the cheapest one; the export needs only the graph.
+    options = prog.ProgramOptions(
+        overrides=_overrides(ns.set), strict=ns.strict, real=ns.real, train=ns.train,
+        optimizer=ns.optimizer, validate=False, crosscheck=False, cache_aware=False)
+    result = _load_program(ns, options)
+    for n in result.warnings:
+        sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
+    sys.stdout.write(_core.export_graph(result.graph, ns.format, ns.out))
+    return codes["ok"]
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs `solar` with argv (sys.argv by default); returns the exit code."""
     args = list(sys.argv if argv is None else argv)
@@ -360,6 +401,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if _frontend_for(args[1:]) is not None:
         if args[1] == "inverse":
             return _run_inverse(args[2:])
+        if args[1] == "export":
+            return _run_export(args[2:])
         return _run_program("analyze", args[2:])
     if args[1:2] == ["validate"]:
         return _run_program("validate", args[2:])

@@ -1,0 +1,47 @@
+// solar._core: export to accelerator modelers (AccelForge, Timeloop) and the Timeloop reader.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "solar/interop/export.h"
+#include "solar/interop/timeloop.h"
+#include "solar/ir/graph.h"
+#include "solar/util/errors.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace solar::python {
+namespace {
+
+interop::Format format_arg(const std::string& name) {
+  if (auto f = interop::parse_format(name)) return *f;
+  throw UserError(UserError::Kind::BadArgument,
+                  "unknown --format '" + name + "' (expected accelforge or timeloop)");
+}
+
+}  // namespace
+
+void bind_interop(nb::module_& m) {
+  m.def(
+      "export_graph",
+      [](const ir::Graph& g, const std::string& format, const std::string& out) {
+        interop::Format f = format_arg(format);
+        nb::gil_scoped_release release;
+        return interop::export_summary(interop::export_to(g, f, out), f, out);
+      },
+      "graph"_a, "format"_a, "out"_a,
+      "Writes the graph's einsums as an AccelForge or Timeloop workload under folder `out` "
+      "(docs/export.md); returns the lines `solar export` prints.");
+  m.def(
+      "read_timeloop_problems",
+      [](const std::vector<std::pair<std::string, std::string>>& files, const std::string& name) {
+        return interop::read_timeloop_problems(files, name);
+      },
+      "files"_a, "graph_name"_a = "timeloop",
+      "Reads classic Timeloop problems [(file name, YAML text)] into one graph (schema-checked).");
+}
+
+}  // namespace solar::python
