@@ -51,6 +51,7 @@ Work& Work::operator+=(const Work& o) {
   if (contraction != o.contraction) contraction = ContractionClass::None;
   for (const auto& [dtype, n] : o.macs) macs[dtype] += n;
   for (const auto& [dtype, n] : o.macs_2_4) macs_2_4[dtype] += n;
+  macs_dense += o.macs_dense;
   for (const auto& [dtype, n] : o.vector_flops) vector_flops[dtype] += n;
   special_ops += o.special_ops;
   bytes_read += o.bytes_read;
@@ -667,6 +668,11 @@ Work einsum_work(const Graph& g, const Op& op, std::vector<Count>* input_bytes) 
     const Tensor& b = input(g, op, e.combine.children()[1].operand_index());
     const DType dtype = wider_dtype(a.dtype, b.dtype);
     add_nonzero(w.macs, dtype, w.live_points);
+    w.macs_dense = w.live_points;
+    if (!e.mask.empty()) {
+      w.macs_dense = 1;
+      for (const ir::IndexDim& d : e.indices) w.macs_dense *= Count::from_signed(d.extent);
+    }
     if (is_2_4(a) || is_2_4(b)) {
       // The work is the contraction as written; only a tensor unit with a published 2:4 peak
       // skips the structured zeros, so the bound decides (bound/sol.h).

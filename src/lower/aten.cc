@@ -2759,7 +2759,9 @@ const Table& table() {
 bool aten_op_known(std::string_view op) { return table().contains(op); }
 
 LowerResult lower_aten(const OpTrace& trace, const LowerOptions& options) {
-  return lower_with_table(trace, options, table(), "aten");
+  LowerResult r = lower_with_table(trace, options, table(), "aten");
+  recognize_masks_in(r);
+  return r;
 }
 
 }  // namespace solar::lower

@@ -28,6 +28,11 @@ using Table = std::unordered_map<std::string_view, Fn>;
 LowerResult lower_with_table(const OpTrace& trace, const LowerOptions& options,
                              const Table& table, std::string_view dialect);
 
+// Adds the masks of lower/masks.h to a lowered graph (aten and jax: the program's own masks;
+// the loop language's nests already say which points they run) and stops comparing the
+// tensors whose values it changed at points nothing reads.
+void recognize_masks_in(LowerResult& r);
+
 using Shape = std::vector<std::int64_t>;
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
 

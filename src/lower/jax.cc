@@ -1335,7 +1335,9 @@ bool jax_op_known(std::string_view op) {
 }
 
 LowerResult lower_jax(const OpTrace& trace, const LowerOptions& options) {
-  return lower_with_table(trace, options, table(), "jax");
+  LowerResult r = lower_with_table(trace, options, table(), "jax");
+  recognize_masks_in(r);
+  return r;
 }
 
 }  // namespace solar::lower

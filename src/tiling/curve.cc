@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
 #include "hull.h"
+#include "live.h"
 #include "solar/util/errors.h"
 #include "storage.h"
 
@@ -172,10 +174,13 @@ struct Searcher {
   std::vector<std::size_t> dim_base;
   ParetoCollector pareto;
   std::uint64_t evaluated = 0;
+  // A masked problem: its live tiles (nullopt without a mask).
+  std::optional<detail::LiveTiles> live;
 
   // Working state for one order.
   std::vector<std::int64_t> tile, T;
   std::vector<RankMask> mult_mask;  // per tensor
+  RankMask active = 0;              // ranks with more than one tile
 
   detail::HullStats hull(std::size_t t, std::size_t d) {
     const DimAccess& dim = q.tensors[t].dims[d];
@@ -208,9 +213,16 @@ struct Searcher {
           touched *= static_cast<Wide>(s.sum);
         }
       }
-      Wide mult = 1;
-      for (RankMask m = mult_mask[t]; m; m &= m - 1) mult *= static_cast<Wide>(T[__builtin_ctz(m)]);
-      const Wide acc = x.output ? 2 * touched * mult - touched : touched * mult;
+      Wide acc;
+      if (live) {
+        // The loops that reload x: those outside its innermost one, and its own tiled ranks.
+        acc = detail::masked_access(*live, q, t, tile, T, mult_mask[t] | (x.ranks & active),
+                                    active);
+      } else {
+        Wide mult = 1;
+        for (RankMask m = mult_mask[t]; m; m &= m - 1) mult *= static_cast<Wide>(T[__builtin_ctz(m)]);
+        acc = x.output ? 2 * touched * mult - touched : touched * mult;
+      }
       if (dense_bits[t] != 0) {  // the common case: a multiply each
         kept_buf[t] = tile_el * dense_bits[t];
         kept_acc[t] = acc * dense_traffic_bits[t];
@@ -387,6 +399,8 @@ struct Searcher {
         T[r] = 1;
       }
       mult_mask = pl.mult;
+      active = 0;
+      for (int r : pl.active) active |= RankMask{1} << r;
       if (pl.pinned >= 0) {
         tile[pl.pinned] = 1;
         T[pl.pinned] = extent[pl.pinned];
@@ -410,6 +424,7 @@ CurveResult attainable_curve(const TilingProblem& p, const CurveOptions& options
   s.affine = affine_ranks(q);
   s.grouped = detail::grouped_ranks(q);
   s.batch = red.batch.raw();
+  if (!q.mask.empty()) s.live.emplace(q);
   for (const TensorAccess& x : q.tensors) {
     s.rule.emplace_back(x);
     const Wide w = s.rule.back().dense() ? static_cast<Wide>(x.bits) : 0;
@@ -437,8 +452,9 @@ CurveResult attainable_curve(const TilingProblem& p, const CurveOptions& options
   }
   for (std::size_t t = 0; t < s.nt; ++t) {
     const TensorAccess& x = q.tensors[t];
-    // A sparse tensor is read as its compressed tiles, never element by element.
-    s.can_bypass.push_back(x.plain() && s.rule[t].dense());
+    // A sparse tensor is read as its compressed tiles, never element by element; a masked
+    // problem's tensors move as live tiles.
+    s.can_bypass.push_back(x.plain() && s.rule[t].dense() && q.mask.empty());
     Wide touched = 1;
     for (const DimAccess& d : x.dims)
       touched *= static_cast<Wide>(

@@ -65,6 +65,10 @@ std::string problem_key(const TilingProblem& p) {
       k += ";";
     }
   }
+  for (const RankConstraint& c : p.mask) {
+    k += fmt::format("|m{}", c.constant);
+    for (const DimTerm& term : c.terms) k += fmt::format("+{}*{}", term.coef, term.rank);
+  }
   return k;
 }
 
@@ -139,16 +143,22 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
     u.write_bytes = w.bytes_written.raw();
     u.own_bytes = w.bytes().raw();
     try {
-      // A masked einsum (causal attention) is tiled as its full box, so that it can take part
-      // in tiled fusion (flash attention) instead of streaming through DRAM. Copies,
-      // permutes, scans and arg-reductions are tiled as the einsums they read and write like.
+      // A masked einsum (causal attention) is tiled by its live tiles, or where the model
+      // cannot count them (a window, 2:4 operands) as its full box, attainable only; either
+      // way it can take part in tiled fusion (flash attention) instead of streaming through
+      // DRAM. Copies, permutes, scans and arg-reductions are tiled as the einsums they read
+      // and write like.
       std::optional<TilingProblem> p;
       if (op.kind() == ir::OpKind::Einsum) {
         const ir::EinsumOp& e = op.einsum();
-        u.attainable_only = !e.mask.empty();
         u.reduce = e.reduce;
-        p = problem_from_einsum(g, op,
-                                u.attainable_only ? MaskedEinsum::Box : MaskedEinsum::Refuse);
+        try {
+          p = problem_from_einsum(g, op, MaskedEinsum::Live);
+        } catch (const Unsupported&) {
+          if (e.mask.empty()) throw;
+          p = problem_from_einsum(g, op, MaskedEinsum::Box);
+          u.attainable_only = true;
+        }
         for (std::size_t k = 0; k < op.inputs.size(); ++k) {
           const ir::Tensor& t = g.tensor(op.inputs[k]);
           const Count fp = cost::operand_footprint(e, e.operands[k], t);

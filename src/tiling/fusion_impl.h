@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "live.h"
 #include "solar/tiling/fusion.h"
 #include "solar/tiling/problem.h"
 
@@ -35,8 +36,9 @@ struct Unit {
   // Curve: an einsum with an attainable ski-slope; Bytes: its own unfused bytes (data
   // movement, opaque, einsums the tiling model refuses).
   bool has_curve = false;
-  // Curve of a masked einsum's full box (MaskedEinsum::Box) or of an opaque arg-reduction's
-  // access pattern (problem_from_opaque): attainable only, never a provable per-op bound.
+  // Curve of a masked einsum's full box (MaskedEinsum::Box, where its live tiles are not
+  // modelled) or of an opaque arg-reduction's access pattern (problem_from_opaque):
+  // attainable only, never a provable per-op bound.
   bool attainable_only = false;
   ir::Reduce reduce = ir::Reduce::None;  // Curve: how the op combines over reduced ranks
   // A pattern (problem_from_pattern): alone the op streams its own unfused bytes at any
@@ -224,6 +226,16 @@ struct GraphTrafficModel::Impl {
                                 int batch_rank = -1, int key_rank = -1) const;
   const TrafficCurve* search_sub_curve(int u, std::uint32_t drop, int rank, std::int64_t tile,
                                        int batch_rank, int key_rank) const;  // uncached
+  // Tiled fusion of a masked unit u whose mask names the fused rank or the key rank: how many
+  // (row tile, key, batch slice) steps hold a live point, over the full row tiles of `p`
+  // rows (`scale` positions of the rank per row) and over the last one; nullopt when the
+  // mask names neither (every step is live). The sub-curves drop those constraints.
+  std::optional<std::pair<detail::Wide, detail::Wide>> live_steps(int u, int rank,
+                                                                  std::int64_t scale,
+                                                                  std::int64_t p, std::int64_t rows,
+                                                                  int batch_rank,
+                                                                  int key_rank) const;
+  mutable std::map<int, std::unique_ptr<detail::LiveTiles>> live_tiles;  // by unit
 };
 
 }  // namespace solar::tiling

@@ -65,7 +65,7 @@ std::optional<std::pair<Count, std::string>> output_on_chip_bound(const TilingPr
   for (const TensorAccess& t : p.tensors) min_bits = std::min(min_bits, t.bits);
   const double w = static_cast<double>(min_bits) / 8;
   const double s = capacity.to_double() / w;
-  const double g = p.points().to_double() * nonzero_point_fraction(p);  // MACs that must run
+  const double g = p.live_points().to_double() * nonzero_point_fraction(p);  // MACs that run
   const double words = g / (2 * std::min({m, n, 2 * s})) - s;
   const double bytes = words * w * (1 - 1e-9);  // rounding only loosens it
   if (!(bytes >= 1)) return std::nullopt;

@@ -33,6 +33,19 @@ std::string names(const GraphTrafficModel::Impl& m, const std::vector<std::uint3
   return s;
 }
 
+// Bytes of a problem's output tile in one step of tiled fusion: `tile` positions of the
+// fused rank, one of the batch and key ranks, the other ranks whole.
+Wide output_step_bytes(const TilingProblem& p, int rank, std::int64_t tile, int batch_rank,
+                       int key_rank) {
+  const TensorAccess& out = p.output();
+  Wide n = 1;
+  for (const DimAccess& d : out.dims) {
+    const int r = d.terms[0].rank;
+    n *= static_cast<Wide>(r == rank ? tile : r == batch_rank || r == key_rank ? 1 : d.extent);
+  }
+  return ceil_div(detail::StorageRule(out).bits(n), 8);
+}
+
 }  // namespace
 
 const TrafficCurve* GraphTrafficModel::Impl::sub_curve(int u, std::uint32_t drop, int rank,
@@ -89,6 +102,19 @@ const TrafficCurve* GraphTrafficModel::Impl::search_sub_curve(int u, std::uint32
     }
     q.tensors.push_back(std::move(a));
   }
+  // The mask's constraints stay over the ranks kept whole; those naming a rank set to a tile
+  // (or removed) would need the tile's position, so they go: the slice's box, and the steps
+  // without a live point are left out by live_steps.
+  for (const RankConstraint& c : p.mask) {
+    RankConstraint nc{{}, c.constant};
+    bool keep = true;
+    for (const DimTerm& term : c.terms) {
+      const int r = term.rank;
+      keep = keep && index[r] >= 0 && r != rank && r != batch_rank && r != key_rank;
+      if (keep) nc.terms.push_back({index[r], term.coef});
+    }
+    if (keep) q.mask.push_back(std::move(nc));
+  }
   const bool dummy = (drop >> (nt - 1)) & 1u;
   for (const TensorAccess& t : q.tensors)
     if (!(dummy && t.output))
@@ -124,6 +150,36 @@ const TrafficCurve* GraphTrafficModel::Impl::search_sub_curve(int u, std::uint32
   const TrafficCurve* ptr = curve.get();
   sub_curves.emplace(key, std::move(curve));
   return ptr;
+}
+
+std::optional<std::pair<Wide, Wide>> GraphTrafficModel::Impl::live_steps(
+    int u, int rank, std::int64_t scale, std::int64_t p, std::int64_t rows, int batch_rank,
+    int key_rank) const {
+  const TilingProblem& q = *units[u].problem;
+  const RankMask named = q.mask_ranks();
+  auto bit = [](int r) { return r >= 0 ? RankMask{1} << r : RankMask{0}; };
+  if (!(named & (bit(rank) | bit(key_rank)))) return std::nullopt;
+  auto& live = live_tiles[u];
+  if (!live) live = std::make_unique<detail::LiveTiles>(q);
+  std::vector<std::int64_t> tile(q.ranks.size()), extent(q.ranks.size());
+  for (std::size_t r = 0; r < q.ranks.size(); ++r) extent[r] = tile[r] = q.ranks[r].extent;
+  tile[rank] = p * scale;
+  Wide other = 1;  // steps of the key and batch loops outside the mask: all live
+  for (int r : {key_rank, batch_rank}) {
+    if (r < 0) continue;
+    tile[r] = 1;
+    if (!(named & bit(r))) other *= static_cast<Wide>(q.ranks[r].extent);
+  }
+  const RankMask tiled = (bit(rank) | bit(key_rank) | bit(batch_rank)) & named;
+  const Wide all = live->sum(tile, extent, tiled, 0);
+  const auto full_rows =
+      static_cast<std::int64_t>(ceil_div(static_cast<Wide>(rows), static_cast<Wide>(p)) - 1) * p;
+  Wide full = 0;
+  if (full_rows > 0) {
+    extent[rank] = full_rows * scale;
+    full = live->sum(tile, extent, tiled, 0);
+  }
+  return std::make_pair(full * other, (all - full) * other);
 }
 
 SegmentValue GraphTrafficModel::Impl::fused(int a, int b, Wide s, bool describe,
@@ -237,8 +293,28 @@ SegmentValue GraphTrafficModel::Impl::fused(const SegmentPlan& pl, int a, int b,
           Wide b_used = 0, b_last = 0;
           const Wide q = lookup(*c, s - base - res, b_used);
           const Wide q_last = lookup(*c_last, s - base - res, b_last);
-          total = detail::add_sat(total, detail::mul_sat((row_tiles - 1) * slices, q));
-          total = detail::add_sat(total, detail::mul_sat(slices, q_last));
+          // A masked unit (causal attention) runs only the steps with a live point; a step
+          // without one still writes its output tile (the reduction's identity) when the
+          // output goes to DRAM.
+          Wide steps = (row_tiles - 1) * slices, steps_last = slices;
+          const TilingProblem* up = units[a + i].problem ? &*units[a + i].problem : nullptr;
+          if (up && !up->mask.empty())
+            if (auto ls = live_steps(a + i, tl.rank[i], k, p, tl.rows, tl.batch_rank[i], key)) {
+              const std::size_t nt = up->tensors.size();
+              if (!((tl.drop[v][i] >> (nt - 1)) & 1u)) {
+                const Wide dead = (row_tiles - 1) * slices - ls->first;
+                const Wide dead_last = slices - ls->second;
+                const Wide out = output_step_bytes(*up, tl.rank[i], p * k, tl.batch_rank[i], key);
+                const Wide out_last =
+                    output_step_bytes(*up, tl.rank[i], last * k, tl.batch_rank[i], key);
+                total = detail::add_sat(total, detail::mul_sat(dead, out));
+                total = detail::add_sat(total, detail::mul_sat(dead_last, out_last));
+              }
+              steps = ls->first;
+              steps_last = ls->second;
+            }
+          total = detail::add_sat(total, detail::mul_sat(steps, q));
+          total = detail::add_sat(total, detail::mul_sat(steps_last, q_last));
           buf = std::max(buf, base + res + std::max(b_used, b_last));
         }
         if (total < best.traffic) {

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "hull.h"
+#include "live.h"
 #include "solar/util/errors.h"
 #include "storage.h"
 
@@ -135,6 +137,8 @@ void check_mapping(const TilingProblem& p, const Mapping& m) {
     if (m.bypass[t] && p.tensors[t].storage.format != StorageFormat::Dense)
       bad("tensor '" + p.tensors[t].name +
           "' is stored sparse (2:4 or bitmap) and cannot be bypassed element by element");
+    if (m.bypass[t] && !p.mask.empty())
+      bad("tensor '" + p.tensors[t].name + "' of a masked problem cannot be bypassed");
   }
 }
 
@@ -155,6 +159,12 @@ MappingCost evaluate_mapping(const TilingProblem& p, const Mapping& m) {
 
   MappingCost c;
   const Count points = p.points();
+  std::optional<detail::LiveTiles> live;
+  RankMask active = 0;
+  if (!p.mask.empty()) {
+    live.emplace(p);
+    for (int r : loops) active |= RankMask{1} << r;
+  }
   for (std::size_t t = 0; t < p.tensors.size(); ++t) {
     const TensorAccess& x = p.tensors[t];
     Count buffer = 0, access = 0;
@@ -174,10 +184,15 @@ MappingCost evaluate_mapping(const TilingProblem& p, const Mapping& m) {
       for (int j = 0; j < static_cast<int>(loops.size()); ++j)
         if (x.ranks & (RankMask{1} << loops[j])) inner = j;
       Count mult = 1;
+      RankMask prefix = 0;
       for (int j = 0; j < inner; ++j)
         if (!(x.ranks & (RankMask{1} << loops[j]))) mult *= Count::from_signed(T[loops[j]]);
+      for (int j = 0; j <= inner; ++j) prefix |= RankMask{1} << loops[j];
       buffer = tile;
-      access = x.output ? Count(2) * touched * mult - touched : touched * mult;
+      if (live)
+        access = Count::from_raw(detail::masked_access(*live, p, t, m.tile, T, prefix, active));
+      else
+        access = x.output ? Count(2) * touched * mult - touched : touched * mult;
     }
     c.buffer_elements.push_back(buffer);
     c.access_elements.push_back(access);

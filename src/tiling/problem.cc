@@ -1,6 +1,7 @@
 #include "solar/tiling/problem.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -31,6 +32,25 @@ Count TilingProblem::points() const {
   return n;
 }
 
+Count TilingProblem::live_points() const {
+  if (mask.empty()) return points();
+  ir::EinsumOp e;
+  for (const Rank& r : ranks) e.indices.push_back({r.name, r.extent});
+  for (const RankConstraint& c : mask) {
+    std::vector<ir::AffineTerm> terms;
+    for (const DimTerm& t : c.terms) terms.push_back({t.rank, t.coef});
+    e.mask.push_back({ir::AffineExpr::make(std::move(terms), c.constant)});
+  }
+  return cost::live_points(e);
+}
+
+RankMask TilingProblem::mask_ranks() const {
+  RankMask m = 0;
+  for (const RankConstraint& c : mask)
+    for (const DimTerm& t : c.terms) m |= RankMask{1} << t.rank;
+  return m;
+}
+
 void TilingProblem::check() const {
   SOLAR_CHECK(static_cast<int>(ranks.size()) <= kMaxRanks, "too many ranks");
   SOLAR_CHECK(!tensors.empty() && tensors.back().output, "the last tensor must be the output");
@@ -54,7 +74,17 @@ void TilingProblem::check() const {
     SOLAR_CHECK(t.group_dim >= -1 && t.group_dim < static_cast<int>(t.dims.size()) &&
                     (t.group_dim < 0 || t.storage.format == StorageFormat::Compressed24),
                 "a group dimension needs 2:4 storage and must be one of the tensor's");
+    if (!mask.empty()) {
+      SOLAR_CHECK(t.plain() && t.group_dim < 0, "a masked problem needs plain tensors");
+      for (const DimAccess& d : t.dims)
+        SOLAR_CHECK(d.extent == ranks[d.terms[0].rank].extent,
+                    "a masked problem's dimensions span their ranks");
+    }
   }
+  for (const RankConstraint& c : mask)
+    for (const DimTerm& term : c.terms)
+      SOLAR_CHECK(term.rank >= 0 && term.rank < static_cast<int>(ranks.size()) && term.coef != 0,
+                  "bad rank in a mask constraint");
 }
 
 std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& shape) {
@@ -317,6 +347,31 @@ TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op, MaskedEi
   const ir::Tensor& out = g.tensor(op.outputs[0]);
   add_tensor(out, e.output, true);
   p.compulsory_bits += storage_bits(p.tensors.back(), p.tensors.back().elements());
+  if (!e.mask.empty() && masked == MaskedEinsum::Live) {
+    // Live tiles are counted over plain dense tiles: every dimension one rank, whole.
+    for (const TensorAccess& t : p.tensors) {
+      bool whole = t.plain() && t.storage.format != StorageFormat::Compressed24;
+      for (const DimAccess& d : t.dims)
+        whole = whole && d.extent == p.ranks[d.terms[0].rank].extent;
+      if (!whole)
+        throw Unsupported("the live tiles of a masked einsum are modelled for plain, whole "
+                          "operands only ('" + t.name + "' is read through a window, clipped or "
+                          "2:4-structured)",
+                          op.origin);
+    }
+    RankMask named = 0;
+    for (const ir::AffineConstraint& c : e.mask)
+      for (const ir::AffineTerm& t : c.expr.terms()) named |= RankMask{1} << t.index;
+    if (std::popcount(named) > 4)
+      throw Unsupported("the live tiles of a mask over more than 4 indices are not modelled",
+                        op.origin);
+    for (const ir::AffineConstraint& c : e.mask) {
+      RankConstraint rc;
+      rc.constant = c.expr.constant_term();
+      for (const ir::AffineTerm& t : c.expr.terms()) rc.terms.push_back({t.index, t.coef});
+      p.mask.push_back(std::move(rc));
+    }
+  }
   p.check();
   return p;
 }
@@ -600,12 +655,20 @@ RankMask affine_ranks(const TilingProblem& p) {
   return m;
 }
 
+TilingProblem without_constraints_on(TilingProblem p, RankMask drop) {
+  std::erase_if(p.mask, [&](const RankConstraint& c) {
+    return std::any_of(c.terms.begin(), c.terms.end(),
+                       [&](const DimTerm& t) { return drop & (RankMask{1} << t.rank); });
+  });
+  return p;
+}
+
 ReducedProblem reduce_problem(const TilingProblem& p, bool merge_ranks) {
   const int n = static_cast<int>(p.ranks.size());
-  // Ranks in windows, in plain dims that clip them (a concat's parts) or along a 2:4 tensor's
-  // groups (a tile there must respect them) keep their own loops: neither a batch factor nor
-  // merged.
-  RankMask affine = affine_ranks(p) | detail::grouped_ranks(p);
+  // Ranks in windows, in plain dims that clip them (a concat's parts), along a 2:4 tensor's
+  // groups (a tile there must respect them) or in the mask keep their own loops: neither a
+  // batch factor nor merged.
+  RankMask affine = affine_ranks(p) | detail::grouped_ranks(p) | p.mask_ranks();
   for (const TensorAccess& t : p.tensors)
     for (const DimAccess& d : t.dims)
       if (d.plain() && d.extent < p.ranks[d.terms[0].rank].extent)
@@ -679,6 +742,11 @@ ReducedProblem reduce_problem(const TilingProblem& p, bool merge_ranks) {
       a.dims.push_back(std::move(nd));
     }
     out.problem.tensors.push_back(std::move(a));
+  }
+  for (const RankConstraint& c : p.mask) {
+    RankConstraint nc{{}, c.constant};
+    for (const DimTerm& t : c.terms) nc.terms.push_back({new_index[t.rank], t.coef});
+    out.problem.mask.push_back(std::move(nc));
   }
   out.problem.compulsory_bits = p.compulsory_bits;
   out.problem.check();

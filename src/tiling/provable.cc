@@ -171,7 +171,9 @@ ProvableBound provable_bound(const TilingProblem& p, bool product_sum, Count cap
   for (const TensorAccess& t : p.tensors) min_bits = std::min(min_bits, t.bits);
   const double w = static_cast<double>(min_bits) / 8;           // bytes per word
   const double s = capacity_bytes.to_double() / w;               // words that fit, at most
-  const double g = p.points().to_double() * nonzero_point_fraction(p);  // MACs that must run
+  // MACs that must run: the live points (a masked op's others run nowhere), less those with
+  // a zero operand.
+  const double g = p.live_points().to_double() * nonzero_point_fraction(p);
   if (!(g > 0)) return result;
   const double out = p.output().elements().to_double();
   // Rounding of the doubles must only loosen the bound: shave a relative 1e-9.
@@ -267,7 +269,7 @@ ProvableBound provable_bound(const TilingProblem& p, bool product_sum, Count cap
 }
 
 ProvableBound provable_bound(const ir::Graph& g, const ir::Op& op, Count capacity_bytes) {
-  TilingProblem p = problem_from_einsum(g, op);
+  TilingProblem p = problem_from_einsum(g, op, MaskedEinsum::Live);
   return provable_bound(p, is_product_sum(op.einsum()), capacity_bytes);
 }
 

@@ -77,10 +77,37 @@ MappingCost simulate_mapping(const TilingProblem& p, const Mapping& m, std::uint
       }
   }
 
+  // A masked problem skips the steps whose tile box holds no live point, and reloads a
+  // tensor whenever the loops outside and at its innermost relevant loop move to another
+  // live tuple (mapping.h).
+  auto live_point = [&](const std::vector<std::int64_t>& pt) {
+    for (const RankConstraint& c : p.mask) {
+      std::int64_t v = c.constant;
+      for (const DimTerm& term : c.terms) v += term.coef * pt[term.rank];
+      if (v < 0) return false;
+    }
+    return true;
+  };
+  std::vector<int> inner_pos(nt, -1);  // position in `loops` of the innermost relevant loop
+  for (std::size_t t = 0; t < nt; ++t)
+    for (int j = 0; j < n; ++j)
+      if ((p.tensors[t].ranks & (RankMask{1} << loops[j])) && hi[j] > 1) inner_pos[t] = j;
+  std::vector<std::set<std::vector<std::int64_t>>> loaded_tiles(nt);
+
   std::vector<std::int64_t> tidx(n, 0);  // tile index per rank
   std::vector<std::int64_t> step(n, 0);  // odometer over `loops`
   do {
     for (int j = 0; j < n; ++j) tidx[loops[j]] = step[j];
+    if (!p.mask.empty()) {
+      std::vector<std::int64_t> plo(n), phi(n), pt(n);
+      for (int r = 0; r < n; ++r) range(r, tidx[r], &plo[r], &phi[r]);
+      pt = plo;
+      bool live = false;
+      do {
+        live = live_point(pt);
+      } while (!live && next(pt, plo, phi));
+      if (!live) continue;
+    }
     for (std::size_t t = 0; t < nt; ++t) {
       const TensorAccess& x = p.tensors[t];
       const bool bypassed = !m.bypass.empty() && m.bypass[t];
@@ -111,7 +138,13 @@ MappingCost simulate_mapping(const TilingProblem& p, const Mapping& m, std::uint
       std::vector<std::int64_t> key;
       for (int r = 0; r < n; ++r)
         if (x.ranks & (RankMask{1} << r)) key.push_back(tidx[r]);
-      if (has_resident[t] && key == resident[t]) continue;
+      std::vector<std::int64_t> reuse = key;  // what must change for a reload
+      if (!p.mask.empty()) {
+        reuse.assign(step.begin(), step.begin() + (inner_pos[t] + 1));
+        reuse.push_back(-1);  // never equal to a tile key
+      }
+      if (has_resident[t] && reuse == resident[t]) continue;
+      if (!p.mask.empty()) loaded_tiles[t].insert(key);
       // Size of the needed tile: the in-range hull of the positions its points read.
       std::vector<int> rs;
       for (int r = 0; r < n; ++r)
@@ -141,12 +174,30 @@ MappingCost simulate_mapping(const TilingProblem& p, const Mapping& m, std::uint
       }
       if (x.output && has_resident[t]) c.access_elements[t] += resident_size[t];  // write back
       if (!x.output || !visited_out_tiles.insert(key).second) c.access_elements[t] += size;
-      resident[t] = key;
+      resident[t] = reuse;
       resident_size[t] = size;
       has_resident[t] = true;
       c.buffer_elements[t] = std::max(c.buffer_elements[t], Count(size));
     }
   } while (next(step, lo, hi));
+  // Masked: elements in no loaded tile are read once (inputs) or written once (the output's
+  // identity). Tiles of a masked problem's plain dimensions partition its tensors.
+  for (std::size_t t = 0; t < nt && !p.mask.empty(); ++t) {
+    const TensorAccess& x = p.tensors[t];
+    std::uint64_t seen = 0;
+    for (const std::vector<std::int64_t>& key : loaded_tiles[t]) {
+      std::uint64_t size = 1;
+      std::size_t i = 0;
+      for (int r = 0; r < n; ++r)
+        if (x.ranks & (RankMask{1} << r)) {
+          std::int64_t b, e;
+          range(r, key[i++], &b, &e);
+          size *= static_cast<std::uint64_t>(e - b);
+        }
+      seen += size;
+    }
+    c.access_elements[t] += x.elements() - Count(seen);
+  }
   for (std::size_t t = 0; t < nt; ++t) {
     if (p.tensors[t].output && has_resident[t]) c.access_elements[t] += resident_size[t];
     c.buffer_bits += storage_bits(p.tensors[t], c.buffer_elements[t]);

@@ -40,6 +40,11 @@ struct Work {
   // 2:4-structured operand. Whether the zeros are skipped is the device's business
   // (bound/sol.h): a unit without a sparse peak runs these MACs at its dense peak.
   std::map<ir::DType, Count> macs_2_4;
+  // The contraction's MACs over its whole index box, its mask ignored (all dtypes): what an
+  // implementation that computes the masked points too (a causal attention that does not
+  // skip the tiles above the diagonal) runs. Equal to total_macs() without a mask; 0 for
+  // ops that are not contractions.
+  Count macs_dense;
   // Elementwise and reduction FLOPs keyed by the output dtype.
   std::map<ir::DType, Count> vector_flops;
   Count special_ops;    // exp, log, tanh, erf, rsqrt, sqrt, recip, sigmoid, sin, cos

@@ -19,6 +19,12 @@
 //   bypassed (a sparse tensor moves as compressed tiles).
 // - A 2:4 tensor's tile covers the whole groups of 4 it touches along its group dimension
 //   (problem.h), so a tile boundary inside a group loads that group twice.
+// - A masked problem (problem.h) skips the DRAM steps whose tiles hold no live point: a
+//   tensor is loaded once per live tile tuple of the loops outside and at its innermost
+//   relevant loop, an element in no live tile is still read once (masks do not shrink
+//   footprints), and output tiles no live point reaches are written once. A tile holds a
+//   live point when each constraint holds at one of its corners (exact for one constraint
+//   or parallel ones; otherwise it may count an empty tile). No bypass.
 // - Sizes in elements; bits are each tensor's storage_bits of its elements (problem.h: dense,
 //   2:4 or bitmap, as cost::tensor_bytes); bytes come from bits (curve.h).
 #pragma once

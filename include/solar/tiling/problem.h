@@ -11,6 +11,10 @@
 //   split into plain dimensions, one per term: it reads one element per rank tuple.
 // - The output is the last tensor; its dimensions must be plain ranks (distinct). A kept
 //   size-1 dimension read or written at constant 0 gets a rank of extent 1 of its own.
+// - A mask (a causal attention's key <= query) leaves out the iteration points where one of
+//   its constraints `sum_r coef_r * rank_r + constant >= 0` fails. A tile (a box of
+//   iterations) none of whose points is live is skipped: it loads and computes nothing; a
+//   live tile is loaded whole. Masks go with plain dense tensors only (problem_from_einsum).
 // - Sizes are in elements; widths in bits, so traffic converts to bytes per tensor
 //   (bytes = ceil(elements * bits / 8) over the whole run). A sparse tensor is stored as the
 //   cost module stores it (cost::tensor_bytes: 2:4 compressed, unstructured zeros as a
@@ -116,9 +120,18 @@ std::vector<std::int64_t> element_strides(const TensorAccess& a);
 // Row-major strides of `shape` in elements; 0 from 2^62 on (no distance to follow).
 std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& shape);
 
+// One constraint of a mask: sum of coef * rank over `terms`, plus `constant`, is >= 0.
+struct RankConstraint {
+  std::vector<DimTerm> terms;  // distinct ranks
+  std::int64_t constant = 0;
+  friend bool operator==(const RankConstraint&, const RankConstraint&) = default;
+};
+
 struct TilingProblem {
   std::vector<Rank> ranks;
   std::vector<TensorAccess> tensors;  // inputs in operand order, then the output
+  // Live iteration points satisfy every constraint (empty: the whole box).
+  std::vector<RankConstraint> mask;
   // Distinct-tensor compulsory traffic in bits: each distinct input tensor's footprint
   // (elements actually read) and the output once, at storage_bits. Filled by the factories.
   Count compulsory_bits;
@@ -126,16 +139,23 @@ struct TilingProblem {
   const TensorAccess& output() const { return tensors.back(); }
   // Iteration points of the full box (product of rank extents).
   Count points() const;
+  // Iteration points inside the mask (cost::live_points; points() without one).
+  Count live_points() const;
+  // The ranks the mask's constraints name.
+  RankMask mask_ranks() const;
   // Checks the invariants above; throws InternalError when a factory broke them.
   void check() const;
 };
 
 // How problem_from_einsum treats an einsum with a mask (a causal attention's scores).
 enum class MaskedEinsum {
-  Refuse,  // Unsupported: the mask changes which tiles are live (exact and provable models)
+  Refuse,  // Unsupported
   Box,     // the mask is ignored: the full box's tiles, which move at least what the live
            // tiles move (attainable estimates only: a provable bound of the box is no bound
            // of the masked op, which does less work)
+  Live,    // the mask is kept: tiles without a live point are skipped, and bounds count the
+           // live points. Unsupported when a tensor is not plain and dense with the ranks'
+           // extents (a window, 2:4 groups, a clipped dimension)
 };
 
 // The problem of one einsum op of `g`. Throws Unsupported for what the tiling model cannot
@@ -163,13 +183,18 @@ TilingProblem gemm_problem(std::int64_t m, std::int64_t n, std::int64_t k, ir::D
 // Ranks of `p` that appear in some non-plain dimension (sliding windows, strides).
 RankMask affine_ranks(const TilingProblem& p);
 
+// The problem with the mask's constraints that name a rank in `drop` removed (a box over
+// those ranks: at least the traffic of the live tiles, never less).
+TilingProblem without_constraints_on(TilingProblem p, RankMask drop);
+
 // A smaller problem with the same attainable curve up to scaling: ranks present in every
 // tensor only as plain dimensions (batch ranks) are removed (`batch` = product of their
 // extents; traffic of the original = batch x traffic of the reduced one, buffer equal), and
 // plain ranks with the same tensor-membership signature are merged into one rank (their
 // extents multiply: a linearized loop over the merged ranks implements any merged tile, so
 // the merged curve is never above the unmerged one). Ranks of extent 1 are dropped. Ranks of
-// a 2:4 group dimension are neither removed nor merged (their tiles must respect groups).
+// a 2:4 group dimension are neither removed nor merged (their tiles must respect groups),
+// nor are the mask's ranks (its constraints keep naming them).
 struct ReducedProblem {
   TilingProblem problem;
   Count batch = 1;

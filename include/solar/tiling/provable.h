@@ -48,11 +48,12 @@ struct ProvableBound {
 //   multiplicity and padding allowance, see docs/cache-aware.md).
 // `product_sum` says whether the einsum's combine is mul($0,$1) with sum reduction: the
 // segment arguments need one multiply-accumulate per iteration point and are skipped
-// otherwise. Problems built from masked einsums do not exist (problem_from_einsum refuses).
+// otherwise. A masked problem's segment arguments count its live points (the MACs that must
+// run); the compulsory traffic stays every footprint (masks do not shrink them).
 ProvableBound provable_bound(const TilingProblem& p, bool product_sum, Count capacity_bytes);
 
-// The bound for einsum op `op` of `g`: problem_from_einsum (and its Unsupported cases) with
-// product_sum = is_product_sum(op.einsum()).
+// The bound for einsum op `op` of `g`: problem_from_einsum in MaskedEinsum::Live mode (and its
+// Unsupported cases) with product_sum = is_product_sum(op.einsum()).
 ProvableBound provable_bound(const ir::Graph& g, const ir::Op& op, Count capacity_bytes);
 
 // The fraction of a product-sum's iteration points whose operands are all nonzero, at least:

@@ -14,7 +14,10 @@ namespace solar::tiling {
 // from the resident one, an output tile is written back on eviction and at the end and
 // re-read on every visit but its first; a tile's size is found by visiting every iteration
 // point in it. Bypassed tensors move one element per iteration point (outputs: a read per
-// point except an element's first, and a write per point). Cost grows with the number of
+// point except an element's first, and a write per point). A masked problem skips the steps
+// whose tiles hold no live point (found by visiting their points), reloads a tensor whenever
+// the loops outside and at its innermost relevant loop reach another live tuple, and reads
+// (writes) the elements of tiles it never loaded once. Cost grows with the number of
 // iteration points; refuses (UserError) problems over `max_points` points.
 MappingCost simulate_mapping(const TilingProblem& p, const Mapping& m,
                              std::uint64_t max_points = 1u << 22);

@@ -472,7 +472,7 @@ TEST(FusionTiled, ReducedRankIsNotFused) {
 
 // ---- ops without a curve -------------------------------------------------------------------
 
-TEST(FusionData, PermutesTileAsCopiesAndMaskedEinsumsTileTheirBox) {
+TEST(FusionData, PermutesTileAsCopiesAndMaskedEinsumsTileTheirLiveRegion) {
   Analyzed a(R"(
     x = f32[16,32] input
     s = f32[32,32] input
@@ -484,7 +484,8 @@ TEST(FusionData, PermutesTileAsCopiesAndMaskedEinsumsTileTheirBox) {
   // A permute reads and writes each element once (problem_from_pattern), at any tiling.
   ASSERT_NE(m.op_curve(ir::OpId{0}), nullptr);
   EXPECT_EQ(m.op_curve(ir::OpId{0})->floor().traffic_bytes, Count(2 * 4 * 16 * 32));
-  // masked: tiled as its full box (MaskedEinsum::Box), which reads s and writes m whole
+  // masked: tiled by its live tiles (MaskedEinsum::Live); at its floor, one tile, it reads s
+  // and writes m whole (masks do not shrink footprints)
   ASSERT_NE(m.op_curve(ir::OpId{1}), nullptr);
   EXPECT_EQ(m.op_curve(ir::OpId{1})->floor().traffic_bytes, Count(2 * 4 * 32 * 32));
   const GraphTraffic q = m.at(Count(64), TrafficMode::Attainable);
@@ -494,8 +495,8 @@ TEST(FusionData, PermutesTileAsCopiesAndMaskedEinsumsTileTheirBox) {
 }
 
 TEST(FusionData, MaskedEinsumReadsAnOnChipInput) {
-  // A masked einsum is tiled as its box: in an untiled or a row-tiled segment its on-chip
-  // input costs nothing.
+  // A masked einsum in an untiled or a row-tiled segment: its on-chip input costs nothing,
+  // and the output tiles without a live point are still written (they hold 0).
   Analyzed a(R"(
     x = f32[32,32] input
     s = f32[32,32] einsum [q,k] none exp($0) (x[q,k]) -> [q,k]
@@ -513,16 +514,22 @@ TEST(FusionData, MaskedEinsumReadsAnOnChipInput) {
   EXPECT_EQ(tiled->traffic_bytes, Count(t + t));
 }
 
-TEST(FusionData, MaskedEinsumGivesNoProvableBound) {
-  // A causal product: the box's GEMM bound would overstate what the masked op must move.
-  Analyzed a(R"(
-    q = f32[256,64] input
-    k = f32[256,64] input
-    s = f32[256,256]{output} einsum [i=256,j=256,e=64] sum mul($0,$1) (q[i,e], k[j,e]) -> [i,j] where i >= j)");
-  GraphTrafficModel m(a.g, a.c);
-  const Count small(4 * 1024);
-  EXPECT_EQ(m.at(small, TrafficMode::Provable).traffic_bytes, a.c.compulsory_bytes());
-  EXPECT_GT(m.at(small, TrafficMode::Attainable).traffic_bytes, a.c.compulsory_bytes());
+TEST(FusionData, MaskedEinsumBoundCountsItsLiveMacs) {
+  // A causal P V read from DRAM: its GEMM bound counts the live MACs, 256 * 257 / 2 * 64, not
+  // the box's (which would overstate what the masked op must move).
+  const std::string text = R"(
+    p = f32[256,256] input
+    v = f32[256,64] input
+    o = f32[256,64]{output} einsum [i=256,j=256,e=64] sum mul($0,$1) (p[i,j], v[j,e]) -> [i,e])";
+  Analyzed masked(text + " where i >= j");
+  Analyzed dense(text);
+  GraphTrafficModel m(masked.g, masked.c), d(dense.g, dense.c);
+  const Count small(1024);
+  const GraphTraffic pm = m.at(small, TrafficMode::Provable);
+  EXPECT_GT(pm.traffic_bytes, masked.c.compulsory_bytes());
+  EXPECT_NE(pm.detail.find("G = 2.10534e+06"), std::string::npos) << pm.detail;
+  EXPECT_LT(pm.traffic_bytes, d.at(small, TrafficMode::Provable).traffic_bytes);
+  EXPECT_LE(pm.traffic_bytes, m.at(small, TrafficMode::Attainable).traffic_bytes);
 }
 
 TEST(FusionData, UnanalyzedOpsContributeNothing) {
@@ -785,7 +792,7 @@ std::string random_graph(std::mt19937& rng, bool sparse = false) {
                             in.cols, in.rows, out, in.name);
         ts.push_back({name, in.cols, in.rows, in.type});
         break;
-      case 6:  // a masked einsum: tiled as its box
+      case 6:  // a masked einsum: tiled by its live tiles
         text += fmt::format(
             "{} = {}[{},{}]{} einsum [r={},c={}] none mul($0,2) ({}[r,c]) -> [r,c] where r >= c\n",
             name, type, in.rows, in.cols, out, in.rows, in.cols, in.name);

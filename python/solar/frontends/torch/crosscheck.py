@@ -10,7 +10,9 @@ where FlopCounterMode is known to miscount — attention with a causal mask (it 
 masked half), the attention backward (it leaves out the row sums rowsum(dO*O)), transposed
 convolutions and convolution input gradients (it counts the taps that padding crops), and
 grouped weight gradients (groups times too many) — which is "explained" only when Solar's
-count equals the counter's corrected by exactly that error.
+count equals the counter's corrected by exactly that error. A contraction the program masks
+itself (a causal -inf fill before a softmax, a tril of a product) is "explained" when
+Solar's dense MACs (its whole box) equal the counter's.
 """
 
 from __future__ import annotations
@@ -113,6 +115,7 @@ def compare(trace: Dict[str, Any], report: Dict[str, Any], record) -> Dict[str, 
     """The section from a trace, its report (JSON dict) and the counter's per-op FLOPs."""
     ops = trace["ops"]
     solar: Dict[str, int] = {}
+    dense: Dict[str, int] = {}  # the same over masked contractions' whole boxes
     unanalyzed: Dict[str, int] = {}
     for row in report["ops"]:
         name = (row.get("origin") or {}).get("op") or row["name"]
@@ -120,6 +123,7 @@ def compare(trace: Dict[str, Any], report: Dict[str, Any], record) -> Dict[str, 
             unanalyzed[name] = unanalyzed.get(name, 0) + 1
             continue
         solar[name] = solar.get(name, 0) + _int(row.get("macs"))
+        dense[name] = dense.get(name, 0) + _int(row.get("macs_dense", row.get("macs")))
     counter: Dict[str, int] = {}  # FLOPs by op name
     instances: Dict[str, List[int]] = {}
     for i, op in enumerate(ops):
@@ -156,6 +160,13 @@ def compare(trace: Dict[str, Any], report: Dict[str, Any], record) -> Dict[str, 
             else:
                 entry["agree"] = False
                 explained, note = _explain(name, instances.get(name, []), trace, record, s)
+                if not explained and dense.get(name, s) == c:
+                    # A mask the lowering recognized in the program (a causal fill before a
+                    # softmax): Solar counts the live points, the counter the whole box.
+                    explained = True
+                    note = (f"the program masks these contractions: Solar counts their live "
+                            f"MACs ({s}), the counter computes them whole (Solar's dense "
+                            f"{c} = counter)")
                 entry["explained"] = explained
                 entry["note"] = note
         per_op.append(entry)

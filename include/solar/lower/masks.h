@@ -1,0 +1,41 @@
+// Structural masks built in a program (tril/triu, masked_fill with -inf, where on index
+// comparisons, iota comparisons) recognized as masks on the einsums they make dead.
+//
+// Semantics
+// - A tensor value is *structural* where the lowering proves it from the trace alone: the
+//   indices of arange/iota (affine in the position), comparisons of them (a region: a
+//   conjunction of affine constraints over the tensor's dimensions), constants, and the
+//   points a masked einsum (tril, triu) leaves at 0.
+// - Forward: an einsum whose operands hold a known value outside a region R, such that the
+//   op yields what its masked form yields there (0 for an elementwise op: exp(-inf - m),
+//   0 / s; the reduction's identity: -inf under a max, 0 under a sum or a product-sum), gets
+//   R as its mask. Every tensor keeps its values.
+// - Backward: an einsum none of whose readers observes its output outside a region (the
+//   readers are masked there, or a select takes the other branch there) gets that region as
+//   its mask: what it computed there was dead. Values outside the region may change (the
+//   masked op writes 0); no program output or observed value does.
+// - Assumption (the one the SDPA lowering makes): the values the program computes at live
+//   points are finite (0 * v = 0, -inf - m = -inf for a finite m) unless the structure says
+//   otherwise (an -inf constant, a maximum over a row with no live point).
+#pragma once
+
+#include <vector>
+
+#include "solar/ir/graph.h"
+
+namespace solar::lower {
+
+struct MaskRecognition {
+  std::vector<ir::OpId> forward;   // ops given a mask because their masked points are known
+  std::vector<ir::OpId> backward;  // ops given a mask because nothing reads those points
+  // Tensors whose values may differ from the unmasked program at points no reader observes
+  // (never a graph output): they are not the framework's values there.
+  std::vector<ir::TensorId> changed;
+};
+
+// Adds the masks above to the einsums of `g` (op and tensor ids and names are kept). A mask
+// that the cost module could not count is not added. Runs in O(ops + edges) plus the
+// masked ops' constraints.
+MaskRecognition recognize_masks(ir::Graph& g);
+
+}  // namespace solar::lower

@@ -1,0 +1,1142 @@
+#include "solar/lower/masks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <utility>
+#include <variant>
+
+#include "families.h"
+#include "solar/cost/work.h"
+#include "solar/ir/dtype.h"
+#include "solar/ir/verify.h"
+#include "solar/util/errors.h"
+
+namespace solar::lower {
+
+namespace {
+
+using ir::AffineConstraint;
+using ir::AffineExpr;
+using ir::AffineTerm;
+using ir::Expr;
+using ir::ExprOp;
+using ir::IndexPos;
+using ir::Reduce;
+using ir::TensorId;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// A region: the points satisfying every constraint (a conjunction), over a tensor's
+// dimensions or an einsum's indices (the variables of the expressions). Empty: everywhere.
+using Region = std::vector<AffineConstraint>;
+using Subst = std::vector<std::optional<AffineExpr>>;  // variable -> expression
+
+// ---- affine helpers ---------------------------------------------------------------------
+
+// `e` with every variable v replaced by `repl[v]`; nullopt when some variable has none (or
+// a coefficient would overflow).
+std::optional<AffineExpr> substitute(const AffineExpr& e, const Subst& repl) {
+  std::int64_t c = e.constant_term();
+  std::vector<AffineTerm> terms;
+  for (const AffineTerm& t : e.terms()) {
+    if (t.index >= static_cast<IndexPos>(repl.size()) || !repl[t.index]) return std::nullopt;
+    const AffineExpr& r = *repl[t.index];
+    std::int64_t k;
+    if (__builtin_mul_overflow(t.coef, r.constant_term(), &k) || __builtin_add_overflow(c, k, &c))
+      return std::nullopt;
+    for (const AffineTerm& u : r.terms()) {
+      if (__builtin_mul_overflow(t.coef, u.coef, &k)) return std::nullopt;
+      terms.push_back({u.index, k});
+    }
+  }
+  return AffineExpr::make(std::move(terms), c);
+}
+
+AffineExpr scaled(const AffineExpr& e, std::int64_t k, std::int64_t add = 0) {
+  std::vector<AffineTerm> terms = e.terms();
+  for (AffineTerm& t : terms) t.coef *= k;
+  return AffineExpr::make(std::move(terms), e.constant_term() * k + add);
+}
+
+AffineExpr plus(const AffineExpr& a, const AffineExpr& b, std::int64_t sign = 1) {
+  std::vector<AffineTerm> terms = a.terms();
+  for (const AffineTerm& t : b.terms()) terms.push_back({t.index, sign * t.coef});
+  return AffineExpr::make(std::move(terms), a.constant_term() + sign * b.constant_term());
+}
+
+std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+// e >= 0 over the integers, with the coefficients' common divisor taken out (2i - 2j - 1 >= 0
+// is i - j - 1 >= 0), so that equal constraints compare equal.
+AffineConstraint normalized(const AffineExpr& e) {
+  std::int64_t g = 0;
+  for (const AffineTerm& t : e.terms()) g = std::gcd(g, t.coef < 0 ? -t.coef : t.coef);
+  if (g <= 1) return {e};
+  std::vector<AffineTerm> terms = e.terms();
+  for (AffineTerm& t : terms) t.coef /= g;
+  return {AffineExpr::make(std::move(terms), floor_div(e.constant_term(), g))};
+}
+
+// The complement of e >= 0: -e - 1 >= 0.
+AffineConstraint negated(const AffineConstraint& c) { return normalized(scaled(c.expr, -1, -1)); }
+
+bool less(const AffineConstraint& a, const AffineConstraint& b) {
+  const auto& x = a.expr.terms();
+  const auto& y = b.expr.terms();
+  for (std::size_t i = 0; i < std::min(x.size(), y.size()); ++i) {
+    if (x[i].index != y[i].index) return x[i].index < y[i].index;
+    if (x[i].coef != y[i].coef) return x[i].coef < y[i].coef;
+  }
+  if (x.size() != y.size()) return x.size() < y.size();
+  return a.expr.constant_term() < b.expr.constant_term();
+}
+
+// Sorted, without duplicates and without constraints that hold at every point of the box
+// of `extents` (the variables' ranges); a region that excludes everything keeps its
+// constraints.
+Region canonical(Region r, const std::vector<std::int64_t>& extents) {
+  for (AffineConstraint& c : r) c = normalized(c.expr);
+  std::erase_if(r, [&](const AffineConstraint& c) {
+    for (const AffineTerm& t : c.expr.terms())
+      if (t.index >= static_cast<IndexPos>(extents.size())) return false;
+    return c.expr.min_value(extents) >= 0;
+  });
+  std::sort(r.begin(), r.end(), less);
+  r.erase(std::unique(r.begin(), r.end()), r.end());
+  return r;
+}
+
+// Constraints of `r` over new variables (`repl`: old variable -> expression); nullopt when
+// one of them does not map.
+std::optional<Region> mapped(const Region& r, const Subst& repl) {
+  Region out;
+  for (const AffineConstraint& c : r) {
+    std::optional<AffineExpr> e = substitute(c.expr, repl);
+    if (!e) return std::nullopt;
+    out.push_back({*e});
+  }
+  return out;
+}
+
+// The constraints of `r` that map (the others dropped: a larger region).
+Region mapped_part(const Region& r, const Subst& repl) {
+  Region out;
+  for (const AffineConstraint& c : r)
+    if (std::optional<AffineExpr> e = substitute(c.expr, repl)) out.push_back({*e});
+  return out;
+}
+
+// Constraints common to both: a region holding both (their union lies inside it).
+Region common(const Region& a, const Region& b) {
+  Region out;
+  for (const AffineConstraint& c : a)
+    if (std::find(b.begin(), b.end(), c) != b.end()) out.push_back(c);
+  return out;
+}
+
+// Whether every assignment of the indices in `kept` (within `extents`) has a point of the
+// region: solved for the one other index the constraints involve (coefficients +-1), each
+// lower bound against each upper bound over the box. False when that cannot be shown (two
+// or more other indices, other coefficients).
+bool covers(const Region& r, const std::vector<std::int64_t>& extents,
+            const std::vector<bool>& kept) {
+  int other = -1;
+  for (const AffineConstraint& c : r)
+    for (const AffineTerm& t : c.expr.terms())
+      if (!kept[t.index]) {
+        if (other >= 0 && other != t.index) return false;
+        other = t.index;
+      }
+  std::vector<AffineExpr> lows, highs;
+  if (other >= 0) {
+    lows.push_back(AffineExpr::constant(0));
+    highs.push_back(AffineExpr::constant(extents[other] - 1));
+  }
+  for (const AffineConstraint& c : r) {
+    std::int64_t coef = 0;
+    std::vector<AffineTerm> rest;
+    for (const AffineTerm& t : c.expr.terms()) (t.index == other ? coef = t.coef : (rest.push_back(t), 0));
+    AffineExpr e = AffineExpr::make(std::move(rest), c.expr.constant_term());
+    if (coef == 0) {
+      if (e.min_value(extents) < 0) return false;  // some assignment fails it outright
+    } else if (coef == 1) {
+      lows.push_back(scaled(e, -1));  // x >= -e
+    } else if (coef == -1) {
+      highs.push_back(e);  // x <= e
+    } else {
+      return false;
+    }
+  }
+  for (const AffineExpr& lo : lows)
+    for (const AffineExpr& hi : highs)
+      if (plus(hi, lo, -1).min_value(extents) < 0) return false;
+  return true;
+}
+
+// ---- abstract values --------------------------------------------------------------------
+
+// What is known of a value: a constant, finite (the program's data, by the assumption in
+// masks.h), or anything (a maximum over no point, an -inf met by an unknown sign).
+struct Val {
+  enum Kind : std::uint8_t { Const, Finite, Any } kind = Finite;
+  double c = 0;
+  static Val cst(double v) { return std::isnan(v) ? Val{Any} : Val{Const, v}; }
+  bool finite() const { return kind == Finite || (kind == Const && std::isfinite(c)); }
+  bool is(double v) const { return kind == Const && c == v; }
+  bool positive() const { return kind == Const && c > 0 && std::isfinite(c); }
+  friend bool operator==(const Val& a, const Val& b) {
+    return a.kind == b.kind && (a.kind != Const || a.c == b.c);
+  }
+};
+
+Val join(Val a, Val b) {
+  if (a == b) return a;
+  if (a.finite() && b.finite()) return {Val::Finite};
+  return {Val::Any};
+}
+
+bool is_compare(ExprOp op) {
+  return op == ExprOp::Lt || op == ExprOp::Le || op == ExprOp::Gt || op == ExprOp::Ge ||
+         op == ExprOp::Eq || op == ExprOp::Ne;
+}
+
+double compare(ExprOp op, double a, double b) {
+  switch (op) {
+    case ExprOp::Lt: return a < b;
+    case ExprOp::Le: return a <= b;
+    case ExprOp::Gt: return a > b;
+    case ExprOp::Ge: return a >= b;
+    case ExprOp::Eq: return a == b;
+    default: return a != b;
+  }
+}
+
+// A binary node on two known values.
+std::optional<double> fold(ExprOp op, double a, double b) {
+  switch (op) {
+    case ExprOp::Add: return a + b;
+    case ExprOp::Sub: return a - b;
+    case ExprOp::Mul: return a * b;
+    case ExprOp::Div: return a / b;
+    case ExprOp::Max: return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+    case ExprOp::Min: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+    default: return is_compare(op) ? std::optional<double>(compare(op, a, b)) : std::nullopt;
+  }
+}
+
+std::optional<double> fold(ExprOp op, double a) {
+  switch (op) {
+    case ExprOp::Neg: return -a;
+    case ExprOp::Abs: return std::fabs(a);
+    case ExprOp::Square: return a * a;
+    case ExprOp::Relu: return std::isnan(a) ? a : std::max(a, 0.0);
+    case ExprOp::Exp: return std::exp(a);
+    case ExprOp::Log: return std::log(a);
+    case ExprOp::Sqrt: return std::sqrt(a);
+    case ExprOp::Rsqrt: return 1 / std::sqrt(a);
+    case ExprOp::Recip: return 1 / a;
+    case ExprOp::Tanh: return std::tanh(a);
+    case ExprOp::Sigmoid: return 1 / (1 + std::exp(-a));
+    case ExprOp::Floor: return std::floor(a);
+    case ExprOp::Ceil: return std::ceil(a);
+    case ExprOp::Trunc: return std::trunc(a);
+    case ExprOp::Not: return a == 0;
+    default: return std::nullopt;
+  }
+}
+
+Val binary(ExprOp op, Val a, Val b) {
+  if (a.kind == Val::Const && b.kind == Val::Const) {
+    if (std::optional<double> v = fold(op, a.c, b.c)) return Val::cst(*v);
+    return a.finite() && b.finite() ? Val{Val::Finite} : Val{Val::Any};
+  }
+  if (a.kind == Val::Any || b.kind == Val::Any) return {Val::Any};
+  // One side is finite data, the other finite data or a constant (maybe infinite).
+  const bool inf_a = a.kind == Val::Const && std::isinf(a.c);
+  const bool inf_b = b.kind == Val::Const && std::isinf(b.c);
+  switch (op) {
+    case ExprOp::Add:
+      if (inf_a) return a;
+      if (inf_b) return b;
+      return {Val::Finite};
+    case ExprOp::Sub:
+      if (inf_a) return a;
+      if (inf_b) return Val::cst(-b.c);
+      return {Val::Finite};
+    case ExprOp::Mul:
+      if (a.is(0) || b.is(0)) return Val::cst(0);  // 0 times finite data
+      if (inf_a || inf_b) return {Val::Any};       // the data's sign decides
+      return {Val::Finite};
+    case ExprOp::Div:
+      if (inf_a && b.positive()) return a;
+      if (inf_b) return Val::cst(0);  // finite data over an infinity
+      if (inf_a) return {Val::Any};
+      // 0 / data: the caller decides (the divisor is known nonzero only at some points).
+      return {Val::Finite};
+    case ExprOp::Max:
+      if (a.is(kInf) || b.is(kInf)) return Val::cst(kInf);
+      if (a.is(-kInf)) return b;
+      if (b.is(-kInf)) return a;
+      return {Val::Finite};
+    case ExprOp::Min:
+      if (a.is(-kInf) || b.is(-kInf)) return Val::cst(-kInf);
+      if (a.is(kInf)) return b;
+      if (b.is(kInf)) return a;
+      return {Val::Finite};
+    default:
+      if (is_compare(op)) {
+        // An infinity against finite data compares the same way whatever the data.
+        if (inf_a) return Val::cst(compare(op, a.c, 0));
+        if (inf_b) return Val::cst(compare(op, 0, b.c));
+        return {Val::Finite};
+      }
+      return inf_a || inf_b ? Val{Val::Any} : Val{Val::Finite};
+  }
+}
+
+Val unary(ExprOp op, Val a) {
+  if (a.kind == Val::Const) {
+    if (std::optional<double> v = fold(op, a.c)) return Val::cst(*v);
+    return a.finite() ? Val{Val::Finite} : Val{Val::Any};
+  }
+  return a;  // data in, data out (finite by the assumption), or anything
+}
+
+// ---- facts ------------------------------------------------------------------------------
+
+// What the lowering proves of one tensor's values (over its dimensions d0, d1, ...).
+struct Fact {
+  std::optional<AffineExpr> index;  // every element is this integer (arange, iota)
+  Region region;                    // empty: `inside` holds everywhere
+  Val inside;
+  Val outside;                      // outside the region (when it is not empty)
+
+  // Known constants on both sides, or an index: a mask's building block (never masked).
+  bool structural() const {
+    return index || (inside.kind == Val::Const && (region.empty() || outside.kind == Val::Const));
+  }
+  bool plain() const { return !index && region.empty() && inside.kind == Val::Finite; }
+};
+
+// A region fact kept in its most useful form: the side with the known value outside (the
+// dead points) when one constraint separates them; sides that agree merge.
+Fact tidy(Fact f, const std::vector<std::int64_t>& shape) {
+  if (f.index) return f;
+  f.region = canonical(std::move(f.region), shape);
+  if (f.region.empty() || f.inside == f.outside) {
+    f.region.clear();
+    f.outside = f.inside;
+    return f;
+  }
+  if (f.region.size() == 1 && f.inside.kind == Val::Const && f.outside.kind != Val::Const) {
+    f.region = {negated(f.region[0])};
+    std::swap(f.inside, f.outside);
+  }
+  return f;
+}
+
+// The largest integer n such that every integer in [-n, n] is exact in `d`.
+std::int64_t exact_integers(ir::DType d) {
+  switch (d) {
+    case ir::DType::F64: return std::int64_t{1} << 53;
+    case ir::DType::F32: return std::int64_t{1} << 24;
+    case ir::DType::TF32: case ir::DType::F16: return std::int64_t{1} << 11;
+    case ir::DType::BF16: return std::int64_t{1} << 8;
+    case ir::DType::F8E4M3: return 16;
+    case ir::DType::F8E5M2: return 8;
+    case ir::DType::F6: case ir::DType::F4: return 2;
+    case ir::DType::I64: return std::numeric_limits<std::int64_t>::max();
+    case ir::DType::I32: return std::numeric_limits<std::int32_t>::max();
+    case ir::DType::I16: return std::numeric_limits<std::int16_t>::max();
+    case ir::DType::I8: return 127;
+    case ir::DType::I4: return 7;
+    case ir::DType::U8: return 0;  // no negative values: not used for indices
+    case ir::DType::Bool: return 0;
+  }
+  return 0;
+}
+
+// An index fact over `shape` that `dtype` holds exactly, else none.
+std::optional<AffineExpr> exact_index(std::optional<AffineExpr> e, const ir::Tensor& t) {
+  if (!e) return std::nullopt;
+  for (std::int64_t x : t.shape)
+    if (x < 1) return std::nullopt;
+  const std::int64_t n = exact_integers(t.dtype);
+  if (e->min_value(t.shape) < -n || e->max_value(t.shape) > n) return std::nullopt;
+  return e;
+}
+
+// ---- views ------------------------------------------------------------------------------
+
+// How the dimensions of a free view's input and output correspond: out_of_in[d] is the
+// output dimension walking the same elements as input dimension d (-1: none); in_of_out the
+// converse. Row-major reshapes: a pair of dimensions of equal extent and equal element
+// stride always holds the same coordinate; broadcasts: aligned right, size-1 input
+// dimensions spread.
+struct DimMap {
+  std::vector<int> out_of_in, in_of_out;
+};
+
+std::vector<std::int64_t> strides(const std::vector<std::int64_t>& shape) {
+  std::vector<std::int64_t> s(shape.size(), 1);
+  for (std::size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+std::int64_t elements(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (std::int64_t x : shape) n *= x;
+  return n;
+}
+
+DimMap view_map(const std::vector<std::int64_t>& in, const std::vector<std::int64_t>& out) {
+  DimMap m{std::vector<int>(in.size(), -1), std::vector<int>(out.size(), -1)};
+  if (elements(in) == elements(out)) {
+    const std::vector<std::int64_t> si = strides(in), so = strides(out);
+    for (std::size_t d = 0; d < in.size(); ++d)
+      for (std::size_t e = 0; e < out.size(); ++e)
+        if (in[d] > 1 && in[d] == out[e] && si[d] == so[e]) {
+          m.out_of_in[d] = static_cast<int>(e);
+          m.in_of_out[e] = static_cast<int>(d);
+        }
+    return m;
+  }
+  if (out.size() < in.size()) return m;
+  const std::size_t shift = out.size() - in.size();
+  for (std::size_t d = 0; d < in.size(); ++d)
+    if (in[d] == out[d + shift] && in[d] > 1) {
+      m.out_of_in[d] = static_cast<int>(d + shift);
+      m.in_of_out[d + shift] = static_cast<int>(d);
+    }
+  return m;
+}
+
+// Input dimension d -> its output dimension, size-1 input dimensions -> 0 (the only value).
+Subst forward_subst(const DimMap& m, const std::vector<std::int64_t>& in) {
+  Subst s(in.size());
+  for (std::size_t d = 0; d < in.size(); ++d) {
+    if (m.out_of_in[d] >= 0) s[d] = AffineExpr::index(m.out_of_in[d]);
+    else if (in[d] == 1) s[d] = AffineExpr::constant(0);
+  }
+  return s;
+}
+
+Subst backward_subst(const DimMap& m, const std::vector<std::int64_t>& out) {
+  Subst s(out.size());
+  for (std::size_t e = 0; e < out.size(); ++e) {
+    if (m.in_of_out[e] >= 0) s[e] = AffineExpr::index(m.in_of_out[e]);
+    else if (out[e] == 1) s[e] = AffineExpr::constant(0);
+  }
+  return s;
+}
+
+const std::vector<std::int64_t>* list_attr(const ir::MoveOp& m, const char* name) {
+  auto it = m.attrs.find(name);
+  return it == m.attrs.end() ? nullptr : std::get_if<std::vector<std::int64_t>>(&it->second);
+}
+
+// A one-input, one-output move that renames elements: the substitutions from input to output
+// dimensions (forward) and from output to input dimensions (backward), or nullopt for a move
+// that mixes or drops elements (concat, pad, gather, scatter, a repeat).
+struct MovePaths {
+  Subst forward, backward;
+};
+std::optional<MovePaths> move_paths(const ir::Graph& g, const ir::Op& op) {
+  if (op.inputs.size() != 1 || op.outputs.size() != 1) return std::nullopt;
+  const ir::MoveOp& m = op.move();
+  const auto& in = g.tensor(op.inputs[0]).shape;
+  const auto& out = g.tensor(op.outputs[0]).shape;
+  switch (m.kind) {
+    case ir::MoveKind::View: case ir::MoveKind::Copy: {
+      if (g.tensor(op.inputs[0]).dtype != g.tensor(op.outputs[0]).dtype) return std::nullopt;
+      if (elements(in) != elements(out)) {  // a broadcast (a repeat is not a view of this)
+        if (out.size() < in.size()) return std::nullopt;
+        for (std::size_t d = 0; d < in.size(); ++d)
+          if (in[d] != 1 && in[d] != out[d + out.size() - in.size()]) return std::nullopt;
+      }
+      const DimMap dm = view_map(in, out);
+      return MovePaths{forward_subst(dm, in), backward_subst(dm, out)};
+    }
+    case ir::MoveKind::Cast:
+      if (in != out) return std::nullopt;
+      [[fallthrough]];
+    case ir::MoveKind::Permute: {
+      std::vector<std::int64_t> perm(in.size());
+      std::iota(perm.begin(), perm.end(), 0);
+      if (m.kind == ir::MoveKind::Permute) {
+        const auto* p = list_attr(m, "perm");
+        if (!p || p->size() != in.size()) return std::nullopt;
+        perm = *p;
+      }
+      MovePaths paths{Subst(in.size()), Subst(out.size())};
+      for (std::size_t e = 0; e < perm.size(); ++e) {
+        const auto d = static_cast<std::size_t>(perm[e]);
+        if (d >= in.size()) return std::nullopt;
+        paths.forward[d] = AffineExpr::index(static_cast<IndexPos>(e));
+        paths.backward[e] = AffineExpr::index(static_cast<IndexPos>(d));
+      }
+      return paths;
+    }
+    case ir::MoveKind::Slice: {
+      const auto* starts = list_attr(m, "starts");
+      const auto* steps = list_attr(m, "steps");
+      if (!starts || starts->size() != in.size() || (steps && steps->size() != in.size()))
+        return std::nullopt;
+      // out[o] = in[start + step * o] per dimension.
+      MovePaths paths{Subst(in.size()), Subst(out.size())};
+      for (std::size_t d = 0; d < in.size(); ++d) {
+        const std::int64_t start = (*starts)[d], step = steps ? (*steps)[d] : 1;
+        if (start < 0 || step < 1) return std::nullopt;
+        const auto v = static_cast<IndexPos>(d);
+        paths.forward[d] = AffineExpr::make({{v, step}}, start);
+        if (step == 1) paths.backward[d] = AffineExpr::make({{v, 1}}, -start);
+      }
+      return paths;
+    }
+    case ir::MoveKind::Concat: case ir::MoveKind::Pad: case ir::MoveKind::Gather:
+    case ir::MoveKind::Scatter:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// ---- the pass ---------------------------------------------------------------------------
+
+// Index expressions of a combine over the op's indices, from operands whose values are
+// indices (operand k: idx[k]) and integer constants.
+std::optional<AffineExpr> eval_index(const Expr& e, const std::vector<std::optional<AffineExpr>>& idx) {
+  switch (e.op()) {
+    case ExprOp::Operand: return idx[e.operand_index()];
+    case ExprOp::Const: {
+      const double v = e.value();
+      if (v != std::floor(v) || std::fabs(v) > 9007199254740992.0) return std::nullopt;
+      return AffineExpr::constant(static_cast<std::int64_t>(v));
+    }
+    case ExprOp::Add: case ExprOp::Sub: {
+      auto a = eval_index(e.children()[0], idx);
+      auto b = a ? eval_index(e.children()[1], idx) : std::nullopt;
+      if (!b) return std::nullopt;
+      return plus(*a, *b, e.op() == ExprOp::Add ? 1 : -1);
+    }
+    case ExprOp::Neg: {
+      auto a = eval_index(e.children()[0], idx);
+      return a ? std::optional<AffineExpr>(scaled(*a, -1)) : std::nullopt;
+    }
+    case ExprOp::Mul: {
+      auto a = eval_index(e.children()[0], idx);
+      auto b = a ? eval_index(e.children()[1], idx) : std::nullopt;
+      if (!b) return std::nullopt;
+      if (a->is_constant()) return scaled(*b, a->constant_term());
+      if (b->is_constant()) return scaled(*a, b->constant_term());
+      return std::nullopt;
+    }
+    default: return std::nullopt;
+  }
+}
+
+// The points where a comparison of two index expressions holds: the region, and whether it
+// holds inside it (false for `ne`, which holds outside the region of `eq`).
+struct Truth {
+  Region region;
+  bool inside = true;
+};
+std::optional<Truth> compare_truth(const Expr& e, const std::vector<std::optional<AffineExpr>>& idx,
+                                   const std::vector<std::int64_t>& extents) {
+  if (!is_compare(e.op())) return std::nullopt;
+  auto a = eval_index(e.children()[0], idx);
+  auto b = a ? eval_index(e.children()[1], idx) : std::nullopt;
+  if (!b) return std::nullopt;
+  const AffineExpr d = plus(*a, *b, -1);  // a - b
+  Truth t;
+  switch (e.op()) {
+    case ExprOp::Ge: t.region = {{d}}; break;
+    case ExprOp::Gt: t.region = {{scaled(d, 1, -1)}}; break;
+    case ExprOp::Le: t.region = {{scaled(d, -1)}}; break;
+    case ExprOp::Lt: t.region = {{scaled(d, -1, -1)}}; break;
+    case ExprOp::Eq: case ExprOp::Ne:
+      t.region = {{d}, {scaled(d, -1)}};
+      t.inside = e.op() == ExprOp::Eq;
+      break;
+    default: return std::nullopt;
+  }
+  t.region = canonical(std::move(t.region), extents);
+  return t;
+}
+
+class Recognizer {
+ public:
+  explicit Recognizer(const ir::Graph& g) : g_(g) {}
+
+  MaskRecognition run(ir::Graph& g);
+
+ private:
+  // One side of a region of an einsum's iteration space, for evaluating its combine.
+  // The points inside a region (fail = -1: every constraint holds) or where its constraint
+  // `fail` fails (the others may hold or not); region nullptr: every point.
+  struct Side {
+    const Region* region = nullptr;
+    int fail = -1;
+  };
+  // An einsum's operands seen in its iteration space.
+  struct Operands {
+    std::vector<std::optional<AffineExpr>> index;  // per operand: its index fact, mapped
+    std::vector<std::optional<Region>> region;     // per operand: its fact's region, mapped
+    std::vector<const Fact*> fact;
+    std::vector<std::vector<bool>> reads;          // per operand: the indices its subscript uses
+  };
+
+  Operands operands_of(const ir::Op& op) const;
+  Val value(const Operands& o, std::size_t k, Side s) const;
+  Val eval(const Expr& e, const ir::EinsumOp& es, const Operands& o, Side s) const;
+  // The combine outside a region: joined over the ways of leaving it.
+  Val eval_outside(const Expr& e, const ir::EinsumOp& es, const Operands& o, const Region& r) const;
+  // Whether the points of a side lie inside `r` (true), outside it (false), or either.
+  static std::optional<bool> within(const Region& r, Side s);
+  // Indices an expression's operands read.
+  std::vector<bool> reads_of(const Expr& e, const Operands& o, std::size_t n) const;
+  void forward_einsum(const ir::Op& op);
+  void forward_move(const ir::Op& op);
+  void forward_opaque(const ir::Op& op);
+  // The region (over the op's indices) where `k` is observed at most, for the demand.
+  Region branch_region(const ir::EinsumOp& e, const Operands& o, std::size_t k) const;
+  void backward_op(const ir::Op& op);
+  // The points of input k an einsum's live points read (its final mask and select branches),
+  // over the input's dimensions.
+  Region read_region(const ir::Op& op, std::size_t k, const Operands& o) const;
+  // Whether every point einsum `op` reads of input k lies in region `d`.
+  bool reads_within(const ir::Op& op, std::size_t k, const Region& d) const {
+    const Region r = read_region(op, k, operands_of(op));
+    return std::all_of(d.begin(), d.end(), [&](const AffineConstraint& c) {
+      return std::find(r.begin(), r.end(), c) != r.end();
+    });
+  }
+  void observe(TensorId t, Region r);
+  bool try_mask(const ir::Op& op, Region add, bool forward);
+
+  const ir::Graph& g_;
+  std::vector<Fact> facts_;                       // by tensor id
+  std::vector<std::optional<Region>> demand_;     // by tensor id: nullopt until a reader says
+  std::vector<bool> read_;                        // by tensor id: some op reads it
+  std::vector<Region> added_;                     // by op id: constraints added to its mask
+  std::vector<std::uint8_t> how_;                 // by op id: 0 none, 1 forward, 2 backward
+};
+
+Recognizer::Operands Recognizer::operands_of(const ir::Op& op) const {
+  const ir::EinsumOp& e = op.einsum();
+  Operands o;
+  const std::size_t n = e.indices.size();
+  for (std::size_t k = 0; k < e.operands.size(); ++k) {
+    const ir::Operand& opd = e.operands[k];
+    const Fact& f = facts_[op.inputs[k].value];
+    o.fact.push_back(&f);
+    Subst sub(opd.subscript.begin(), opd.subscript.end());
+    std::vector<bool> reads(n, false);
+    for (const AffineExpr& x : opd.subscript)
+      for (const AffineTerm& t : x.terms()) reads[t.index] = true;
+    o.reads.push_back(std::move(reads));
+    // A padded read yields its pad outside the tensor, where no fact speaks.
+    if (opd.pad) {
+      o.index.push_back(std::nullopt);
+      o.region.push_back(std::nullopt);
+      continue;
+    }
+    o.index.push_back(f.index ? substitute(*f.index, sub) : std::nullopt);
+    std::optional<Region> r = f.region.empty() ? std::nullopt : mapped(f.region, sub);
+    o.region.push_back(r ? std::optional<Region>(canonical(std::move(*r), e.extents())) : r);
+  }
+  return o;
+}
+
+std::optional<bool> Recognizer::within(const Region& r, Side s) {
+  if (!s.region) return std::nullopt;
+  const Region& side = *s.region;
+  auto has = [](const Region& x, const AffineConstraint& c) {
+    return std::find(x.begin(), x.end(), c) != x.end();
+  };
+  if (s.fail < 0) {
+    if (std::all_of(r.begin(), r.end(), [&](const AffineConstraint& c) { return has(side, c); }))
+      return true;
+    for (const AffineConstraint& c : r)
+      if (has(side, negated(c))) return false;
+    return std::nullopt;
+  }
+  const AffineConstraint& f = side[static_cast<std::size_t>(s.fail)];
+  if (has(r, f)) return false;
+  if (r.size() == 1 && r[0] == negated(f)) return true;
+  return std::nullopt;
+}
+
+Val Recognizer::value(const Operands& o, std::size_t k, Side s) const {
+  const Fact& f = *o.fact[k];
+  if (f.index) return {Val::Finite};
+  if (f.region.empty()) return f.inside;
+  if (o.region[k])
+    if (std::optional<bool> in = within(*o.region[k], s)) return *in ? f.inside : f.outside;
+  return join(f.inside, f.outside);
+}
+
+Val Recognizer::eval_outside(const Expr& e, const ir::EinsumOp& es, const Operands& o,
+                             const Region& r) const {
+  Val v = eval(e, es, o, Side{&r, 0});
+  for (std::size_t i = 1; i < r.size(); ++i) v = join(v, eval(e, es, o, Side{&r, static_cast<int>(i)}));
+  return v;
+}
+
+std::vector<bool> Recognizer::reads_of(const Expr& e, const Operands& o, std::size_t n) const {
+  std::vector<bool> r(n, false);
+  if (e.op() == ExprOp::Operand) return o.reads[e.operand_index()];
+  for (const Expr& c : e.children()) {
+    std::vector<bool> x = reads_of(c, o, n);
+    for (std::size_t i = 0; i < n; ++i) r[i] = r[i] || x[i];
+  }
+  return r;
+}
+
+Val Recognizer::eval(const Expr& e, const ir::EinsumOp& es, const Operands& o, Side s) const {
+  switch (e.op()) {
+    case ExprOp::Operand: return value(o, static_cast<std::size_t>(e.operand_index()), s);
+    case ExprOp::Const: return Val::cst(e.value());
+    case ExprOp::Select: {
+      const Val c = eval(e.children()[0], es, o, s);
+      if (c.kind == Val::Const) return eval(e.children()[c.c != 0 ? 1 : 2], es, o, s);
+      return join(eval(e.children()[1], es, o, s), eval(e.children()[2], es, o, s));
+    }
+    default: break;
+  }
+  if (is_compare(e.op()) && s.region) {
+    if (std::optional<Truth> t = compare_truth(e, o.index, es.extents())) {
+      if (std::optional<bool> in = within(t->region, s)) return Val::cst(*in == t->inside ? 1 : 0);
+      return {Val::Finite};
+    }
+  }
+  const std::vector<Expr>& ch = e.children();
+  if (ch.size() == 1) return unary(e.op(), eval(ch[0], es, o, s));
+  if (ch.size() == 2) {
+    const Val a = eval(ch[0], es, o, s), b = eval(ch[1], es, o, s);
+    if (e.op() == ExprOp::Div && a.is(0) && b.kind == Val::Finite && s.region && s.fail >= 0) {
+      // 0 / d at a dead point: d is the value it has at some live point reading the same
+      // elements, where the program's quotient is finite (the assumption), so d != 0.
+      if (covers(*s.region, es.extents(), reads_of(ch[1], o, es.indices.size())))
+        return Val::cst(0);
+      return {Val::Finite};
+    }
+    return binary(e.op(), a, b);
+  }
+  Val v = eval(ch[0], es, o, s);
+  for (std::size_t i = 1; i < ch.size(); ++i) v = join(v, eval(ch[i], es, o, s));
+  return v.finite() ? Val{Val::Finite} : Val{Val::Any};
+}
+
+// Regions of the comparisons of indices in a combine, in the op's index space.
+void truths(const Expr& e, const std::vector<std::optional<AffineExpr>>& idx,
+            const std::vector<std::int64_t>& extents, std::vector<Region>& out) {
+  if (std::optional<Truth> t = compare_truth(e, idx, extents)) {
+    out.push_back(t->region);
+    return;
+  }
+  for (const Expr& c : e.children()) truths(c, idx, extents, out);
+}
+
+// The regions to split an einsum's iteration space by: each operand's region and each
+// comparison's, with the complement of those of one constraint, and the pairs of them (a
+// band is two fills).
+std::vector<Region> candidates(const std::vector<Region>& found,
+                               const std::vector<std::int64_t>& extents) {
+  std::vector<Region> base;
+  auto add = [&](std::vector<Region>& to, Region r) {
+    r = canonical(std::move(r), extents);
+    if (!r.empty() && std::find(to.begin(), to.end(), r) == to.end()) to.push_back(std::move(r));
+  };
+  for (const Region& r : found) {
+    add(base, r);
+    if (r.size() == 1) add(base, {negated(r[0])});
+  }
+  std::vector<Region> all = base;
+  for (std::size_t i = 0; i < base.size(); ++i)
+    for (std::size_t j = i + 1; j < base.size(); ++j) {
+      Region u = base[i];
+      u.insert(u.end(), base[j].begin(), base[j].end());
+      add(all, std::move(u));
+    }
+  return all;
+}
+
+bool Recognizer::try_mask(const ir::Op& op, Region add, bool forward) {
+  const ir::EinsumOp& e = op.einsum();
+  std::erase_if(add, [&](const AffineConstraint& c) {
+    return std::find(e.mask.begin(), e.mask.end(), c) != e.mask.end();
+  });
+  if (add.empty()) return false;
+  ir::EinsumOp masked = e;
+  masked.mask.insert(masked.mask.end(), add.begin(), add.end());
+  try {
+    (void)cost::live_points(masked);  // a mask the cost module cannot count is not added
+  } catch (const Unsupported&) {
+    return false;
+  }
+  added_[op.id.value] = std::move(add);
+  how_[op.id.value] = forward ? 1 : 2;
+  return true;
+}
+
+void Recognizer::forward_einsum(const ir::Op& op) {
+  const ir::EinsumOp& e = op.einsum();
+  const ir::Tensor& out = g_.tensor(op.outputs[0]);
+  Fact& f = facts_[out.id.value];
+  const std::vector<std::int64_t> ext = e.extents();
+  const std::size_t n = e.indices.size();
+  for (std::int64_t x : ext)
+    if (x < 1) return;
+  // Output dimension -> index: the substitution from the op's space to the output's dims.
+  Subst to_out(n);
+  bool plain_out = e.output.size() == out.shape.size();
+  std::vector<bool> in_out(n, false);
+  for (std::size_t d = 0; d < e.output.size(); ++d) {
+    if (std::optional<IndexPos> i = e.output[d].as_plain_index()) {
+      if (in_out[*i]) plain_out = false;
+      in_out[*i] = true;
+      to_out[*i] = AffineExpr::index(static_cast<IndexPos>(d));
+    } else if (!e.output[d].is_constant()) {
+      plain_out = false;
+    }
+  }
+  const bool elementwise =
+      plain_out && e.reduce == Reduce::None && std::all_of(in_out.begin(), in_out.end(), [](bool b) { return b; });
+  const Operands o = operands_of(op);
+
+  if (elementwise && e.mask.empty()) {
+    if (auto idx = eval_index(e.combine, o.index)) {
+      f.index = exact_index(substitute(*idx, to_out), out);
+      if (f.index) return;
+    }
+  }
+  // The regions to split the iteration space by: the op's own mask, else those its operands
+  // and comparisons suggest.
+  std::vector<Region> cands;
+  if (!e.mask.empty()) {
+    cands.push_back(canonical(e.mask, ext));
+  } else {
+    std::vector<Region> found;
+    for (std::size_t k = 0; k < o.region.size(); ++k)
+      if (o.region[k]) found.push_back(*o.region[k]);
+    truths(e.combine, o.index, ext, found);
+    if (!found.empty()) cands = candidates(found, ext);
+  }
+  const Val whole = eval(e.combine, e, o, Side{});
+
+  if (e.reduce == Reduce::None) {
+    if (!elementwise) {
+      f.inside = whole.kind == Val::Any ? whole : Val{Val::Finite};
+      return;
+    }
+    // The best split: dead points computed as 0 (a mask), else any known dead value; the
+    // smaller live region first.
+    const Region* best = nullptr;
+    Val best_in, best_out;
+    int best_rank = -1;
+    for (const Region& r : cands) {
+      const Val in = eval(e.combine, e, o, Side{&r, -1});
+      const Val outv = e.mask.empty() ? eval_outside(e.combine, e, o, r) : Val::cst(0);
+      if (outv.kind != Val::Const && in.kind != Val::Const) continue;
+      const int rank = (outv.is(0) && in.kind != Val::Const ? 2 : outv.kind == Val::Const ? 1 : 0) *
+                           1000 + static_cast<int>(r.size());
+      if (rank > best_rank) {
+        best = &r;
+        best_in = in;
+        best_out = outv;
+        best_rank = rank;
+      }
+    }
+    if (!best) {
+      f.inside = whole;
+      return;
+    }
+    // Dead points the op computes as 0: its masked form writes 0 there.
+    if (e.mask.empty() && best_out.is(0) && best_in.kind != Val::Const) try_mask(op, *best, true);
+    f = tidy(Fact{std::nullopt, mapped_part(*best, to_out), best_in, best_out}, out.shape);
+    return;
+  }
+  // A reduction: masked by a region outside which the combine gives the reduction's identity
+  // (the smallest such live region).
+  const bool has_identity =
+      e.reduce == Reduce::Sum || e.reduce == Reduce::Max || e.reduce == Reduce::Min;
+  const double identity = e.reduce == Reduce::Sum ? 0 : e.reduce == Reduce::Max ? -kInf : kInf;
+  const Region* chosen = nullptr;
+  for (const Region& r : cands) {
+    if (!has_identity || (chosen && chosen->size() >= r.size())) continue;
+    if (e.mask.empty() && !eval_outside(e.combine, e, o, r).is(identity)) continue;
+    chosen = &r;
+  }
+  Val result = whole;
+  if (chosen && (!e.mask.empty() || try_mask(op, *chosen, true))) {
+    result = eval(e.combine, e, o, Side{chosen, -1});
+    // A row without a live point holds the identity: -inf or +inf for max and min.
+    if (e.reduce != Reduce::Sum && !covers(*chosen, ext, in_out)) result = {Val::Any};
+  }
+  f.inside = result.finite() ? Val{Val::Finite} : Val{Val::Any};
+}
+
+void Recognizer::forward_move(const ir::Op& op) {
+  std::optional<MovePaths> p = move_paths(g_, op);
+  if (!p) return;
+  const Fact& in = facts_[op.inputs[0].value];
+  const ir::Tensor& out = g_.tensor(op.outputs[0]);
+  Fact f;
+  f.inside = in.inside;
+  f.outside = in.outside;
+  if (op.move().kind == ir::MoveKind::Cast) {
+    // A cast keeps 0, 1 and infinities in a float type, truth values in bool.
+    auto cast = [&](Val v) -> Val {
+      if (v.kind != Val::Const) return v;
+      if (out.dtype == ir::DType::Bool) return Val::cst(v.c != 0);
+      if (ir::is_float(out.dtype) && (v.c == 0 || v.c == 1 || std::isinf(v.c))) return v;
+      if (ir::is_integer(out.dtype) && (v.c == 0 || v.c == 1)) return v;
+      return {Val::Finite};
+    };
+    f.inside = cast(f.inside);
+    f.outside = cast(f.outside);
+    if (in.index && out.dtype != ir::DType::Bool)
+      f.index = exact_index(substitute(*in.index, p->forward), out);
+  } else if (in.index) {
+    f.index = exact_index(substitute(*in.index, p->forward), out);
+  }
+  if (!in.region.empty()) {
+    std::optional<Region> r = mapped(in.region, p->forward);
+    if (!r) {
+      f.region.clear();
+      f.inside = join(f.inside, f.outside);
+    } else {
+      f.region = std::move(*r);
+    }
+  }
+  facts_[out.id.value] = tidy(std::move(f), out.shape);
+}
+
+void Recognizer::forward_opaque(const ir::Op& op) {
+  // arange / iota: start + i * step along the output's one dimension.
+  const ir::OpaqueOp& o = op.opaque();
+  if (o.function != "arange" || op.outputs.size() != 1) return;
+  const ir::Tensor& out = g_.tensor(op.outputs[0]);
+  if (out.shape.size() != 1) return;
+  auto num = [&](const char* name) -> std::optional<std::int64_t> {
+    auto it = o.attrs.find(name);
+    if (it == o.attrs.end()) return std::nullopt;
+    double v;
+    if (const auto* d = std::get_if<double>(&it->second)) v = *d;
+    else if (const auto* i = std::get_if<std::int64_t>(&it->second)) v = static_cast<double>(*i);
+    else return std::nullopt;
+    if (v != std::floor(v) || std::fabs(v) > 1e15) return std::nullopt;
+    return static_cast<std::int64_t>(v);
+  };
+  const auto start = num("start"), step = num("step");
+  if (!start || !step) return;
+  facts_[out.id.value].index = exact_index(AffineExpr::make({{0, *step}}, *start), out);
+}
+
+void Recognizer::observe(TensorId t, Region r) {
+  std::optional<Region>& d = demand_[t.value];
+  read_[t.value] = true;
+  if (!d) d = std::move(r);
+  else if (!d->empty()) d = common(*d, r);
+}
+
+Region Recognizer::branch_region(const ir::EinsumOp& e, const Operands& o, std::size_t k) const {
+  // select(c, a, b): an operand that only a branch reads is observed where the branch is taken.
+  const Expr& x = e.combine;
+  if (x.op() != ExprOp::Select) return {};
+  auto mentions = [&](const Expr& s, auto&& self) -> bool {
+    if (s.op() == ExprOp::Operand) return static_cast<std::size_t>(s.operand_index()) == k;
+    for (const Expr& c : s.children())
+      if (self(c, self)) return true;
+    return false;
+  };
+  const Expr& c = x.children()[0];
+  const bool in_a = mentions(x.children()[1], mentions), in_b = mentions(x.children()[2], mentions);
+  if (mentions(c, mentions) || in_a == in_b) return {};
+  // The condition's truth: a comparison of indices, or an operand holding a mask.
+  std::optional<Truth> t = compare_truth(c, o.index, e.extents());
+  if (!t && c.op() == ExprOp::Operand) {
+    const std::size_t j = static_cast<std::size_t>(c.operand_index());
+    const Fact& f = *o.fact[j];
+    if (o.region[j] && f.inside.kind == Val::Const && f.outside.kind == Val::Const &&
+        (f.inside.c != 0) != (f.outside.c != 0))
+      t = Truth{canonical(*o.region[j], e.extents()), f.inside.c != 0};
+  }
+  if (!t || t->region.empty()) return {};
+  const bool taken_inside = in_a == t->inside;
+  if (taken_inside) return t->region;
+  if (t->region.size() == 1) return {negated(t->region[0])};
+  return {};
+}
+
+// Index -> the dimension of operand k that reads it plainly (none for others).
+Subst dims_of(const ir::EinsumOp& e, std::size_t k) {
+  Subst to_dim(e.indices.size());
+  const auto& sub = e.operands[k].subscript;
+  for (std::size_t d = 0; d < sub.size(); ++d)
+    if (std::optional<IndexPos> i = sub[d].as_plain_index())
+      to_dim[*i] = AffineExpr::index(static_cast<IndexPos>(d));
+  return to_dim;
+}
+
+Region Recognizer::read_region(const ir::Op& op, std::size_t k, const Operands& o) const {
+  const ir::EinsumOp& e = op.einsum();
+  Region r = e.mask;
+  r.insert(r.end(), added_[op.id.value].begin(), added_[op.id.value].end());
+  const Region b = branch_region(e, o, k);
+  r.insert(r.end(), b.begin(), b.end());
+  return canonical(mapped_part(r, dims_of(e, k)), g_.tensor(op.inputs[k]).shape);
+}
+
+void Recognizer::backward_op(const ir::Op& op) {
+  const std::optional<Region> none;
+  // The demand of the op's output: what its readers observe (everything for a program
+  // output or an unread tensor).
+  auto demand_of = [&](TensorId t) -> Region {
+    const ir::Tensor& x = g_.tensor(t);
+    if (x.role == ir::Role::Output || !read_[t.value] || !demand_[t.value]) return {};
+    return *demand_[t.value];
+  };
+  switch (op.kind()) {
+    case ir::OpKind::Einsum: {
+      const ir::EinsumOp& e = op.einsum();
+      const ir::Tensor& out = g_.tensor(op.outputs[0]);
+      const Region d = demand_of(out.id);
+      Subst from_out(e.output.begin(), e.output.end());
+      Region space = mapped_part(d, from_out);  // every output subscript maps
+      if (!space.empty() && !facts_[out.id.value].structural() && how_[op.id.value] == 0)
+        try_mask(op, canonical(space, e.extents()), false);
+      // The op's live points after masking, and the output demand, bound what it reads.
+      const Operands o = operands_of(op);
+      for (std::size_t k = 0; k < e.operands.size(); ++k) {
+        Region r = read_region(op, k, o);
+        const Region extra = canonical(mapped_part(space, dims_of(e, k)), g_.tensor(op.inputs[k]).shape);
+        r.insert(r.end(), extra.begin(), extra.end());
+        observe(op.inputs[k], canonical(std::move(r), g_.tensor(op.inputs[k]).shape));
+      }
+      return;
+    }
+    case ir::OpKind::Move: {
+      std::optional<MovePaths> p = move_paths(g_, op);
+      for (TensorId t : op.inputs) {
+        Region r;
+        if (p) r = canonical(mapped_part(demand_of(op.outputs[0]), p->backward), g_.tensor(t).shape);
+        observe(t, std::move(r));
+      }
+      return;
+    }
+    case ir::OpKind::Opaque: case ir::OpKind::Unanalyzed:
+      for (TensorId t : op.inputs) observe(t, {});
+      return;
+  }
+}
+
+MaskRecognition Recognizer::run(ir::Graph& g) {
+  const std::size_t nt = g_.tensors().size(), no = g_.ops().size();
+  facts_.assign(nt, Fact{});
+  demand_.assign(nt, std::nullopt);
+  read_.assign(nt, false);
+  added_.assign(no, {});
+  how_.assign(no, 0);
+  bool any_mask = false;
+  for (const ir::Op& op : g_.ops()) {
+    if (op.kind() == ir::OpKind::Einsum && !op.einsum().mask.empty()) any_mask = true;
+    if (op.kind() == ir::OpKind::Opaque && op.opaque().function == "arange") any_mask = true;
+    if (op.kind() == ir::OpKind::Einsum) {
+      // Constant fills are facts too (ones, -inf).
+      const Expr& c = op.einsum().combine;
+      if (c.op() == ExprOp::Const && op.einsum().mask.empty()) {
+        facts_[op.outputs[0].value].inside = Val::cst(c.value());
+        continue;
+      }
+    }
+  }
+  MaskRecognition result;
+  if (!any_mask) return result;  // no structure to start from: nothing to do
+
+  for (const ir::Op& op : g_.ops()) {
+    switch (op.kind()) {
+      case ir::OpKind::Einsum:
+        if (op.outputs.size() == 1 && !(op.einsum().combine.op() == ExprOp::Const && op.einsum().mask.empty()))
+          forward_einsum(op);
+        break;
+      case ir::OpKind::Move: forward_move(op); break;
+      case ir::OpKind::Opaque: forward_opaque(op); break;
+      case ir::OpKind::Unanalyzed: break;
+    }
+  }
+  for (std::size_t i = no; i-- > 0;) backward_op(g_.ops()[i]);
+
+  for (std::size_t i = 0; i < no; ++i) {
+    if (how_[i] == 1) result.forward.push_back(ir::OpId{static_cast<std::uint32_t>(i)});
+    if (how_[i] == 2) result.backward.push_back(ir::OpId{static_cast<std::uint32_t>(i)});
+  }
+  if (result.forward.empty() && result.backward.empty()) return result;
+
+  // Values that may differ: a backward-masked op's output, an op's output where it is not
+  // wholly observed and it reads changed values there, and moves of changed values. (An op
+  // reads its inputs only where they are observed, so a wholly observed output is unchanged.)
+  std::vector<bool> changed(nt, false);
+  for (const ir::Op& op : g_.ops()) {
+    bool c = how_[op.id.value] == 2;
+    for (std::size_t k = 0; k < op.inputs.size() && !c; ++k) {
+      const TensorId t = op.inputs[k];
+      if (!changed[t.value]) continue;
+      // An einsum reading it only where it is observed (the demand's constraints all hold
+      // there) computes what it did; its output changes only where it is not observed.
+      c = op.kind() != ir::OpKind::Einsum ||
+          !reads_within(op, k, demand_[t.value] ? *demand_[t.value] : Region{});
+    }
+    if (!c) continue;
+    for (TensorId t : op.outputs) {
+      if (g_.tensor(t).role == ir::Role::Output) continue;
+      changed[t.value] = true;
+      result.changed.push_back(t);
+    }
+  }
+
+  // Rebuild the graph with the new masks (ids and names kept).
+  ir::Graph out;
+  out.name = g.name;
+  out.frontend = g.frontend;
+  out.source = g.source;
+  for (const ir::Tensor& t : g.tensors()) out.add_tensor(t);
+  for (const ir::Op& op : g.ops()) {
+    ir::Op copy = op;
+    if (!added_[op.id.value].empty()) {
+      ir::EinsumOp& e = std::get<ir::EinsumOp>(copy.body);
+      e.mask.insert(e.mask.end(), added_[op.id.value].begin(), added_[op.id.value].end());
+    }
+    out.add_op(std::move(copy));
+  }
+  g = std::move(out);
+  return result;
+}
+
+}  // namespace
+
+MaskRecognition recognize_masks(ir::Graph& g) {
+  Recognizer r(g);
+  return r.run(g);
+}
+
+namespace detail {
+
+void recognize_masks_in(LowerResult& r) {
+  const MaskRecognition m = recognize_masks(r.graph);
+  if (m.forward.empty() && m.backward.empty()) return;
+  // A changed tensor no longer holds the framework's values everywhere: it is not compared.
+  for (TensorId t : m.changed)
+    if (t.value < r.trace_ids.size()) r.trace_ids[t.value] = -1;
+  ir::verify(r.graph);
+}
+
+}  // namespace detail
+
+}  // namespace solar::lower
