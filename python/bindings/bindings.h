@@ -15,6 +15,7 @@ void bind_report(nanobind::module_& m);
 void bind_cli(nanobind::module_& m);
 void bind_exec(nanobind::module_& m);
 void bind_lower(nanobind::module_& m);
+void bind_insight(nanobind::module_& m);
 void bind_interop(nanobind::module_& m);
 
 // An exact count as a Python int (counts may exceed 64 bits).

@@ -99,5 +99,6 @@ NB_MODULE(_core, m) {
   bind_cli(m);
   bind_exec(m);
   bind_lower(m);
+  bind_insight(m);
   bind_interop(m);
 }

@@ -57,8 +57,40 @@ bool is_contraction(const Op& op) {
   return plain_distinct(e.output) && !e.reduced_indices().empty();
 }
 
+// The output dimensions of a copy `out[i...] = flat[sum c_k i_k]` read from a one-dimensional
+// tensor, most significant first, when the subscript walks the flat tensor exactly once in
+// mixed radix (the coefficients, sorted, are 1, e_1, e_1*e_2, ... and cover its size): the
+// copy is then a permute of the flat tensor's row-major factors (how the torch lowering
+// materializes a transpose of a view). Empty otherwise.
+std::vector<int> radix_order(const ir::EinsumOp& e, std::int64_t size) {
+  if (e.operands.size() != 1 || e.operands[0].subscript.size() != 1) return {};
+  const AffineExpr& a = e.operands[0].subscript[0];
+  if (a.constant_term() != 0) return {};
+  std::vector<std::pair<std::int64_t, IndexPos>> terms;  // (coefficient, index)
+  for (const ir::AffineTerm& t : a.terms()) {
+    if (t.coef <= 0) return {};
+    if (e.indices[t.index].extent > 1) terms.emplace_back(t.coef, t.index);
+  }
+  std::sort(terms.begin(), terms.end());
+  std::int64_t stride = 1;
+  for (const auto& [coef, idx] : terms) {
+    if (coef != stride) return {};
+    stride *= e.indices[idx].extent;
+  }
+  if (stride != size) return {};
+  std::vector<int> dims;  // output dimension of each term, most significant first
+  for (auto it = terms.rbegin(); it != terms.rend(); ++it) {
+    int d = -1;
+    for (std::size_t k = 0; k < e.output.size(); ++k)
+      if (e.output[k].as_plain_index() == it->second) d = static_cast<int>(k);
+    if (d < 0) return {};
+    dims.push_back(d);
+  }
+  return dims.empty() ? std::vector<int>{-1} : dims;  // {-1}: a copy of a single element
+}
+
 // Ops that only relabel dimensions: views (reshapes, expands), permutes, same-shape copies and
-// identity einsums that transpose.
+// identity einsums that transpose (also out of a flat view, radix_order).
 bool is_relabel(const Graph& g, const Op& op) {
   if (op.inputs.size() != 1 || op.outputs.size() != 1) return false;
   if (op.kind() == OpKind::Move) {
@@ -75,9 +107,12 @@ bool is_relabel(const Graph& g, const Op& op) {
   if (op.kind() != OpKind::Einsum) return false;
   const ir::EinsumOp& e = op.einsum();
   if (e.reduce != ir::Reduce::None || e.combine.op() != ir::ExprOp::Operand || !e.mask.empty() ||
-      e.operands[0].pad || !plain_distinct(e.operands[0].subscript) || !plain_distinct(e.output) ||
+      e.operands[0].pad || !plain_distinct(e.output) ||
       g.tensor(op.inputs[0]).dtype != g.tensor(op.outputs[0]).dtype)
     return false;
+  const std::vector<std::int64_t>& in = g.tensor(op.inputs[0]).shape;
+  if (in.size() == 1 && !radix_order(e, in[0]).empty()) return true;  // out of a flat view
+  if (!plain_distinct(e.operands[0].subscript)) return false;
   // a transposing copy: the output's indices are the operand's, in another order
   std::multiset<IndexPos> a, b;
   for (const AffineExpr& x : e.operands[0].subscript) a.insert(*x.as_plain_index());
@@ -92,11 +127,29 @@ struct Groups {
   int find(int x) { return parent[x] == x ? x : parent[x] = find(parent[x]); }
 };
 
-// Tensors read by more than one input slot, or outputs of the graph.
+// Ops some of whose results reach a graph output (every op when the graph marks none).
+std::vector<bool> live_ops(const Graph& g) {
+  std::vector<bool> live_tensor(g.tensors().size(), false), live(g.ops().size(), false);
+  bool any_output = false;
+  for (const Tensor& t : g.tensors())
+    if (t.role == ir::Role::Output) live_tensor[t.id.value] = any_output = true;
+  if (!any_output) return std::vector<bool>(g.ops().size(), true);
+  for (auto it = g.ops().rbegin(); it != g.ops().rend(); ++it) {
+    for (TensorId t : it->outputs) live[it->id.value] = live[it->id.value] || live_tensor[t.value];
+    if (live[it->id.value])
+      for (TensorId t : it->inputs) live_tensor[t.value] = true;
+  }
+  return live;
+}
+
+// Tensors read by more than one input slot of a live op, or outputs of the graph (reads by
+// dead ops, such as the unused alias views of a transpose, do not count).
 std::vector<bool> shared_tensors(const Graph& g) {
+  const std::vector<bool> live = live_ops(g);
   std::vector<int> uses(g.tensors().size(), 0);
   for (const Op& op : g.ops())
-    for (TensorId t : op.inputs) ++uses[t.value];
+    if (live[op.id.value])
+      for (TensorId t : op.inputs) ++uses[t.value];
   std::vector<bool> shared(g.tensors().size(), false);
   for (const Tensor& t : g.tensors())
     shared[t.id.value] = uses[t.id.value] != 1 || t.role == ir::Role::Output;
@@ -213,6 +266,13 @@ class NetworkBuilder {
     auto equal = [&](int a, int da, int b, int db) { cons_.push_back({Constraint::Equal, a, b, {da}, {db}}); };
     if (op.kind() == OpKind::Einsum) {
       const ir::EinsumOp& e = op.einsum();
+      if (op.inputs.size() == 1 && !plain_distinct(e.operands[0].subscript)) {
+        // the flat input's factors, in output dimensions (is_relabel checked the radix)
+        std::vector<int> dims = radix_order(e, g_.tensor(op.inputs[0]).shape[0]);
+        if (dims == std::vector<int>{-1}) dims.clear();
+        cons_.push_back({Constraint::Reshape, ins[0], out, {0}, dims});
+        return true;
+      }
       for (std::size_t k = 0; k < e.operands.size(); ++k)
         for (std::size_t d = 0; d < e.operands[k].subscript.size(); ++d) {
           const IndexPos p = *e.operands[k].subscript[d].as_plain_index();
@@ -601,6 +661,20 @@ Graph reassociated(const Graph& g, const Reassociation& r) {
     in_group.insert(id.value);
     if (g.op(id).outputs[0] != r.output) dropped.insert(g.op(id).outputs[0].value);
   }
+  // Ops outside the group that read an intermediate are dead (a live reader would have made
+  // it shared): they go too, with what they produce.
+  std::set<std::uint32_t> dead_readers;
+  for (const Op& op : g.ops()) {
+    if (in_group.contains(op.id.value)) continue;
+    const bool reads_dropped = std::any_of(op.inputs.begin(), op.inputs.end(),
+                                           [&](TensorId t) { return dropped.contains(t.value); });
+    if (!reads_dropped) continue;
+    dead_readers.insert(op.id.value);
+    for (TensorId t : op.outputs) {
+      SOLAR_CHECK(g.tensor(t).role != ir::Role::Output, "a live reader of a group's intermediate");
+      dropped.insert(t.value);
+    }
+  }
   std::vector<TensorId> id_of(g.tensors().size());
   for (const Tensor& t : g.tensors())
     if (!dropped.contains(t.id.value)) id_of[t.id.value] = out.add_tensor(t);
@@ -632,6 +706,7 @@ Graph reassociated(const Graph& g, const Reassociation& r) {
     add(std::move(op));
   };
   for (const Op& op : g.ops()) {
+    if (dead_readers.contains(op.id.value)) continue;
     if (!in_group.contains(op.id.value)) {
       Op copy = op;
       for (TensorId& t : copy.inputs) t = id_of[t.value];

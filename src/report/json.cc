@@ -120,6 +120,28 @@ json ski_slope_json(const ir::Graph& g, const Report& r) {
 
 }  // namespace
 
+json reassociation_json(const ir::Graph& g, const ReassociationInsight& in) {
+  const insight::Reassociation& q = in.group;
+  json ops = json::array(), leaves = json::array();
+  for (ir::OpId id : q.ops) ops.push_back(g.op(id).name);
+  for (const insight::Leaf& l : q.leaves) leaves.push_back(g.tensor(l.tensor).name);
+  json devices = json::object();
+  for (const ReassociationInsight::Device& d : in.devices)
+    devices[d.id] = json{{"fused_seconds_before", number(d.fused_before)},
+                         {"fused_seconds_after", number(d.fused_after)},
+                         {"cache_aware_seconds_before", optional_number(d.cache_aware_before)},
+                         {"cache_aware_seconds_after", optional_number(d.cache_aware_after)}};
+  json out{{"output", g.tensor(q.output).name}, {"ops", std::move(ops)},
+           {"contractions", q.contractions}, {"leaves", std::move(leaves)},
+           {"macs_as_written", count_json(q.macs_as_written)},
+           {"macs_least", count_json(q.macs_least)},
+           {"macs_absorbed", count_json(q.macs_absorbed)}, {"saving", number(in.saving())},
+           {"expression", q.expression}, {"order", q.order}, {"exhaustive", q.exhaustive},
+           {"devices", std::move(devices)}};
+  if (!in.note.empty()) out["note"] = in.note;
+  return out;
+}
+
 json to_json(const Report& r) {
   SOLAR_CHECK(r.graph != nullptr, "report without a graph");
   const ir::Graph& g = *r.graph;
@@ -143,6 +165,10 @@ json to_json(const Report& r) {
        "macs are the contractions as written; macs_2_4 is the part with a 2:4-structured "
        "operand (skipped only on a device with a 2:4 sparse peak); unstructured zeros are "
        "never skipped and only shrink bytes (bitmap format)"},
+      {"masks",
+       "macs of a masked contraction (causal attention, a tril/triu or -inf fill the program "
+       "builds) count its live points; macs_dense counts its whole box, as an implementation "
+       "that computes the masked points too would run"},
       {"rates", "peaks_used: FLOP/s (ops/s) for compute resources, bytes/s for memory"},
       {"counts", "exact integers; a count above 2^64-1 is written as a decimal string"},
       {"cache_aware",
@@ -163,6 +189,7 @@ json to_json(const Report& r) {
       {"macs_by_dtype", by_dtype(total.macs)},
       {"macs_2_4", count_json(total.total_macs_2_4())},
       {"macs_2_4_by_dtype", by_dtype(total.macs_2_4)},
+      {"macs_dense", count_json(total.macs_dense)},
       {"flops", count_json(total.flops())},
       {"vector_flops", count_json(total.total_vector_flops())},
       {"vector_flops_by_dtype", by_dtype(total.vector_flops)},
@@ -252,6 +279,11 @@ json to_json(const Report& r) {
   }
   j["devices"] = std::move(devices);
   if (r.ski_slope) j["ski_slope"] = ski_slope_json(g, r);
+  if (r.levels.insights) {
+    json groups = json::array();
+    for (const ReassociationInsight& in : r.reassociation) groups.push_back(reassociation_json(g, in));
+    j["insights"] = json{{"reassociation", std::move(groups)}};
+  }
 
   json ops = json::array();
   ops.get_ref<json::array_t&>().reserve(g.ops().size());
@@ -266,6 +298,7 @@ json to_json(const Report& r) {
     row["macs_by_dtype"] = by_dtype(w.macs);
     row["macs_2_4"] = count_json(w.total_macs_2_4());
     row["macs_2_4_by_dtype"] = by_dtype(w.macs_2_4);
+    row["macs_dense"] = count_json(w.macs_dense);
     row["flops"] = count_json(w.flops());
     row["vector_flops"] = count_json(w.total_vector_flops());
     row["special_ops"] = count_json(w.special_ops);

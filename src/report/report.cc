@@ -27,13 +27,17 @@ Report analyze(const ir::Graph& g, const std::vector<const hw::Device*>& devices
       throw UserError(UserError::Kind::BadArgument, "analyze: a device in the list is null");
     r.devices.push_back(bound::compute_bounds(g, r.cost, *d, options));
   }
+  auto with_insights = [&]() -> Report& {
+    if (levels.insights) r.reassociation = reassociation_insights(r, devices);
+    return r;
+  };
   if (!levels.cache_aware) {
     r.cache_aware_skipped = "skipped on request (--no-cache-aware)";
-    return r;
+    return with_insights();
   }
   if (std::optional<std::string> why = bound::why_not_cache_aware(options)) {
     r.cache_aware_skipped = *why;  // no device could use the model: do not build it
-    return r;
+    return with_insights();
   }
   std::vector<Count> capacities;
   for (const hw::Device* d : devices) {
@@ -63,7 +67,7 @@ Report analyze(const ir::Graph& g, const std::vector<const hw::Device*>& devices
   for (std::size_t i = 0; i < devices.size(); ++i)
     r.cache_aware.push_back(
         bound::cache_aware_bound(g, r.cost, *devices[i], r.devices[i], model, levels.mode));
-  return r;
+  return with_insights();
 }
 
 }  // namespace solar::report

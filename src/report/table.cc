@@ -104,6 +104,33 @@ std::string cache_aware_rows(const Report& r) {
   return out;
 }
 
+// The re-associations that save at least 5 % of a group's MACs (docs/insight.md).
+std::string reassociation_lines(const Report& r) {
+  std::string out;
+  for (const ReassociationInsight& in : r.reassociation) {
+    if (in.saving() < 1.05) continue;
+    const insight::Reassociation& q = in.group;
+    if (out.empty()) out = "\nre-association: the same math in fewer MACs (docs/insight.md)\n";
+    out += fmt::format("  {}: {} contractions, {} as written -> {} ({:.2f}x) as {}{}\n",
+                       r.graph->tensor(q.output).name, q.contractions,
+                       detail::si(q.macs_as_written, "MAC"), detail::si(q.macs_least, "MAC"),
+                       in.saving(), q.order,
+                       q.macs_absorbed == Count(0)
+                           ? ""
+                           : fmt::format(" (' absorbed: {} once, offline)",
+                                         detail::si(q.macs_absorbed, "MAC")));
+    for (const ReassociationInsight::Device& d : in.devices) {
+      out += fmt::format("    {}: fused SOL {} -> {}", d.id, detail::human_seconds(d.fused_before),
+                         detail::human_seconds(d.fused_after));
+      if (d.cache_aware_before && d.cache_aware_after)
+        out += fmt::format(", cache-aware {} -> {}", detail::human_seconds(*d.cache_aware_before),
+                           detail::human_seconds(*d.cache_aware_after));
+      out += "\n";
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string to_table(const Report& r, int top_ops) {
@@ -155,6 +182,10 @@ std::string to_table(const Report& r, int top_ops) {
   std::string vec_detail = by_dtype(t.vector_flops, "FLOP");
   out += fmt::format("  MACs          {}{}\n", detail::si(t.total_macs(), "MAC"),
                      macs_detail.empty() ? "" : "  (" + macs_detail + ")");
+  // Shown only for programs with masked contractions (the JSON always has it).
+  if (t.macs_dense != t.total_macs())
+    out += fmt::format("    dense        {}  (the masked points computed too)\n",
+                       detail::si(t.macs_dense, "MAC"));
   // Shown only for programs with 2:4 work (the JSON always has it).
   if (t.total_macs_2_4() != Count(0))
     out += fmt::format("    of which 2:4 {}  (at the 2:4 sparse peak where a device has one)\n",
@@ -222,6 +253,7 @@ std::string to_table(const Report& r, int top_ops) {
     for (const bound::OpBound& b : first.per_op) timed += b.seconds > 0 ? 1 : 0;
     if (timed > shown) out += fmt::format("... and {} more ops\n", timed - shown);
   }
+  out += reassociation_lines(r);
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include "solar/bound/inverse.h"
 #include "solar/bound/sol.h"
 #include "solar/cost/graph_cost.h"
+#include "solar/insight/reassociate.h"
 #include "solar/ir/graph.h"
 
 namespace solar::report {
@@ -36,6 +37,26 @@ struct LevelOptions {
   // near 0.1 s (the full 2^22 takes seconds per convolution).
   std::uint64_t max_mappings = kDefaultMaxMappings;
   static constexpr std::uint64_t kDefaultMaxMappings = std::uint64_t{1} << 16;
+  // The `insights` section (docs/insight.md): cheaper orders of contraction chains, each with
+  // the SOL of the graph rewritten in that order. The cache-aware level after a rewrite costs
+  // a new traffic model: computed for the kInsightCacheAware groups that save the most.
+  bool insights = true;
+  static constexpr std::size_t kInsightCacheAware = 4;
+};
+
+// A contraction chain that a cheaper order computes with fewer MACs (docs/insight.md), and
+// what that saves on each device: the whole graph's SOL levels before and after the rewrite.
+struct ReassociationInsight {
+  insight::Reassociation group;
+  struct Device {
+    std::string id;
+    double fused_before = 0, fused_after = 0;                  // seconds
+    std::optional<double> cache_aware_before, cache_aware_after;  // when computed
+  };
+  std::vector<Device> devices;  // in the report's device order; empty: no cheaper order
+  std::string note;             // why a level after the rewrite is missing, when one is
+  // The saving in MACs, as written over least (>= 1).
+  double saving() const;
 };
 
 struct Report {
@@ -51,7 +72,14 @@ struct Report {
   std::optional<bound::SkiSlope> ski_slope;
   // Each device's on-chip capacity for the chart's vertical lines (id, bytes).
   std::vector<std::pair<std::string, Count>> device_capacities;
+  // Every group of two or more contractions (levels.insights), in graph order.
+  std::vector<ReassociationInsight> reassociation;
 };
+
+// The reassociation insights of r's graph on `devices` (r's own device order), with r's
+// levels before each rewrite. Called by analyze; exposed for tests.
+std::vector<ReassociationInsight> reassociation_insights(
+    const Report& r, const std::vector<const hw::Device*>& devices);
 
 // Costs the graph and bounds it on every device (in the given order), with the cache-aware
 // level in the default (attainable) mode and the ski-slope. Throws UserError(BadArgument) on

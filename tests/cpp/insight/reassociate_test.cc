@@ -135,6 +135,33 @@ TEST(Reassociate, ReshapeThatMovesDataIsNotARelabeling) {
   EXPECT_TRUE(find_reassociations(g).empty());
 }
 
+TEST(Reassociate, TransposeMaterializedOutOfAFlatViewIsARelabeling) {
+  // As the torch lowering writes k.transpose(1, 2) of a [B, T, H, D] view before a bmm: a flat
+  // view and a copy reading it in mixed radix, beside a dead alias view of k (which the rewrite
+  // drops with k). The chain still links (q . (c . w)) -> ((q . w) . c).
+  const int B = 2, T = 32, H = 2, D = 4, R = 8;
+  ir::Graph g = ir::parse_graph(fmt::format(R"(
+    q = f32[{B},{H},1,{D}] input
+    c = f32[{BT},{R}] input
+    w = f32[{R},{HD}] weight
+    k = f32[{BT},{HD}] einsum "tr,rn->tn" (c, w)
+    kv = f32[{B},{T},{H},{D}] move view (k)
+    unused = f32[{B},{T},{H},{D}] move view (k)
+    flat = f32[{N}] move view (kv)
+    kt = f32[{B},{H},{D},{T}] einsum [b={B},h={H},d={D},t={T}] none $0 (flat[b*{TS}+h*{D}+d+t*{HD}]) -> [b,h,d,t]
+    kb = f32[{BH},{D},{T}] move view (kt)
+    qb = f32[{BH},1,{D}] move view (q)
+    s = f32[{BH},1,{T}]{{output}} einsum [x={BH},m=1,d={D},t={T}] sum mul($0,$1) (qb[x,m,d], kb[x,d,t]) -> [x,m,t])",
+      fmt::arg("B", B), fmt::arg("T", T), fmt::arg("H", H), fmt::arg("D", D), fmt::arg("R", R),
+      fmt::arg("BT", B * T), fmt::arg("HD", H * D), fmt::arg("N", B * T * H * D),
+      fmt::arg("TS", T * H * D), fmt::arg("BH", B * H)));
+  std::vector<Reassociation> rs = find_reassociations(g);
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_EQ(rs[0].macs_as_written, Count(B * T * R * H * D + B * H * D * T));
+  EXPECT_EQ(rs[0].macs_least, Count(B * H * D * R + B * H * R * T));
+  expect_same_function(g, reassociated(g, rs[0]));
+}
+
 // ---------------------------------------------------------------- random chains
 
 // The least cost of a chain of matrices d[0] x d[1] x ... x d[n] by the textbook recursion.
