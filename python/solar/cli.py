@@ -1,10 +1,10 @@
 """The `solar` console script: the C++ CLI (solar._core.cli_run) behind a Python entry.
 
 Dispatch point: graphs are read by the C++ CLI. Python programs (`solar analyze model.py`,
-`solar inverse model.py`, `solar export model.py`) and saved OpTraces (`solar analyze trace.json` whose schema is
-solar.optrace.v1) go through the PyTorch frontend first (capture -> OpTrace -> C++
-lowering), then the same analysis and report as a graph (docs/torch-frontend.md,
-docs/inverse-roofline.md).
+`solar inverse model.py`, `solar export model.py`) and saved OpTraces (`solar analyze
+trace.json` whose schema is solar.optrace.v1) go through the PyTorch frontend first
+(capture -> OpTrace -> C++ lowering), then the same analysis and report as a graph
+(docs/torch-frontend.md, docs/inverse-roofline.md, docs/export.md).
 """
 
 from __future__ import annotations
