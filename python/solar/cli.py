@@ -18,12 +18,13 @@ import tempfile
 from typing import Callable, Dict, List, Optional, Sequence
 
 from . import _core, suite
+from .html import cli as html_cli
 
 _PYTHON_SUFFIXES = (".py",)
 # Options of `solar analyze` that take a value (so that value is not the GRAPH argument).
 _VALUED = {"--arch", "--json", "--policy", "--cache-state", "--top", "--set", "--save-trace",
            "--shrink", "--mode", "--ski-slope", "--target-ms", "--rate-hz", "--bandwidth",
-           "--optimizer", "--max-mappings", "--reference", "--format", "--out"}
+           "--optimizer", "--max-mappings", "--reference", "--format", "--out", "--html"}
 # Commands whose GRAPH argument may be a program a frontend must read.
 _PROGRAM_COMMANDS = ("analyze", "inverse", "export")
 
@@ -114,6 +115,9 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--no-cache-aware", action="store_true",
                    help="skip the cache-aware level and the ski-slope")
     p.add_argument("--ski-slope", metavar="PATH", help="write the ski-slope chart (SVG)")
+    if command == "analyze":
+        p.add_argument("--html", metavar="PATH",
+                       help="write the HTML report (one self-contained file: docs/html-report.md)")
     p.add_argument("--max-mappings", type=int, default=None,
                    help="mappings each einsum's tiling search evaluates before thinning")
     p.add_argument("--debug", action="store_true")
@@ -225,6 +229,7 @@ def _run_program(command: str, args: List[str]) -> int:
     if not ns.program.endswith(_PYTHON_SUFFIXES) and (
             overrides or ns.train or validate or ns.shrink is not None):
         raise _fail("--set, --train and validation apply to Python programs only", "usage")
+    html_cli.check_folder(getattr(ns, "html", None))  # before the capture, not after it
     result = _load_program(ns, options, ns.shrink)
     for n in result.warnings:
         sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
@@ -234,6 +239,8 @@ def _run_program(command: str, args: List[str]) -> int:
     report = result.report
     if ns.ski_slope:
         _write_atomically(ns.ski_slope, report.ski_slope_svg())
+    if getattr(ns, "html", None):
+        html_cli.write(report, ns.html)
     if ns.json_path == "-":
         sys.stdout.write(report.to_json(2) + "\n")
     else:
@@ -284,6 +291,7 @@ def _inverse_parser() -> argparse.ArgumentParser:
     p.add_argument("--bandwidth", type=float, metavar="GBps",
                    help="DRAM bandwidth in GB/s: also the least on-chip capacity at it")
     p.add_argument("--json", dest="json_path")
+    p.add_argument("--html", metavar="PATH", help="write the HTML page (docs/html-report.md)")
     p.add_argument("--policy", default="pytorch-default")
     p.add_argument("--mode", default="attainable", choices=["attainable", "provable"])
     p.add_argument("--max-mappings", type=int, default=None)
@@ -336,6 +344,7 @@ def _run_inverse(args: List[str]) -> int:
         archs=archs[:1], policy=ns.policy, overrides=overrides, strict=ns.strict,
         real=ns.real, train=ns.train, optimizer=ns.optimizer, validate=False,
         crosscheck=False, cache_aware=False)  # the inverse builds its own traffic model
+    html_cli.check_folder(ns.html)
     result = _load_program(ns, options)
     for n in result.warnings:
         sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
@@ -343,6 +352,8 @@ def _run_inverse(args: List[str]) -> int:
     extra = {} if ns.max_mappings is None else {"max_mappings": ns.max_mappings}
     json_text, table = _core.inverse(result.graph, archs, target, bandwidth, ns.mode,
                                      ns.policy, **extra)
+    if ns.html:
+        html_cli.write(json.loads(json_text), ns.html)
     if ns.json_path == "-":
         sys.stdout.write(json_text + "\n")
     else:
@@ -404,6 +415,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args[1] == "export":
             return _run_export(args[2:])
         return _run_program("analyze", args[2:])
+    if args[1:2] in (["analyze"], ["inverse"]) and any(
+            a == "--html" or a.startswith("--html=") for a in args[2:]):
+        return html_cli.run_graph(args)  # a graph: the C++ CLI, then the page from its JSON
     if args[1:2] == ["validate"]:
         return _run_program("validate", args[2:])
     if args[1:2] == ["bench"]:

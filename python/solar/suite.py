@@ -1104,6 +1104,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--arch", action="append", default=[], help="device id(s); default H100_SXM")
     p.add_argument("--json", dest="json_path", metavar="PATH", help="write solar.suite.v1 JSON")
     p.add_argument("--csv", dest="csv_path", metavar="PATH", help="one row per program")
+    p.add_argument("--html", dest="html_path", metavar="PATH",
+                   help="the HTML page: programs, rooflines, headroom (docs/html-report.md)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds per program before its worker is killed (default 300)")
@@ -1231,7 +1233,7 @@ def main(args: List[str]) -> int:
         return codes["io"]
     if not os.path.isdir(ns.dir):
         return usage(f"{ns.dir} is not a folder (use `solar analyze` for one program)")
-    for path in (ns.json_path, ns.csv_path):
+    for path in (ns.json_path, ns.csv_path, ns.html_path):
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             sys.stderr.write(f"solar suite: error: {path}: the output folder does not exist\n")
             return codes["io"]
@@ -1276,6 +1278,10 @@ def main(args: List[str]) -> int:
                 write_json(ns.json_path, head, entries, summary, spill_dir)
             if ns.csv_path:
                 _write_atomically(ns.csv_path, to_csv(entries, archs))
+            if ns.html_path:
+                from .html import write as write_html
+
+                write_html({**head, "programs": entries, "summary": summary}, ns.html_path)
         except OSError as e:
             sys.stderr.write(f"solar suite: error: {e}\n")
             return codes["io"]

@@ -1,0 +1,248 @@
+"""The data of the HTML report's charts, taken from report JSON (no drawing here).
+
+A chart is a dict: `id`, `title`, `x_label`, `y_label`, `x_unit`, `y_unit`, `series` (each
+`{name, mode: "lines"|"markers", x, y, text?, dash?, color?, legend?}`), `vlines` (`{x,
+label}`: device capacities) and `caption`. solar.html.svg draws it as SVG and
+solar.html.interactive as a plotly figure, so both show the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from .fmt import as_number, si
+
+# Memory resources of `peaks_used`: bandwidths, not compute roofs.
+_MEMORY = ("dram", "l2")
+
+
+def _positive(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 and math.isfinite(x)
+
+
+def compute_roofs(peaks_used: Dict[str, float]) -> Tuple[Dict[str, float], List[str]]:
+    """({resource: FLOP/s}, [left out]): the compute routes that price FLOPs. A unit route
+    is `unit.dtype` (`tensor_core.bf16`, `tensor_core.bf16.2:4`); a unit without a dtype
+    (`mufu`, special functions) has a rate in ops/s, not FLOP/s: no roof on a FLOP axis."""
+    roofs, other = {}, []
+    for name, rate in sorted(peaks_used.items()):
+        if name in _MEMORY or not _positive(rate):
+            continue
+        if "." in name:
+            roofs[name] = float(rate)
+        else:
+            other.append(name)
+    return roofs, other
+
+
+def roofline(title: str, chart_id: str, points: Dict[str, List[Tuple[float, float, str]]],
+             roofs: Dict[str, float], bandwidth: Optional[float], what: str,
+             other: Iterable[str] = ()) -> Dict[str, Any]:
+    """A roofline chart: `points` {series name: [(FLOP/byte, FLOP/s, label)]}, the compute
+    roofs and the DRAM slope (attainable = min(peak, bandwidth * intensity))."""
+    xs = [p[0] for pts in points.values() for p in pts]
+    ys = [p[1] for pts in points.values() for p in pts]
+    top = max(roofs.values()) if roofs else max(ys, default=1.0)
+    ridges = [r / bandwidth for r in roofs.values()] if _positive(bandwidth) else []
+    x_lo = min(xs + ridges, default=1.0) / 4
+    x_hi = max(xs + ridges, default=1.0) * 4
+    series: List[Dict[str, Any]] = []
+    if _positive(bandwidth):
+        end = top / bandwidth
+        series.append({"name": f"DRAM {si(bandwidth, 'B/s')}", "mode": "lines",
+                       "x": [x_lo, end], "y": [bandwidth * x_lo, top], "color": "#444"})
+    for i, (name, rate) in enumerate(sorted(roofs.items(), key=lambda kv: -kv[1])):
+        start = rate / bandwidth if _positive(bandwidth) else x_lo
+        series.append({"name": f"{name} {si(rate, 'FLOP/s')}", "mode": "lines", "dash": i > 0,
+                       "x": [start, x_hi], "y": [rate, rate]})
+    y_lo = min(ys + ([bandwidth * x_lo] if _positive(bandwidth) else []), default=top / 1e3)
+    for name, pts in sorted(points.items()):
+        series.append({"name": f"{name} ({len(pts)})", "mode": "markers",
+                       "x": [p[0] for p in pts], "y": [p[1] for p in pts],
+                       "text": [p[2] for p in pts]})
+    other = list(other)
+    caption = (f"{what}: arithmetic intensity (FLOP per byte of DRAM traffic, 1 MAC = 2 FLOP) "
+               "against attainable FLOP/s at its SOL time; the roofs are the device's peaks "
+               "used and its DRAM bandwidth.")
+    if other:
+        caption += f" Units rated in ops/s (special functions: {', '.join(other)}) have no roof here."
+    return {"id": chart_id, "title": title, "x_label": "arithmetic intensity (FLOP/byte)",
+            "y_label": "attainable FLOP/s", "x_unit": "", "y_unit": "FLOP/s",
+            "series": series, "vlines": [], "caption": caption, "legend_at": "bottom-right",
+            "x_range": (x_lo, x_hi), "y_range": (y_lo / 2, top * 2)}
+
+
+def op_roofline(report: Dict[str, Any], device: str) -> Optional[Dict[str, Any]]:
+    """The roofline of one device with the report's ops as points (per class), or None when
+    no op has both FLOPs and bytes (nothing to place)."""
+    dev = report["devices"][device]
+    points: Dict[str, List[Tuple[float, float, str]]] = {}
+    for op in report.get("ops", []):
+        if not op.get("analyzed") or op.get("class") == "dead":
+            continue
+        flops, nbytes = as_number(op.get("flops", 0)), as_number(op.get("bytes", 0))
+        secs = op.get("seconds", {}).get(device)
+        if flops > 0 and nbytes > 0 and _positive(secs):
+            points.setdefault(op.get("class", "op"), []).append(
+                (flops / nbytes, flops / secs, op["name"]))
+    if not points:
+        return None
+    roofs, other = compute_roofs(dev.get("peaks_used", {}))
+    return roofline(f"Roofline: {device}", f"roofline-{device}", points, roofs,
+                    dev.get("dram_bandwidth"), "Each op at its own unfused SOL", other)
+
+
+def ski_slope(report: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """Q(S) against on-chip capacity S (both modes, the heaviest ops' curves, each device's
+    capacity as a vertical line), or None without the `ski_slope` section."""
+    ss = report.get("ski_slope")
+    if not ss or not ss.get("capacities_bytes"):
+        return None
+    caps = [as_number(c) for c in ss["capacities_bytes"]]
+    series = [
+        {"name": "attainable Q(S)", "mode": "lines", "x": caps,
+         "y": [as_number(v) for v in ss["attainable_bytes"]], "color": "#1f77b4"},
+        {"name": "provable Q(S)", "mode": "lines", "x": caps,
+         "y": [as_number(v) for v in ss["provable_bytes"]], "color": "#d62728"},
+        {"name": "compulsory", "mode": "lines", "dash": True, "color": "#2ca02c",
+         "x": [caps[0], caps[-1]], "y": [as_number(ss["compulsory_bytes"])] * 2},
+    ]
+    for op in ss.get("ops", []):
+        pts = [(as_number(b), as_number(t)) for b, t in op.get("points", [])]
+        if pts:
+            series.append({"name": f"op {op['name']}", "mode": "lines", "dash": True,
+                           "color": "#999", "x": [p[0] for p in pts], "y": [p[1] for p in pts],
+                           "legend": False})
+    vlines = [{"x": as_number(s), "label": f"{d} {si(s, 'B')}"}
+              for d, s in sorted(ss.get("device_capacities_bytes", {}).items(), key=lambda kv: kv[1])
+              if _positive(as_number(s))]
+    xs = caps + [v["x"] for v in vlines]
+    ys = [y for s in series for y in s["y"] if y > 0]
+    return {"id": "ski-slope", "title": "Ski-slope: DRAM traffic Q(S) against on-chip capacity S",
+            "x_label": "on-chip capacity S (bytes)", "y_label": "DRAM traffic Q(S) (bytes)",
+            "x_unit": "B", "y_unit": "B", "series": series, "vlines": vlines,
+            "legend_at": "top-right",
+            "x_range": (min(xs) / 1.3, max(xs) * 1.3), "y_range": (min(ys) / 1.5, max(ys) * 1.5),
+            "caption": "The whole graph's traffic at each capacity, attainable (best schedule "
+                       "found: an estimate) and provable (a lower bound), never below the "
+                       "compulsory traffic; grey: the heaviest ops' own curves; vertical lines: "
+                       "each device's on-chip capacity."}
+
+
+def _diagonal(lo: float, hi: float) -> Dict[str, Any]:
+    return {"name": "measured = SOL", "mode": "lines", "x": [lo, hi], "y": [lo, hi],
+            "color": "#000", "dash": True}
+
+
+def headroom_measurement(report: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """`solar bench` reports (section `measurement`): the measured min against each SOL
+    level, and with --profile every op's measured time against its SOL. None without it."""
+    m = report.get("measurement")
+    if not m:
+        return None
+    series = []
+    sol = {lv: s for lv, s in (m.get("sol_seconds") or {}).items() if _positive(s)}
+    if sol and _positive(m.get("min_seconds")):
+        series.append({"name": "program (per SOL level)", "mode": "markers",
+                       "x": list(sol.values()), "y": [m["min_seconds"]] * len(sol),
+                       "text": list(sol)})
+    per_op = [p for p in m.get("per_op") or []
+              if _positive(p.get("sol_seconds")) and _positive(p.get("measured_seconds"))]
+    if per_op:
+        series.append({"name": "ops (profiler)", "mode": "markers",
+                       "x": [p["sol_seconds"] for p in per_op],
+                       "y": [p["measured_seconds"] for p in per_op],
+                       "text": [p["op"] for p in per_op]})
+    if not series:
+        return None
+    vals = [v for s in series for v in s["x"] + s["y"]]
+    series.append(_diagonal(min(vals) / 2, max(vals) * 2))
+    return {"id": "headroom", "title": f"Measured against SOL on {m.get('device', '?')}",
+            "x_label": "SOL (seconds)", "y_label": "measured min (seconds)", "x_unit": "s",
+            "y_unit": "s", "series": series, "vlines": [], "legend_at": "bottom-right",
+            "caption": "Headroom = measured / SOL: the distance above the diagonal. A point "
+                       "below it at a bound level (fused, cache-aware) would be a violation."}
+
+
+def headroom_suite(joined: Dict[str, Any], level: str = "fused") -> Optional[Dict[str, Any]]:
+    """`solar suite --timings` (summary.headroom, solar.headroom.join): each problem's
+    measured min against its SOL at `level`, one series per KernelBench level."""
+    from ..headroom import plot_data
+
+    data = plot_data(joined, level)
+    if not data:
+        return None
+    series = [{"name": f"{name} ({len(pts)})", "mode": "markers",
+               "x": [p[0] * 1e-3 for p in pts], "y": [p[1] * 1e-3 for p in pts],
+               "text": [p[2] for p in pts]} for name, pts in sorted(data.items())]
+    vals = [v for s in series for v in s["x"] + s["y"]]
+    series.append(_diagonal(min(vals) / 2, max(vals) * 2))
+    return {"id": "headroom", "title": f"Measured against {level} SOL on {joined['arch']} "
+                                       f"({len(joined['violations'])} violations)",
+            "x_label": f"{level} SOL (seconds)", "y_label": "measured min (seconds)",
+            "x_unit": "s", "y_unit": "s", "series": series, "vlines": [],
+            "legend_at": "bottom-right",
+            "caption": "One point per problem with a timing; a point below the diagonal is a "
+                       "violation of the bound."}
+
+
+def suite_roofline(doc: Dict[str, Any], device: str) -> Optional[Dict[str, Any]]:
+    """A device's roofline with each analyzed program of a suite as a point at its fused
+    SOL (compulsory traffic); roofs from the peaks its programs used."""
+    points: List[Tuple[float, float, str]] = []
+    peaks: Dict[str, float] = {}
+    bandwidth = None
+    for e in doc.get("programs", []):
+        dev = (e.get("devices") or {}).get(device)
+        if "error" in e or not dev:
+            continue
+        for k, v in dev.get("peaks_used", {}).items():
+            if _positive(v):
+                peaks[k] = max(peaks.get(k, 0.0), float(v))
+        bandwidth = dev.get("dram_bandwidth") or bandwidth
+        t = e.get("totals", {})
+        flops, nbytes = as_number(t.get("flops", 0)), as_number(t.get("bytes_fused", 0))
+        secs = dev.get("fused", {}).get("seconds")
+        if flops > 0 and nbytes > 0 and _positive(secs):
+            points.append((flops / nbytes, flops / secs, e.get("program", {}).get("source", "?")))
+    if not points:
+        return None
+    roofs, other = compute_roofs(peaks)
+    return roofline(f"Roofline: {device}", f"roofline-{device}", {"programs": points}, roofs,
+                    bandwidth, "Each program at its fused SOL (compulsory traffic)", other)
+
+
+def inverse_curve(doc: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """`solar inverse`: the least DRAM bandwidth that meets the target at each on-chip
+    capacity (both modes), each device at (its capacity, its bandwidth)."""
+    curve = doc.get("min_bandwidth_curve") or []
+    if not curve:
+        return None
+    caps = [as_number(c["capacity_bytes"]) for c in curve]
+    series = [
+        {"name": "attainable beta_min(S)", "mode": "lines", "x": caps,
+         "y": [c["attainable_min_bandwidth"] for c in curve], "color": "#1f77b4"},
+        {"name": "provable beta_min(S)", "mode": "lines", "x": caps,
+         "y": [c["provable_min_bandwidth"] for c in curve], "color": "#d62728"},
+    ]
+    if _positive(doc.get("min_bandwidth_unlimited_capacity")):
+        series.append({"name": "unlimited capacity", "mode": "lines", "dash": True,
+                       "color": "#2ca02c", "x": [caps[0], caps[-1]],
+                       "y": [doc["min_bandwidth_unlimited_capacity"]] * 2})
+    devs = [(d, v) for d, v in sorted(doc.get("devices", {}).items())
+            if _positive(v.get("capacity_bytes")) and _positive(v.get("dram_bandwidth"))]
+    if devs:
+        series.append({"name": "devices", "mode": "markers", "color": "#000",
+                       "x": [as_number(v["capacity_bytes"]) for _, v in devs],
+                       "y": [v["dram_bandwidth"] for _, v in devs],
+                       "text": [f"{d} ({'meets' if v.get('meets') else 'falls short'})"
+                                for d, v in devs]})
+    return {"id": "inverse-curve",
+            "title": f"Least DRAM bandwidth for {si(doc.get('target_seconds'), 's')} per run",
+            "x_label": "on-chip capacity S (bytes)", "y_label": "DRAM bandwidth (bytes/s)",
+            "x_unit": "B", "y_unit": "B/s", "series": series, "vlines": [],
+            "legend_at": "top-right",
+            "caption": "beta_min(S) = Q(S) / T: a device above the curve at its own capacity "
+                       "has the bandwidth the target needs (its compute is the other factor, "
+                       "in the table)."}

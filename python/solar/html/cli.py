@@ -1,0 +1,117 @@
+"""`--html PATH` on the command line (docs/html-report.md).
+
+Programs, suites and the inverse roofline of a program are handled by the console script's
+own commands, which call `check_folder` before any capture and `write` at the end. A graph
+file goes to the C++ CLI as always; `run_graph` takes `--html PATH` out of its arguments,
+lets the C++ CLI write the JSON report to a temporary file (or to the user's `--json PATH`),
+and renders the page from it: the C++ CLI keeps every option, check, message and exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from typing import List, Optional, Sequence, Tuple
+
+from .. import _core
+from ..errors import user_error
+
+
+def check_folder(path: Optional[str]) -> None:
+    """An output path whose folder is missing is an I/O error (exit 3) now, before any work."""
+    if path and path != "-" and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise user_error(f"{path}: the output folder does not exist", "io")
+
+
+def write(doc, path: str) -> None:
+    """Writes the page for a Report or report dict atomically (solar.html.write)."""
+    from . import write as write_html
+
+    write_html(doc, path)
+
+
+def html_option(args: Sequence[str]) -> Tuple[Optional[str], List[str]]:
+    """(the value of --html, args without it). --html with no value: ("", args)."""
+    rest: List[str] = []
+    value: Optional[str] = None
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--html":
+            value = args[i + 1] if i + 1 < len(args) else ""
+            i += 2
+            continue
+        if a.startswith("--html="):
+            value = a[len("--html="):]
+        else:
+            rest.append(a)
+        i += 1
+    return value, rest
+
+
+def _json_option(args: List[str]) -> Tuple[Optional[str], int]:
+    """(the value of --json, its index in args; -1 when absent)."""
+    for i, a in enumerate(args):
+        if a == "--json" and i + 1 < len(args):
+            return args[i + 1], i
+        if a.startswith("--json="):
+            return a[len("--json="):], i
+    return None, -1
+
+
+def _run_cxx(args: List[str], quiet: bool) -> int:
+    """The C++ CLI on args; quiet: its stdout goes to /dev/null (the table that `--json -`
+    replaces; the JSON is printed from the file instead)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if not quiet:
+        return _core.cli_run(args)
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        return _core.cli_run(args)
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+
+
+def run_graph(argv: Sequence[str]) -> int:
+    """`solar analyze|inverse GRAPH ... --html PATH` (argv with the program name)."""
+    codes = _core.EXIT_CODES
+    html_path, args = html_option(list(argv))
+    if not html_path:
+        sys.stderr.write("solar: error: --html needs a PATH\n")
+        return codes["usage"]
+    try:
+        check_folder(html_path)
+    except _core.Error as e:
+        sys.stderr.write(f"solar: error: {e}\n")
+        return e.exit_code
+    user_json, at = _json_option(args)
+    with tempfile.TemporaryDirectory(prefix="solar-html-") as tmp:
+        json_path = user_json
+        to_stdout = user_json == "-"
+        if user_json is None or to_stdout:
+            json_path = os.path.join(tmp, "report.json")
+            if to_stdout:
+                args = args[:at] + ["--json", json_path] + args[at + (1 if "=" in args[at] else 2):]
+            else:
+                args = args + ["--json", json_path]
+        rc = _run_cxx(args, quiet=to_stdout)
+        if rc != codes["ok"]:
+            return rc
+        with open(json_path, encoding="utf-8") as f:
+            text = f.read()
+        try:
+            write(json.loads(text), html_path)
+        except OSError as e:
+            sys.stderr.write(f"solar: error: {html_path}: {e.strerror or e}\n")
+            return codes["io"]
+        if to_stdout:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+    return codes["ok"]
