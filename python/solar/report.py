@@ -160,6 +160,14 @@ class Report(Record):
         was skipped."""
         return self._analysis.ski_slope_svg()
 
+    def _repr_html_(self) -> str:
+        """What Jupyter shows: the summary, the devices table and the ski-slope as inline SVG
+        (no script, a few tens of kB); solar.html.write(report, PATH) writes the whole
+        interactive page (docs/html-report.md)."""
+        from .html import compact
+
+        return compact(json.loads(self.to_json(None, ops=False)))
+
     def save(self, path: str) -> None:
         """Writes the JSON report to `path`."""
         with open(path, "w", encoding="utf-8") as f:
