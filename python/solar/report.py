@@ -3,8 +3,56 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
+import re
 from typing import Any, Iterator
+
+# Counts (docs/report-json.md, "Conventions") are JSON integers up to 64 bits and decimal
+# strings beyond; Python's int is exact at any size, so a Report gives ints for them all.
+# A count field is named for what it counts: macs*, *flops*, *bytes*, special_ops, ...
+_COUNT_KEY = re.compile(r"macs|flops|bytes|special_ops|^operations$|^box$|^footprint$")
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def _count_to_int(value: Any) -> Any:
+    """A count field's value with its decimal strings as ints (lists, per-dtype and
+    per-device maps included)."""
+    if isinstance(value, str) and _DIGITS.fullmatch(value):
+        return int(value)
+    if isinstance(value, list):
+        return [_count_to_int(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _count_to_int(v) for k, v in value.items()}
+    return value
+
+
+@functools.lru_cache(maxsize=None)
+def _is_count_key(key: str) -> bool:
+    return _COUNT_KEY.search(key) is not None
+
+
+def _ints_for_counts(obj: dict) -> dict:
+    """json.loads object_hook: a count field's decimal strings become ints."""
+    for key, value in obj.items():
+        if isinstance(value, (str, list, dict)) and _is_count_key(key):
+            obj[key] = _count_to_int(value)
+    return obj
+
+
+def _count_to_int_fields(value: Any) -> Any:
+    """A copy of an attached section (built in Python, where the crosscheck writes counts
+    past 64 bits as strings, as the JSON does) with its count fields as ints."""
+    if isinstance(value, dict):
+        return _ints_for_counts({k: _count_to_int_fields(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_count_to_int_fields(v) for v in value]
+    return value
+
+
+def parse_report_json(text: str) -> dict:
+    """Report JSON text as a dict whose counts are all ints (the text keeps strings)."""
+    return json.loads(text, object_hook=_ints_for_counts)
 
 
 def _wrap(value: Any) -> Any:
@@ -98,8 +146,8 @@ class Report(Record):
     @property
     def _data(self) -> dict:  # parsed on first use: a 400,000-op report takes seconds
         if self._parsed is None:
-            data = json.loads(self._analysis.to_json())
-            data.update(self._sections)
+            data = parse_report_json(self._analysis.to_json())
+            data.update(_count_to_int_fields(self._sections))
             object.__setattr__(self, "_parsed", data)
         return self._parsed
 
@@ -110,7 +158,7 @@ class Report(Record):
             raise ValueError(f"the report already has a field {name!r}")
         self._sections[name] = section
         if self._parsed is not None:
-            self._parsed[name] = section
+            self._parsed[name] = _count_to_int_fields(section)
 
     def get_section(self, name: str) -> dict | None:
         """An attached section, or None."""
