@@ -217,9 +217,10 @@ class Report(Record):
         return compact(json.loads(self.to_json(None, ops=False)))
 
     def save(self, path: str) -> None:
-        """Writes the JSON report to `path`."""
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(self.to_json() + "\n")
+        """Writes the JSON report to `path` (whole or not at all, solar.atomic_write)."""
+        from .atomic_write import write_atomically
+
+        write_atomically(path, self.to_json() + "\n")
 
     def __str__(self) -> str:
         return self.table()

@@ -1030,34 +1030,28 @@ def write_json(path: str, head: Dict[str, Any], entries: List[Dict[str, Any]],
     """Writes the solar.suite.v1 document to `path` atomically (a temporary file in the same
     folder, renamed when complete), streaming: an analyzed program's full report is copied
     from spill_dir/INDEX.json with its `suite` object added, one entry per line."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write("{\n")
-            for key, value in head.items():
-                f.write(f"{json.dumps(key)}: {json.dumps(value, allow_nan=False)},\n")
-            f.write('"programs": [')
-            for i, e in enumerate(entries):
-                f.write(",\n" if i else "\n")
-                spilled = os.path.join(spill_dir, f"{i}.json") if spill_dir else None
-                if "error" not in e and spilled and os.path.exists(spilled):
-                    with open(spilled, encoding="utf-8") as r:
-                        text = r.read().rstrip()
-                    if not (text.startswith("{") and text.endswith("}") and len(text) > 2):
-                        raise RuntimeError(f"solar suite: the report of {spilled} is not a "
-                                           "JSON object")
-                    f.write(text[:-1] + ', "suite": '
-                            + json.dumps(e["suite"], allow_nan=False) + "}")
-                else:
-                    f.write(json.dumps(e, allow_nan=False))
-            f.write('\n],\n"summary": ' + json.dumps(summary, indent=1, allow_nan=False)
-                    + "\n}\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from .atomic_write import atomic_file
+
+    with atomic_file(path) as f:
+        f.write("{\n")
+        for key, value in head.items():
+            f.write(f"{json.dumps(key)}: {json.dumps(value, allow_nan=False)},\n")
+        f.write('"programs": [')
+        for i, e in enumerate(entries):
+            f.write(",\n" if i else "\n")
+            spilled = os.path.join(spill_dir, f"{i}.json") if spill_dir else None
+            if "error" not in e and spilled and os.path.exists(spilled):
+                with open(spilled, encoding="utf-8") as r:
+                    text = r.read().rstrip()
+                if not (text.startswith("{") and text.endswith("}") and len(text) > 2):
+                    raise RuntimeError(f"solar suite: the report of {spilled} is not a "
+                                       "JSON object")
+                f.write(text[:-1] + ', "suite": '
+                        + json.dumps(e["suite"], allow_nan=False) + "}")
+            else:
+                f.write(json.dumps(e, allow_nan=False))
+        f.write('\n],\n"summary": ' + json.dumps(summary, indent=1, allow_nan=False)
+                + "\n}\n")
 
 
 def to_csv(entries: List[Dict[str, Any]], archs: Sequence[str]) -> str:

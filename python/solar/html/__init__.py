@@ -14,8 +14,6 @@ always static SVG too.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from typing import Any, Dict
 
 from . import charts, page, svg
@@ -60,23 +58,8 @@ def compact(doc: Any) -> str:
 
 
 def write(doc: Any, path: str, interactive: bool = True) -> None:
-    """Writes the page to `path` atomically: a temporary file in the same folder, renamed
-    over `path` when complete (on any error, no file is left and an old `path` stays)."""
-    text = render(doc, interactive)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a report is for sharing
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Writes the page to `path` atomically, with the umask's permissions
+    (solar.atomic_write: on any error, no file is left and an old `path` stays)."""
+    from ..atomic_write import write_atomically
 
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    write_atomically(path, render(doc, interactive))
