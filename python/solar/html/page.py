@@ -188,11 +188,11 @@ def top_ops(report: Dict[str, Any], n: int = 15) -> str:
     for o in ops[:n]:
         share = o.get("share", {}).get(d) or 0.0
         rows.append(cell(o["name"]) + cell(o.get("class", "")) + cell(o.get("module", "") or "")
-                    + num(o.get("macs"), f"ops.{o['name']}.macs", si(o.get("macs"), "MAC"))
-                    + num(o.get("bytes"), f"ops.{o['name']}.bytes", si(o.get("bytes"), "B"))
-                    + num(o["seconds"].get(d), f"ops.{o['name']}.seconds.{d}",
+                    + num(o.get("macs"), f"ops[{o['name']}].macs", si(o.get("macs"), "MAC"))
+                    + num(o.get("bytes"), f"ops[{o['name']}].bytes", si(o.get("bytes"), "B"))
+                    + num(o["seconds"].get(d), f"ops[{o['name']}].seconds.{d}",
                           seconds(o["seconds"].get(d)))
-                    + num(share, f"ops.{o['name']}.share.{d}", f"{100 * share:.1f}%")
+                    + num(share, f"ops[{o['name']}].share.{d}", f"{100 * share:.1f}%")
                     + cell(o.get("bottleneck", {}).get(d, "")))
     return (f'<section id="top-ops"><h2>Top ops by share of the unfused SOL on {escape(d)}</h2>'
             + table(["op", "class", "module", "MACs", "bytes", "time", "share", "bottleneck"],
