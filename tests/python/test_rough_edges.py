@@ -90,3 +90,50 @@ def test_report_save_honours_the_umask(tmp_path):
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == 0o640
     assert json.loads((tmp_path / "r.json").read_text())["totals"]["macs"] == 4096**3
+
+
+# ---- 4. bench --profile joins a bound with the op's time including its children
+
+def test_bench_profile_joins_convolution_with_its_children(tmp_path):
+    torch = pytest.importorskip("torch")
+    out = tmp_path / "bench.json"
+    r = run_solar("bench", str(EXAMPLES / "torch" / "convs.py"), "--device", "cpu", "--trials",
+                  "1", "--warmup", "1", "--no-flush", "--profile", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    rows = {row["op"]: row for row in json.loads(out.read_text())["measurement"]["per_op"]}
+    conv = rows["aten::convolution"]
+    # The CPU's work runs in the child aten::mkldnn_convolution (or the slow-path kernels):
+    # it is in aten::convolution's time, not a row of its own with no bound.
+    assert not any(name in rows for name in ("aten::mkldnn_convolution", "aten::_convolution"))
+    assert conv["sol_seconds"] > 0 and conv["headroom"] >= 1 and not conv["below_bound"]
+    measured = sum(row["measured_seconds"] or 0 for row in rows.values())
+    assert conv["measured_seconds"] >= 0.5 * measured  # the convolutions hold the run
+    assert "including the op's children" in r.stdout
+    del torch
+
+
+def test_a_per_op_time_below_its_bound_is_flagged():
+    from solar import bench
+
+    section = {"device": "host", "mode": "eager", "trials": 1, "cache": "warm",
+               "min_seconds": 1e-3, "median_seconds": 1e-3, "sol_seconds": {}, "headroom": {},
+               "violations": [],
+               "per_op": [{"op": f"aten::op{i}", "measured_seconds": 1e-3, "sol_seconds": 1e-4,
+                           "headroom": 10.0, "below_bound": False} for i in range(3)]
+               + [{"op": "aten::mm", "measured_seconds": 1e-6, "sol_seconds": 1e-5,
+                   "headroom": 0.1, "below_bound": True}]}
+    text = bench.format_measurement(section, top=2)  # the beaten row is past the top 2
+    assert "aten::mm" in text and "BELOW THE BOUND" in text
+    assert "1 op(s) measured below Solar's per-op bound" in text
+
+
+# ---- 9. bench --device cuda on a torch without CUDA
+
+def test_bench_cuda_without_cuda_is_an_environment_error():
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this torch has CUDA: the refusal is for builds without it")
+    r = run_solar("bench", str(EXAMPLES / "torch" / "mlp.py"), "--device", "cuda")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("solar: error: --device cuda: CUDA is not available")
+    assert "the program failed" not in r.stderr and r.stderr.count("\n") == 1

@@ -30,6 +30,8 @@ from torch._subclasses.fake_tensor import (
     FakeTensorMode,
 )
 
+from .quiet import torch_logging_silenced
+
 OPTRACE_SCHEMA = "solar.optrace.v1"
 
 # Frames inside the solar package (capture, the CLI) are not the program's lines.
@@ -583,11 +585,12 @@ def capture(
             mkldnn_off = torch.backends.mkldnn.flags(enabled=False)
             mkldnn_off.__enter__()
         try:
-            if mode is not None:
-                with mode:
+            with torch_logging_silenced():  # a failing meta kernel logs ~180 lines
+                if mode is not None:
+                    with mode:
+                        result = run()
+                else:
                     result = run()
-            else:
-                result = run()
         finally:
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="TF32 acceleration on top of oneDNN")
@@ -750,7 +753,8 @@ def capture_program(
     optimizer: Optional[str] = None,
     record: Optional[CaptureRecord] = None,
 ) -> Dict[str, Any]:
-    """Captures a KernelBench-format file: Model(*get_init_inputs()) on get_inputs().
+    """Captures a KernelBench-format file: Model(*get_init_inputs()) on get_inputs(), or a
+    file's module-level forward(*get_inputs()).
     train/optimizer: a training step (see capture); the file's own `loss_fn(output,
     *inputs)`, when it defines one, is the loss. record: see CaptureRecord (tensor values
     need fake=False)."""
@@ -771,13 +775,27 @@ def capture_program(
 
 
 def check_program(mod: types.ModuleType, path: str) -> None:
-    """ProgramFormatError unless the loaded file defines Model and get_inputs."""
-    for need in ("Model", "get_inputs"):
-        if not hasattr(mod, need):
-            raise ProgramFormatError(
-                f"{path}: a KernelBench-format program defines class Model, get_inputs() and "
-                f"get_init_inputs(); '{need}' is missing"
-            )
+    """ProgramFormatError unless the loaded file defines get_inputs and either class Model
+    (KernelBench format) or a module-level function forward (as JAX programs may)."""
+    form = ("a program defines get_inputs() and either class Model (with get_init_inputs()) "
+            "or a function forward(*inputs)")
+    if not callable(getattr(mod, "get_inputs", None)):
+        raise ProgramFormatError(f"{path}: {form}; 'get_inputs' is missing")
+    if not hasattr(mod, "Model") and not callable(getattr(mod, "forward", None)):
+        raise ProgramFormatError(f"{path}: {form}; neither 'Model' nor 'forward' is defined")
+
+
+def build_program(mod: types.ModuleType, path: str, init: List[Any]) -> Any:
+    """What a loaded program runs: Model(*init), or its module-level forward function (which
+    takes everything from get_inputs(), so a get_init_inputs() with values is refused)."""
+    if hasattr(mod, "Model"):
+        return mod.Model(*init)
+    if init:
+        raise ProgramFormatError(
+            f"{path}: get_init_inputs() returns {len(init)} value(s), but the program has no "
+            "class Model to build with them (a forward(*inputs) program gets all its "
+            "arguments from get_inputs())")
+    return mod.forward
 
 
 def capture_loaded(
@@ -796,11 +814,11 @@ def _capture_loaded(
     init = list(mod.get_init_inputs()) if hasattr(mod, "get_init_inputs") else []
     if mode is not None:
         # Built and fed under the fake mode: parameters and inputs allocate no data.
-        with mode:
-            model = mod.Model(*init)
+        with mode, torch_logging_silenced():
+            model = build_program(mod, path, init)
             inputs = list(mod.get_inputs())
     else:
-        model = mod.Model(*init)
+        model = build_program(mod, path, init)
         inputs = list(mod.get_inputs())
     if isinstance(model, torch.nn.Module):
         model.train(train)
