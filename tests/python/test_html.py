@@ -452,3 +452,16 @@ def test_cli_suite_html_folder_checked_before_running(tmp_path):
     r = run_solar("suite", str(EXAMPLES / "loops"), "--html", str(tmp_path / "nope" / "s.html"))
     assert r.returncode == _core.EXIT_CODES["io"]
     assert "output folder does not exist" in r.stderr
+
+
+def test_a_roofline_keeps_the_ops_with_the_most_time(block, monkeypatch):
+    """Past MAX_POINTS ops (huge graphs) the chart keeps the heaviest ones and says so."""
+    _, doc = block
+    monkeypatch.setattr(charts, "MAX_POINTS", 5)
+    d = next(iter(doc["devices"]))
+    chart = charts.op_roofline(doc, d)
+    names = {n for s in chart["series"] if s["mode"] == "markers" for n in s["text"]}
+    ops = [o for o in doc["ops"] if o["analyzed"] and o["flops"] > 0 and o["bytes"] > 0]
+    heaviest = sorted(ops, key=lambda o: -o["seconds"][d])[:5]
+    assert names == {o["name"] for o in heaviest}
+    assert f"The 5 ops with the most time of {len(ops)}" in chart["caption"]

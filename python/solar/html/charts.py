@@ -15,6 +15,9 @@ from .fmt import as_number, si
 
 # Memory resources of `peaks_used`: bandwidths, not compute roofs.
 _MEMORY = ("dram", "l2")
+# Points of one roofline at most: the ops with the most time (a 400,000-op graph would make
+# a page no browser draws); the caption says how many were left out.
+MAX_POINTS = 3000
 
 
 def _positive(x: Any) -> bool:
@@ -77,20 +80,27 @@ def op_roofline(report: Dict[str, Any], device: str) -> Optional[Dict[str, Any]]
     """The roofline of one device with the report's ops as points (per class), or None when
     no op has both FLOPs and bytes (nothing to place)."""
     dev = report["devices"][device]
-    points: Dict[str, List[Tuple[float, float, str]]] = {}
+    placed = []
     for op in report.get("ops", []):
         if not op.get("analyzed") or op.get("class") == "dead":
             continue
         flops, nbytes = as_number(op.get("flops", 0)), as_number(op.get("bytes", 0))
         secs = op.get("seconds", {}).get(device)
         if flops > 0 and nbytes > 0 and _positive(secs):
-            points.setdefault(op.get("class", "op"), []).append(
-                (flops / nbytes, flops / secs, op["name"]))
-    if not points:
+            placed.append((secs, op.get("class", "op"), flops / nbytes, flops / secs, op["name"]))
+    if not placed:
         return None
+    what = "Each op at its own unfused SOL"
+    if len(placed) > MAX_POINTS:
+        what = (f"The {MAX_POINTS} ops with the most time of {len(placed)} (the others are "
+                "left out), each at its own unfused SOL")
+        placed = sorted(placed, key=lambda p: -p[0])[:MAX_POINTS]
+    points: Dict[str, List[Tuple[float, float, str]]] = {}
+    for _, cls, x, y, name in placed:
+        points.setdefault(cls, []).append((x, y, name))
     roofs, other = compute_roofs(dev.get("peaks_used", {}))
     return roofline(f"Roofline: {device}", f"roofline-{device}", points, roofs,
-                    dev.get("dram_bandwidth"), "Each op at its own unfused SOL", other)
+                    dev.get("dram_bandwidth"), what, other)
 
 
 def ski_slope(report: Dict[str, Any]) -> Optional[Dict[str, Any]]:

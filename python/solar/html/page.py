@@ -199,6 +199,10 @@ def top_ops(report: Dict[str, Any], n: int = 15) -> str:
                     rows, "ops") + "</section>")
 
 
+# Rows of one device's fusion-group table at most (a huge graph has thousands of groups).
+MAX_GROUPS = 300
+
+
 def fusion_groups(report: Dict[str, Any]) -> str:
     blocks = []
     for k, (dev_id, d) in enumerate(report.get("devices", {}).items()):
@@ -207,7 +211,7 @@ def fusion_groups(report: Dict[str, Any]) -> str:
         if not ca.get("available") or not groups:
             continue
         rows = []
-        for i, g in enumerate(groups):
+        for i, g in enumerate(groups[:MAX_GROUPS]):
             ops = g.get("ops", [])
             shown = ", ".join(ops[:12]) + (f" ... ({len(ops)} ops)" if len(ops) > 12 else "")
             f = f"devices.{dev_id}.cache_aware.groups.{i}"
@@ -222,6 +226,8 @@ def fusion_groups(report: Dict[str, Any]) -> str:
                       f"{escape(str(ca.get('mode', '')))} mode, Q(S) {si(ca.get('traffic_bytes'), 'B')}"
                       f" at S = {si(ca.get('capacity_bytes'), 'B')}</summary>"
                       + table(["#", "kind", "ops", "traffic", "buffer", "how"], rows, "groups")
+                      + (f'<p class="note">... and {len(groups) - MAX_GROUPS} more groups (in the '
+                         "JSON report)</p>" if len(groups) > MAX_GROUPS else "")
                       + "</details>")
     if not blocks:
         body = '<p class="note">No device has the cache-aware level (so no fusion groups).</p>'
