@@ -7,7 +7,6 @@ The browser test is test_html_browser.py."""
 from __future__ import annotations
 
 import json
-import os
 import re
 from html.parser import HTMLParser
 

@@ -72,7 +72,7 @@ def roofline(title: str, chart_id: str, points: Dict[str, List[Tuple[float, floa
         caption += f" Units rated in ops/s (special functions: {', '.join(other)}) have no roof here."
     return {"id": chart_id, "title": title, "x_label": "arithmetic intensity (FLOP/byte)",
             "y_label": "attainable FLOP/s", "x_unit": "", "y_unit": "FLOP/s",
-            "series": series, "vlines": [], "caption": caption, "legend_at": "bottom-right",
+            "series": series, "vlines": [], "caption": caption,
             "x_range": (x_lo, x_hi), "y_range": (y_lo / 2, top * 2)}
 
 
@@ -132,7 +132,6 @@ def ski_slope(report: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return {"id": "ski-slope", "title": "Ski-slope: DRAM traffic Q(S) against on-chip capacity S",
             "x_label": "on-chip capacity S (bytes)", "y_label": "DRAM traffic Q(S) (bytes)",
             "x_unit": "B", "y_unit": "B", "series": series, "vlines": vlines,
-            "legend_at": "top-right",
             "x_range": (min(xs) / 1.3, max(xs) * 1.3), "y_range": (min(ys) / 1.5, max(ys) * 1.5),
             "caption": "The whole graph's traffic at each capacity, attainable (best schedule "
                        "found: an estimate) and provable (a lower bound), never below the "
@@ -170,7 +169,7 @@ def headroom_measurement(report: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     series.append(_diagonal(min(vals) / 2, max(vals) * 2))
     return {"id": "headroom", "title": f"Measured against SOL on {m.get('device', '?')}",
             "x_label": "SOL (seconds)", "y_label": "measured min (seconds)", "x_unit": "s",
-            "y_unit": "s", "series": series, "vlines": [], "legend_at": "bottom-right",
+            "y_unit": "s", "series": series, "vlines": [],
             "caption": "Headroom = measured / SOL: the distance above the diagonal. A point "
                        "below it at a bound level (fused, cache-aware) would be a violation."}
 
@@ -192,7 +191,6 @@ def headroom_suite(joined: Dict[str, Any], level: str = "fused") -> Optional[Dic
                                        f"({len(joined['violations'])} violations)",
             "x_label": f"{level} SOL (seconds)", "y_label": "measured min (seconds)",
             "x_unit": "s", "y_unit": "s", "series": series, "vlines": [],
-            "legend_at": "bottom-right",
             "caption": "One point per problem with a timing; a point below the diagonal is a "
                        "violation of the bound."}
 
@@ -252,7 +250,6 @@ def inverse_curve(doc: Dict[str, Any]) -> Optional[Dict[str, Any]]:
             "title": f"Least DRAM bandwidth for {si(doc.get('target_seconds'), 's')} per run",
             "x_label": "on-chip capacity S (bytes)", "y_label": "DRAM bandwidth (bytes/s)",
             "x_unit": "B", "y_unit": "B/s", "series": series, "vlines": [],
-            "legend_at": "top-right",
             "caption": "beta_min(S) = Q(S) / T: a device above the curve at its own capacity "
                        "has the bandwidth the target needs (its compute is the other factor, "
                        "in the table)."}

@@ -9,7 +9,7 @@ from html import escape
 from typing import Any, Dict, Iterable, List, Optional
 
 from . import charts, interactive, svg
-from .fmt import as_number, exact, grouped, seconds, si
+from .fmt import exact, grouped, seconds, si
 
 CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 0 auto;
@@ -17,7 +17,8 @@ body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 0 
 h1 { font-size: 22px; margin: 20px 0 4px; } h2 { font-size: 18px; margin-top: 28px;
      border-bottom: 1px solid #ddd; padding-bottom: 4px; }
 .meta { color: #555; margin: 2px 0; }
-table { border-collapse: collapse; margin: 8px 0; font-size: 13px; }
+table { border-collapse: collapse; margin: 8px 0; font-size: 13px; display: block;
+        overflow-x: auto; max-width: 100%; }
 th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
 th { background: #f4f4f4; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .exact { color: #777; font-size: 11px; }

@@ -21,7 +21,7 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 
 WIDTH, HEIGHT = 640, 400
 _CLIP_IDS = itertools.count()  # unique clip-path ids among the charts of one page
-LEFT, RIGHT, TOP, BOTTOM = 72, 16, 34, 48
+LEFT, RIGHT, TOP, BOTTOM = 90, 16, 34, 48
 
 
 def _decade_ticks(lo: float, hi: float) -> List[float]:
@@ -63,11 +63,21 @@ def render(chart: dict, width: int = WIDTH, height: int = HEIGHT) -> str:
     def inside(x: float, y: float) -> bool:
         return x0 <= x <= x1 and y0 <= y <= y1
 
+    items = [(s["name"], s.get("color") or PALETTE[i % len(PALETTE)], s["mode"])
+             for i, s in enumerate(chart["series"]) if s.get("legend", True)]
+    placed, lx, row = [], float(LEFT), 0
+    for name, colour, mode in items:
+        w = 34 + 6.2 * len(name)
+        if lx + w > width - RIGHT and lx > LEFT:
+            row, lx = row + 1, float(LEFT)
+        placed.append((lx, row, name, colour, mode))
+        lx += w
+    full = height + (15 * (row + 1) + 4 if items else 0)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="solar-chart" role="img" '
-           f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {full}" width="{width}" height="{full}" '
            f'font-family="sans-serif" font-size="11">',
            f'<title>{escape(chart["title"])}</title>',
-           f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
+           f'<rect x="0" y="0" width="{width}" height="{full}" fill="white"/>',
            f'<text x="{width / 2}" y="18" text-anchor="middle" font-size="13" '
            f'font-weight="bold">{escape(chart["title"])}</text>']
     # grid and ticks
@@ -89,7 +99,6 @@ def render(chart: dict, width: int = WIDTH, height: int = HEIGHT) -> str:
     clip = f"solar-clip-{next(_CLIP_IDS)}"
     out.append(f'<clipPath id="{clip}"><rect x="{LEFT}" y="{TOP}" width="{pw}" '
                f'height="{ph}"/></clipPath><g clip-path="url(#{clip})">')
-    legend = []
     for i, s in enumerate(chart["series"]):
         colour = s.get("color") or PALETTE[i % len(PALETTE)]
         pts = [(x, y) for x, y in zip(s["x"], s["y"]) if x > 0 and y > 0]
@@ -108,8 +117,6 @@ def render(chart: dict, width: int = WIDTH, height: int = HEIGHT) -> str:
                                f'fill="{colour}" fill-opacity="0.8"><title>{escape(tip)}'
                                f'{escape(si(x, chart.get("x_unit", "")))}, '
                                f'{escape(si(y, chart.get("y_unit", "")))}</title></circle>')
-        if s.get("legend", True):
-            legend.append((s["name"], colour, s["mode"]))
     out.append("</g>")
     for j, v in enumerate(chart.get("vlines", [])):
         if not x0 <= v["x"] <= x1:
@@ -122,23 +129,14 @@ def render(chart: dict, width: int = WIDTH, height: int = HEIGHT) -> str:
         anchor, dx = ("end", -3) if x > LEFT + pw * 0.7 else ("start", 3)
         out.append(f'<text x="{x + dx:.1f}" y="{TOP + 12 + 12 * j}" text-anchor="{anchor}" '
                    f'fill="{colour}">{escape(v["label"])}</text>')
-    # legend inside the plot, in the corner the chart names (`legend_at`: where its data
-    # leaves room), on a white box that keeps it readable
-    if legend:
-        lh = 14
-        lw = min(pw - 8, 12 + 6.2 * max(len(n) for n, _, _ in legend) + 22)
-        corner = chart.get("legend_at", "bottom-left")
-        lx = LEFT + pw - 6 - lw if corner.endswith("right") else LEFT + 6
-        ly = TOP + 10 if corner.startswith("top") else TOP + ph - 6 - lh * len(legend)
-        out.append(f'<rect x="{lx}" y="{ly - 4}" width="{lw:.0f}" height="{lh * len(legend) + 4}" '
-                   f'fill="white" fill-opacity="0.85" stroke="#ccc"/>')
-        for k, (name, colour, mode) in enumerate(legend):
-            yy = ly + lh * k + 6
-            if mode == "lines":
-                out.append(f'<line x1="{lx + 4}" y1="{yy}" x2="{lx + 20}" y2="{yy}" '
-                           f'stroke="{colour}" stroke-width="2"/>')
-            else:
-                out.append(f'<circle cx="{lx + 12}" cy="{yy}" r="3.5" fill="{colour}"/>')
-            out.append(f'<text x="{lx + 26}" y="{yy + 4}">{escape(name)}</text>')
+    # the legend below the chart, in rows: it never hides a curve or a point
+    for lx, row, name, colour, mode in placed:
+        yy = height + 6 + 15 * row
+        if mode == "lines":
+            out.append(f'<line x1="{lx:.0f}" y1="{yy}" x2="{lx + 16:.0f}" y2="{yy}" '
+                       f'stroke="{colour}" stroke-width="2"/>')
+        else:
+            out.append(f'<circle cx="{lx + 8:.0f}" cy="{yy}" r="3.5" fill="{colour}"/>')
+        out.append(f'<text x="{lx + 22:.0f}" y="{yy + 4}">{escape(name)}</text>')
     out.append("</svg>")
     return "\n".join(out)
