@@ -464,3 +464,32 @@ def test_a_roofline_keeps_the_ops_with_the_most_time(block, monkeypatch):
     heaviest = sorted(ops, key=lambda o: -o["seconds"][d])[:5]
     assert names == {o["name"] for o in heaviest}
     assert f"The 5 ops with the most time of {len(ops)}" in chart["caption"]
+
+
+def test_headroom_scatter_of_a_measured_run(tmp_path):
+    """`solar bench`'s report (a real run here, with the profiler): the page has the
+    headroom section, the program at (SOL, measured min) per level and every profiled op
+    with both times at (its SOL, its measured time)."""
+    from solar import bench
+
+    result = bench.bench_file(str(EXAMPLES / "torch" / "mlp.py"),
+                              bench.BenchOptions(trials=2, warmup=1, profile=True))
+    doc = json.loads(result.report.to_json(None))
+    m = doc["measurement"]
+    page = Page(solar.html.render(doc, interactive=False))
+    assert "headroom" in page.ids and "chart-headroom" in page.ids
+    chart = charts.headroom_measurement(doc)
+    series = {s["name"]: s for s in chart["series"]}
+    prog = series["program (per SOL level)"]
+    assert sorted(zip(prog["x"], prog["y"])) == sorted(
+        (s, m["min_seconds"]) for s in m["sol_seconds"].values())
+    ops = series["ops (profiler)"]
+    timed = [r for r in m["per_op"] if r["sol_seconds"] and r["measured_seconds"]]
+    assert timed and sorted(zip(ops["text"], ops["x"], ops["y"])) == sorted(
+        (r["op"], r["sol_seconds"], r["measured_seconds"]) for r in timed)
+
+
+def test_cli_graph_help_with_html_prints_help(tmp_path):
+    r = run_solar("analyze", "examples/gemm.solar", "--html", str(tmp_path / "r.html"), "--help")
+    assert r.returncode == 0 and "--json" in r.stdout
+    assert not (tmp_path / "r.html").exists()

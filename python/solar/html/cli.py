@@ -79,6 +79,10 @@ def _run_cxx(args: List[str], quiet: bool) -> int:
         os.close(devnull)
 
 
+def _asks_help(args: Sequence[str]) -> bool:
+    return any(a in ("-h", "--help") for a in args)
+
+
 def run_graph(argv: Sequence[str]) -> int:
     """`solar analyze|inverse GRAPH ... --html PATH` (argv with the program name)."""
     codes = _core.EXIT_CODES
@@ -101,9 +105,9 @@ def run_graph(argv: Sequence[str]) -> int:
                 args = args[:at] + ["--json", json_path] + args[at + (1 if "=" in args[at] else 2):]
             else:
                 args = args + ["--json", json_path]
-        rc = _run_cxx(args, quiet=to_stdout)
-        if rc != codes["ok"]:
-            return rc
+        rc = _run_cxx(args, quiet=to_stdout and not _asks_help(args))
+        if rc != codes["ok"] or not os.path.exists(json_path):
+            return rc  # an error, or `--help` (nothing analyzed, nothing to write)
         with open(json_path, encoding="utf-8") as f:
             text = f.read()
         try:
