@@ -308,6 +308,12 @@ def test_repr_html_is_compact(block):
     assert page.tags.count("svg") == 1  # the ski-slope
     assert len(fragment) < 100_000
     check_numbers(page, doc)
+    # Its styles stay inside it: a notebook's own page is not restyled.
+    style = fragment.split("<style>")[1].split("</style>")[0]
+    for rule in style.split("}"):
+        if rule.strip():
+            for selector in rule.split("{")[0].split(","):
+                assert selector.strip().startswith(".solar-report"), selector
 
 
 def _suite_doc(tmp_path):

@@ -52,7 +52,7 @@ def compact(doc: Any) -> str:
     script): what a Report shows in Jupyter."""
     d = _as_dict(doc)
     slope = charts.ski_slope(d)
-    return (f'<div class="solar-report"><style>{page.CSS}</style>'
+    return (f'<div class="solar-report"><style>{page.COMPACT_CSS}</style>'
             + page.header(d, "Solar SOL report") + page.summary(d) + page.devices(d)
             + (f'<div class="static">{svg.render(slope)}</div>' if slope else "") + "</div>")
 

@@ -37,6 +37,22 @@ code { font-size: 12px; }
 """
 
 
+# The compact view (Jupyter) shares the notebook's page: its styles apply inside it only.
+COMPACT_CSS = """
+.solar-report { font-family: system-ui, sans-serif; color: #1b1b1b; }
+.solar-report h1 { font-size: 18px; margin: 6px 0 2px; }
+.solar-report h2 { font-size: 15px; margin: 12px 0 4px; border-bottom: 1px solid #ddd; }
+.solar-report .meta, .solar-report .note { color: #555; margin: 2px 0; font-size: 13px; }
+.solar-report table { border-collapse: collapse; margin: 6px 0; font-size: 12px; }
+.solar-report th, .solar-report td { border: 1px solid #ddd; padding: 2px 6px; text-align: left; }
+.solar-report th { background: #f4f4f4; }
+.solar-report td.num { text-align: right; }
+.solar-report .exact { color: #777; font-size: 11px; }
+.solar-report .warn { color: #a40000; font-weight: bold; }
+.solar-report svg { max-width: 100%; height: auto; }
+"""
+
+
 def num(value: Any, field: str, text: Optional[str] = None, cls: str = "num") -> str:
     """A table cell with a number: `text` shown, the exact value kept in data-value."""
     shown = escape(text if text is not None else exact(value))
@@ -146,7 +162,6 @@ def summary(report: Dict[str, Any]) -> str:
 
 def devices(report: Dict[str, Any]) -> str:
     rows = []
-    notes: List[str] = []
     for dev_id, d in report.get("devices", {}).items():
         ca = d.get("cache_aware", {})
         f = f"devices.{dev_id}"
@@ -175,7 +190,7 @@ def devices(report: Dict[str, Any]) -> str:
             + '<p class="note">Unfused: every op its own kernel, intermediates through DRAM '
               "(the eager reference). Fused: the whole graph as one kernel, compulsory traffic "
               "only (a hard lower bound). Cache-aware: fused with the DRAM traffic Q(S) of the "
-              "device's on-chip capacity S.</p>" + "".join(notes) + "</section>")
+              "device's on-chip capacity S.</p></section>")
 
 
 def top_ops(report: Dict[str, Any], n: int = 15) -> str:
