@@ -499,3 +499,22 @@ def test_cli_graph_help_with_html_prints_help(tmp_path):
     r = run_solar("analyze", "examples/gemm.solar", "--html", str(tmp_path / "r.html"), "--help")
     assert r.returncode == 0 and "--json" in r.stdout
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_program_that_does_not_fit_is_marked_in_its_device_row():
+    """A 2 TB input (2^20 x 2^20 bf16) on an 80 GB H100: the row says it does not fit, with
+    the footprint the JSON gives (devices.<ID>.memory)."""
+    b = solar.GraphBuilder("huge")
+    b.input("x", "bf16", [1 << 20, 1 << 20])
+    b.add_einsum("y", "bf16", [1 << 20, 1 << 20], "ij->ij", ["x"], output=True)
+    doc = json.loads(solar.analyze(b.build(), arch="H100_SXM", cache_aware=False).to_json(None))
+    mem = doc["devices"]["H100_SXM"].get("memory")
+    if mem is None:
+        pytest.skip("this build's reports have no devices.<ID>.memory yet")
+    assert mem["fits"] is False and int(mem["footprint_bytes"]) >= 2 * (1 << 40)
+    text = solar.html.render(doc, interactive=False)
+    page = Page(text)
+    check_numbers(page, doc)
+    assert page.fields["devices.H100_SXM.memory.footprint_bytes"] == exact(mem["footprint_bytes"])
+    row = text.split('data-field="devices.H100_SXM.memory.footprint_bytes"')[0].rsplit("<td", 1)[1]
+    assert 'class="warn">does not fit' in row

@@ -182,15 +182,35 @@ def devices(report: Dict[str, Any]) -> str:
         # A bound that leaves work out is marked in the row itself, not only below the table.
         r += (f'<td class="warn">leaves work out: {escape("; ".join(unknown))}</td>' if unknown
               else "<td></td>")
+        r += _memory_cell(d.get("memory"), f"{f}.memory")
         rows.append(r)
     return ('<section id="devices"><h2>Devices</h2>'
             + table(["device", "unfused SOL", "bottleneck", "fused SOL", "bottleneck",
-                     "cache-aware SOL", "bottleneck (mode)", "unfused / fused", "unknown rates"],
+                     "cache-aware SOL", "bottleneck (mode)", "unfused / fused", "unknown rates",
+                     "memory"],
                     rows, "devices")
             + '<p class="note">Unfused: every op its own kernel, intermediates through DRAM '
               "(the eager reference). Fused: the whole graph as one kernel, compulsory traffic "
               "only (a hard lower bound). Cache-aware: fused with the DRAM traffic Q(S) of the "
               "device's on-chip capacity S.</p></section>")
+
+
+def _memory_cell(m: Optional[Dict[str, Any]], field: str) -> str:
+    """Whether the program's data fits the device's memory (`devices.<ID>.memory`): a
+    program that does not fit is marked in its row."""
+    if not m:
+        return "<td></td>"
+    foot = (f'<span data-field="{escape(field)}.footprint_bytes" '
+            f'data-value="{exact(m.get("footprint_bytes"))}">{si(m.get("footprint_bytes"), "B")}</span>')
+    if m.get("fits") is None:
+        return f'<td class="exact">{foot} (device capacity unpublished)</td>'
+    cap = si(m.get("capacity_bytes"), "B")
+    if m["fits"]:
+        return f"<td>{foot} of {cap}</td>"
+    big = m.get("largest_tensor") or {}
+    largest = (f"; largest tensor {escape(str(big.get('name')))} {si(big.get('bytes'), 'B')}"
+               if big else "")
+    return f'<td class="warn">does not fit: {foot} &gt; {cap}{largest}</td>'
 
 
 def top_ops(report: Dict[str, Any], n: int = 15) -> str:
