@@ -162,6 +162,7 @@ def summary(report: Dict[str, Any]) -> str:
 
 def devices(report: Dict[str, Any]) -> str:
     rows = []
+    has_memory = any("memory" in d for d in report.get("devices", {}).values())
     for dev_id, d in report.get("devices", {}).items():
         ca = d.get("cache_aware", {})
         f = f"devices.{dev_id}"
@@ -182,12 +183,13 @@ def devices(report: Dict[str, Any]) -> str:
         # A bound that leaves work out is marked in the row itself, not only below the table.
         r += (f'<td class="warn">leaves work out: {escape("; ".join(unknown))}</td>' if unknown
               else "<td></td>")
-        r += _memory_cell(d.get("memory"), f"{f}.memory")
+        if has_memory:
+            r += _memory_cell(d.get("memory"), f"{f}.memory")
         rows.append(r)
     return ('<section id="devices"><h2>Devices</h2>'
             + table(["device", "unfused SOL", "bottleneck", "fused SOL", "bottleneck",
-                     "cache-aware SOL", "bottleneck (mode)", "unfused / fused", "unknown rates",
-                     "memory"],
+                     "cache-aware SOL", "bottleneck (mode)", "unfused / fused", "unknown rates"]
+                    + (["memory (footprint)"] if has_memory else []),
                     rows, "devices")
             + '<p class="note">Unfused: every op its own kernel, intermediates through DRAM '
               "(the eager reference). Fused: the whole graph as one kernel, compulsory traffic "
