@@ -17,6 +17,7 @@ import sys
 from typing import Callable, Dict, List, Optional, Sequence
 
 from . import _core, suite
+from . import cli_usage
 from .atomic_write import write_atomically
 from .html import cli as html_cli
 
@@ -76,18 +77,26 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
     what = "Analyze" if command == "analyze" else "Validate by execution"
     p = argparse.ArgumentParser(prog=f"solar {command}",
                                 description=f"{what} a PyTorch, JAX or loop-language program")
-    p.add_argument("program")
-    p.add_argument("--arch", action="append", default=[])
-    p.add_argument("--json", dest="json_path")
-    p.add_argument("--policy", default="pytorch-default")
-    p.add_argument("--cache-state", default="cold")
-    p.add_argument("--top", type=int, default=10)
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("program", metavar="PROGRAM",
+                   help="a PyTorch, JAX or loop-language program (.py) or a saved OpTrace "
+                        "(trace.json)")
+    p.add_argument("--arch", action="append", default=[], metavar="ID",
+                   help="device id, repeatable or comma-separated (default H100_SXM)")
+    p.add_argument("--json", dest="json_path", metavar="PATH",
+                   help="write the JSON report to PATH; - writes it to stdout instead")
+    p.add_argument("--policy", default="pytorch-default",
+                   help="math policy: pytorch-default, tf32 or strict-fp32")
+    p.add_argument("--cache-state", default="cold", help="cold or warm")
+    p.add_argument("--top", type=int, default=10, metavar="N",
+                   help="rows of the top-ops table (default 10; 0 hides it)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a module-level constant of the program (a Python literal)")
     p.add_argument("--shrink", type=int, metavar="N",
                    help="reduce the program's integer size constants to at most N (as "
                         "`solar suite --shrink`), retrying at 2N, 4N, ... if it raises")
-    p.add_argument("--save-trace", metavar="PATH")
-    p.add_argument("--strict", action="store_true")
+    p.add_argument("--save-trace", metavar="PATH", help="write the captured OpTrace")
+    p.add_argument("--strict", action="store_true",
+                   help="an op that cannot be lowered is an error (exit 7)")
     p.add_argument("--real", action="store_true", help="capture on real tensors, not fake ones")
     p.add_argument("--train", action="store_true", help="forward + backward (autograd graph)")
     p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"],
@@ -110,7 +119,8 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
                        help="write the HTML report (one self-contained file: docs/html-report.md)")
     p.add_argument("--max-mappings", type=int, default=None,
                    help="mappings each einsum's tiling search evaluates before thinning")
-    p.add_argument("--debug", action="store_true")
+    p.add_argument("--debug", action="store_true",
+                   help="on error, show the traceback of the program's failure")
     return p
 
 
@@ -176,7 +186,11 @@ def _load_program(ns, options, shrink: Optional[int] = None):
         raise _fail(f"{ns.program}: no such file", "io")
     if not ns.program.endswith(_PYTHON_SUFFIXES):
         with open(ns.program, encoding="utf-8") as f:
-            trace = json.load(f)
+            try:
+                trace = json.load(f)
+            except json.JSONDecodeError as e:  # a truncated trace, say
+                raise _fail(f"{ns.program}:{e.lineno}:{e.colno}: malformed OpTrace JSON: "
+                            f"{e.msg}", "parse") from None
         return prog.analyze_trace(trace, ns.program, options)
     try:
         if shrink is not None:
@@ -189,8 +203,19 @@ def _load_program(ns, options, shrink: Optional[int] = None):
     except Exception as e:  # the program itself failed: not a Solar bug
         if ns.debug:
             raise
-        raise _fail(f"{ns.program}: the program failed: {type(e).__name__}: {e}",
-                    "program_error") from None
+        raise _fail(f"{_failing_line(e, ns.program)}: the program failed: "
+                    f"{type(e).__name__}: {e}", "program_error") from None
+
+
+def _failing_line(e: BaseException, program: str) -> str:
+    """PROGRAM:LINE of the program's own frame nearest the failure (PROGRAM alone when no
+    frame of the traceback is in the file)."""
+    import traceback
+
+    path = os.path.abspath(program)
+    lines = [f.lineno for f in traceback.extract_tb(e.__traceback__)
+             if os.path.abspath(f.filename) == path]
+    return f"{program}:{lines[-1]}" if lines else program
 
 
 @_errors_to_exit_codes
@@ -216,9 +241,18 @@ def _run_program(command: str, args: List[str]) -> int:
         raise _fail("--optimizer needs --train", "usage")
     if ns.shrink is not None and ns.shrink < 1:
         raise _fail("--shrink must be at least 1", "usage")
-    if not ns.program.endswith(_PYTHON_SUFFIXES) and (
-            overrides or ns.train or validate or ns.shrink is not None):
-        raise _fail("--set, --train and validation apply to Python programs only", "usage")
+    if not ns.program.endswith(_PYTHON_SUFFIXES):
+        if command == "validate":
+            raise _fail(f"{ns.program}: solar validate runs a Python program (PROGRAM.py) and "
+                        "its lowered graph; a graph or saved trace has no program to run "
+                        "(solar analyze reads it)", "usage")
+        given = [name for name, on in (("--set", overrides), ("--train", ns.train),
+                                       ("--validate", validate), ("--reference", ns.reference),
+                                       ("--shrink", ns.shrink is not None)) if on]
+        if given:
+            raise _fail(f"{', '.join(given)}: for Python programs only, not {ns.program}",
+                        "usage")
+    _check_before_capture(archs, ns.json_path, ns.save_trace, ns.ski_slope)
     html_cli.check_folder(getattr(ns, "html", None))  # before the capture, not after it
     result = _load_program(ns, options, ns.shrink)
     for n in result.warnings:
@@ -242,6 +276,18 @@ def _run_program(command: str, args: List[str]) -> int:
         sys.stderr.write(f"solar: error: {ns.program}: validation failed\n")
         return codes["validation_failed"]
     return codes["ok"]
+
+
+def _check_before_capture(archs: Sequence[str], *outputs: Optional[str]) -> None:
+    """The devices and the output paths, checked before a program is captured (minutes, for
+    a large one), as the C++ CLI checks a graph's: exit 6 for an unknown device, 3 for an
+    output that cannot be written."""
+    for a in archs:
+        _core.device(a)  # an unknown id raises with the known ids (exit 6)
+    for path in outputs:
+        code = cli_usage.check_output(path)
+        if code is not None:
+            raise _Exit(code)
 
 
 def _note_translation(path: str, report) -> None:
@@ -327,8 +373,7 @@ def _run_inverse(args: List[str]) -> int:
         return codes["usage"]
     overrides = _overrides(ns.set)
     archs = _archs(ns.arch) or [i for i in _core.device_ids() if i.lower() != "host"]
-    for a in archs:
-        _core.device(a)  # an unknown id fails (exit 6) before the program runs
+    _check_before_capture(archs, ns.json_path)  # before the program runs
     # The capture's own analysis needs one device; the comparison is the inverse's.
     options = prog.ProgramOptions(
         archs=archs[:1], policy=ns.policy, overrides=overrides, strict=ns.strict,
@@ -383,6 +428,9 @@ def _run_export(args: List[str]) -> int:
         return codes["usage"] if e.code else 0
     if ns.optimizer and not ns.train:
         raise _fail("--optimizer needs --train", "usage")
+    out_parent = os.path.dirname(os.path.normpath(ns.out)) or "."
+    if not os.path.isdir(out_parent):  # --out is created, its parent must exist
+        raise _fail(f"cannot write '{ns.out}': folder '{out_parent}' does not exist", "io")
     # The capture's own analysis is the cheapest one; the export needs only the graph.
     options = prog.ProgramOptions(
         overrides=_overrides(ns.set), strict=ns.strict, real=ns.real, train=ns.train,
@@ -399,6 +447,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = list(sys.argv if argv is None else argv)
     if not args:
         args = ["solar"]
+    code = cli_usage.unknown_command(args)
+    if code is None:
+        code = cli_usage.negative_top(args)
+    if code is None:
+        code = cli_usage.help_page(args, {"analyze": lambda: _program_parser("analyze"),
+                                          "inverse": _inverse_parser,
+                                          "export": _export_parser})
+    if code is not None:
+        return code
     if _frontend_for(args[1:]) is not None:
         if args[1] == "inverse":
             return _run_inverse(args[2:])

@@ -137,3 +137,182 @@ def test_bench_cuda_without_cuda_is_an_environment_error():
     assert r.returncode == 2, r.stderr
     assert r.stderr.startswith("solar: error: --device cuda: CUDA is not available")
     assert "the program failed" not in r.stderr and r.stderr.count("\n") == 1
+
+
+# ---- 6. a forward that fails under fake tensors: one line, no torch log
+
+def test_a_failing_forward_is_one_line_without_torch_logging(tmp_path):
+    pytest.importorskip("torch")
+    prog = _program(tmp_path, "wrong_width.py", """
+        import torch
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(16, 8)
+            def forward(self, x):
+                return self.lin(x)
+        def get_inputs():
+            return [torch.randn(4, 12)]
+        def get_init_inputs():
+            return []
+        """)
+    r = run_solar("analyze", str(prog))
+    assert r.returncode == 9, r.stderr
+    assert r.stderr.count("\n") == 1, r.stderr  # torch logged ~180 lines before
+    assert r.stderr.startswith(f"solar: error: {prog}:8: the program failed: RuntimeError")
+    # torch's loggers are restored after the capture.
+    import logging
+
+    from solar.frontends.torch.capture import capture_program
+    from solar.frontends.torch.quiet import torch_logging_silenced
+
+    fake_tensor_log = logging.getLogger("torch._subclasses.fake_tensor")
+    with pytest.raises(RuntimeError):
+        capture_program(str(prog))
+    assert not fake_tensor_log.disabled
+    with torch_logging_silenced():
+        assert fake_tensor_log.disabled
+    assert not fake_tensor_log.disabled
+
+
+# ---- 14. a torch program written as forward() + get_inputs()
+
+FORWARD_TORCH = """
+import torch
+M, N, K = 64, 32, 16
+def forward(a, b):
+    return torch.relu(a @ b)
+def get_inputs():
+    return [torch.randn(M, K), torch.randn(K, N)]
+"""
+
+
+def test_a_forward_function_program_is_analyzed_and_validated(tmp_path):
+    pytest.importorskip("torch")
+    prog = _program(tmp_path, "fwd.py", FORWARD_TORCH)
+    out = tmp_path / "r.json"
+    r = run_solar("validate", str(prog), "--set", "M=96", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["totals"]["macs"] == 96 * 32 * 16
+    assert doc["validation"]["status"] == "passed"
+    assert doc["crosscheck"]["status"] == "agree"
+
+
+def test_a_forward_program_with_init_values_is_refused(tmp_path):
+    pytest.importorskip("torch")
+    prog = _program(tmp_path, "fwd_init.py", FORWARD_TORCH + "def get_init_inputs():\n"
+                                                           "    return [3]\n")
+    r = run_solar("analyze", str(prog))
+    assert r.returncode == 4 and "get_init_inputs() returns 1 value(s)" in r.stderr, r.stderr
+    neither = _program(tmp_path, "neither.py", "import torch\ndef get_inputs():\n"
+                                               "    return [torch.randn(2)]\n")
+    r = run_solar("analyze", str(neither))
+    assert r.returncode == 4 and "neither 'Model' nor 'forward'" in r.stderr, r.stderr
+
+
+# ---- 8. errors that name their file, checked before the capture
+
+def test_a_truncated_optrace_names_its_file(tmp_path):
+    doc = json.dumps({"schema": "solar.optrace.v1", "name": "t", "frontend": "torch",
+                      "tensors": [], "ops": []})
+    trace = tmp_path / "trace.json"
+    trace.write_text(doc[:45])
+    r = run_solar("analyze", str(trace))
+    assert r.returncode == 4, r.stderr
+    assert r.stderr.startswith(f"solar: error: {trace}:1:"), r.stderr
+    assert "malformed OpTrace JSON" in r.stderr and r.stderr.count("\n") == 1
+
+
+# A program that would fail if it were captured: the checks must come first.
+NEVER_CAPTURED = """
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        raise SystemExit("captured")
+def get_inputs():
+    return [torch.randn(2)]
+"""
+
+
+@pytest.mark.parametrize("args,code,message", [
+    (["--json", "{missing}/x.json"], 3, "cannot write '{missing}/x.json': folder '{missing}' "
+                                        "does not exist"),
+    (["--save-trace", "{missing}/t.json"], 3, "folder '{missing}' does not exist"),
+    (["--ski-slope", "{missing}/s.svg"], 3, "folder '{missing}' does not exist"),
+    (["--arch", "H100_SXM,Z9000"], 6, "unknown device 'Z9000'"),
+], ids=["json", "save-trace", "ski-slope", "arch"])
+def test_program_outputs_and_devices_are_checked_before_the_capture(tmp_path, args, code,
+                                                                     message):
+    prog = _program(tmp_path, "never.py", NEVER_CAPTURED)
+    missing = str(tmp_path / "missing")
+    r = run_solar("analyze", str(prog), *[a.format(missing=missing) for a in args])
+    assert r.returncode == code, r.stderr
+    assert r.stderr.startswith("solar: error: ") and message.format(missing=missing) in r.stderr
+    assert "captured" not in r.stderr and r.stderr.count("\n") == 1
+    assert not os.path.exists(missing)
+
+
+def test_inverse_and_export_check_their_outputs_before_the_capture(tmp_path):
+    prog = _program(tmp_path, "never.py", NEVER_CAPTURED)
+    missing = tmp_path / "missing"
+    r = run_solar("inverse", str(prog), "--target-ms", "1", "--json", str(missing / "i.json"))
+    assert r.returncode == 3 and "does not exist" in r.stderr, r.stderr
+    r = run_solar("export", str(prog), "--format", "timeloop", "--out", str(missing / "w"))
+    assert r.returncode == 3 and f"folder '{missing}' does not exist" in r.stderr, r.stderr
+
+
+# ---- 9. usage errors that say what was wrong
+
+def test_a_mistyped_command_gets_the_close_match():
+    r = run_solar("anlyze", str(EXAMPLES / "gemm.solar"))
+    assert r.returncode == 2
+    assert r.stderr.startswith("solar: error: unknown command 'anlyze'; did you mean "
+                               "`solar analyze`?"), r.stderr
+    r = run_solar("frobnicate")
+    assert r.returncode == 2 and "did you mean" not in r.stderr and "commands:" in r.stderr
+
+
+@pytest.mark.parametrize("target", ["gemm.solar", "program"])
+def test_a_negative_top_is_a_usage_error(tmp_path, target):
+    path = (str(EXAMPLES / "gemm.solar") if target == "gemm.solar"
+            else str(_program(tmp_path, "never.py", NEVER_CAPTURED)))
+    r = run_solar("analyze", path, "--top", "-1")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == ("solar: error: --top -1: expected 0 or more rows (0 hides the top-ops "
+                        "table)\n")  # not CLI11's 300-digit range
+
+
+def test_validate_on_a_graph_says_what_validate_reads():
+    r = run_solar("validate", str(EXAMPLES / "gemm.solar"))
+    assert r.returncode == 2, r.stderr
+    assert "solar validate runs a Python program" in r.stderr
+    assert "--set" not in r.stderr and "--train" not in r.stderr  # flags never given
+
+
+# ---- 13. one help page per command: graph and program options, no repeated block
+
+def test_analyze_help_shows_graph_and_program_options():
+    r = run_solar("analyze", "--help")
+    assert r.returncode == 0, r.stderr
+    page = r.stdout
+    for graph_option in ("--arch", "--json", "--policy", "--ski-slope", "--max-mappings"):
+        assert graph_option in page
+    assert "Program options" in page
+    for program_option, words in (("--set NAME=VALUE", "module-level constant"),
+                                  ("--train", "forward + backward"), ("--strict", "exit 7"),
+                                  ("--save-trace PATH", "OpTrace"), ("--shrink N", "size")):
+        line = next(ln for ln in page.splitlines() if ln.strip().startswith(program_option))
+        assert words in page[page.index(line):page.index(line) + 200], program_option
+    assert "Python programs (the `solar` console script" not in page
+    # `solar analyze model.py --help` is the same page.
+    assert run_solar("analyze", "model.py", "--help").stdout == page
+
+
+def test_the_command_list_is_on_the_main_help_page_only():
+    main = run_solar("--help").stdout
+    assert "Python programs (the `solar` console script" in main
+    for cmd in (["arch"], ["inverse"], ["export"]):
+        page = run_solar(*cmd, "--help").stdout
+        assert page and "Python programs (the `solar` console script" not in page, cmd
+    assert "Program options" in run_solar("inverse", "--help").stdout
