@@ -518,3 +518,28 @@ def test_a_program_that_does_not_fit_is_marked_in_its_device_row():
     assert page.fields["devices.H100_SXM.memory.footprint_bytes"] == exact(mem["footprint_bytes"])
     row = text.split('data-field="devices.H100_SXM.memory.footprint_bytes"')[0].rsplit("<td", 1)[1]
     assert 'class="warn">does not fit' in row
+
+
+def test_module_tree_of_a_captured_gpt(tmp_path):
+    """A real module tree (the PyTorch frontend's): the small GPT's blocks each a collapsible
+    row nested as in the JSON, with its numbers."""
+    from solar.frontends.torch.program import ProgramOptions, analyze_file
+
+    result = analyze_file(str(EXAMPLES / "torch" / "gpt_block.py"),
+                          ProgramOptions(crosscheck=False, cache_aware=False))
+    doc = json.loads(result.report.to_json(None))
+    if not (doc.get("modules") or {}).get("children"):
+        pytest.skip("this build's reports carry no module tree yet")
+    page = Page(solar.html.render(doc, interactive=False))
+    assert page.errors == []
+    check_numbers(page, doc)
+
+    def walk(n, depth):
+        yield n, depth
+        for c in n.get("children", []):
+            yield from walk(c, depth + 1)
+
+    nodes = list(walk(doc["modules"], 0))
+    assert {n["path"] for n, _ in nodes} == set(page.module_depth)
+    assert all(page.module_depth[n["path"]] == d for n, d in nodes)
+    assert {"blocks.0", "blocks.1"} <= set(page.module_depth)  # n_layers = 2
