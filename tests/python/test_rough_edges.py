@@ -316,3 +316,37 @@ def test_the_command_list_is_on_the_main_help_page_only():
         page = run_solar(*cmd, "--help").stdout
         assert page and "Python programs (the `solar` console script" not in page, cmd
     assert "Program options" in run_solar("inverse", "--help").stdout
+
+
+# ---- 12. JAX validation names its seed
+
+def test_jax_validation_prints_its_seed(tmp_path):
+    pytest.importorskip("jax")
+    prog = _program(tmp_path, "np_inputs.py", """
+        import jax.numpy as jnp
+        import numpy as np
+        def forward(a, b):
+            return jnp.tanh(a @ b)
+        def get_inputs():  # numpy's global generator: seeded by the validation
+            return [jnp.asarray(np.random.randn(8, 4), jnp.float32),
+                    jnp.asarray(np.random.randn(4, 2), jnp.float32)]
+        """)
+    out = tmp_path / "r.json"
+    r = run_solar("validate", str(prog), "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "Validation (solar executor, seed 0): PASSED" in r.stdout
+    assert "seed ?" not in r.stdout
+    assert json.loads(out.read_text())["validation"]["seed"] == 0
+    # Seeded: the program's numpy draws are those of seed 0, and the caller's state is kept.
+    import numpy as np
+
+    from solar.frontends.jax.program import SEED, _seeded_generators
+    state = np.random.get_state()
+    with _seeded_generators():
+        first = np.random.randn(3)
+    np.random.seed(SEED)
+    assert (first == np.random.randn(3)).all()
+    np.random.set_state(state)
+    with _seeded_generators():
+        pass
+    assert np.random.get_state()[1].tolist() == state[1].tolist()

@@ -9,6 +9,7 @@ frontend's analyze_file, which hands over files that import jax or flax and not 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 from typing import Any, Dict, List, Optional, Sequence
@@ -21,6 +22,9 @@ from ...report import Report
 from . import capture as cap
 
 TOOL = "solar executor"
+# Validation's seed: Python's and numpy's global generators (a get_inputs() that draws from
+# them) and a Flax Model's init key, PRNGKey(SEED); keys a program makes itself are its own.
+SEED = 0
 XLA_TOOL = "XLA HloCostAnalysis: jax.jit(f).lower(*args).compile().cost_analysis()"
 
 
@@ -51,9 +55,10 @@ def analyze_file(path: str, options=None):
     if options.train or options.optimizer:
         raise user_error("--train/--optimizer are not supported for JAX programs yet", "usage")
     try:
-        mod = cap.load_program(path, options.overrides)
         real = options.validate or options.real
-        prog = cap.program_from_module(mod, path, abstract=not real)
+        with _seeded_generators():
+            mod = cap.load_program(path, options.overrides)
+            prog = cap.program_from_module(mod, path, abstract=not real)
     except cap.OverrideError as e:
         raise user_error(str(e), "usage") from None
     except cap.ProgramFormatError as e:
@@ -63,7 +68,8 @@ def analyze_file(path: str, options=None):
         # A loop or branch that depends on data: the real inputs decide it (as --real would).
         warnings.warn(f"solar: {path}: data-dependent control flow: captured again on the "
                       "real inputs", RuntimeWarning, stacklevel=2)
-        prog = cap.program_from_module(mod, path, abstract=False)
+        with _seeded_generators():
+            prog = cap.program_from_module(mod, path, abstract=False)
         c = _capture(prog, path, values=None)
     if options.validate and _missing_given(c):
         c = _capture(prog, path, values=True)
@@ -75,6 +81,22 @@ def analyze_file(path: str, options=None):
     if options.crosscheck:
         result.report.attach_section("xla", xla_crosscheck(result.report, prog, c))
     return result
+
+
+@contextlib.contextmanager
+def _seeded_generators():
+    """Python's and numpy's global generators seeded with SEED while the program is loaded
+    and its inputs made, then restored: the inputs a validation reports are reproducible."""
+    import random
+
+    py_state, np_state = random.getstate(), np.random.get_state()
+    random.seed(SEED)
+    np.random.seed(SEED)
+    try:
+        yield
+    finally:
+        random.setstate(py_state)
+        np.random.set_state(np_state)
 
 
 def _data_dependent(c: "cap.Capture") -> bool:
@@ -158,7 +180,8 @@ def validate_capture(c: "cap.Capture", prog: "cap.Program", file: str) -> Dict[s
     from ... import executor
 
     _, _, lower_trace = _program_types()
-    section: Dict[str, Any] = {"status": "failed", "tool": TOOL, "outputs": [], "excluded": [],
+    section: Dict[str, Any] = {"status": "failed", "tool": TOOL, "seed": SEED,
+                               "outputs": [], "excluded": [],
                                "given": [{"op": c.trace["ops"][i]["op"],
                                           "outputs": c.trace["ops"][i]["outputs"],
                                           "reason": "no executor kernel (the RBG generators' "
