@@ -543,3 +543,29 @@ def test_module_tree_of_a_captured_gpt(tmp_path):
     assert {n["path"] for n, _ in nodes} == set(page.module_depth)
     assert all(page.module_depth[n["path"]] == d for n, d in nodes)
     assert {"blocks.0", "blocks.1"} <= set(page.module_depth)  # n_layers = 2
+
+
+def test_cli_suite_html_with_timings(tmp_path):
+    """`solar suite DIR --timings FILE --html PATH`: a loop GEMM in a level1 folder, its
+    measured time (the test's input: 1 ms) joined: the page has its row, its point on the
+    roofline and on the headroom scatter, numbers equal to the suite JSON's."""
+    level = tmp_path / "kb" / "level1"
+    level.mkdir(parents=True)
+    (level / "gemm.py").write_text((EXAMPLES / "loops" / "gemm.py").read_text())
+    timings = tmp_path / "timings.json"
+    timings.write_text(json.dumps({"level1": {"gemm.py": {"min": 1.0, "mean": 1.1}}}))
+    out, js = tmp_path / "suite.html", tmp_path / "suite.json"
+    r = run_solar("suite", str(tmp_path / "kb"), "--arch", "H100_SXM", "--timings", str(timings),
+                  "--html", str(out), "--json", str(js), "--quiet", "--no-crosscheck")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(js.read_text())
+    text = out.read_text()
+    page = Page(text)
+    assert page.errors == []
+    check_numbers(page, doc)
+    assert {"summary", "programs", "roofline", "headroom"} <= set(page.ids)
+    assert page.fields["programs.0.totals.macs"] == str(512 * 1024 * 256)  # M*N*K
+    head = charts.headroom_suite(doc["summary"]["headroom"])
+    pts = [(x, y) for s in head["series"] if s["mode"] == "markers" for x, y in zip(s["x"], s["y"])]
+    fused = doc["programs"][0]["devices"]["H100_SXM"]["fused"]["seconds"]
+    assert pts == [(pytest.approx(fused), pytest.approx(1e-3))]
