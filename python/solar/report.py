@@ -287,11 +287,18 @@ def _crosscheck_block(c: dict | None) -> str:
         return head + f" ({c.get('reason', '')})\n"
     lines = [head + f" (Solar {c.get('solar_macs')} MAC, counter {c.get('counter_macs')} MAC; "
              f"{c.get('compared_ops', 0)} op(s) compared)"]
+    # Ops Solar left unanalyzed are listed at the top of the table (and warned about on
+    # stderr): counted here, not repeated.
+    unanalyzed = [e for e in c.get("per_op", []) if str(e.get("note", "")).startswith(
+        "unanalyzed by Solar")]
     for e in c.get("per_op", []):
-        if e.get("agree") is True and not e.get("note"):
+        if (e.get("agree") is True and not e.get("note")) or e in unanalyzed:
             continue
         mark = {True: "agree", False: "explained" if e.get("explained") else "DIFFER",
                 None: "not compared"}[e.get("agree")]
         lines.append(f"  {mark}: {e['op']}: Solar {e['solar_macs']}, counter "
                      f"{e['counter_macs']}" + (f": {e['note']}" if e.get("note") else ""))
+    if unanalyzed:
+        lines.append(f"  not compared: {len(unanalyzed)} aten op(s) Solar left unanalyzed "
+                     "(listed at the top)")
     return "\n".join(lines) + "\n"
