@@ -352,7 +352,9 @@ def discover(folder: str) -> Tuple[List[Dict[str, Any]], List[Dict[str, str]]]:
             else:
                 skipped.append({"source": path, "reason": f"not Python 3 ({e.msg})"})
             continue
-        missing = [n for n in ("Model", "get_inputs") if not _defines(tree, n)]
+        # class Model (KernelBench), or a module-level forward() (JAX-style, torch too)
+        missing = [n for n in ("Model", "get_inputs") if not _defines(tree, n)
+                   and not (n == "Model" and _defines(tree, "forward"))]
         if missing and not _imports_loopir(tree):
             skipped.append({"source": path, "reason": "not a KernelBench-format program "
                                                       f"(no top-level {', '.join(missing)})"})

@@ -375,3 +375,17 @@ def test_an_unanalyzed_op_is_not_repeated_by_the_crosscheck(tmp_path):
     assert r.stderr.count("unanalyzed op aten::mm") == 1
     assert r.stdout.count("aten::mm") == 1, r.stdout  # the coverage block at the top
     assert "1 aten op(s) Solar left unanalyzed (listed at the top)" in r.stdout
+
+
+def test_suite_analyzes_a_forward_function_program(tmp_path):
+    pytest.importorskip("torch")
+    folder = tmp_path / "progs"
+    folder.mkdir()
+    _program(folder, "fwd.py", FORWARD_TORCH)
+    out = tmp_path / "suite.json"
+    r = run_solar("suite", str(folder), "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["summary"]["analyzed"] == 1 and doc["summary"]["skipped"]["count"] == 0
+    (entry,) = doc["programs"]
+    assert entry["totals"]["macs"] == 64 * 32 * 16
