@@ -63,7 +63,8 @@ def render(chart: dict, width: int = WIDTH, height: int = HEIGHT) -> str:
     def inside(x: float, y: float) -> bool:
         return x0 <= x <= x1 and y0 <= y <= y1
 
-    items = [(s["name"], s.get("color") or PALETTE[i % len(PALETTE)], s["mode"])
+    items = [(s["name"], s.get("color") or PALETTE[i % len(PALETTE)],
+              "dash" if s.get("dash") and s["mode"] == "lines" else s["mode"])
              for i, s in enumerate(chart["series"]) if s.get("legend", True)]
     placed, lx, row = [], float(LEFT), 0
     for name, colour, mode in items:
@@ -132,9 +133,10 @@ def render(chart: dict, width: int = WIDTH, height: int = HEIGHT) -> str:
     # the legend below the chart, in rows: it never hides a curve or a point
     for lx, row, name, colour, mode in placed:
         yy = height + 6 + 15 * row
-        if mode == "lines":
+        if mode in ("lines", "dash"):
+            dash = ' stroke-dasharray="5 3"' if mode == "dash" else ""
             out.append(f'<line x1="{lx:.0f}" y1="{yy}" x2="{lx + 16:.0f}" y2="{yy}" '
-                       f'stroke="{colour}" stroke-width="2"/>')
+                       f'stroke="{colour}" stroke-width="2"{dash}/>')
         else:
             out.append(f'<circle cx="{lx + 8:.0f}" cy="{yy}" r="3.5" fill="{colour}"/>')
         out.append(f'<text x="{lx + 22:.0f}" y="{yy + 4}">{escape(name)}</text>')
