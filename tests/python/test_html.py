@@ -569,3 +569,18 @@ def test_cli_suite_html_with_timings(tmp_path):
     pts = [(x, y) for s in head["series"] if s["mode"] == "markers" for x, y in zip(s["x"], s["y"])]
     fused = doc["programs"][0]["devices"]["H100_SXM"]["fused"]["seconds"]
     assert pts == [(pytest.approx(fused), pytest.approx(1e-3))]
+
+
+def test_without_the_cache_aware_level():
+    """--no-cache-aware: no ski-slope and no fusion groups, each section says why; the
+    devices table gives the reason in the cache-aware cells."""
+    r = solar.analyze(EXAMPLES / "gemm.solar", arch="H100_SXM", cache_aware=False)
+    doc = json.loads(r.to_json(None))
+    text = solar.html.render(doc, interactive=False)
+    page = Page(text)
+    assert page.errors == []
+    check_numbers(page, doc)
+    assert "chart-ski-slope" not in page.ids and "No ski-slope" in text
+    assert "No device has the cache-aware level" in text
+    assert doc["devices"]["H100_SXM"]["cache_aware"]["reason"] in text
+    assert r._repr_html_().count("<svg") == 0
