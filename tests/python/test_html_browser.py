@@ -74,6 +74,7 @@ class Browser:
             os.dup2(b, 4)
 
         args = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                "--disable-dev-shm-usage",  # containers with a small /dev/shm
                 "--remote-debugging-pipe", f"--user-data-dir={profile}",
                 f"--window-size={WIDTH},1000",
                 # Chromium's own traffic: off where a flag can, else into a dead proxy
