@@ -50,9 +50,9 @@ def figure(chart: Dict[str, Any]):
     xr, yr = chart.get("x_range"), chart.get("y_range")
     fig.update_layout(
         title={"text": chart["title"], "font": {"size": 14}},
-        xaxis={"type": "log", "title": chart["x_label"], "exponentformat": "SI", "dtick": 1,
+        xaxis={"type": "log", "title": chart["x_label"], "tickformat": "~s", "dtick": 1,
                **({"range": [math.log10(xr[0]), math.log10(xr[1])]} if xr else {})},
-        yaxis={"type": "log", "title": chart["y_label"], "exponentformat": "SI", "dtick": 1,
+        yaxis={"type": "log", "title": chart["y_label"], "tickformat": "~s", "dtick": 1,
                **({"range": [math.log10(yr[0]), math.log10(yr[1])]} if yr else {})},
         template="plotly_white", height=420, margin={"l": 70, "r": 20, "t": 50, "b": 50},
         legend={"font": {"size": 10}})
