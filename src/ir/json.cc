@@ -62,7 +62,7 @@ class Reader {
   Graph read(const json& j) {
     Path root;
     expect_object(j, root, "a graph object");
-    check_keys(j, root, {"schema", "name", "frontend", "tensors", "ops"});
+    check_keys(j, root, {"schema", "name", "frontend", "modules", "tensors", "ops"});
     const json* schema = find(j, "schema");
     if (!schema || !schema->is_string() || schema->get_ref<const std::string&>() != kGraphSchema)
       fail(root.field("schema"),
@@ -73,6 +73,12 @@ class Reader {
     g.source = file_;
     if (const json* v = find(j, "name")) g.name = string(*v, root.field("name"));
     if (const json* v = find(j, "frontend")) g.frontend = string(*v, root.field("frontend"));
+    if (const json* m = find(j, "modules")) {
+      Path mp = root.field("modules");
+      expect_object(*m, mp);
+      for (const auto& [path, type] : m->items())
+        g.module_types[path] = string(type, mp.field(path));
+    }
     const json& tensors = require(j, root, "tensors");
     Path tp = root.field("tensors");
     expect_array(tensors, tp);
@@ -311,7 +317,7 @@ class Reader {
     if (const json* o = find(j, "origin")) {
       Path op2 = p.field("origin");
       expect_object(*o, op2);
-      check_keys(*o, op2, {"file", "line", "op"});
+      check_keys(*o, op2, {"file", "line", "op", "module"});
       if (const json* f = find(*o, "file")) op.origin.file = string(*f, op2.field("file"));
       if (const json* l = find(*o, "line")) {
         if (!find(*o, "file"))
@@ -322,6 +328,7 @@ class Reader {
         op.origin.line = static_cast<int>(line);
       }
       if (const json* n = find(*o, "op")) op.origin.op = string(*n, op2.field("op"));
+      if (const json* m = find(*o, "module")) op.origin.module = string(*m, op2.field("module"));
     }
     g.add_op(std::move(op));
   }
@@ -479,6 +486,7 @@ nlohmann::json graph_to_json(const Graph& g) {
   out["schema"] = kGraphSchema;
   out["name"] = g.name;
   out["frontend"] = g.frontend;
+  if (!g.module_types.empty()) out["modules"] = g.module_types;
   json tensors = json::array();
   for (const Tensor& t : g.tensors()) {
     json tj;
@@ -512,6 +520,7 @@ nlohmann::json graph_to_json(const Graph& g) {
       if (o.line > 0) oo["line"] = o.line;
     }
     if (!o.op.empty() && o.op != op.name) oo["op"] = o.op;
+    if (!o.module.empty()) oo["module"] = o.module;
     if (!oo.empty()) oj["origin"] = std::move(oo);
     switch (op.kind()) {
       case OpKind::Einsum: {
@@ -580,9 +589,24 @@ Graph load_graph_file(const std::string& path) {
   if (f.bad())
     throw UserError(UserError::Kind::Io,
                     fmt::format("cannot read graph file '{}': read error", path));
+  Origin where;
+  where.file = path;
   std::size_t first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && text[first] == '{') return parse_graph_json(text, path);
-  return parse_graph(text, path);
+  if (first == std::string::npos)
+    throw UserError(UserError::Kind::Parse,
+                    "the file is empty: expected a graph (the text form, docs/ir-text.md, or a "
+                    "solar.graph.v1 JSON document, docs/graph-json.md)",
+                    where);
+  Graph g = text[first] == '{' ? parse_graph_json(text, path) : parse_graph(text, path);
+  // A graph without ops (an empty JSON graph, a text file of declarations or comments only)
+  // would analyze as "complete" with zero work: refuse it rather than report nothing.
+  if (g.ops().empty())
+    throw UserError(UserError::Kind::InvalidGraph,
+                    fmt::format("graph '{}' has no ops, so no output: nothing to analyze (declare "
+                                "an op and mark its result {{output}})",
+                                g.name),
+                    where);
+  return g;
 }
 
 }  // namespace solar::ir

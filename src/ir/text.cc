@@ -43,6 +43,8 @@ class Parser {
       if (t.is_ident("graph") && !lex_.peek(1).is("=") && !lex_.peek(1).is(",")) {
         if (!first) lex_.fail("'graph NAME' must be the first statement", t.line);
         parse_graph_header();
+      } else if (t.is_ident("module") && lex_.peek(1).kind == TokKind::String) {
+        parse_module_type();
       } else {
         parse_statement();
       }
@@ -104,6 +106,15 @@ class Parser {
       lex_.expect("}", "closing the graph's {...}");
     }
     end_of_statement("after the graph name");
+  }
+
+  // module "PATH" "CLASS": the class of a module path that ops name (`module "PATH"`).
+  void parse_module_type() {
+    lex_.next();  // module
+    std::string path = parse_string("a quoted module path", "after 'module'");
+    std::string type = parse_string("a quoted class name", syntax::lazy("after module \"{}\"", path));
+    g_.module_types[path] = type;
+    end_of_statement("after a module's class");
   }
 
   TypeSpec parse_type(bool op_output, std::string_view name) {
@@ -261,10 +272,11 @@ class Parser {
                          fmt::format("after the type of '{}'", names.back()), kw);
     }
     // Trailing clauses, in any order, each at most once.
-    std::optional<std::string> from, at, opname;
+    std::optional<std::string> from, at, opname, module;
     while (true) {
       const Token& t = lex_.peek();
       std::optional<std::string>* slot = nullptr;
+      if (t.is_ident("module")) slot = &module;
       if (t.is_ident("from")) slot = &from;
       if (t.is_ident("at")) slot = &at;
       if (t.is_ident("name")) slot = &opname;
@@ -282,6 +294,7 @@ class Parser {
     }
     op.name = opname ? *opname : names[0];
     op.origin = Origin{g_.source, line, from ? *from : op.name};
+    if (module) op.origin.module = *module;
     if (at) {
       // FILE:LINE, or a bare FILE.
       std::size_t colon = at->rfind(':');
@@ -440,6 +453,15 @@ class Parser {
     auto fail = [&](const std::string& msg) {
       lex_.fail(fmt::format("einsum \"{}\" of '{}': {}", spec, out_name, msg), spec_tok.line);
     };
+    // Ranks and extents that disagree are a well-formed op on the wrong shapes: an invalid
+    // graph (exit 5, as the verifier says of the full form), not a syntax error.
+    auto invalid = [&](const std::string& msg) {
+      Origin where;
+      where.file = lex_.file();
+      where.line = spec_tok.line;
+      throw UserError(UserError::Kind::InvalidGraph,
+                      fmt::format("einsum \"{}\" of '{}': {}", spec, out_name, msg), where);
+    };
     std::string lhs = spec, rhs;
     bool explicit_output = false;
     if (std::size_t arrow = spec.find("->"); arrow != std::string::npos) {
@@ -479,8 +501,8 @@ class Parser {
     for (std::size_t k = 0; k < terms.size(); ++k) {
       const Tensor& t = g_.tensor(inputs[k]);
       if (terms[k].size() != t.shape.size())
-        fail(fmt::format("operand {} ('{}') has rank {} but its subscript \"{}\" has {} letters",
-                         k, t.name, t.shape.size(), terms[k], terms[k].size()));
+        invalid(fmt::format("operand {} ('{}') has rank {} but its subscript \"{}\" has {} letters",
+                            k, t.name, t.shape.size(), terms[k], terms[k].size()));
       for (std::size_t d = 0; d < terms[k].size(); ++d) {
         auto c = static_cast<unsigned char>(terms[k][d]);
         ++count[c];
@@ -488,10 +510,10 @@ class Parser {
           extent[c] = t.shape[d];
           first_operand[c] = static_cast<int>(k);
         } else if (extent[c] != t.shape[d]) {
-          fail(fmt::format("letter '{}' has extent {} in operand {} ('{}') but {} in operand {} "
-                           "('{}'); size-1 broadcasting is not implied",
-                           terms[k][d], extent[c], first_operand[c],
-                           g_.tensor(inputs[first_operand[c]]).name, t.shape[d], k, t.name));
+          invalid(fmt::format("letter '{}' has extent {} in operand {} ('{}') but {} in operand {} "
+                              "('{}'); size-1 broadcasting is not implied",
+                              terms[k][d], extent[c], first_operand[c],
+                              g_.tensor(inputs[first_operand[c]]).name, t.shape[d], k, t.name));
         }
       }
     }
@@ -798,6 +820,7 @@ std::string format_op(const Graph& g, const Op& op) {
           ? ""
           : g.tensor(op.outputs[0]).name;
   if (op.name != default_name) s += " name " + syntax::quote(op.name);
+  if (!op.origin.module.empty()) s += " module " + syntax::quote(op.origin.module);
   return s;
 }
 
@@ -819,6 +842,8 @@ std::string print_graph(const Graph& g) {
   out += "graph " + syntax::name_token(g.name);
   if (g.frontend != "einsum") out += " {frontend=" + syntax::quote(g.frontend) + "}";
   out += "\n";
+  for (const auto& [path, type] : g.module_types)
+    out += "module " + syntax::quote(path) + " " + syntax::quote(type) + "\n";
   // Statements follow tensor-id order where the graph allows it (a source where it was
   // declared, an op where its outputs start), so that parsing the text gives every tensor
   // its original id. A graph whose tensor order does not fit (outputs of one op not

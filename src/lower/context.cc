@@ -140,6 +140,7 @@ solar::Origin Context::origin() const {
     o.file = op_->file;
     o.line = line_ ? line_ : op_->line;
     o.op = origin_op_.empty() ? op_->op : origin_op_;
+    o.module = op_->module;  // every op lowered from a traced op inherits its module
   }
   return o;
 }
@@ -698,6 +699,7 @@ LowerResult lower_with_table(const OpTrace& trace, const LowerOptions& options,
   g.name = trace.name;
   g.frontend = trace.frontend;
   g.source = trace.source;
+  g.module_types = trace.modules;
   Context c(trace, g);
   for (const TraceOp& op : trace.ops) {
     c.begin(op);

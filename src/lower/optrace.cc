@@ -143,7 +143,18 @@ OpTrace optrace_from_json(const nlohmann::json& j, std::string_view file) {
     }
     if (auto it = x.find("file"); it != x.end() && it->is_string()) op.file = *it;
     if (auto it = x.find("line"); it != x.end() && it->is_number_integer()) op.line = *it;
+    if (auto it = x.find("module"); it != x.end() && !it->is_null()) {
+      if (!it->is_string()) bad(file, where + ".module must be a string");
+      op.module = it->get<std::string>();
+    }
     t.ops.push_back(std::move(op));
+  }
+  if (auto it = j.find("modules"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) bad(file, "'modules' must be an object of module path -> class name");
+    for (const auto& [path, type] : it->items()) {
+      if (!type.is_string()) bad(file, fmt::format("modules[\"{}\"] must be a class name", path));
+      t.modules[path] = type.get<std::string>();
+    }
   }
   return t;
 }
@@ -181,8 +192,10 @@ nlohmann::json optrace_to_json(const OpTrace& t) {
     for (const auto& id : op.outputs) o["outputs"].push_back(id ? nlohmann::json(*id) : nullptr);
     if (!op.file.empty()) o["file"] = op.file;
     if (op.line) o["line"] = op.line;
+    if (!op.module.empty()) o["module"] = op.module;
     j["ops"].push_back(std::move(o));
   }
+  if (!t.modules.empty()) j["modules"] = t.modules;
   return j;
 }
 

@@ -193,6 +193,9 @@ class Graph {
   std::string name = "graph";
   std::string frontend = "einsum";  // who produced it: einsum (hand-written), torch, jax, loopir
   std::string source;               // file the graph was read from, if any
+  // The class of each module path that ops' origins name ("blocks.3.attn" ->
+  // "CausalSelfAttention"); a path missing here has an unknown class.
+  std::map<std::string, std::string> module_types;
 
   TensorId add_tensor(Tensor t);  // assigns the id; throws UserError on a duplicate name
   OpId add_op(Op op);             // assigns the id (and a name when empty); add its outputs first

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,6 +41,7 @@ struct TraceOp {
   std::vector<std::optional<std::int64_t>> outputs;  // tensor ids; nullopt for a None output
   std::string file;             // source location of the Python call, if known
   int line = 0;
+  std::string module;           // the module path that ran it ("blocks.3.attn.qkv"), if known
 };
 
 struct OpTrace {
@@ -48,6 +50,7 @@ struct OpTrace {
   std::string source;  // the program file, if any
   std::vector<TraceTensor> tensors;
   std::vector<TraceOp> ops;
+  std::map<std::string, std::string> modules;  // module path -> class name
 
   // The tensor with this id; throws UserError(Parse) when there is none.
   const TraceTensor& tensor(std::int64_t id) const;

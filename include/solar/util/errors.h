@@ -11,6 +11,9 @@ struct Origin {
   std::string file;
   int line = 0;  // 1-based; 0 when unknown
   std::string op;
+  // The framework module that ran it ("blocks.3.attn.qkv": PyTorch's module path, JAX's
+  // name stack); "" when unknown. Not part of describe().
+  std::string module = {};
 
   // "file:line: op 'name'" with the empty parts left out.
   std::string describe() const;

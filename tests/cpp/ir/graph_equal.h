@@ -16,6 +16,7 @@ inline std::string graph_diff(const Graph& a, const Graph& b, bool compare_origi
   if (a.name != b.name) return fmt::format("graph name '{}' vs '{}'", a.name, b.name);
   if (a.frontend != b.frontend)
     return fmt::format("frontend '{}' vs '{}'", a.frontend, b.frontend);
+  if (a.module_types != b.module_types) return "module classes differ";
   if (a.tensors().size() != b.tensors().size())
     return fmt::format("{} vs {} tensors", a.tensors().size(), b.tensors().size());
   for (std::size_t i = 0; i < a.tensors().size(); ++i) {
@@ -40,6 +41,9 @@ inline std::string graph_diff(const Graph& a, const Graph& b, bool compare_origi
     if (x.outputs != y.outputs) return what + ": outputs";
     if (x.body.index() != y.body.index()) return what + ": kind";
     if (x.body != y.body) return what + ": body";
+    // The module path survives every form, re-parsed or not.
+    if (x.origin.module != y.origin.module)
+      return what + fmt::format(": module '{}' vs '{}'", x.origin.module, y.origin.module);
     if (compare_origins && (x.origin.file != y.origin.file || x.origin.line != y.origin.line ||
                             x.origin.op != y.origin.op))
       return what + fmt::format(": origin '{}' vs '{}'", x.origin.describe(), y.origin.describe());

@@ -26,6 +26,7 @@ import dataclasses
 import enum
 import math
 import os
+import re
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -305,6 +306,37 @@ def _source(eqn) -> Tuple[str, int]:
     return "", 0
 
 
+_TRANSFORM = re.compile(r"^[A-Za-z_]\w*\((.*)\)$")
+_AUTO_NAME = re.compile(r"^([A-Za-z_]\w*?)_\d+$")
+
+
+def _name_stack(eqn) -> str:
+    """The equation's name stack ("Net/MLP_0/fc1": Flax module names and jax.named_scope
+    scopes) as a module path ("Net.MLP_0.fc1"), transformation wrappers (jvp(...),
+    transpose(...)) and jit scopes left out."""
+    try:
+        text = str(eqn.source_info.name_stack)
+    except Exception:
+        return ""
+    parts = []
+    for p in text.split("/"):
+        while True:
+            m = _TRANSFORM.match(p)
+            if not m:
+                break
+            p = m.group(1)
+        if p:
+            parts.append(p)
+    return ".".join(parts)
+
+
+def _join_module(prefix: str, inner: str) -> str:
+    """A nested jaxpr's name stack is relative to the equation that holds it."""
+    if not prefix or inner == prefix or inner.startswith(prefix + "."):
+        return inner or prefix
+    return f"{prefix}.{inner}" if inner else prefix
+
+
 def _is_literal(v) -> bool:
     return type(v).__name__ == "Literal"
 
@@ -341,6 +373,7 @@ class Recorder:
         self.given_ops: List[int] = []  # ops whose values validation feeds (iota, RNG)
         self.notes: List[str] = []
         self.file_line: Tuple[str, int] = ("", 0)
+        self.module = ""  # the module path of the equation being recorded (its name stack)
         self.expanding: List[str] = []  # shared with the Walker: RNG expansions under way
 
     def where(self) -> str:
@@ -441,6 +474,8 @@ class Recorder:
         if f:
             op["file"] = f
             op["line"] = line
+        if self.module:
+            op["module"] = self.module
         if given:
             self.given_ops.append(len(self.ops))
         self.ops.append(op)
@@ -575,9 +610,12 @@ class Walker:
     def equation(self, eqn, ins: List[Any]) -> List[Any]:
         name = eqn.primitive.name
         saved = self.rec.file_line
+        saved_module = self.rec.module
         f, line = _source(eqn)
         if f and not self._expanding:
             self.rec.file_line = (f, line)
+        if not self._expanding:  # an expansion's equations belong to the expanded one
+            self.rec.module = _join_module(saved_module, _name_stack(eqn))
         try:
             if name in _KEY_IDENTITY and len(ins) == 1:
                 return list(ins)  # keys are held as their key data already
@@ -601,6 +639,7 @@ class Walker:
             return self.leaf(eqn, ins)
         finally:
             self.rec.file_line = saved
+            self.rec.module = saved_module
 
     def leaf(self, eqn, ins: List[Any], params=None, extra=None, bind_params=None,
              evaluate: bool = True) -> List[Any]:
@@ -1007,7 +1046,8 @@ def capture(fn, *args, values: Optional[bool] = None, name: Optional[str] = None
             if t["role"] == "intermediate":
                 t["role"] = "output"
             out_ids.append(o)
-        return Capture(rec.trace(), out_ids, rec.values, rec.given_ops, rec.notes, with_values)
+        return Capture(_with_modules(rec.trace(), getattr(fn, "solar_root_module", "")),
+                       out_ids, rec.values, rec.given_ops, rec.notes, with_values)
 
     if values is True:
         if not all_concrete:
@@ -1023,6 +1063,35 @@ def capture(fn, *args, values: Optional[bool] = None, name: Optional[str] = None
         warnings.warn(f"solar: {e}: captured again on the real inputs", RuntimeWarning,
                       stacklevel=2)
         return run(True, False)
+
+
+def _with_modules(trace: Dict[str, Any], root: str) -> Dict[str, Any]:
+    """The trace's `modules` table. A Flax model's name stacks start with its own class name
+    (`root`): that component is the program itself and is dropped. Flax names a submodule
+    it numbers after its class (MLP_0 -> MLP); other names (fc1, a named_scope) have no
+    known class."""
+    prefix = root + "."
+    modules: Dict[str, str] = {}
+    for op in trace["ops"]:
+        path = op.get("module", "")
+        if root and (path == root or path.startswith(prefix)):
+            path = path[len(prefix):] if path != root else ""
+        if path:
+            op["module"] = path
+        else:
+            op.pop("module", None)
+        parts = path.split(".") if path else []
+        for k in range(len(parts)):
+            sub = ".".join(parts[:k + 1])
+            if sub not in modules:
+                m = _AUTO_NAME.match(parts[k])
+                modules[sub] = m.group(1) if m else ""
+    if root:
+        modules[""] = root
+    modules = {k: v for k, v in modules.items() if v}
+    if modules:
+        trace["modules"] = modules
+    return trace
 
 
 # ---------------------------------------------------------------- program files
@@ -1130,6 +1199,8 @@ def program_from_module(mod, path: str, abstract: bool) -> Program:
 
         def apply(variables, *a):
             return model.apply(variables, *a)
+
+        apply.solar_root_module = type(model).__name__  # the name stacks' first component
 
         return Program(apply, variables, xs, name)
     raise ProgramFormatError(f"{path}: a JAX program defines forward(*inputs) or a Flax Model "

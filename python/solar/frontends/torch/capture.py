@@ -177,6 +177,9 @@ class _Trace:
         self.record = record
         self.tensors: List[Dict[str, Any]] = []
         self.ops: List[Dict[str, Any]] = []
+        # The paths of the modules whose forward is running, innermost last ("" is the
+        # program's own module): each op records the innermost (docs/torch-frontend.md).
+        self.module_stack: List[str] = []
         self._ids: Dict[int, int] = {}  # id(tensor object) -> current trace id
         self._keep: List[torch.Tensor] = []  # keeps objects alive so id() is not reused
         self._storages: Dict[int, int] = {}
@@ -258,10 +261,15 @@ class _Trace:
         if file:
             entry["file"] = file
             entry["line"] = line
+        self.tag_module(entry)
         self.ops.append(entry)
         if self.record is not None and self.record.values_mode == "all":
             self.record.keep(tid, t)
         return tid
+
+    def tag_module(self, entry: Dict[str, Any]) -> None:
+        if self.module_stack and self.module_stack[-1]:
+            entry["module"] = self.module_stack[-1]
 
     def _refresh(self, x: torch.Tensor, sid: int) -> int:
         """Brings object x up to date with the writes through other views of its storage."""
@@ -433,6 +441,7 @@ class _Recorder(TorchDispatchMode):
             if file:
                 entry["file"] = file
                 entry["line"] = line
+        self.trace.tag_module(entry)
         self.trace.ops.append(entry)
         return out
 
@@ -569,6 +578,25 @@ def capture(
         return [loss] + [t.grad for t in trainable if t.grad is not None] + (
             trainable if opt is not None else [])
 
+    # Module paths: forward pre/post hooks on every named submodule keep the trace's module
+    # stack (the names of module.named_modules(): "blocks.3.attn.qkv"). Backward ops run
+    # outside every forward and record no module.
+    module_types: Dict[str, str] = {}
+    hooks: List[Any] = []
+    if module is not None:
+        for mname, m in module.named_modules():
+            module_types[mname] = type(m).__name__
+
+            def enter(_m, _args, _path=mname):
+                trace.module_stack.append(_path)
+
+            def leave(_m, _args, _out):
+                if trace.module_stack:
+                    trace.module_stack.pop()
+
+            hooks.append(m.register_forward_pre_hook(enter))
+            hooks.append(m.register_forward_hook(leave, always_call=True))
+
     # nn.MultiheadAttention / TransformerEncoderLayer take a fused "fast path" op in eval
     # mode (aten::_transformer_encoder_layer_fwd, _native_multi_head_attention); turned off
     # while capturing, they run as the aten ops the table decomposes.
@@ -598,6 +626,8 @@ def capture(
     finally:
         if mha is not None:
             mha.set_fastpath_enabled(fastpath)
+        for h in hooks:
+            h.remove()
     for t in _flatten(result):
         tid = trace._ids.get(id(t))
         if tid is not None:
@@ -630,6 +660,8 @@ def capture(
         "tensors": trace.tensors,
         "ops": trace.ops,
     }
+    if module_types:
+        doc["modules"] = module_types
     if source:
         doc["source"] = source
     return doc
