@@ -39,6 +39,8 @@ def unknown_command(args: Sequence[str]) -> Optional[int]:
         return None
     close = difflib.get_close_matches(args[1], COMMANDS, n=1, cutoff=0.6)
     hint = f"; did you mean `solar {close[0]}`?" if close else ""
+    if not close and os.path.isfile(args[1]):  # `solar model.py`: the command was left out
+        hint = f"; did you mean `solar analyze {args[1]}`?"
     return _error(f"unknown command '{args[1]}'{hint} (commands: {', '.join(COMMANDS)}; "
                   "`solar --help` for usage)", "usage")
 

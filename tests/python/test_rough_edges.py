@@ -271,6 +271,9 @@ def test_a_mistyped_command_gets_the_close_match():
                                "`solar analyze`?"), r.stderr
     r = run_solar("frobnicate")
     assert r.returncode == 2 and "did you mean" not in r.stderr and "commands:" in r.stderr
+    r = run_solar(str(EXAMPLES / "gemm.solar"))  # the command left out
+    assert r.returncode == 2
+    assert f"did you mean `solar analyze {EXAMPLES / 'gemm.solar'}`?" in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("target", ["gemm.solar", "program"])
