@@ -66,6 +66,28 @@ std::string by_dtype(const std::map<ir::DType, Count>& m, const std::string& uni
 }
 
 // The cache-aware level, one row per device with its mode, S and Q(S); the reason for each
+// The marks of the device rows: a SOL cell that leaves work out, and a device whose DRAM
+// cannot hold the program (each explained under the table).
+constexpr const char* kIncomplete = "*";
+constexpr const char* kNoFit = " (!)";
+
+// Why the program does not fit a device's DRAM; "" when it fits or the capacity is unknown.
+std::string memory_warning(const MemoryFit& m) {
+  if (!m.fits || *m.fits) return "";
+  std::string cap = detail::si(*m.capacity_bytes, "B");
+  std::vector<std::string> why;
+  if (m.footprint_bytes > *m.capacity_bytes)
+    why.push_back(fmt::format("its inputs, weights and constants take {} (and the run needs "
+                              "more), its DRAM holds {}",
+                              detail::si(m.footprint_bytes, "B"), cap));
+  if (m.largest_tensor_bytes > *m.capacity_bytes)
+    why.push_back(fmt::format("tensor '{}' alone takes {}, its DRAM holds {}", m.largest_tensor,
+                              detail::si(m.largest_tensor_bytes, "B"), cap));
+  std::string out;
+  for (const std::string& s : why) out += (out.empty() ? "" : "; ") + s;
+  return out;
+}
+
 // device without one.
 std::string cache_aware_rows(const Report& r) {
   std::string mode(tiling::traffic_mode_name(r.levels.mode));
@@ -92,7 +114,8 @@ std::string cache_aware_rows(const Report& r) {
     auto ratio = [](const std::optional<double>& v) {
       return v ? fmt::format("{:.2f}x", *v) : std::string("-");
     };
-    t.add({id, mode, detail::human_seconds(c.seconds), c.bottleneck,
+    t.add({id, mode, detail::human_seconds(c.seconds) + (c.unknown.empty() ? "" : kIncomplete),
+           c.bottleneck,
            detail::si(*c.capacity.bytes, "B"), detail::si(c.traffic_bytes, "B"),
            ratio(c.tiling_gap), ratio(c.fusion_gap)});
   }
@@ -205,9 +228,23 @@ std::string to_table(const Report& r, int top_ops) {
                     {Align::Left, Align::Right, Align::Left, Align::Right, Align::Left,
                      Align::Right});
   std::vector<std::pair<std::string, std::vector<std::string>>> notes;
-  for (const bound::DeviceBounds& d : r.devices) {
-    devices.add({d.device_id, detail::human_seconds(d.unfused.seconds), d.unfused.bottleneck,
-                 detail::human_seconds(d.fused.seconds), d.fused.bottleneck,
+  std::vector<std::string> memory_warnings;
+  for (std::size_t i = 0; i < r.devices.size(); ++i) {
+    const bound::DeviceBounds& d = r.devices[i];
+    // A level that leaves work out (no published rate for it) is marked in its cell: its
+    // time is a bound on the rest of the program only.
+    auto sol = [](const bound::LevelBound& l) {
+      return detail::human_seconds(l.seconds) + (l.unknown.empty() ? "" : kIncomplete);
+    };
+    std::string id = d.device_id;
+    if (i < r.memory.size()) {
+      std::string warning = memory_warning(r.memory[i]);
+      if (!warning.empty()) {
+        id += kNoFit;
+        memory_warnings.push_back(fmt::format("{}: {}", d.device_id, warning));
+      }
+    }
+    devices.add({id, sol(d.unfused), d.unfused.bottleneck, sol(d.fused), d.fused.bottleneck,
                  d.fused.seconds > 0 ? fmt::format("{:.2f}x", d.unfused.seconds / d.fused.seconds)
                                      : "-"});
     std::vector<std::string> unknown = d.unfused.unknown;
@@ -217,12 +254,18 @@ std::string to_table(const Report& r, int top_ops) {
   }
   out += devices.render();
   if (!notes.empty()) {
-    out += "unknown rates (that work is left out; the bounds above stay lower bounds):\n";
+    out += fmt::format("{} incomplete: leaves out work the device publishes no rate for (the "
+                       "true SOL may be higher):\n",
+                       kIncomplete);
     for (const auto& [id, lines] : notes)
       for (const std::string& s : lines) out += fmt::format("  {}: {}\n", id, s);
   }
   out += cache_aware_rows(r);
 
+  if (!memory_warnings.empty()) {
+    out += fmt::format("!!!{} does not fit the device's DRAM:\n", kNoFit);
+    for (const std::string& s : memory_warnings) out += "!!!   " + s + "\n";
+  }
   // Top ops by share of the first device's unfused SOL.
   const bound::DeviceBounds& first = r.devices.front();
   std::vector<std::size_t> order(num_ops);
