@@ -136,7 +136,12 @@ std::string verdict(const DeviceFit& d) {
   } else {
     parts.push_back("its bandwidth need at its capacity is unknown (" + d.capacity_reason + ")");
   }
-  std::string head = d.meets ? "meets the target" : "falls short";
+  std::string head = d.status == "meets" ? "meets the target" : d.status;
+  if (!d.unknown.empty()) {
+    std::string left_out;
+    for (const std::string& u : d.unknown) left_out += (left_out.empty() ? "" : "; ") + u;
+    parts.push_back("left out (no published rate): " + left_out);
+  }
   std::string body;
   for (const std::string& p : parts) body += (body.empty() ? "" : "; ") + p;
   return fmt::format("{}: {}: {}", d.device_id, head, body);
@@ -338,7 +343,14 @@ InverseResult inverse_roofline(const ir::Graph& g, const cost::GraphCost& cost,
       if (budget >= r.compulsory_bytes)
         f.min_capacity_bytes = search_min_capacity(memo, budget, options.mode);
     }
-    f.meets = f.bandwidth_factor && *f.bandwidth_factor <= 1 && f.compute_factor <= 1;
+    f.meets = f.bandwidth_factor && *f.bandwidth_factor <= 1 && f.compute_factor <= 1 &&
+              f.unknown.empty();
+    // Work without a published rate, or a bandwidth need that cannot be computed, cannot
+    // show that the device meets T (the work only adds time), nor that one whose known
+    // factors are <= 1 falls short.
+    bool short_on_known =
+        f.compute_factor > 1 || (f.bandwidth_factor && *f.bandwidth_factor > 1);
+    f.status = f.meets ? "meets" : short_on_known ? "falls short" : "undetermined";
     f.verdict = verdict(f);
     r.devices.push_back(std::move(f));
   }

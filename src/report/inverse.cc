@@ -98,6 +98,7 @@ json inverse_to_json(const ir::Graph& g, const bound::InverseResult& r) {
                             {"bandwidth_factor_unlimited_capacity", opt(d.bandwidth_factor_unlimited)},
                             {"min_capacity_bytes_at_device_bandwidth", opt(d.min_capacity_bytes)},
                             {"meets", d.meets},
+                            {"status", d.status},
                             {"verdict", d.verdict}};
   j["devices"] = std::move(devices);
   json ridge = json::array();
@@ -121,6 +122,8 @@ std::string inverse_table(const ir::Graph& g, const bound::InverseResult& r) {
     for (const auto& [dtype, work] : k.by_dtype)
       by += fmt::format("{}{} {}", by.empty() ? "" : ", ", ir::dtype_name(dtype),
                         detail::si(work, unit_of(k.kind)));
+    // Special-function ops have no rate dtype: the work alone.
+    if (by.empty()) by = detail::si(k.work, unit_of(k.kind));
     out += fmt::format("  {:<8} {:>14}  ({})\n", hw::unit_kind_name(k.kind),
                        detail::si(k.min_rate, unit_of(k.kind) + "/s"), by);
     if (k.work_without_2_4 != k.work)
@@ -164,13 +167,15 @@ std::string inverse_table(const ir::Graph& g, const bound::InverseResult& r) {
     for (const bound::DeviceFit& d : r.devices) {
       out += fmt::format(
           "  {:<14}  {:>9}  {:>10}  {:>12}  {:>12}  {:>9}  {}\n", d.device_id,
-          fmt::format("{:.3g}x", d.compute_factor),
+          // "*": the factor leaves out work with no published rate (the verdict names it).
+          fmt::format("{:.3g}x{}", d.compute_factor, d.unknown.empty() ? "" : "*"),
           d.capacity_bytes ? detail::si(*d.capacity_bytes, "B") : "-",
           d.min_bandwidth ? rate(*d.min_bandwidth) : "-",
           d.dram_bandwidth ? rate(*d.dram_bandwidth) : "-",
           d.bandwidth_factor ? fmt::format("{:.3g}x", *d.bandwidth_factor) : "-",
-          d.meets ? "meets" : "falls short");
+          d.status);
     }
+    // Each verdict names the work its device publishes no rate for.
     for (const bound::DeviceFit& d : r.devices) out += "  " + d.verdict + "\n";
   }
   return out;

@@ -26,6 +26,7 @@ Report analyze(const ir::Graph& g, const std::vector<const hw::Device*>& devices
     if (d == nullptr)
       throw UserError(UserError::Kind::BadArgument, "analyze: a device in the list is null");
     r.devices.push_back(bound::compute_bounds(g, r.cost, *d, options));
+    r.memory.push_back(memory_fit(g, *d));
   }
   auto with_insights = [&]() -> Report& {
     if (levels.insights) r.reassociation = reassociation_insights(r, devices);

@@ -52,21 +52,47 @@ std::string polyline(const std::vector<std::pair<double, double>>& pts, const Ax
   return fmt::format("<polyline fill=\"none\" {} points=\"{}\"/>\n", style, d);
 }
 
-// A step curve: Q(S) = traffic of the last point with buffer <= S, drawn over [x0, x1].
+// A step curve: Q(S) = traffic of the last point with buffer <= S, clipped to [x0, x1].
+// Points below x0 are not drawn (pinning them to the axis drew a spike there): only the
+// last of them, Q(x0), starts the curve at the axis.
 std::vector<std::pair<double, double>> steps(const std::vector<tiling::CurvePoint>& points,
                                              double x0, double x1) {
   std::vector<std::pair<double, double>> out;
   double current = -1;
   for (const tiling::CurvePoint& p : points) {
-    double b = std::max(p.buffer_bytes.to_double(), x0);
+    double b = p.buffer_bytes.to_double();
     double q = p.traffic_bytes.to_double();
     if (b > x1) break;
+    if (b <= x0) {
+      current = q;
+      continue;
+    }
+    if (out.empty() && current >= 0) out.emplace_back(x0, current);
     if (current >= 0) out.emplace_back(b, current);
     out.emplace_back(b, q);
     current = q;
   }
-  if (current >= 0) out.emplace_back(x1, current);
+  if (current >= 0) {
+    if (out.empty()) out.emplace_back(x0, current);
+    out.emplace_back(x1, current);
+  }
   return out;
+}
+
+// Text that fits in `px` pixels at `font_px`, cut with "..." when longer. The width is
+// estimated at kCharEm of the font size per character (sans-serif averages ~0.55 em; 0.62
+// leaves room for capitals and digits), so labels stay on the canvas.
+constexpr double kCharEm = 0.62;
+double text_px(const std::string& s, double font_px) {
+  return static_cast<double>(s.size()) * kCharEm * font_px;
+}
+std::string fit(const std::string& s, double px, double font_px) {
+  if (text_px(s, font_px) <= px) return s;
+  auto keep = static_cast<std::size_t>(std::max(0.0, px / (kCharEm * font_px) - 3));
+  // Never cut inside a UTF-8 sequence.
+  while (keep > 0 && keep < s.size() && (static_cast<unsigned char>(s[keep]) & 0xC0) == 0x80)
+    --keep;
+  return s.substr(0, keep) + "...";
 }
 
 }  // namespace
@@ -91,9 +117,12 @@ std::string ski_slope_svg(const Report& r) {
   };
   for (Count c : s.attainable) widen(c.to_double());
   for (Count c : s.provable) widen(c.to_double());
-  for (const bound::SkiSlopeOp& o : s.heaviest)
-    for (const tiling::CurvePoint& p : o.points)
-      if (p.buffer_bytes.to_double() <= x1) widen(p.traffic_bytes.to_double());
+  // The heaviest ops' curves as drawn (clipped to the x range): the y range fits them.
+  std::vector<std::vector<std::pair<double, double>>> op_curves;
+  for (const bound::SkiSlopeOp& o : s.heaviest) {
+    op_curves.push_back(steps(o.points, x0, x1));
+    for (const auto& pt : op_curves.back()) widen(pt.second);
+  }
   y0 = std::pow(10, std::floor(std::log10(y0)));
   y1 = std::pow(10, std::ceil(std::log10(y1 * 1.01)));
   if (y1 <= y0) y1 = y0 * 10;
@@ -104,9 +133,10 @@ std::string ski_slope_svg(const Report& r) {
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} "
       "{1}\" font-family=\"sans-serif\" font-size=\"11\">\n"
       "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"{2}\" y=\"22\" font-size=\"14\">Ski-slope of {3}: DRAM traffic Q(S) vs on-chip "
-      "capacity S</text>\n",
-      kWidth, kHeight, kLeft, xml_escape(r.graph->name));
+      "<text x=\"{2}\" y=\"22\" font-size=\"14\">{3}</text>\n",
+      kWidth, kHeight, kLeft,
+      xml_escape(fit("Ski-slope of " + r.graph->name + ": DRAM traffic Q(S) vs on-chip capacity S",
+                     kWidth - kLeft - 10, 14)));
   // Frame and decade grid.
   double px0 = a.x(x0), px1 = a.x(x1), py0 = a.y(y0), py1 = a.y(y1);
   svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
@@ -129,16 +159,17 @@ std::string ski_slope_svg(const Report& r) {
                      "transform=\"rotate(-90 18 {0:.1f})\">DRAM traffic Q(S) (bytes, log)</text>\n",
                      (py0 + py1) / 2);
 
-  // Devices' capacities.
+  // Devices' capacities. The label reads upwards along the line, inside the frame: it ends
+  // just below the frame's top (text-anchor end) and is cut to the frame's height.
   for (const auto& [id, bytes] : r.device_capacities) {
     double b = bytes.to_double();
     if (b < x0 || b > x1) continue;
+    std::string label = fit(id + " (" + detail::si(b, "B") + ")", py0 - py1 - 8, 11);
     svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" "
                        "stroke=\"#888\" stroke-dasharray=\"2,3\"/><text x=\"{3:.1f}\" "
-                       "y=\"{4:.1f}\" fill=\"#555\" transform=\"rotate(-90 {3:.1f} {4:.1f})\">{5} "
-                       "({6})</text>\n",
-                       a.x(b), py0, py1, a.x(b) - 3, py1 + 4, xml_escape(id),
-                       detail::si(b, "B"));
+                       "y=\"{4:.1f}\" fill=\"#555\" text-anchor=\"end\" "
+                       "transform=\"rotate(-90 {3:.1f} {4:.1f})\">{5}</text>\n",
+                       a.x(b), py0, py1, a.x(b) - 3, py1 + 4, xml_escape(label));
   }
 
   // Heaviest ops, then the whole graph on top.
@@ -148,13 +179,14 @@ std::string ski_slope_svg(const Report& r) {
     legend += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" {3}/>"
                           "<text x=\"{4:.1f}\" y=\"{5:.1f}\">{6}</text>\n",
                           kWidth - kRight + 15, ly, kWidth - kRight + 40, style,
-                          kWidth - kRight + 46, ly + 4, xml_escape(label));
+                          kWidth - kRight + 46, ly + 4,
+                          xml_escape(fit(label, kRight - 46 - 6, 11)));
     ly += 18;
   };
   for (std::size_t i = 0; i < s.heaviest.size(); ++i) {
     std::string style = fmt::format("stroke=\"{}\" stroke-width=\"1.5\"",
                                     kOpColors[i % std::size(kOpColors)]);
-    svg += polyline(steps(s.heaviest[i].points, x0, x1), a, style);
+    svg += polyline(op_curves[i], a, style);
     legend_row(style, "op " + r.graph->op(s.heaviest[i].op).name);
   }
   std::vector<std::pair<double, double>> att, prov;

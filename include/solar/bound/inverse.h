@@ -98,8 +98,13 @@ struct DeviceFit {
   std::optional<double> bandwidth_factor_unlimited;
   // S_min at this device's own bandwidth (mode `mode`), when feasible.
   std::optional<Count> min_capacity_bytes;
-  bool meets = false;        // both factors known and <= 1
-  std::string verdict;       // one sentence
+  // Both factors known and <= 1, and no work left out for want of a rate (`unknown`: that
+  // work would add time, so the device is then "undetermined" unless it falls short).
+  bool meets = false;
+  // "meets"; "falls short" (a known factor above 1); "undetermined" (known factors <= 1,
+  // but work left out or a bandwidth factor that cannot be computed).
+  std::string status;
+  std::string verdict;       // one sentence: the status, the factors, the work left out
 };
 
 struct RidgePoint {

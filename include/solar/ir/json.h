@@ -19,7 +19,8 @@ Graph parse_graph_json(std::string_view text, std::string_view file = "<json>");
 nlohmann::json graph_to_json(const Graph& g);
 
 // Reads a graph file: JSON when the first non-blank character is '{', text form otherwise.
-// Throws UserError(Io) when the file cannot be read.
+// Throws UserError(Io) when the file cannot be read, UserError(Parse) when it is empty
+// (blank) and UserError(InvalidGraph) when the graph has no ops (nothing to analyze).
 Graph load_graph_file(const std::string& path);
 
 }  // namespace solar::ir

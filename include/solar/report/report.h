@@ -17,6 +17,7 @@
 #include "solar/cost/graph_cost.h"
 #include "solar/insight/reassociate.h"
 #include "solar/ir/graph.h"
+#include "solar/report/memory.h"
 
 namespace solar::report {
 
@@ -63,6 +64,9 @@ struct Report {
   const ir::Graph* graph = nullptr;  // not owned; must outlive the report
   cost::GraphCost cost;
   std::vector<bound::DeviceBounds> devices;
+  // Parallel to `devices` when analyze computed it (each device's DRAM against the graph's
+  // footprint); empty in reports built by hand.
+  std::vector<MemoryFit> memory;
   bound::Options options;  // the options every device was bounded with
   LevelOptions levels;
   // Parallel to `devices` when levels.cache_aware (each says whether it is available and
