@@ -95,7 +95,7 @@ def test_report_save_honours_the_umask(tmp_path):
 # ---- 4. bench --profile joins a bound with the op's time including its children
 
 def test_bench_profile_joins_convolution_with_its_children(tmp_path):
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     out = tmp_path / "bench.json"
     r = run_solar("bench", str(EXAMPLES / "torch" / "convs.py"), "--device", "cpu", "--trials",
                   "1", "--warmup", "1", "--no-flush", "--profile", "--json", str(out))
@@ -109,7 +109,6 @@ def test_bench_profile_joins_convolution_with_its_children(tmp_path):
     measured = sum(row["measured_seconds"] or 0 for row in rows.values())
     assert conv["measured_seconds"] >= 0.5 * measured  # the convolutions hold the run
     assert "including the op's children" in r.stdout
-    del torch
 
 
 def test_a_per_op_time_below_its_bound_is_flagged():
