@@ -244,7 +244,7 @@ def inverse_curve(doc: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         series.append({"name": "devices", "mode": "markers", "color": "#000",
                        "x": [as_number(v["capacity_bytes"]) for _, v in devs],
                        "y": [v["dram_bandwidth"] for _, v in devs],
-                       "text": [f"{d} ({'meets' if v.get('meets') else 'falls short'})"
+                       "text": [f"{d} ({v.get('status') or ('meets' if v.get('meets') else 'falls short')})"
                                 for d, v in devs]})
     return {"id": "inverse-curve",
             "title": f"Least DRAM bandwidth for {si(doc.get('target_seconds'), 's')} per run",

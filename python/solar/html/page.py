@@ -440,14 +440,16 @@ def inverse_body(doc: Dict[str, Any], ch: Charts) -> str:
     rows = []
     for dev_id, d in (doc.get("devices") or {}).items():
         f = f"devices.{dev_id}"
+        # "meets", "falls short" or "undetermined" (work left out: never "meets")
+        status = str(d.get("status") or ("meets" if d.get("meets") else "falls short"))
         rows.append(f"<td><b>{escape(dev_id)}</b></td>"
                     + num(d.get("compute_factor"), f"{f}.compute_factor",
                           f"{d.get('compute_factor', 0):.3g}x")
                     + num(d.get("bandwidth_factor"), f"{f}.bandwidth_factor",
                           "n/a" if d.get("bandwidth_factor") is None
                           else f"{d['bandwidth_factor']:.3g}x")
-                    + f'<td class="{"" if d.get("meets") else "warn"}">'
-                      f'{"meets" if d.get("meets") else "falls short"}'
+                    + f'<td class="{"" if status == "meets" else "warn"}">'
+                      f'{escape(status)}'
                       + (f' (unknown: {escape("; ".join(d["unknown"]))})' if d.get("unknown") else "")
                     + "</td>" + cell(d.get("verdict", "")))
     out.append('<section id="devices"><h2>Devices</h2>'
