@@ -12,7 +12,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from conftest import EXAMPLES, run_solar
+from conftest import EXAMPLES, GOLDEN, run_solar
 
 import solar
 import solar.html
@@ -586,3 +586,18 @@ def test_without_the_cache_aware_level():
     assert "No device has the cache-aware level" in text
     assert doc["devices"]["H100_SXM"]["cache_aware"]["reason"] in text
     assert r._repr_html_().count("<svg") == 0
+
+
+@pytest.mark.parametrize("golden", sorted(p.name for p in GOLDEN.glob("*.report.json")))
+def test_golden_reports_render_exactly(golden):
+    """The golden reports (the C++ analysis's own JSON, tests/golden): every section, every
+    number equal to the JSON's, the memory column where the JSON has devices.<ID>.memory."""
+    doc = json.loads((GOLDEN / golden).read_text())
+    page = Page(solar.html.render(doc, interactive=False))
+    assert page.errors == []
+    check_numbers(page, doc)
+    assert {"summary", "devices", "roofline", "fusion-groups", "insights", "modules"} <= set(page.ids)
+    for d, dev in doc["devices"].items():
+        if "memory" in dev:
+            assert page.fields[f"devices.{d}.memory.footprint_bytes"] == exact(
+                dev["memory"]["footprint_bytes"])
