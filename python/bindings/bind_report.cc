@@ -16,6 +16,7 @@
 #include "solar/cost/graph_cost.h"
 #include "solar/tiling/fusion.h"
 #include "solar/hw/database.h"
+#include "solar/report/modules.h"
 #include "solar/report/report.h"
 #include "solar/util/errors.h"
 
@@ -108,8 +109,20 @@ void bind_report(nb::module_& m) {
            },
            "indent"_a = -1, "ops"_a = true,
            "The report as JSON (solar.report.v1); ops=False leaves out the per-op rows.")
-      .def("table", [](const Analysis& a, int top) { return report::to_table(a.report, top); },
-           "top"_a = 10, "The readable table (the CLI's output).")
+      .def("table",
+           [](const Analysis& a, int top, const std::string& by, int depth) {
+             std::optional<report::Breakdown> b = report::parse_breakdown(by);
+             if (!b)
+               throw UserError(UserError::Kind::BadArgument,
+                               "unknown breakdown '" + by + "' (expected module, line or op)");
+             report::TableOptions o;
+             o.top_ops = top;
+             o.by = *b;
+             o.depth = depth;
+             return report::to_table(a.report, o);
+           },
+           "top"_a = 10, "by"_a = "module", "depth"_a = 3,
+           "The readable table (the CLI's output), broken down by module, line or op.")
       .def("ski_slope_svg", [](const Analysis& a) { return report::ski_slope_svg(a.report); },
            "The ski-slope chart as SVG text (UserError when the cache-aware level was skipped).")
       .def_prop_ro("graph", [](const Analysis& a) { return *a.graph; });

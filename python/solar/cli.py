@@ -23,9 +23,9 @@ from .html import cli as html_cli
 
 _PYTHON_SUFFIXES = (".py",)
 # Options of `solar analyze` that take a value (so that value is not the GRAPH argument).
-_VALUED = {"--arch", "--json", "--policy", "--cache-state", "--top", "--set", "--save-trace",
-           "--shrink", "--mode", "--ski-slope", "--target-ms", "--rate-hz", "--bandwidth",
-           "--optimizer", "--max-mappings", "--reference", "--format", "--out", "--html"}
+_VALUED = {"--arch", "--json", "--policy", "--cache-state", "--top", "--by", "--depth", "--set",
+           "--save-trace", "--shrink", "--mode", "--ski-slope", "--target-ms", "--rate-hz",
+           "--bandwidth", "--optimizer", "--max-mappings", "--reference", "--format", "--out", "--html"}
 # Commands whose GRAPH argument may be a program a frontend must read.
 _PROGRAM_COMMANDS = ("analyze", "inverse", "export")
 
@@ -89,6 +89,10 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--cache-state", default="cold", help="cold or warm")
     p.add_argument("--top", type=int, default=10, metavar="N",
                    help="rows of the top-ops table (default 10; 0 hides it)")
+    p.add_argument("--by", choices=["module", "line", "op"], default="module",
+                   help="text breakdown: the module tree (default), source lines, or top ops")
+    p.add_argument("--depth", type=int, default=3,
+                   help="module-tree rows down to this depth (default 3; 1: top level)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="set a module-level constant of the program (a Python literal)")
     p.add_argument("--shrink", type=int, metavar="N",
@@ -270,7 +274,7 @@ def _run_program(command: str, args: List[str]) -> int:
     else:
         if ns.json_path:
             _write_atomically(ns.json_path, report.to_json(2) + "\n")
-        sys.stdout.write(report.table(ns.top))
+        sys.stdout.write(report.table(ns.top, by=ns.by, depth=ns.depth))
     validation = result.validation
     if validation is not None and validation.get("status") != "passed":
         sys.stderr.write(f"solar: error: {ns.program}: validation failed\n")

@@ -190,10 +190,12 @@ class Report(Record):
         data.update(self._sections)
         return json.dumps(data, indent=indent, allow_nan=False)
 
-    def table(self, top: int = 10) -> str:
+    def table(self, top: int = 10, by: str = "module", depth: int = 3) -> str:
         """The readable table, as `solar analyze` prints it, followed by a short block for
-        each attached `validation` / `crosscheck` section."""
-        text = self._analysis.table(top)
+        each attached `validation` / `crosscheck` section. by: the breakdown after the
+        device tables, "module" (the module tree down to `depth`; the top ops when no op
+        names a module), "line" (source lines) or "op" (the top ops)."""
+        text = self._analysis.table(top, by, depth)
         blocks = [b for b in (_validation_block(self._sections.get("validation")),
                               _crosscheck_block(self._sections.get("crosscheck"))) if b]
         if not blocks:

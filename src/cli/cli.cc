@@ -20,6 +20,7 @@
 #include "solar/hw/database.h"
 #include "solar/interop/export.h"
 #include "solar/ir/json.h"
+#include "solar/report/modules.h"
 #include "solar/report/report.h"
 #include "solar/tiling/fusion.h"
 #include "solar/util/errors.h"
@@ -34,6 +35,8 @@ struct AnalyzeArgs {
   std::string policy = "pytorch-default";
   std::string cache_state = "cold";
   int top = 10;
+  std::string by = "module";  // the text report's breakdown: module, line or op
+  int depth = 3;              // module rows down to this depth
   std::string mode = "attainable";
   bool no_cache_aware = false;
   std::string ski_slope_path;  // empty: no chart
@@ -122,6 +125,14 @@ int run_analyze(const AnalyzeArgs& a, std::ostream& out) {
   levels.cache_aware = !a.no_cache_aware;
   levels.ski_slope = !a.no_cache_aware;
   levels.max_mappings = a.max_mappings;
+  report::TableOptions table_options;
+  table_options.top_ops = a.top;
+  table_options.depth = a.depth;
+  std::optional<report::Breakdown> by = report::parse_breakdown(a.by);
+  if (!by)
+    throw UserError(UserError::Kind::BadArgument,
+                    fmt::format("unknown --by '{}' (expected module, line or op)", a.by));
+  table_options.by = *by;
   if (a.no_cache_aware && !a.ski_slope_path.empty())
     throw UserError(UserError::Kind::BadArgument,
                     "--ski-slope needs the cache-aware level: drop --no-cache-aware");
@@ -142,7 +153,7 @@ int run_analyze(const AnalyzeArgs& a, std::ostream& out) {
     return kOk;
   }
   if (!a.json_path.empty()) write_file_atomically(a.json_path, report::to_json(r).dump(2) + "\n");
-  std::string table = report::to_table(r, a.top);
+  std::string table = report::to_table(r, table_options);
   if (!table.empty() && table.back() != '\n') table += '\n';
   out << table;
   return kOk;
@@ -318,7 +329,14 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       ->capture_default_str();
   analyze->add_option("--cache-state", analyze_args.cache_state, "Cache state: cold or warm")
       ->capture_default_str();
-  analyze->add_option("--top", analyze_args.top, "Rows of the top-ops table")
+  analyze->add_option("--top", analyze_args.top, "Rows of the top-ops and source-line tables")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  analyze->add_option("--by", analyze_args.by,
+                      "Text breakdown: module (the module tree; op when the graph names no "
+                      "module), line (source lines) or op (top ops)")
+      ->capture_default_str();
+  analyze->add_option("--depth", analyze_args.depth, "Module-tree rows down to this depth")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   analyze->add_option("--mode", analyze_args.mode,

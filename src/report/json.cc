@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format.h"
+#include "solar/report/modules.h"
 #include "solar/report/report.h"
 #include "solar/util/errors.h"
 
@@ -318,6 +319,7 @@ json to_json(const Report& r) {
     row["bytes_read"] = count_json(w.bytes_read);
     row["bytes_written"] = count_json(w.bytes_written);
     row["origin"] = origin_json(op.origin);
+    row["module"] = op.origin.module;
     row["note"] = w.note;
     switch (op.kind()) {
       case ir::OpKind::Move:
@@ -365,6 +367,7 @@ json to_json(const Report& r) {
     ops.push_back(std::move(row));
   }
   j["ops"] = std::move(ops);
+  j["modules"] = module_tree_json(module_tree(r));
   return j;
 }
 

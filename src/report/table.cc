@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "format.h"
+#include "solar/report/modules.h"
 #include "solar/report/report.h"
 #include "solar/util/errors.h"
 
@@ -156,7 +157,8 @@ std::string reassociation_lines(const Report& r) {
 
 }  // namespace
 
-std::string to_table(const Report& r, int top_ops) {
+std::string to_table(const Report& r, const TableOptions& options) {
+  const int top_ops = options.top_ops;
   SOLAR_CHECK(r.graph != nullptr, "report without a graph");
   const ir::Graph& g = *r.graph;
   SOLAR_CHECK(r.cost.per_op.size() == g.ops().size(), "report cost does not match its graph");
@@ -266,6 +268,9 @@ std::string to_table(const Report& r, int top_ops) {
     out += fmt::format("!!!{} does not fit the device's DRAM:\n", kNoFit);
     for (const std::string& s : memory_warnings) out += "!!!   " + s + "\n";
   }
+  // The module or line breakdown (modules.h) replaces the top ops when asked for.
+  if (std::string view = breakdown_table(r, options); !view.empty())
+    return out + view + reassociation_lines(r);
   // Top ops by share of the first device's unfused SOL.
   const bound::DeviceBounds& first = r.devices.front();
   std::vector<std::size_t> order(num_ops);

@@ -205,6 +205,15 @@ def macs_gpt_block(m):
     return m.n_layers * per_layer + B * T * D * V  # + tied language-model head
 
 
+def macs_gpt2(m):
+    B, T, D, H, V = m.batch_size, m.seq_len, m.d_model, m.n_heads, m.vocab
+    per_layer = (B * T * D * 3 * D  # c_attn
+                 + 2 * B * H * causal_pairs(T, T) * (D // H)  # causal Q K^T and P V
+                 + B * T * D * D  # attn.c_proj
+                 + 2 * B * T * D * 4 * D)  # mlp.c_fc, mlp.c_proj
+    return m.n_layers * per_layer + B * T * D * V  # + lm_head
+
+
 def macs_resnet_block(m):
     B, Cin, S, Mid, Cout = m.batch_size, m.in_channels, m.stem, m.width_mid, m.out_channels
     H1, W1 = conv_out(m.height, 7, 2, 3), conv_out(m.width, 7, 2, 3)  # stem conv
@@ -277,6 +286,7 @@ EXPECTED = {
     "losses": (macs_losses, compulsory),
     "casts_views": (no_macs, compulsory),
     "gpt_block": (macs_gpt_block, compulsory),
+    "gpt2": (macs_gpt2, compulsory),
     "resnet_block": (macs_resnet_block, lambda m: compulsory(m, unread=("num_batches_tracked",))),
     "mlp": (macs_mlp, compulsory),
     "conv_block": (macs_conv_block, lambda m: compulsory(m, unread=("num_batches_tracked",))),
