@@ -51,7 +51,6 @@ json origin_json(const Origin& o) {
 
 json optional_number(const std::optional<double>& v) { return v ? number(*v) : json(nullptr); }
 
-json cache_aware_json(const ir::Graph& g, const bound::CacheAwareBound& c) {
 json memory_json(const MemoryFit& m) {
   return json{{"capacity_bytes", m.capacity_bytes ? count_json(*m.capacity_bytes) : json(nullptr)},
               {"footprint_bytes", count_json(m.footprint_bytes)},
@@ -63,6 +62,7 @@ json memory_json(const MemoryFit& m) {
                                             {"bytes", count_json(m.largest_tensor_bytes)}}}};
 }
 
+json cache_aware_json(const ir::Graph& g, const bound::CacheAwareBound& c) {
   json j = json::object();
   j["available"] = c.available;
   j["mode"] = std::string(tiling::traffic_mode_name(c.mode));
@@ -280,8 +280,8 @@ json to_json(const Report& r) {
         d.fused.seconds > 0 ? number(d.unfused.seconds / d.fused.seconds) : json(nullptr);
     dev["peaks_used"] = std::move(peaks);
     dev["dram_bandwidth"] = d.dram_bandwidth ? number(*d.dram_bandwidth) : json(nullptr);
-    if (!r.cache_aware.empty())
     if (di < r.memory.size()) dev["memory"] = memory_json(r.memory[di]);
+    if (!r.cache_aware.empty())
       dev["cache_aware"] = cache_aware_json(g, r.cache_aware[di]);
     else
       dev["cache_aware"] = json{{"available", false},

@@ -66,7 +66,6 @@ std::string by_dtype(const std::map<ir::DType, Count>& m, const std::string& uni
   return out;
 }
 
-// The cache-aware level, one row per device with its mode, S and Q(S); the reason for each
 // The marks of the device rows: a SOL cell that leaves work out, and a device whose DRAM
 // cannot hold the program (each explained under the table).
 constexpr const char* kIncomplete = "*";
@@ -89,6 +88,7 @@ std::string memory_warning(const MemoryFit& m) {
   return out;
 }
 
+// The cache-aware level, one row per device with its mode, S and Q(S); the reason for each
 // device without one.
 std::string cache_aware_rows(const Report& r) {
   std::string mode(tiling::traffic_mode_name(r.levels.mode));
@@ -262,12 +262,12 @@ std::string to_table(const Report& r, const TableOptions& options) {
     for (const auto& [id, lines] : notes)
       for (const std::string& s : lines) out += fmt::format("  {}: {}\n", id, s);
   }
-  out += cache_aware_rows(r);
-
   if (!memory_warnings.empty()) {
     out += fmt::format("!!!{} does not fit the device's DRAM:\n", kNoFit);
     for (const std::string& s : memory_warnings) out += "!!!   " + s + "\n";
   }
+  out += cache_aware_rows(r);
+
   // The module or line breakdown (modules.h) replaces the top ops when asked for.
   if (std::string view = breakdown_table(r, options); !view.empty())
     return out + view + reassociation_lines(r);
