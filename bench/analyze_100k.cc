@@ -170,7 +170,7 @@ int run(int argc, char** argv) {
 
   bound::Options options;
   std::vector<double> t_bounds;
-  report::Report r{&g, cost, {}, options};
+  report::Report r{&g, cost, {}, {}, options};
   for (const hw::Device* d : devices) {
     t = Clock::now();
     r.devices.push_back(bound::compute_bounds(g, r.cost, *d, options));
