@@ -252,6 +252,39 @@ void print_debug(const std::exception& e, std::ostream& err) {
   }
 }
 
+// Edit distance between two short words (a mistyped command).
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The error for a first argument that is no command (`solar anlyze g.solar`), naming the
+// closest command, instead of CLI11's "A subcommand is required"; nullopt when it is one,
+// or an option.
+std::optional<std::string> unknown_command(const CLI::App& app, const std::vector<std::string>& args) {
+  if (args.size() < 2 || args[1].empty() || args[1][0] == '-') return std::nullopt;
+  const std::string& word = args[1];
+  std::string best;
+  std::size_t best_distance = 3;  // at most two edits away
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->get_name() == word) return std::nullopt;
+    const std::size_t d = edit_distance(word, sub->get_name());
+    if (d < best_distance) best = sub->get_name(), best_distance = d;
+  }
+  if (best.empty()) return fmt::format("unknown command '{}'", word);
+  return fmt::format("unknown command '{}': did you mean 'solar {}'?", word, best);
+}
+
 int fail(const std::exception& e, bool debug, std::ostream& err) {
   err << "solar: error: " << e.what() << '\n';
   if (debug) print_debug(e, err);
@@ -293,18 +326,6 @@ int run(const std::vector<std::string>& args) {
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{"Solar: speed-of-light performance analysis of deep-learning programs.", "solar"};
-  // Commands the Python console script adds (they need the frontends): listed so that
-  // `solar --help` shows the whole tool.
-  app.footer(
-      "Python programs (the `solar` console script that `pip install .` installs):\n"
-      "  analyze PROGRAM.py   capture a PyTorch or JAX program, lower, analyze (--train, "
-      "--validate)\n"
-      "  validate PROGRAM.py  run the program and its lowered graph, compare the outputs\n"
-      "  inverse PROGRAM.py   the inverse roofline of a program (as `inverse GRAPH`)\n"
-      "  export PROGRAM.py    a program's einsums for AccelForge or Timeloop (as `export GRAPH`)\n"
-      "  bench PROGRAM.py     time the program here beside its SOL (headroom, violations)\n"
-      "  suite DIR            every program of a folder (--timings FILE for headroom)\n"
-      "See docs/cli.md.");
   app.set_version_flag("--version", std::string("solar ") + kVersion);
   app.require_subcommand(1);
   bool debug = false;
@@ -405,6 +426,25 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   arch_show->add_flag("--json", show_args.json, "Print the device as JSON (solar.device.v1)");
   arch_show->add_flag("--debug", debug, "On error, also print the exception's type and origin");
 
+  // Commands the Python console script adds (they need the frontends): listed so that
+  // `solar --help` shows the whole tool. Set after the subcommands are added, because CLI11
+  // copies a parent's footer into each subcommand made after it (every help page would end
+  // with this block).
+  app.footer(
+      "Python programs (the `solar` console script that `pip install .` installs):\n"
+      "  analyze PROGRAM.py   capture a PyTorch or JAX program, lower, analyze (--train, "
+      "--validate)\n"
+      "  validate PROGRAM.py  run the program and its lowered graph, compare the outputs\n"
+      "  inverse PROGRAM.py   the inverse roofline of a program (as `inverse GRAPH`)\n"
+      "  export PROGRAM.py    a program's einsums for AccelForge or Timeloop (as `export GRAPH`)\n"
+      "  bench PROGRAM.py     time the program here beside its SOL (headroom, violations)\n"
+      "  suite DIR            every program of a folder (--timings FILE for headroom)\n"
+      "See docs/cli.md.");
+
+  if (std::optional<std::string> message = unknown_command(app, args)) {
+    err << "solar: error: " << *message << " (run `solar --help` for usage)\n";
+    return kUsage;
+  }
   // CLI11 takes the arguments without the program name, last first.
   std::vector<std::string> rest;
   for (std::size_t i = args.size(); i-- > 1;) rest.push_back(args[i]);

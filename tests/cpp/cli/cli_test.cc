@@ -111,6 +111,9 @@ TEST_F(CliTest, HelpExitsZero) {
   Result sub = solar({"analyze", "--help"});
   EXPECT_EQ(sub.code, kOk);
   EXPECT_THAT(sub.out, HasSubstr("--policy"));
+  // The console script's command list belongs to the main page only.
+  EXPECT_THAT(r.out, HasSubstr("Python programs"));
+  EXPECT_THAT(sub.out, Not(HasSubstr("Python programs")));
 }
 
 // ---- errors: one line on stderr, a distinct exit code, no output file ---------------------
@@ -133,6 +136,9 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
            {"bad cache state", {"analyze", example("gemm.solar"), "--cache-state", "hot"},
             kUsage, "unknown --cache-state 'hot'"},
            {"negative top", {"analyze", example("gemm.solar"), "--top", "-1"}, kUsage, "top"},
+           {"mistyped command", {"anlyze", example("gemm.solar")}, kUsage,
+            "unknown command 'anlyze': did you mean 'solar analyze'?"},
+           {"unknown command", {"frobnicate"}, kUsage, "unknown command 'frobnicate'"},
        }) {
     Result r = solar(c.args);
     EXPECT_EQ(r.code, c.code) << c.name;
