@@ -321,6 +321,16 @@ def _analyze_shrunk(path: str, options, limit: int):
     return result
 
 
+def _add_capture_options(p: argparse.ArgumentParser) -> None:
+    """The capture options `inverse` and `export` share with `analyze` for a program."""
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--strict", action="store_true")
+    p.add_argument("--real", action="store_true")
+    p.add_argument("--train", action="store_true")
+    p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"])
+    p.add_argument("--debug", action="store_true")
+
+
 def _inverse_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="solar inverse",
                                 description="Inverse roofline of a PyTorch or JAX program")
@@ -335,12 +345,7 @@ def _inverse_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", default="pytorch-default")
     p.add_argument("--mode", default="attainable", choices=["attainable", "provable"])
     p.add_argument("--max-mappings", type=int, default=None)
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
-    p.add_argument("--strict", action="store_true")
-    p.add_argument("--real", action="store_true")
-    p.add_argument("--train", action="store_true")
-    p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"])
-    p.add_argument("--debug", action="store_true")
+    _add_capture_options(p)
     return p
 
 
@@ -410,12 +415,7 @@ def _export_parser() -> argparse.ArgumentParser:
     p.add_argument("program")
     p.add_argument("--format", required=True, choices=["accelforge", "timeloop"])
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created)")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
-    p.add_argument("--strict", action="store_true")
-    p.add_argument("--real", action="store_true")
-    p.add_argument("--train", action="store_true")
-    p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"])
-    p.add_argument("--debug", action="store_true")
+    _add_capture_options(p)
     return p
 
 
