@@ -41,7 +41,9 @@ CASES = {
         lambda m: F32 * (m.N * m.H * m.W * m.C + m.R * m.R * (m.C // m.G) * m.K + m.K
                          + m.R * m.R * m.K + m.N * _conv_out(m.H, m.R, 2, 2) ** 2 * m.K)),
     "attention_causal.py": (
-        lambda m: 2 * m.B * m.H * m.L * m.L * m.D,  # Q K^T and P V, every score computed
+        # Q K^T and P V on the causal triangle's live L*(L+1)/2 (query, key) pairs: the
+        # tril/where mask is structural; the dense count, every score, is macs_dense
+        lambda m: 2 * m.B * m.H * (m.L * (m.L + 1) // 2) * m.D,
         lambda m: F32 * 4 * m.B * m.H * m.L * m.D),  # q, k, v in, output out
     "scan_rnn.py": (
         lambda m: m.T * m.B * (m.I * m.Hd + m.Hd * m.Hd),  # every one of the T iterations
@@ -115,6 +117,8 @@ def test_example(name):
     xla = r.get_section("xla")
     assert xla["status"] == "compared", xla
     assert xla["xla"]["flops"] > 0
+    if name == "attention_causal.py":
+        assert int(r.totals.macs_dense) == 2 * mod.B * mod.H * mod.L * mod.L * mod.D
     if name == "scan_rnn.py":
         # XLA counts the while loop a scan becomes once; Solar every iteration
         assert xla["solar"]["flops"] > 2 * xla["xla"]["flops"]

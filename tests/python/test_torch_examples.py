@@ -39,6 +39,8 @@ OVERRIDES = {
     "mlp": {"batch_size": "8", "in_features": "64", "hidden": "128", "out_features": "32"},
     "conv_block": {"batch_size": "2", "channels": "16", "height": "12", "width": "10"},
     "attention": {"batch_size": "2", "seq_len": "24", "d_model": "64"},
+    "mla_decode": {"batch": "2", "cache": "64", "d_model": "64", "heads": "4",
+                   "head_dim": "16", "latent": "24"},
 }
 
 
@@ -214,6 +216,21 @@ def macs_gpt2(m):
     return m.n_layers * per_layer + B * T * D * V  # + lm_head
 
 
+def macs_mla_decode(m):
+    B, T, d, H, D, r = m.batch, m.cache, m.d_model, m.heads, m.head_dim, m.latent
+    return (B * d * H * D  # q = x W_q
+            + 2 * B * T * r * H * D  # k and v up-projected from the latents, as written
+            + 2 * B * H * T * D  # q k^T and p v for the one new token
+            + B * H * D * d)  # output projection
+
+
+def bytes_gpt2(m):
+    # wte reads one row per token (distinct tokens assumed, docs/cost.md "Stated
+    # assumptions" 2), at most the whole table; wpe's arange selects all its seq_len rows.
+    rows = min(m.batch_size * m.seq_len, m.vocab)
+    return compulsory(m, partial={"wte.weight": rows * m.d_model * 4})
+
+
 def macs_resnet_block(m):
     B, Cin, S, Mid, Cout = m.batch_size, m.in_channels, m.stem, m.width_mid, m.out_channels
     H1, W1 = conv_out(m.height, 7, 2, 3), conv_out(m.width, 7, 2, 3)  # stem conv
@@ -286,7 +303,8 @@ EXPECTED = {
     "losses": (macs_losses, compulsory),
     "casts_views": (no_macs, compulsory),
     "gpt_block": (macs_gpt_block, compulsory),
-    "gpt2": (macs_gpt2, compulsory),
+    "gpt2": (macs_gpt2, bytes_gpt2),
+    "mla_decode": (macs_mla_decode, compulsory),
     "resnet_block": (macs_resnet_block, lambda m: compulsory(m, unread=("num_batches_tracked",))),
     "mlp": (macs_mlp, compulsory),
     "conv_block": (macs_conv_block, lambda m: compulsory(m, unread=("num_batches_tracked",))),
