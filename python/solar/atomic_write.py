@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from typing import Iterator, TextIO
+from typing import IO, Iterator
 
 
 def _umask() -> int:
@@ -23,13 +23,13 @@ def _umask() -> int:
 
 
 @contextlib.contextmanager
-def atomic_file(path: str) -> Iterator[TextIO]:
-    """A text file to write `path`'s contents to; renamed over `path` when the block ends
-    without an exception, removed otherwise."""
+def atomic_file(path: str, binary: bool = False) -> Iterator[IO]:
+    """A text file (a binary one with binary=True: Parquet) to write `path`'s contents to;
+    renamed over `path` when the block ends without an exception, removed otherwise."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")) as f:
             yield f
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)

@@ -477,6 +477,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return bench.main(args[2:])
     if args[1:2] == ["suite"]:
         return suite.main(args[2:])
+    if args[1:2] == ["sweep"]:  # programs x devices x --set grids on a Dask cluster
+        from .sweep import cli as sweep_cli
+
+        return sweep_cli.main(args[2:])
     if args[1:2] == ["translate"]:  # a language model's translation into the loop language
         from .translate import cli as translate_cli
 

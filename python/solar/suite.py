@@ -687,10 +687,12 @@ def _exit_description(code: Optional[int]) -> str:
 
 
 class _Progress:
-    """Progress on stderr: one updating line on a terminal, periodic plain lines otherwise."""
+    """Progress on stderr: one updating line on a terminal, periodic plain lines otherwise.
+    `solar sweep` shares it (label: the command's name on the plain lines)."""
 
-    def __init__(self, total: int, enabled: bool, stream=None):
+    def __init__(self, total: int, enabled: bool, stream=None, label: str = "solar suite"):
         self.stream = stream or sys.stderr
+        self.label = label
         self.total = total
         self.enabled = enabled and total > 0
         self.tty = self.enabled and self.stream.isatty()
@@ -709,7 +711,7 @@ class _Progress:
             return  # a plain line only says something new
         self.last, self.last_done = now, done
         elapsed = now - self.start
-        line = f"solar suite: {done}/{self.total} done, {failed} failed, {elapsed:.0f} s"
+        line = f"{self.label}: {done}/{self.total} done, {failed} failed, {elapsed:.0f} s"
         if self.tty:
             width = shutil.get_terminal_size((100, 20)).columns
             bar_w = 24

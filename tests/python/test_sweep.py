@@ -1,0 +1,263 @@
+"""`solar sweep` (docs/sweep.md) on a real local Dask cluster: two worker processes on
+127.0.0.1, started once for the module, reached by --address as a remote cluster is.
+examples/torch/mlp.py at small sizes on two devices over a 2x2 grid: the rows, their MACs
+against the program's formula, both workers used, Parquet = CSV, resume (nothing new; one
+row deleted -> one point), a point whose program raises, a point whose worker dies, the
+plots; and bad input (exit codes, no output)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import textwrap
+import xml.etree.ElementTree as ET
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("distributed")
+pa = pytest.importorskip("pyarrow")
+import pyarrow.csv as pacsv  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+from conftest import ROOT, run_solar  # noqa: E402
+
+MLP = "examples/torch/mlp.py"
+ARCHS = ["H100_SXM", "B200"]
+FIXED = {"in_features": 8, "out_features": 4}  # small: each point captures in well under 1 s
+GRID = {"batch_size": [2, 4], "hidden": [16, 32]}
+
+
+def mlp_macs(batch_size: int, hidden: int, in_features: int = 8, out_features: int = 4) -> int:
+    """examples/torch/mlp.py: fc1 (in_features -> hidden) then fc2 (hidden -> out_features)
+    on batch_size rows; GELU, the biases and the layer norm are vector work."""
+    return batch_size * in_features * hidden + batch_size * hidden * out_features
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A LocalCluster of 2 worker processes (1 thread each) on 127.0.0.1, no dashboard;
+    allowed-failures 0, as `solar sweep` starts its own (a point whose worker dies fails
+    at once). The workers import the solar under test (spawn passes sys.path on)."""
+    import dask
+    from distributed import LocalCluster
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        c = LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                         dashboard_address=None, silence_logs=logging.ERROR)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def _cli_args(out, address):
+    args = ["sweep", MLP, "--out", str(out), "--address", address, "--quiet"]
+    for a in ARCHS:
+        args += ["--arch", a]
+    for k, vs in GRID.items():
+        args += ["--grid", f"{k}={','.join(map(str, vs))}"]
+    for k, v in FIXED.items():
+        args += ["--set", f"{k}={v}"]
+    return args
+
+
+def _computed(stdout: str) -> int:
+    m = re.search(r"computed (\d+) point", stdout)
+    return int(m.group(1)) if m else 0
+
+
+def _rows(out):
+    return pq.read_table(os.path.join(out, "sweep.parquet"))
+
+
+def test_sweep_on_a_local_cluster_rows_resume_plots(cluster, tmp_path):
+    out = tmp_path / "mlp"
+    args = _cli_args(out, cluster.scheduler_address)
+    r = run_solar(*args)
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert _computed(r.stdout) == 4, r.stdout
+
+    table = _rows(out)
+    rows = table.to_pylist()
+    assert len(rows) == 4 * len(ARCHS)
+    assert [(x["batch_size"], x["hidden"], x["arch"]) for x in rows] == [
+        (b, h, a) for b in GRID["batch_size"] for h in GRID["hidden"] for a in ARCHS]
+    for x in rows:
+        assert x["status"] == "ok" and x["error"] is None, x
+        assert x["program"] == MLP
+        assert x["macs"] == mlp_macs(x["batch_size"], x["hidden"]), x
+        assert x["flops"] > 2 * x["macs"]  # + GELU, biases, layer norm
+        assert x["bytes_unfused"] >= x["bytes_fused"] > 0
+        for level in ("unfused", "fused", "cache_aware"):
+            assert x[f"{level}_seconds"] > 0
+            assert x[f"{level}_bound"] in ("compute", "memory")
+        assert x["unfused_seconds"] >= x["fused_seconds"]
+        assert x["wall_seconds"] > 0
+    # One capture per point: a point's rows share its key, its worker and its time.
+    by_key = {}
+    for x in rows:
+        by_key.setdefault(x["point_key"], []).append(x)
+    assert len(by_key) == 4
+    for same in by_key.values():
+        assert [x["arch"] for x in same] == ARCHS
+        assert len({(x["worker"], x["wall_seconds"]) for x in same}) == 1
+    # Both workers of the cluster ran points.
+    workers = set(cluster.scheduler_info["workers"])
+    used = {x["worker"] for x in rows}
+    assert used <= workers and len(used) == 2, (used, workers)
+
+    # The CSV holds the same values as the Parquet file.
+    csv_table = pacsv.read_csv(str(out / "sweep.csv"), convert_options=pacsv.ConvertOptions(
+        column_types=table.schema, strings_can_be_null=True))
+    assert csv_table.column_names == table.column_names
+    assert csv_table.to_pylist() == rows
+
+    # One SVG per swept key, one fused line (and one cache-aware line) per device.
+    for key in GRID:
+        svg = out / f"sweep-mlp-{key}.svg"
+        assert svg.is_file(), sorted(os.listdir(out))
+        root = ET.parse(svg).getroot()
+        ids = [g.get("id", "") for g in root.iter("{http://www.w3.org/2000/svg}g")]
+        assert sorted(i for i in ids if i.startswith("sweep-fused-")) == sorted(
+            f"sweep-fused-{a}" for a in ARCHS)
+        assert sorted(i for i in ids if i.startswith("sweep-cache-aware-")) == sorted(
+            f"sweep-cache-aware-{a}" for a in ARCHS)
+
+    # Resume: the same sweep again computes nothing and keeps the table.
+    r = run_solar(*args)
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert _computed(r.stdout) == 0 and "skipped 4 point" in r.stdout, r.stdout
+    assert _rows(out).to_pylist() == rows
+
+    # One row deleted: exactly that point is computed again, on that device only.
+    gone = rows[3]
+    pq.write_table(pa.Table.from_pylist([x for x in rows if x is not gone], schema=table.schema),
+                   str(out / "sweep.parquet"))
+    assert _rows(out).num_rows == len(rows) - 1
+    r = run_solar(*args)
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert _computed(r.stdout) == 1 and "skipped 3 point" in r.stdout, r.stdout
+    again = _rows(out).to_pylist()
+    assert len(again) == len(rows)
+    assert again[:3] + again[4:] == rows[:3] + rows[4:]
+    assert again[3]["macs"] == gone["macs"] and again[3]["arch"] == gone["arch"]
+
+
+def test_a_point_whose_program_raises_is_a_failed_row(cluster, tmp_path):
+    """The spec file form (YAML): batch_size -1 makes the program's get_inputs raise."""
+    spec = tmp_path / "sweep.yaml"
+    out = tmp_path / "out"
+    spec.write_text(textwrap.dedent(f"""\
+        programs: [{ROOT / MLP}]
+        archs: [H100_SXM, B200]
+        grid:
+          batch_size: [2, -1, 4]
+        set: {{in_features: 8, hidden: 16, out_features: 4}}
+        cache_aware: false
+        out: {out}
+        """))
+    r = run_solar("sweep", str(spec), "--address", cluster.scheduler_address, "--quiet")
+    assert r.returncode == 0, r.stderr + r.stdout
+    rows = _rows(out).to_pylist()
+    assert [(x["batch_size"], x["status"]) for x in rows] == [
+        (2, "ok"), (2, "ok"), (-1, "failed"), (-1, "failed"), (4, "ok"), (4, "ok")]
+    for x in rows:
+        if x["status"] == "failed":
+            assert "mlp.py:" in x["error"] and "the program failed" in x["error"], x
+            assert x["macs"] is None and x["fused_seconds"] is None
+        else:
+            assert x["macs"] == mlp_macs(x["batch_size"], 16)
+            assert x["cache_aware_seconds"] is None  # cache_aware: false
+    assert "failed points:" in r.stdout and "batch_size=-1" in r.stdout
+    # A plot for the swept key, with the failed point left out of each line.
+    assert (out / "sweep-mlp-batch_size.svg").is_file()
+
+
+CRASHES = """
+import os
+import torch
+
+crash = False
+n = 4
+if crash:
+    os._exit(3)  # the worker process dies, as one killed for its memory does
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def get_inputs():
+    return [torch.randn(n)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_point_whose_worker_dies_is_a_failed_row(cluster, tmp_path):
+    """Last: it costs the cluster a worker restart."""
+    program = tmp_path / "crashes.py"
+    program.write_text(CRASHES)
+    out = tmp_path / "out"
+    r = run_solar("sweep", str(program), "--grid", "crash=False,True", "--out", str(out),
+                  "--address", cluster.scheduler_address, "--quiet", "--no-cache-aware",
+                  "--no-plots")
+    assert r.returncode == 0, r.stderr + r.stdout
+    rows = _rows(out).to_pylist()
+    assert [(x["crash"], x["status"]) for x in rows] == [(False, "ok"), (True, "failed")]
+    assert "worker process running this point died" in rows[1]["error"], rows[1]
+    assert not list(out.glob("*.svg"))
+
+
+def _main(*args):
+    from solar.cli import main
+
+    return main(["solar", "sweep", *args])
+
+
+def test_bad_input_exit_codes_and_no_output(tmp_path, capsys, in_root):
+    from solar import _core
+
+    codes = _core.EXIT_CODES
+    out = tmp_path / "out"
+
+    assert _main(str(tmp_path / "missing.yaml")) == codes["io"]
+    assert "no such spec file" in capsys.readouterr().err
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("programs: [examples/torch/mlp.py\narchs: {\n")
+    assert _main(str(bad)) == codes["parse"]
+    assert "malformed YAML" in capsys.readouterr().err
+
+    unknown_field = tmp_path / "field.yaml"
+    unknown_field.write_text(f"programs: [{MLP}]\ngrids: {{batch_size: [1]}}\nout: {out}\n")
+    assert _main(str(unknown_field)) == codes["usage"]
+    assert "unknown field grids" in capsys.readouterr().err
+
+    assert _main(MLP, "--grid", "batch_sise=1,2", "--out", str(out)) == codes["usage"]
+    err = capsys.readouterr().err
+    assert f"{MLP}: grid key 'batch_sise' is not a module-level constant" in err, err
+
+    assert _main(MLP, "--arch", "H100_SXM,H900", "--out", str(out)) == codes["unknown_device"]
+    assert "H900" in capsys.readouterr().err
+
+    assert _main("examples/torch/nope.py", "--out", str(out)) == codes["io"]
+    assert _main(MLP) == codes["usage"]  # no --out
+    assert "--out" in capsys.readouterr().err
+    assert _main(MLP, "--out", str(tmp_path / "no" / "such")) == codes["io"]
+    spec = tmp_path / "s.json"
+    spec.write_text(json.dumps({"programs": [MLP], "out": str(out)}))
+    assert _main(str(spec), "--arch", "B200") == codes["usage"]  # analysis options: in the spec
+    assert "say it in the spec" in capsys.readouterr().err
+    assert not out.exists() and not (tmp_path / "no").exists()
+
+    # The command is listed: a typo gets the close match.
+    from solar.cli_usage import unknown_command
+
+    assert unknown_command(["solar", "swep"]) == codes["usage"]
+    assert "`solar sweep`" in capsys.readouterr().err
