@@ -5,6 +5,7 @@
 
 #include <iterator>
 #include <string>
+#include <utility>
 
 #include "solar/hw/database.h"
 
@@ -29,7 +30,7 @@ const DeviceDb& builtins() {
 }
 
 TEST(BuiltinArch, EveryFileLoadsAndIsNamedAfterItsId) {
-  ASSERT_EQ(builtin_arch_files().size(), 14u);
+  ASSERT_EQ(builtin_arch_files().size(), 25u);
   for (const auto& [name, text] : builtin_arch_files()) {
     SCOPED_TRACE(std::string(name));
     Device d = parse_device_yaml(text, name);
@@ -101,20 +102,22 @@ TEST(BuiltinArch, H100PcieDatasheet) {
   EXPECT_TRUE(near_rel(d.dram().bandwidth->value, 2.0 * kT, 1e-3));
 }
 
-// Each device's dense bf16 (or fp16) tensor peak and DRAM bandwidth, as hardware.md
-// sections 1 and 2 give them.
+// Each device's dense bf16 tensor peak (fp16 on T4 and V100, which have no bf16 tensor path) and
+// DRAM bandwidth, as hardware.md sections 1 and 2 give them; for the devices added after the
+// reference (L4 ... Gaudi3), as their files cite them.
 struct Datasheet {
   const char* id;
   double bf16_tflops;
   double dram_bytes_per_s;
+  DType dtype = DType::BF16;
 };
 class DeviceDatasheet : public ::testing::TestWithParam<Datasheet> {};
 
 TEST_P(DeviceDatasheet, DenseTensorPeakAndDramBandwidth) {
   const Datasheet& p = GetParam();
   const Device& d = builtins().get(p.id);
-  ASSERT_TRUE(d.peak(UnitKind::Tensor, DType::BF16).has_value());
-  EXPECT_TRUE(near_rel(*d.peak(UnitKind::Tensor, DType::BF16), p.bf16_tflops * kT, 1e-3));
+  ASSERT_TRUE(d.peak(UnitKind::Tensor, p.dtype).has_value());
+  EXPECT_TRUE(near_rel(*d.peak(UnitKind::Tensor, p.dtype), p.bf16_tflops * kT, 1e-3));
   EXPECT_TRUE(near_rel(d.dram().bandwidth->value, p.dram_bytes_per_s, 1e-3));
 }
 
@@ -133,7 +136,18 @@ INSTANTIATE_TEST_SUITE_P(
                       Datasheet{"Jetson_Orin", 42.6, 204.8 * kG},
                       Datasheet{"MI300X", 1307.4, 5.3 * kT},
                       Datasheet{"TPU_v5e", 197, 819 * kG},
-                      Datasheet{"TPU_v5p", 459, 2765 * kG}),
+                      Datasheet{"TPU_v5p", 459, 2765 * kG},
+                      Datasheet{"L4", 121, 300 * kG},
+                      Datasheet{"T4", 65, 320 * kG, DType::F16},  // Turing: no bf16 tensor path
+                      Datasheet{"A10G", 70.0, 600 * kG},          // estimate (flag E), see the file
+                      Datasheet{"A100_PCIe_40GB", 312, 1555 * kG},
+                      Datasheet{"A100_SXM_40GB", 312, 1555 * kG},
+                      Datasheet{"V100_SXM2_32GB", 125, 900 * kG, DType::F16},  // Volta: fp16 only
+                      Datasheet{"GH200_96GB", 989.4, 4.0 * kT},
+                      Datasheet{"GH200_144GB", 989.4, 5.0 * kT},  // announcement; 4.8-4.9 elsewhere
+                      Datasheet{"RTX6000_Ada", 364.2, 960 * kG},
+                      Datasheet{"MI250X", 383, 3.2 * kT},  // both GCDs
+                      Datasheet{"Gaudi3", 1835, 3.7 * kT}),
     [](const auto& info) { return std::string(info.param.id); });
 
 // hardware.md section 3: SMs x MAC/clk/SM x 2 x clock reproduces the stored peak (0.5%), at
@@ -211,7 +225,56 @@ INSTANTIATE_TEST_SUITE_P(
         PerSm{"MI300X", kTc, DType::BF16, 1024, 2100},
         PerSm{"MI300X", kTc, DType::TF32, 512, 2100},
         PerSm{"MI300X", kTc, DType::F8E4M3, 2048, 2100},
-        PerSm{"MI300X", kTc, DType::F64, 128, 2100}),
+        PerSm{"MI300X", kTc, DType::F64, 128, 2100},
+        // Devices added after the reference: per-SM rates of their architectures (GA100 as
+        // A100; GH100 as H100 SXM; professional AD10x as L40S; GeForce-class GA102 for A10G;
+        // Turing 8 x 64 FMA tensor cores per SM; Volta likewise; CDNA2 per-CU rates from
+        // ROCm's MI250 table; Gaudi 3 TPCs as the "SMs").
+        PerSm{"L4", kTc, DType::BF16, 512, 2040},
+        PerSm{"L4", kTc, DType::F8E4M3, 1024, 2040},
+        PerSm{"L4", kTc, DType::I8, 1024, 2040},
+        PerSm{"L4", kTc, DType::TF32, 256, 2020},  // NVIDIA's TF32 120 (sparse) implies ~2020 MHz
+        PerSm{"L4", kVec, DType::F32, 128, 2040},
+        PerSm{"T4", kTc, DType::F16, 512, 1590},
+        PerSm{"T4", kTc, DType::I8, 1024, 1590},
+        PerSm{"T4", kTc, DType::I4, 2048, 1590},
+        PerSm{"T4", kVec, DType::F32, 64, 1582},  // the datasheet rounds 8.14 down to 8.1
+        PerSm{"A10G", kTc, DType::BF16, 256, 1710},  // GeForce-class rate: the file's assumption
+        PerSm{"A10G", kTc, DType::TF32, 128, 1710},
+        PerSm{"A10G", kTc, DType::I8, 1024, 1710},
+        PerSm{"A10G", kVec, DType::F32, 128, 1710},
+        PerSm{"A100_PCIe_40GB", kTc, DType::BF16, 1024, 1410},
+        PerSm{"A100_PCIe_40GB", kTc, DType::TF32, 512, 1410},
+        PerSm{"A100_PCIe_40GB", kTc, DType::I8, 2048, 1410},
+        PerSm{"A100_PCIe_40GB", kTc, DType::F64, 64, 1410},
+        PerSm{"A100_PCIe_40GB", kVec, DType::F32, 64, 1410},
+        PerSm{"A100_SXM_40GB", kTc, DType::BF16, 1024, 1410},
+        PerSm{"A100_SXM_40GB", kTc, DType::TF32, 512, 1410},
+        PerSm{"A100_SXM_40GB", kTc, DType::I8, 2048, 1410},
+        PerSm{"A100_SXM_40GB", kTc, DType::F64, 64, 1410},
+        PerSm{"A100_SXM_40GB", kVec, DType::F32, 64, 1410},
+        PerSm{"V100_SXM2_32GB", kTc, DType::F16, 512, 1530},
+        PerSm{"V100_SXM2_32GB", kVec, DType::F32, 64, 1530},
+        PerSm{"V100_SXM2_32GB", kVec, DType::F64, 32, 1530},
+        PerSm{"GH200_96GB", kTc, DType::BF16, 2048, 1830},
+        PerSm{"GH200_96GB", kTc, DType::F8E4M3, 4096, 1830},
+        PerSm{"GH200_96GB", kTc, DType::F64, 128, 1980},
+        PerSm{"GH200_96GB", kVec, DType::F32, 128, 1980},
+        PerSm{"GH200_144GB", kTc, DType::BF16, 2048, 1830},
+        PerSm{"GH200_144GB", kTc, DType::F8E4M3, 4096, 1830},
+        PerSm{"GH200_144GB", kTc, DType::F64, 128, 1980},
+        PerSm{"GH200_144GB", kVec, DType::F32, 128, 1980},
+        PerSm{"RTX6000_Ada", kTc, DType::BF16, 512, 2505},
+        PerSm{"RTX6000_Ada", kTc, DType::TF32, 256, 2505},
+        PerSm{"RTX6000_Ada", kTc, DType::F8E4M3, 1024, 2505},
+        PerSm{"RTX6000_Ada", kTc, DType::I8, 1024, 2505},
+        PerSm{"RTX6000_Ada", kVec, DType::F32, 128, 2505},
+        PerSm{"MI250X", kTc, DType::BF16, 512, 1700},  // 1024 FLOP/clk/CU
+        PerSm{"MI250X", kTc, DType::F64, 128, 1700},   // 256 FLOP/clk/CU
+        PerSm{"MI250X", kTc, DType::I8, 512, 1700},
+        PerSm{"MI250X", kVec, DType::F64, 64, 1700},
+        PerSm{"MI250X", kVec, DType::F32, 128, 1700},  // packed FP32
+        PerSm{"Gaudi3", kVec, DType::BF16, 128, 1750}),  // 64 TPCs x 2048-bit SIMD
     [](const auto& info) {
       return std::string(info.param.id) + "_" + std::string(unit_kind_name(info.param.kind)) +
              "_" + std::string(ir::dtype_name(info.param.dtype));
@@ -221,7 +284,9 @@ INSTANTIATE_TEST_SUITE_P(
 // values are rounded to 3 digits, hence 1%.
 TEST(BuiltinArch, MufuIs16ResultsPerSmPerClock) {
   for (const char* id : {"H100_SXM", "H100_PCIe", "H200", "B200", "GB200", "A100_SXM_80GB",
-                         "A6000", "L40S", "RTX4090", "Jetson_Thor", "Jetson_Orin"}) {
+                         "A6000", "L40S", "RTX4090", "Jetson_Thor", "Jetson_Orin", "L4", "T4",
+                         "A10G", "A100_PCIe_40GB", "A100_SXM_40GB", "V100_SXM2_32GB",
+                         "GH200_96GB", "GH200_144GB", "RTX6000_Ada"}) {
     SCOPED_TRACE(id);
     const Device& d = builtins().get(id);
     const ComputeUnit* u = d.unit(UnitKind::Special, DType::F32);
@@ -289,6 +354,40 @@ TEST(BuiltinArch, NoTensorPeakExceedsTheDenseReference) {
       {"TPU_v5e", DType::I4, 788},
       {"TPU_v5p", DType::BF16, 459},      {"TPU_v5p", DType::I8, 918},
       {"TPU_v5p", DType::I4, 1836},
+      // Added after the reference: the dense figures of each file's sources (half the NVIDIA
+      // 'with sparsity' headline where only that is published).
+      {"L4", DType::TF32, 60},            {"L4", DType::BF16, 121},
+      {"L4", DType::F16, 121},            {"L4", DType::F8E4M3, 242.5},
+      {"L4", DType::F8E5M2, 242.5},       {"L4", DType::I8, 242.5},
+      {"T4", DType::F16, 65},             {"T4", DType::I8, 130},
+      {"T4", DType::I4, 260},
+      {"A10G", DType::TF32, 35.0},        {"A10G", DType::BF16, 70.0},
+      {"A10G", DType::F16, 70.0},         {"A10G", DType::I8, 280.2},
+      {"A10G", DType::I4, 560.3},
+      {"A100_PCIe_40GB", DType::TF32, 156},  {"A100_PCIe_40GB", DType::BF16, 312},
+      {"A100_PCIe_40GB", DType::F16, 312},   {"A100_PCIe_40GB", DType::I8, 624},
+      {"A100_PCIe_40GB", DType::F64, 19.5},
+      {"A100_SXM_40GB", DType::TF32, 156},   {"A100_SXM_40GB", DType::BF16, 312},
+      {"A100_SXM_40GB", DType::F16, 312},    {"A100_SXM_40GB", DType::I8, 624},
+      {"A100_SXM_40GB", DType::F64, 19.5},
+      {"V100_SXM2_32GB", DType::F16, 125},
+      {"GH200_96GB", DType::TF32, 494.7},    {"GH200_96GB", DType::BF16, 989.4},
+      {"GH200_96GB", DType::F16, 989.4},     {"GH200_96GB", DType::F8E4M3, 1978.9},
+      {"GH200_96GB", DType::F8E5M2, 1978.9}, {"GH200_96GB", DType::I8, 1978.9},
+      {"GH200_96GB", DType::F64, 66.9},
+      {"GH200_144GB", DType::TF32, 494.7},   {"GH200_144GB", DType::BF16, 989.4},
+      {"GH200_144GB", DType::F16, 989.4},    {"GH200_144GB", DType::F8E4M3, 1978.9},
+      {"GH200_144GB", DType::F8E5M2, 1978.9},{"GH200_144GB", DType::I8, 1978.9},
+      {"GH200_144GB", DType::F64, 66.9},
+      {"RTX6000_Ada", DType::TF32, 182.1},   {"RTX6000_Ada", DType::BF16, 364.2},
+      {"RTX6000_Ada", DType::F16, 364.2},    {"RTX6000_Ada", DType::F8E4M3, 728.5},
+      {"RTX6000_Ada", DType::F8E5M2, 728.5}, {"RTX6000_Ada", DType::I8, 728.5},
+      {"MI250X", DType::F64, 95.7},       {"MI250X", DType::F32, 95.7},
+      {"MI250X", DType::BF16, 383},       {"MI250X", DType::F16, 383},
+      {"MI250X", DType::I8, 383},         {"MI250X", DType::I4, 383},
+      {"Gaudi3", DType::BF16, 1835},      {"Gaudi3", DType::F8E4M3, 1835},
+      {"Gaudi3", DType::F8E5M2, 1835},    {"Gaudi3", DType::F16, 459},
+      {"Gaudi3", DType::TF32, 459},       {"Gaudi3", DType::F32, 229},
   };
   for (const std::string& id : builtins().ids()) {
     if (id == "host") continue;
@@ -353,6 +452,19 @@ TEST(BuiltinArch, TwoFourSparsePeaksAreTwiceDenseWhereVendorsPublishThem) {
       {"MI300X", DType::TF32, 1307.4},     {"MI300X", DType::BF16, 2614.8},
       {"MI300X", DType::F16, 2614.8},      {"MI300X", DType::F8E4M3, 5229.8},
       {"MI300X", DType::F8E5M2, 5229.8},   {"MI300X", DType::I8, 5229.8},
+      {"L4", DType::TF32, 120},            {"L4", DType::BF16, 242},
+      {"L4", DType::F16, 242},             {"L4", DType::F8E4M3, 485},
+      {"L4", DType::F8E5M2, 485},          {"L4", DType::I8, 485},
+      {"A100_PCIe_40GB", DType::TF32, 312},{"A100_PCIe_40GB", DType::BF16, 624},
+      {"A100_PCIe_40GB", DType::F16, 624}, {"A100_PCIe_40GB", DType::I8, 1248},
+      {"A100_SXM_40GB", DType::TF32, 312}, {"A100_SXM_40GB", DType::BF16, 624},
+      {"A100_SXM_40GB", DType::F16, 624},  {"A100_SXM_40GB", DType::I8, 1248},
+      {"GH200_96GB", DType::TF32, 989.4},  {"GH200_96GB", DType::BF16, 1978.8},
+      {"GH200_96GB", DType::F16, 1978.8},  {"GH200_96GB", DType::F8E4M3, 3957.8},
+      {"GH200_96GB", DType::F8E5M2, 3957.8},{"GH200_96GB", DType::I8, 3957.8},
+      {"GH200_144GB", DType::TF32, 989.4}, {"GH200_144GB", DType::BF16, 1978.8},
+      {"GH200_144GB", DType::F16, 1978.8}, {"GH200_144GB", DType::F8E4M3, 3957.8},
+      {"GH200_144GB", DType::F8E5M2, 3957.8},{"GH200_144GB", DType::I8, 3957.8},
   };
   std::size_t found = 0;
   for (const std::string& id : builtins().ids()) {
@@ -374,8 +486,10 @@ TEST(BuiltinArch, TwoFourSparsePeaksAreTwiceDenseWhereVendorsPublishThem) {
     }
   }
   EXPECT_EQ(found, std::size(table));
-  // TPUs have no sparse mode; H100's FP64 tensor peak has no sparse figure.
-  for (const char* id : {"TPU_v5e", "TPU_v5p"})
+  // TPUs, Turing, Volta, CDNA2 and Gaudi have no sparse mode; A10G and RTX 6000 Ada store
+  // none (no checked vendor figure); H100's FP64 tensor peak has no sparse figure.
+  for (const char* id : {"TPU_v5e", "TPU_v5p", "T4", "V100_SXM2_32GB", "MI250X", "Gaudi3", "A10G",
+                         "RTX6000_Ada"})
     for (const ComputeUnit& u : builtins().get(id).units) EXPECT_TRUE(u.sparse_2_4_peak.empty());
   EXPECT_FALSE(builtins().get("H100_SXM").sparse_2_4_peak(UnitKind::Tensor, DType::F64));
   EXPECT_EQ(*builtins().get("H100_SXM").sparse_2_4_peak(UnitKind::Tensor, DType::BF16),
@@ -403,6 +517,114 @@ TEST(BuiltinArch, DeviceSpecificConventions) {
   // RTX 4090 stores the FP32-accumulate rate, not the FP16-accumulate 330.3.
   EXPECT_TRUE(near_rel(*builtins().get("RTX4090").peak(UnitKind::Tensor, DType::BF16),
                        165.2 * kT, 1e-3));
+}
+
+// Every peak `a` stores (per unit kind and dtype), `b` stores at the same value with the same
+// sparse/no-sparse status, and the other way round: the same compute, only the memory differs.
+void expect_same_compute(const char* a_id, const char* b_id) {
+  SCOPED_TRACE(std::string(a_id) + " vs " + b_id);
+  const Device& a = builtins().get(a_id);
+  const Device& b = builtins().get(b_id);
+  EXPECT_EQ(a.num_sms, b.num_sms);
+  for (const auto& [x, y] : {std::pair{&a, &b}, std::pair{&b, &a}})
+    for (const ComputeUnit& u : x->units)
+      for (const auto& [dtype, p] : u.peak) {
+        SCOPED_TRACE(x->id + " " + u.name + " " + std::string(ir::dtype_name(dtype)));
+        ASSERT_TRUE(y->peak(u.kind, dtype).has_value());
+        EXPECT_TRUE(near_rel(*y->peak(u.kind, dtype), *x->peak(u.kind, dtype), 1e-9));
+        EXPECT_EQ(y->sparse_2_4_peak(u.kind, dtype).has_value(),
+                  x->sparse_2_4_peak(u.kind, dtype).has_value());
+      }
+}
+
+// The serving devices added after the hardware reference: what each file must (and must not)
+// say, so that a later edit cannot silently turn an estimate into a "vendor" number, store a
+// sparse figure as dense, or give a part a dtype its hardware lacks.
+TEST(BuiltinArch, ServingDevicesAddedAfterTheReference) {
+  // Variants of one die carry identical compute; only the memory differs.
+  expect_same_compute("GH200_96GB", "H100_SXM");
+  expect_same_compute("GH200_144GB", "H100_SXM");
+  expect_same_compute("A100_PCIe_40GB", "A100_SXM_80GB");
+  expect_same_compute("A100_SXM_40GB", "A100_SXM_80GB");
+  EXPECT_TRUE(near_rel(builtins().get("GH200_96GB").dram().capacity->value, 96e9, 1e-12));
+  EXPECT_TRUE(near_rel(builtins().get("GH200_144GB").dram().capacity->value, 144e9, 1e-12));
+  EXPECT_GT(builtins().get("GH200_144GB").dram().bandwidth->value,
+            builtins().get("GH200_96GB").dram().bandwidth->value);
+  for (const char* id : {"A100_PCIe_40GB", "A100_SXM_40GB"}) {
+    EXPECT_TRUE(near_rel(builtins().get(id).dram().capacity->value, 40e9, 1e-12)) << id;
+    EXPECT_TRUE(near_rel(builtins().get(id).dram().bandwidth->value, 1555 * kG, 1e-12)) << id;
+  }
+
+  // Turing and Volta: fp16 tensor cores, no bf16/tf32/fp8 tensor path; Volta has no int8 tensor.
+  for (const char* id : {"T4", "V100_SXM2_32GB"}) {
+    SCOPED_TRACE(id);
+    const Device& d = builtins().get(id);
+    EXPECT_TRUE(d.peak(UnitKind::Tensor, DType::F16).has_value());
+    for (DType dt : {DType::BF16, DType::TF32, DType::F8E4M3, DType::F8E5M2})
+      EXPECT_FALSE(d.peak(UnitKind::Tensor, dt).has_value()) << ir::dtype_name(dt);
+  }
+  EXPECT_FALSE(builtins().get("V100_SXM2_32GB").peak(UnitKind::Tensor, DType::I8).has_value());
+  EXPECT_TRUE(near_rel(*builtins().get("T4").peak(UnitKind::Tensor, DType::I8), 130 * kT, 1e-12));
+
+  // L4: every dense tensor peak is half NVIDIA's 'with sparsity' headline (TF32 120, 16-bit 242,
+  // FP8/INT8 485), and the sparse figures are stored as published.
+  const Device& l4 = builtins().get("L4");
+  EXPECT_EQ(l4.num_sms, 58);  // 7,424 cores; the "60 SMs" of some DBs do not give FP32 30.3
+  EXPECT_TRUE(near_rel(*l4.sparse_2_4_peak(UnitKind::Tensor, DType::BF16), 242 * kT, 1e-12));
+  EXPECT_TRUE(near_rel(*l4.sparse_2_4_peak(UnitKind::Tensor, DType::F8E4M3), 485 * kT, 1e-12));
+  EXPECT_TRUE(near_rel(*l4.sparse_2_4_peak(UnitKind::Tensor, DType::I8), 485 * kT, 1e-12));
+
+  // A10G: no vendor publishes its rates, so every compute number is an estimate (E) or derived
+  // from estimates (D), never "V"; the tensor rate is the GeForce-class one (half the A10's
+  // per-SM rate), not NVIDIA's A10 datasheet 125.
+  const Device& a10g = builtins().get("A10G");
+  for (const ComputeUnit& u : a10g.units) {
+    if (u.clock_mhz) EXPECT_EQ(u.clock_mhz->flag, "E") << u.name;
+    for (const auto& [dt, p] : u.peak) {
+      EXPECT_NE(p.flag, "V") << u.name << " " << ir::dtype_name(dt);
+      EXPECT_FALSE(p.note.empty());
+    }
+  }
+  EXPECT_EQ(a10g.num_sms_source->flag, "E");
+  EXPECT_LT(*a10g.peak(UnitKind::Tensor, DType::BF16), 125 * kT);
+
+  // RTX 6000 Ada: dense tensor peaks derived (D) from the professional AD102 per-SM rates at the
+  // clock NVIDIA's FP32 91.1 implies; FP32 accumulate at full rate, unlike the GeForce RTX 4090.
+  const Device& rtx6000 = builtins().get("RTX6000_Ada");
+  for (DType dt : {DType::TF32, DType::BF16, DType::F16, DType::F8E4M3, DType::I8})
+    EXPECT_EQ(rtx6000.unit(UnitKind::Tensor, dt)->peak.at(dt).flag, "D") << ir::dtype_name(dt);
+  EXPECT_TRUE(near_rel(*rtx6000.peak(UnitKind::Tensor, DType::BF16),
+                       2 * 142.0 / 128 * 2505 / 2520 *
+                           *builtins().get("RTX4090").peak(UnitKind::Tensor, DType::BF16),
+                       2e-3));  // 2x the 4090's FP32-accumulate rate per SM per clock
+
+  // MI250X: the whole two-GCD package; CDNA2 has no tf32, fp8, sparsity or special unit.
+  const Device& mi250 = builtins().get("MI250X");
+  EXPECT_EQ(mi250.num_sms, 220);
+  for (DType dt : {DType::TF32, DType::F8E4M3, DType::F8E5M2})
+    EXPECT_FALSE(mi250.peak(UnitKind::Tensor, dt).has_value()) << ir::dtype_name(dt);
+  EXPECT_FALSE(mi250.peak(UnitKind::Special, DType::F32).has_value());
+  EXPECT_EQ(mi250.memory_level("l2")->capacity->value, 16.0 * 1024 * 1024);  // 8 MiB x 2 GCDs
+  EXPECT_EQ(mi250.memory_level("llc"), nullptr);                            // no Infinity Cache
+
+  // Gaudi 3: Intel's matrix peaks (BF16 = FP8 = 1835) are 8 MMEs x 256 x 256 MAC x 2 at the
+  // stored MME clock; the TPC vector BF16 peak 28.7; 96 MB SRAM as l2 at 12.8 TB/s; no int8
+  // rate (unpublished) and no special-function unit.
+  const Device& g3 = builtins().get("Gaudi3");
+  const ComputeUnit* mme = g3.unit(UnitKind::Tensor, DType::BF16);
+  ASSERT_NE(mme, nullptr);
+  ASSERT_TRUE(mme->clock_mhz.has_value());
+  EXPECT_TRUE(near_rel(mme->peak.at(DType::BF16).value,
+                       8 * 256.0 * 256 * 2 * mme->clock_mhz->value * 1e6, 1e-3));
+  EXPECT_EQ(mme->peak.at(DType::BF16).flag, "V");
+  EXPECT_EQ(*g3.peak(UnitKind::Tensor, DType::F8E4M3), *g3.peak(UnitKind::Tensor, DType::BF16));
+  for (DType dt : {DType::F16, DType::TF32, DType::F32})  // third-party figures only
+    EXPECT_EQ(mme->peak.at(dt).flag, "E") << ir::dtype_name(dt);
+  EXPECT_FALSE(g3.peak(UnitKind::Tensor, DType::I8).has_value());
+  EXPECT_FALSE(g3.peak(UnitKind::Special, DType::F32).has_value());
+  EXPECT_TRUE(near_rel(*g3.peak(UnitKind::Vector, DType::BF16), 28.7 * kT, 1e-12));
+  EXPECT_TRUE(near_rel(g3.memory_level("l2")->capacity->value, 96e6, 1e-12));
+  EXPECT_TRUE(near_rel(g3.memory_level("l2")->bandwidth->value, 12.8 * kT, 1e-12));
 }
 
 }  // namespace

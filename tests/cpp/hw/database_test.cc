@@ -86,11 +86,12 @@ TEST(DeviceDb, ListsEveryBuiltinSortedThenHost) {
   std::vector<std::string> ids = db.ids();
   ASSERT_EQ(ids.size(), builtin_arch_files().size() + 1);  // + host
   EXPECT_EQ(ids.back(), "host");
-  EXPECT_EQ(ids.front(), "A100_SXM_80GB");
+  EXPECT_EQ(ids.front(), "A100_PCIe_40GB");
   EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end() - 1, [](const auto& a, const auto& b) {
     return lower(a) < lower(b);
   }));
   EXPECT_NE(std::find(ids.begin(), ids.end(), "TPU_v5p"), ids.end());
+  EXPECT_EQ(ids[ids.size() - 2], "V100_SXM2_32GB");  // last built-in before host
 }
 
 TEST(DeviceDb, LookupIsCaseInsensitive) {
@@ -108,11 +109,13 @@ TEST(DeviceDb, UnknownIdListsTheKnownDevices) {
   } catch (const UserError& e) {
     EXPECT_EQ(e.kind(), UserError::Kind::UnknownDevice);
     EXPECT_NE(std::string(e.what()).find(
-                  "unknown device 'h1000'; known devices: A100_SXM_80GB, A6000, B200, GB200, "
+                  "unknown device 'h1000'; known devices: A100_PCIe_40GB, A100_SXM_40GB, "
+                  "A100_SXM_80GB, A10G, A6000, B200, Gaudi3, GB200, GH200_144GB, GH200_96GB, "
                   "H100_PCIe, H100_SXM, H200, Jetson_Orin"),
               std::string::npos)
         << e.what();
-    EXPECT_NE(std::string(e.what()).find("TPU_v5p, host"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("TPU_v5p, V100_SXM2_32GB, host"), std::string::npos)
+        << e.what();
     EXPECT_EQ(std::string(e.what()).find("did you mean"), std::string::npos) << e.what();
   }
 }
@@ -133,6 +136,12 @@ TEST(DeviceDb, SuggestsTheObviousId) {
             std::string::npos);
   EXPECT_NE(unknown_message(db, "h100-sxm5").find("did you mean H100_SXM?"), std::string::npos);
   EXPECT_NE(unknown_message(db, "rtx-4080").find("did you mean RTX4090?"), std::string::npos);
+  // Prefixes name every variant: the GH200 memory variants, the three A100s.
+  EXPECT_NE(unknown_message(db, "gh200").find("did you mean GH200_144GB or GH200_96GB?"),
+            std::string::npos);
+  EXPECT_NE(unknown_message(db, "a100").find(
+                "did you mean A100_PCIe_40GB, A100_SXM_40GB or A100_SXM_80GB?"),
+            std::string::npos);
   EXPECT_EQ(unknown_message(db, "quantum").find("did you mean"), std::string::npos);
 }
 
