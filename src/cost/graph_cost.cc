@@ -63,6 +63,40 @@ std::vector<char> dead_ops(const Graph& g) {
   return dead;
 }
 
+// Per tensor that is a graph source's storage updated in place by at least one scatter
+// (through reshaping views and further scatters), the bytes written into that storage since
+// the source: the scatters' src elements (per_op's bytes_written). nullopt for every other
+// tensor, the sources and their plain views included. One forward pass.
+std::vector<std::optional<Count>> in_place_updates(const Graph& g,
+                                                   const std::vector<Work>& per_op) {
+  struct Version {
+    bool of_source = false;  // the source's storage, as it is or updated
+    Count written{0};
+    bool scattered = false;
+  };
+  std::vector<Version> version(g.tensors().size());
+  for (const Tensor& t : g.tensors())
+    if (ir::is_graph_source(t.role)) version[t.id.value].of_source = true;
+  for (const Op& op : g.ops()) {
+    if (op.kind() != OpKind::Move || op.inputs.empty() || op.outputs.size() != 1 ||
+        !per_op[op.id.value].counted())
+      continue;
+    const Version& base = version[op.inputs[0].value];
+    if (!base.of_source) continue;
+    const Tensor& in = g.tensor(op.inputs[0]);
+    const Tensor& out = g.tensor(op.outputs[0]);
+    const ir::MoveKind kind = op.move().kind;
+    if (kind == ir::MoveKind::View && out.num_elements() == in.num_elements())
+      version[out.id.value] = base;
+    else if (kind == ir::MoveKind::Scatter)
+      version[out.id.value] = {true, base.written + per_op[op.id.value].bytes_written, true};
+  }
+  std::vector<std::optional<Count>> updated(g.tensors().size());
+  for (std::size_t t = 0; t < version.size(); ++t)
+    if (version[t].scattered) updated[t] = version[t].written;
+  return updated;
+}
+
 }  // namespace
 
 GraphCost graph_cost(const Graph& g) {
@@ -104,9 +138,16 @@ GraphCost graph_cost(const Graph& g) {
     gc.per_op.push_back(std::move(w));
   }
 
+  // State updated in place (a KV cache a decode step writes one token into, a running
+  // statistic written through a slice): a scatter into a graph source, through free views,
+  // is the source's own storage with some elements replaced. updated[t]: the bytes written
+  // into that storage so far, for every tensor that is such a version of a source.
+  const std::vector<std::optional<Count>> updated = in_place_updates(g, gc.per_op);
+
   // reach[t]: the largest number of bytes any consumer reads of tensor t, followed through
-  // free views (a view's reads are reads of what it views). whole[t]: an opaque consumer
-  // reads t (or what views it), which counts as the whole source.
+  // free views (a view's reads are reads of what it views) and through scatters (a consumer
+  // of the result reads the data elements the scatter did not replace). whole[t]: an opaque
+  // consumer reads t (or what views it), which counts as the whole source.
   std::vector<Count> reach(tensors.size());
   std::vector<char> whole(tensors.size(), 0);
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
@@ -130,6 +171,13 @@ GraphCost graph_cost(const Graph& g) {
         for (std::size_t k = 0; k < op.inputs.size(); ++k)
           reach[op.inputs[k].value] =
               std::max(reach[op.inputs[k].value], input_bytes[first_read[op.id.value] + k]);
+        if (op.kind() == OpKind::Move && op.move().kind == ir::MoveKind::Scatter) {
+          const ir::TensorId data = op.inputs[0], out = op.outputs[0];
+          const Count replaced = w.bytes_written;
+          const Count kept = reach[out.value] > replaced ? reach[out.value] - replaced : Count(0);
+          reach[data.value] = std::max(reach[data.value], kept);
+          whole[data.value] = whole[data.value] || whole[out.value];
+        }
         break;
       }
       case OpKind::Unanalyzed:
@@ -178,7 +226,10 @@ GraphCost graph_cost(const Graph& g) {
           read = std::max(read, std::min(size, tensor_bytes(t, *n)));
       gc.compulsory_bytes_read += read;
     } else if (t.role == ir::Role::Output) {
-      gc.compulsory_bytes_written += tensor_bytes(t, t.num_elements());
+      // A source updated in place is written only where it changed; any other output whole.
+      const Count size = tensor_bytes(t, t.num_elements());
+      gc.compulsory_bytes_written += updated[t.id.value] ? std::min(size, *updated[t.id.value])
+                                                         : size;
     }
   }
   return gc;

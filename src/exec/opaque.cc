@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <numeric>
 #include <string>
@@ -373,6 +374,16 @@ const std::vector<Entry>& registry() {
       {"strided_offsets", [](const Call& c) { run_strided_offsets(c.op, c.inputs, c.outputs); },
        true},
       {"topk", run_topk},
+      // torch.empty's memory: any values are right; zeros keep runs reproducible
+      {"uninitialized",
+       [](const Call& c) {
+         for (Buffer* out : c.outputs) {
+           std::size_t n = storage_bytes(out->storage());
+           for (std::int64_t d : out->shape()) n *= static_cast<std::size_t>(d);
+           std::memset(out->raw_data(), 0, n);
+         }
+       },
+       true},
       {"xla_gather", [](const Call& c) { run_xla_gather(c.op, c.inputs, c.outputs); }},
       {"xla_scatter", [](const Call& c) { run_xla_scatter(c.op, c.inputs, c.outputs); }},
   };

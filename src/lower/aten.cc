@@ -1487,7 +1487,7 @@ void lower_roll(Context& c) {
 }
 
 // Uninitialized memory (empty): no op writes it; a reader reads whatever is there.
-void lower_empty(Context&) {}
+void lower_empty(Context& c) { c.mark_uninitialized(0); }
 
 // ---------------------------------------------------------------- scans, sorting, scatter
 

@@ -1701,8 +1701,8 @@ void register_training_ops(const Register& reg) {
     reg(name, boolean(2, [](Expr a, Expr b) { return fn(ExprOp::Max, {a, b}); }));
   // Autograd's gradient buffers: new_empty_strided is uninitialized memory that copy_ fills
   // (nothing to lower, as empty); new_zeros/new_ones write a constant.
-  reg("aten::new_empty_strided.default", [](Context&) {});
-  reg("aten::new_empty.default", [](Context&) {});
+  reg("aten::new_empty_strided.default", [](Context& c) { c.mark_uninitialized(0); });
+  reg("aten::new_empty.default", [](Context& c) { c.mark_uninitialized(0); });
   reg("aten::new_zeros.default", fill_with(0.0));
   reg("aten::new_ones.default", fill_with(1.0));
   reg("aten::new_full.default", fill_with(std::nullopt, "fill_value"));

@@ -506,7 +506,26 @@ TensorId Context::use(std::int64_t id) {
     case TraceRole::Constant: return make_tensor(id, ir::Role::Constant);
     case TraceRole::Intermediate: case TraceRole::Output: break;
   }
+  if (uninitialized_.contains(id)) return make_uninitialized(id);
   throw Unsupported(fmt::format("uses tensor t{}, which no lowered op produced", id));
+}
+
+void Context::mark_uninitialized(std::size_t k) {
+  if (std::optional<std::int64_t> id = out_id(k)) uninitialized_.insert(*id);
+}
+
+TensorId Context::make_uninitialized(std::int64_t id) {
+  TensorId t = make_tensor(id, tt(id).role == TraceRole::Output ? ir::Role::Output
+                                                                : ir::Role::Intermediate);
+  ir::OpaqueOp o;
+  o.function = "uninitialized";
+  o.vector_flops = Count(0);
+  o.special_ops = Count(0);
+  o.bytes = Count(0);
+  o.assumption = "allocated memory with no defined values (torch.empty): no work, nothing "
+                 "moved; the executor fills it with zeros";
+  opaque({}, {t}, std::move(o));
+  return t;
 }
 
 TensorId Context::def(std::size_t k) {

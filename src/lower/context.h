@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -118,6 +119,10 @@ class Context {
   bool is_alias(ir::TensorId t) const;
   // A plain graph tensor with an alias's values (an einsum copy); other tensors unchanged.
   ir::TensorId materialize(ir::TensorId t);
+  // Output k of the current op is memory with no defined values (torch.empty, new_empty):
+  // nothing is lowered for it, and a consumer that reads it (a slice an in-place copy fills,
+  // say) gets it from an "uninitialized" op that costs nothing (docs/cost.md).
+  void mark_uninitialized(std::size_t k);
 
   static ir::DType dtype_of(const std::string& torch_dtype);
   solar::Origin origin() const;
@@ -131,6 +136,8 @@ class Context {
     ir::TensorId root;  // the plain tensor viewed
   };
   ir::TensorId make_tensor(std::int64_t id, ir::Role role);
+  // An uninitialized tensor's first use: an "uninitialized" opaque op (no work) makes it.
+  ir::TensorId make_uninitialized(std::int64_t id);
   // Verifies the staged ops as a graph of their own (throws Unsupported: a lowering bug).
   void check_staged() const;
   // out = the alias's values (an einsum copy; a cast when out's dtype differs).
@@ -155,6 +162,7 @@ class Context {
   std::string origin_op_;
   std::vector<ir::TensorId> map_;  // by trace id
   int temps_ = 0;
+  std::unordered_set<std::int64_t> uninitialized_;  // trace ids of empty / new_empty results
   std::unordered_map<std::string, int> suffixes_;  // name -> the last `#k` it was given
   // Committed and staged (this op's) aliases, flat views and materialized copies; staged
   // ones are dropped by rollback.

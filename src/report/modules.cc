@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format.h"
+#include "solar/cost/work.h"
 #include "solar/util/errors.h"
 
 namespace solar::report {
@@ -128,14 +129,33 @@ class Builder {
       if (n <= 0 || !mark.insert((std::uint64_t(n) << 32) | t).second) return;
       nodes_[n].node.bytes_fused += tensors[t].size_bytes();
     };
+    // A source a gather reads (an embedding table) is read where gathered, as the program's
+    // compulsory traffic counts it (docs/cost.md): per module, the largest such read.
+    std::unordered_map<std::uint64_t, Count> gathered;
+    auto add_gathered = [&](int n, std::uint32_t t, Count bytes) {
+      if (n <= 0 || read_mark.contains((std::uint64_t(n) << 32) | t)) return;
+      Count& b = gathered[(std::uint64_t(n) << 32) | t];
+      b = std::max(b, bytes);
+    };
     for (const ir::Op& op : g_.ops()) {
       int c = op_node_[op.id.value];
       if (c < 0 || is_view(op)) continue;
-      for (ir::TensorId in : op.inputs) {
-        std::uint32_t t = root[in.value];
+      const bool gather = op.kind() == ir::OpKind::Move && op.move().kind == ir::MoveKind::Gather;
+      for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+        std::uint32_t t = root[op.inputs[k].value];
         int p = producer[t];
+        if (p < 0 && gather && k == 0 && !op.outputs.empty()) {
+          const ir::Tensor& data = tensors[t];
+          const Count bytes = cost::tensor_bytes(
+              data, std::min(g_.tensor(op.outputs[0]).num_elements(), data.num_elements()));
+          for (int n = c; n > 0; n = parent(n)) add_gathered(n, t, bytes);
+          continue;
+        }
         if (p < 0) {  // a graph source: read into every module holding the reader
-          for (int n = c; n > 0; n = parent(n)) add(read_mark, n, t);
+          for (int n = c; n > 0; n = parent(n)) {
+            gathered.erase((std::uint64_t(n) << 32) | t);  // read whole here after all
+            add(read_mark, n, t);
+          }
           continue;
         }
         below_common(c, p, [&](int n) { add(read_mark, n, t); });
@@ -147,6 +167,7 @@ class Builder {
       std::uint32_t rt = root[t];
       for (int n = producer[rt]; n > 0; n = parent(n)) add(write_mark, n, rt);
     }
+    for (const auto& [key, bytes] : gathered) nodes_[key >> 32].node.bytes_fused += bytes;
   }
 
   void finish_levels() {

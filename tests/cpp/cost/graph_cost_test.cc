@@ -135,6 +135,36 @@ TEST(GraphCost, GatherSourceReadsTheGatheredRows) {
   EXPECT_EQ(c.compulsory_bytes_read, Count(2 * 256 * 512 + 8 * 256));
 }
 
+TEST(GraphCost, StateUpdatedInPlaceIsReadWhereKeptAndWrittenWhereChanged) {
+  // One decode step's key cache: B x H x (C + 1) slots, the new token written into slot C,
+  // attention reading all C + 1. The bound reads the C cached tokens once (the new one is on
+  // chip) and writes only the new token: the cache is updated in place, never copied whole.
+  constexpr std::uint64_t B = 2, H = 4, C = 16, D = 16, BF16 = 2;
+  Graph g = parse_graph(R"(
+    cache = bf16[2,4,17,16] input
+    pos = i64[1] input
+    knew = bf16[2,4,1,16] input
+    q = bf16[2,4,1,16] input
+    k = bf16[2,4,17,16]{output} move scatter {axis=2, mode="take", reduce="none"} (cache, pos, knew)
+    s = bf16[2,4,1,17]{output} einsum "bhqd,bhkd->bhqk" (q, k))");
+  GraphCost c = graph_cost(g);
+  EXPECT_EQ(c.compulsory_bytes_read,
+            Count(BF16 * B * H * C * D + 8 + BF16 * B * H * D + BF16 * B * H * D));
+  EXPECT_EQ(c.compulsory_bytes_written, Count(BF16 * B * H * D + BF16 * B * H * (C + 1)));
+}
+
+TEST(GraphCost, ScatterIntoAFreshTensorWritesItWhole) {
+  // Not state: the zeros are made in the graph, so the output holds them and is written whole.
+  Graph g = parse_graph(R"(
+    zero = f32[64] input
+    z = f32[64] move copy (zero)
+    idx = i64[4] input
+    src = f32[4] input
+    y = f32[64]{output} move scatter {axis=0, mode="take", reduce="none"} (z, idx, src))");
+  GraphCost c = graph_cost(g);
+  EXPECT_EQ(c.compulsory_bytes_written, Count(4 * 64));
+}
+
 TEST(GraphCost, OpaqueConsumerReadsTheWholeSource) {
   Graph g = parse_graph(R"(
     x = f32[2,1024] input
