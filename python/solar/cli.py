@@ -17,7 +17,7 @@ import sys
 from typing import Callable, Dict, List, Optional, Sequence
 
 from . import _core, suite
-from . import cli_usage
+from . import cli_usage, models
 from .atomic_write import write_atomically
 from .html import cli as html_cli
 
@@ -25,7 +25,8 @@ _PYTHON_SUFFIXES = (".py",)
 # Options of `solar analyze` that take a value (so that value is not the GRAPH argument).
 _VALUED = {"--arch", "--json", "--policy", "--cache-state", "--top", "--by", "--depth", "--set",
            "--save-trace", "--shrink", "--mode", "--ski-slope", "--target-ms", "--rate-hz",
-           "--bandwidth", "--optimizer", "--max-mappings", "--reference", "--format", "--out", "--html"}
+           "--bandwidth", "--optimizer", "--max-mappings", "--reference", "--format", "--out", "--html",
+           "--phase", "--batch", "--seq", "--context", "--dtype", "--task"}
 # Commands whose GRAPH argument may be a program a frontend must read.
 _PROGRAM_COMMANDS = ("analyze", "inverse", "export")
 
@@ -64,7 +65,7 @@ def _frontend_for(argv: Sequence[str]) -> Optional[str]:
     graph = _graph_arg(argv)
     if graph is None:
         return None
-    if graph.endswith(_PYTHON_SUFFIXES) or _is_optrace(graph):
+    if graph.endswith(_PYTHON_SUFFIXES) or _is_optrace(graph) or models.is_model_ref(graph):
         return graph
     return None
 
@@ -78,8 +79,9 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"solar {command}",
                                 description=f"{what} a PyTorch, JAX or loop-language program")
     p.add_argument("program", metavar="PROGRAM",
-                   help="a PyTorch, JAX or loop-language program (.py) or a saved OpTrace "
-                        "(trace.json)")
+                   help="a PyTorch, JAX or loop-language program (.py), a saved OpTrace "
+                        "(trace.json)" + (", or a model: hf:NAME or config.json "
+                                          "(docs/models.md)" if command == "analyze" else ""))
     p.add_argument("--arch", action="append", default=[], metavar="ID",
                    help="device id, repeatable or comma-separated (default H100_SXM)")
     p.add_argument("--json", dest="json_path", metavar="PATH",
@@ -119,6 +121,16 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
                    help="skip the cache-aware level and the ski-slope")
     p.add_argument("--ski-slope", metavar="PATH", help="write the ski-slope chart (SVG)")
     if command == "analyze":
+        m = p.add_argument_group("models (hf:NAME or config.json; docs/models.md)")
+        m.add_argument("--phase", default="prefill", choices=["prefill", "decode"],
+                       help="prefill of --seq tokens, or one decode step after --context")
+        m.add_argument("--batch", type=int, default=1, help="sequences per step (default 1)")
+        m.add_argument("--seq", type=int, help="prefill tokens per sequence (default 1024)")
+        m.add_argument("--context", type=int,
+                       help="decode: tokens already in the KV cache (default 4096)")
+        m.add_argument("--dtype", default="bf16", help="weights and activations: bf16, f16, f32")
+        m.add_argument("--task", help="config.json: causal-lm, seq2seq-lm, encoder or "
+                                      "image-classification (default: from its architectures)")
         p.add_argument("--html", metavar="PATH",
                        help="write the HTML report (one self-contained file: docs/html-report.md)")
     p.add_argument("--max-mappings", type=int, default=None,
@@ -172,6 +184,16 @@ def _overrides(items: List[str]) -> Dict[str, str]:
             raise _fail(f"--set {item}: expected NAME=VALUE", "usage")
         out[name] = value
     return out
+
+
+def _parse_literal(text: str):
+    """A --set value on a model: a Python literal (2, 1e-5, True, "x"), else the text."""
+    import ast
+
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
 
 
 def _archs(values: List[str]) -> List[str]:
@@ -245,7 +267,7 @@ def _run_program(command: str, args: List[str]) -> int:
         raise _fail("--optimizer needs --train", "usage")
     if ns.shrink is not None and ns.shrink < 1:
         raise _fail("--shrink must be at least 1", "usage")
-    if not ns.program.endswith(_PYTHON_SUFFIXES):
+    if not ns.program.endswith(_PYTHON_SUFFIXES) and not models.is_model_ref(ns.program):
         if command == "validate":
             raise _fail(f"{ns.program}: solar validate runs a Python program (PROGRAM.py) and "
                         "its lowered graph; a graph or saved trace has no program to run "
@@ -258,7 +280,17 @@ def _run_program(command: str, args: List[str]) -> int:
                         "usage")
     _check_before_capture(archs, ns.json_path, ns.save_trace, ns.ski_slope)
     html_cli.check_folder(getattr(ns, "html", None))  # before the capture, not after it
-    result = _load_program(ns, options, ns.shrink)
+    model = command == "analyze" and models.is_model_ref(ns.program)
+    if model:
+        if ns.shrink is not None:
+            raise _fail("--shrink: a model's sizes are --batch, --seq, --context and --set "
+                        "config fields", "usage")
+        result = models.analyze_model(models.ModelRun(
+            ns.program, phase=ns.phase, batch=ns.batch, seq=ns.seq, context=ns.context,
+            dtype=ns.dtype, task=ns.task,
+            config={k: _parse_literal(v) for k, v in overrides.items()}), options)
+    else:
+        result = _load_program(ns, options, ns.shrink)
     for n in result.warnings:
         sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
     _note_translation(ns.program, result.report)
@@ -275,6 +307,8 @@ def _run_program(command: str, args: List[str]) -> int:
         if ns.json_path:
             _write_atomically(ns.json_path, report.to_json(2) + "\n")
         sys.stdout.write(report.table(ns.top, by=ns.by, depth=ns.depth))
+        if model:
+            sys.stdout.write(models.model_text(report.get_section("model")))
     validation = result.validation
     if validation is not None and validation.get("status") != "passed":
         sys.stderr.write(f"solar: error: {ns.program}: validation failed\n")

@@ -7,7 +7,8 @@ from . import _core
 
 # kind -> the EXIT_CODES name of its exit code
 _EXIT_NAME = {"io": "io", "parse": "parse", "usage": "usage", "bad_argument": "usage",
-              "invalid_graph": "invalid_graph", "unknown_device": "unknown_device"}
+              "invalid_graph": "invalid_graph", "unknown_device": "unknown_device",
+              "unsupported": "unsupported"}
 # The loop language's refusals (docs/loop-language.md) have an exit code each, named as the kind.
 LOOP_REFUSALS = ("outside_language", "not_affine", "data_dependent", "unknown_intrinsic",
                  "shape_mismatch", "undeclared", "non_constant_bound")

@@ -773,8 +773,24 @@ def load_program(path: str, overrides: Optional[Dict[str, str]] = None) -> types
     mod = types.ModuleType(os.path.splitext(os.path.basename(path))[0])
     mod.__file__ = path
     code = compile(tree, path, "exec")
-    exec(code, mod.__dict__)
+    with _hub_offline(mod, text):
+        exec(code, mod.__dict__)
     return mod
+
+
+def _hub_offline(mod: types.ModuleType, text: Optional[str] = None):
+    """A program that loads Hugging Face models by name (KernelBench level 4) is loaded and
+    built with `from_pretrained` answered from Solar's registry, offline (solar.models.hub);
+    `text` (the source, at load) marks the module for its later builds."""
+    import contextlib
+
+    if text is not None:
+        mod._solar_hub = "from_pretrained" in text
+    if not getattr(mod, "_solar_hub", False):
+        return contextlib.nullcontext()
+    from ...models.hub import offline  # transformers: only for such programs
+
+    return offline()
 
 
 def capture_program(
@@ -821,7 +837,8 @@ def build_program(mod: types.ModuleType, path: str, init: List[Any]) -> Any:
     """What a loaded program runs: Model(*init), or its module-level forward function (which
     takes everything from get_inputs(), so a get_init_inputs() with values is refused)."""
     if hasattr(mod, "Model"):
-        return mod.Model(*init)
+        with _hub_offline(mod):
+            return mod.Model(*init)
     if init:
         raise ProgramFormatError(
             f"{path}: get_init_inputs() returns {len(init)} value(s), but the program has no "

@@ -1,0 +1,10 @@
+"""Hugging Face architectures from their configurations, offline: the registry of shipped
+configurations, building a model on fake tensors, and the prefill and decode phases
+(docs/models.md). Importing this package imports neither torch nor transformers."""
+
+from .analyze import ModelRun, analyze_model
+from .registry import ModelSpec, entries, is_model_ref, lookup, names, resolve
+from .section import model_text
+
+__all__ = ["ModelRun", "ModelSpec", "analyze_model", "entries", "is_model_ref", "lookup",
+           "model_text", "names", "resolve"]

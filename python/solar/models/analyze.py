@@ -1,0 +1,136 @@
+"""`solar analyze hf:NAME|config.json`: one phase of a Hugging Face architecture, built from its
+configuration on fake tensors, captured by the PyTorch frontend and analyzed like any program;
+the report gains a `model` section (docs/models.md): the phase, tokens per step, parameters,
+weight and cache bytes, and per device the time per step and tokens per second at SOL.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, Optional
+
+from ..errors import user_error
+from ..frontends.torch.program import ProgramAnalysis, ProgramOptions, analyze_trace
+from .registry import ModelSpec, resolve
+
+PHASES = ("prefill", "decode")
+# Causal LMs whose decode step Solar does not model, and why (a refusal, not a guess).
+NO_DECODE = {"reformer": "transformers' Reformer keeps its own cache of LSH buckets and "
+                         "chunked states, not a key/value cache: its decode step is not modelled "
+                         "(analyze --phase prefill)"}
+DEFAULT_SEQ = 1024  # prefill tokens per sequence
+DEFAULT_CONTEXT = 4096  # decode: tokens already in the cache
+
+
+@dataclasses.dataclass
+class ModelRun:
+    """One phase of one model: what `solar analyze hf:...` was asked."""
+
+    ref: str
+    phase: str = "prefill"
+    batch: int = 1
+    seq: Optional[int] = None
+    context: Optional[int] = None
+    dtype: str = "bf16"
+    task: Optional[str] = None
+    config: Dict[str, Any] = dataclasses.field(default_factory=dict)  # config field overrides
+
+    def check(self) -> None:
+        """Refuses bad values; fills the defaults of seq and context."""
+        if self.phase not in PHASES:
+            raise user_error(f"--phase {self.phase!r}: expected prefill or decode", "usage")
+        for name in ("batch", "seq", "context"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or v < 1):
+                raise user_error(f"--{name} must be a positive integer, not {v!r}", "usage")
+        self.seq = self.seq or DEFAULT_SEQ
+        self.context = self.context or DEFAULT_CONTEXT
+
+
+def _step(spec: ModelSpec, model, config, run: ModelRun, train: bool):
+    from . import phases
+
+    seq, context = run.seq, run.context
+    if train:
+        if run.phase != "prefill" or spec.task not in ("causal-lm", "encoder"):
+            raise user_error("--train: a training step over --seq tokens of a causal-lm or "
+                             "encoder model (--phase prefill)", "usage")
+        return phases.training_step(model, spec.task, run.batch, seq)
+    if spec.task == "causal-lm":
+        if run.phase == "decode" and config.model_type in NO_DECODE:
+            raise user_error(f"{spec.name}: {NO_DECODE[config.model_type]}", "unsupported")
+        return phases.causal_lm_step(model, config, run.phase, run.batch, seq, context)
+    if spec.task == "seq2seq-lm":
+        return phases.seq2seq_step(model, config, run.phase, run.batch, seq, context)
+    if run.phase == "decode":
+        raise user_error(f"{spec.name} is an {spec.task} model: it runs once over its input "
+                         "and has no decode phase (use --phase prefill)", "usage")
+    if spec.task == "encoder":
+        return phases.encoder_step(model, config, run.batch, seq)
+    return phases.image_step(model, config, run.batch)
+
+
+def tokens_per_step(spec: ModelSpec, run: ModelRun, config) -> int:
+    """Tokens a step processes: batch x seq in a prefill (patches for an image model),
+    batch in a decode step (one new token per sequence)."""
+    if spec.task == "image-classification":
+        return run.batch * (config.image_size // config.patch_size) ** 2
+    if run.phase == "decode":
+        return run.batch
+    return run.batch * run.seq
+
+
+REAL_WEIGHTS_LIMIT = 4e9  # bytes of real weights a value-reading model may allocate
+
+
+def _dtype_bytes(dtype: str) -> int:
+    return 4 if dtype in ("f32", "fp32") else 2
+
+
+def analyze_model(run: ModelRun, options: Optional[ProgramOptions] = None) -> ProgramAnalysis:
+    """Builds, captures and analyzes one phase of a model (see ModelRun)."""
+    import contextlib
+
+    from torch._subclasses.fake_tensor import (DataDependentOutputException,
+                                               DynamicOutputShapeException, FakeTensorMode)
+
+    from ..frontends.torch.capture import capture
+    from ..frontends.torch.quiet import torch_logging_silenced
+    from .build import (build_model, config_of, implementation_patches, parameter_count,
+                        quiet_transformers)
+    from .section import model_section
+
+    run.check()
+    options = options or ProgramOptions()
+    if options.validate or options.real:
+        raise user_error("a model from a configuration has no weights to run: --validate and "
+                         "--real need a program file", "usage")
+    spec = resolve(run.ref, run.task)
+    config = config_of(spec, run.config)
+
+    def captured(real: bool):
+        mode = None if real else FakeTensorMode(allow_non_fake_inputs=True)
+        model = build_model(spec, config, run.dtype, mode, real=real)
+        with implementation_patches(config), quiet_transformers():
+            with mode or contextlib.nullcontext(), torch_logging_silenced():
+                step, inputs = _step(spec, model, config, run, options.train)
+            trace = capture(step, *inputs, name=f"{spec.name} {run.phase}", source=spec.source,
+                            train=options.train, fake=not real, _fake_mode=mode)
+        return model, trace
+
+    try:
+        model, trace = captured(real=False)
+    except (DataDependentOutputException, DynamicOutputShapeException) as e:
+        # The model reads a tensor's value (Reformer: position_ids.max().item()), which fake
+        # tensors do not have: captured on real, randomly initialized weights when they fit.
+        size = parameter_count(build_model(spec, config, run.dtype)) * _dtype_bytes(run.dtype)
+        if size > REAL_WEIGHTS_LIMIT:
+            raise user_error(f"{spec.name} reads tensor values ({type(e).__name__}: {e}), so "
+                             f"it needs real weights, and {size / 1e9:.1f} GB of them exceed "
+                             f"{REAL_WEIGHTS_LIMIT / 1e9:.0f} GB", "unsupported") from None
+        model, trace = captured(real=True)
+    result = analyze_trace(trace, spec.source, options)
+    result.report.attach_section("model", model_section(
+        spec, run, config, result, params=parameter_count(model),
+        tokens=tokens_per_step(spec, run, config)))
+    return result

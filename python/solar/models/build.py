@@ -1,0 +1,167 @@
+"""A transformers model built from a configuration on fake tensors: no weights are read or
+allocated (an 8B-parameter model costs a few seconds), and nothing is downloaded.
+
+Two implementation choices make the captured graph the one a bound should see:
+- attention is transformers' "sdpa" (one scaled_dot_product_attention per layer, with
+  is_causal for a causal prefill: Solar counts the causal triangle's work);
+- mixture-of-experts layers use transformers' "batched_mm" experts: each routed (token,
+  expert) pair gathers its expert's weights by index, so a step reads the experts its tokens
+  are routed to (at most all of them) and no expert sits in a loop over `nonzero()`, which
+  fake tensors cannot run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from ..errors import user_error
+from .registry import ModelSpec
+
+DTYPES = {"f32": "float32", "fp32": "float32", "bf16": "bfloat16", "f16": "float16",
+          "fp16": "float16"}
+
+
+def torch_dtype(name: str):
+    import torch
+
+    if name not in DTYPES:
+        raise user_error(f"--dtype {name!r}: expected one of {', '.join(sorted(DTYPES))}",
+                         "usage")
+    return getattr(torch, DTYPES[name])
+
+
+def config_of(spec: ModelSpec, overrides: Optional[Dict[str, Any]] = None):
+    """The transformers config of `spec`, with `overrides` (--set NAME=VALUE on a model:
+    config fields, e.g. num_hidden_layers=2) applied; an unknown field is an error."""
+    import transformers
+
+    values = dict(spec.config)
+    model_type = values.pop("model_type")
+    try:
+        config = transformers.AutoConfig.for_model(model_type, **values)
+    except ValueError as e:
+        raise user_error(f"{spec.source}: model_type {model_type!r}: {e}", "usage") from None
+    for key, value in (overrides or {}).items():
+        if not hasattr(config, key):
+            raise user_error(f"--set {key}: {spec.name}'s config ({type(config).__name__}) has "
+                             f"no field {key!r}", "usage")
+        setattr(config, key, value)
+    return config
+
+
+def model_class(task: str):
+    import transformers
+
+    return {"causal-lm": transformers.AutoModelForCausalLM,
+            "seq2seq-lm": transformers.AutoModelForSeq2SeqLM,
+            "encoder": transformers.AutoModel,
+            "image-classification": transformers.AutoModelForImageClassification}[task]
+
+
+def build_model(spec: ModelSpec, config, dtype: str, mode=None, real: bool = False):
+    """The model of `spec` with `config`, its parameters in `dtype`, in eval mode: under the
+    fake-tensor `mode` when given, on real (randomly initialized) tensors with `real`, else on
+    the meta device (for counting parameters)."""
+    import contextlib
+
+    import contextlib
+
+    import torch
+
+    kwargs: Dict[str, Any] = {"dtype": torch_dtype(dtype), "attn_implementation": "sdpa"}
+    if getattr(config, "num_local_experts", None) or getattr(config, "n_routed_experts", None):
+        kwargs["experts_implementation"] = "batched_mm"
+    from transformers.initialization import no_init_weights
+
+    where = mode if mode is not None else (
+        contextlib.nullcontext() if real else torch.device("meta"))
+    cls = model_class(spec.task)
+    # no_init_weights: random initialization means nothing without data (and trunc_normal_
+    # reads values, which fake tensors have none of); real weights are initialized
+    skip_init = no_init_weights() if not real else contextlib.nullcontext()
+    with where, quiet_transformers(), skip_init:
+        try:
+            model = cls.from_config(config, **kwargs)
+        except ValueError as e:  # no attention to choose (Mamba): the model's own layers
+            if "attention implementation" not in str(e):
+                raise
+            kwargs["attn_implementation"] = "eager"
+            model = cls.from_config(config, **kwargs)
+        model.tie_weights()  # no_init_weights skips the tying too (GPT-2's lm_head = wte)
+    return model.eval()
+
+
+def real_rotary_emb(xq, xk, freqs):
+    """DeepSeek-V2's rotary embedding (transformers' apply_rotary_emb: the interleaved pairs
+    of xq and xk times e^(i*theta) in complex arithmetic) in real arithmetic: the same values
+    (tests/python/test_models.py compares the two on real tensors) and the same work, 4
+    multiplies and 2 adds per pair. `freqs` is (cos, sin) [batch, seq, pairs]."""
+    import torch
+
+    cos, sin = (f.unsqueeze(1) for f in freqs)
+
+    def rotate(x):
+        pairs = x.float().reshape(*x.shape[:-1], -1, 2)
+        even, odd = pairs[..., 0], pairs[..., 1]
+        out = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)
+        return out.flatten(3).type_as(x)
+
+    return rotate(xq), rotate(xk)
+
+
+class _CosSin(tuple):
+    """(cos, sin), movable as the complex tensor it replaces is (`.to(device)`)."""
+
+    def to(self, *args, **kwargs):
+        return _CosSin(t.to(*args, **kwargs) for t in self)
+
+
+def implementation_patches(config):
+    """Solar's IR has no complex dtype: while a DeepSeek-V2 model runs, its
+    rotary embedding returns (cos, sin) instead of e^(i*theta) and applies it with
+    real_rotary_emb (a patch of transformers' module, undone on exit)."""
+    import contextlib
+
+    stack = contextlib.ExitStack()
+    if config.model_type != "deepseek_v2":
+        return stack
+    import torch
+    from transformers.models.deepseek_v2 import modeling_deepseek_v2 as ds
+
+    def rotary_forward(self, x, position_ids):
+        freqs = position_ids[..., None].float() * self.inv_freq.to(device=x.device,
+                                                                   dtype=torch.float)
+        return _CosSin((torch.cos(freqs) * self.attention_scaling,
+                        torch.sin(freqs) * self.attention_scaling))
+
+    for owner, name, value in ((ds, "apply_rotary_emb", real_rotary_emb),
+                               (ds.DeepseekV2RotaryEmbedding, "forward", rotary_forward)):
+        original = getattr(owner, name)
+        setattr(owner, name, value)
+        stack.callback(setattr, owner, name, original)
+    return stack
+
+
+def parameter_count(model) -> int:
+    """Distinct parameters (tied weights counted once, as model cards count them)."""
+    return sum(p.numel() for p in model.parameters())
+
+
+def quiet_transformers():
+    """transformers' warnings and notices (deprecated arguments, "add is_decoder=True") are
+    about using its models for training or generation, not the user's concern here."""
+    import contextlib
+    import warnings
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(warnings.catch_warnings())
+    warnings.simplefilter("ignore")
+    try:
+        from transformers.utils import logging as hf_logging
+
+        level = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()
+        stack.callback(hf_logging.set_verbosity, level)
+    except ImportError:
+        pass
+    return stack

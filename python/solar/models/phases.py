@@ -1,0 +1,241 @@
+"""What one phase of a model computes, as a module Solar captures: a prefill of S tokens or one
+decode step against a cache of C tokens, with the cache as explicit inputs.
+
+The cache is what a bound should see, not what one implementation does:
+- attention keys and values live in a preallocated buffer per layer (slots for C + the new
+  tokens); a step writes its new tokens' keys and values into their slots in place and
+  attention reads the buffer. Solar's cost model reads the C cached tokens once and writes only
+  the new ones (docs/cost.md, "State updated in place"); a concatenating cache, which copies
+  the whole cache every step, is one implementation's choice and is not charged;
+- recurrent state (Mamba's convolution window and SSM state) is read once and written once;
+- a prefill computes the logits of its last token only (what generation needs next).
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Sequence, Tuple
+
+import torch
+from transformers.cache_utils import Cache, CacheLayerMixin, DynamicCache, EncoderDecoderCache
+
+
+class SlotLayer(CacheLayerMixin):
+    """One attention layer's key/value buffer [B, heads, slots, head_dim]; update() writes the
+    new tokens at slot `start` in place and returns the whole buffer."""
+
+    is_compileable = False
+    is_sliding = False
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, start: int, frozen=False):
+        super().__init__()
+        self.keys, self.values, self.start = keys, values, start
+        self.frozen = frozen  # cross-attention: filled by the prefill, only read afterwards
+        self.is_initialized = True
+
+    def lazy_initialization(self, key_states, value_states) -> None:  # buffers are given
+        pass
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        if not self.frozen:
+            n = key_states.shape[-2]
+            self.keys[:, :, self.start:self.start + n].copy_(key_states)
+            self.values[:, :, self.start:self.start + n].copy_(value_states)
+        return self.keys, self.values
+
+    def get_seq_length(self) -> int:
+        return self.start
+
+    def get_mask_sizes(self, query_length: int) -> Tuple[int, int]:
+        return self.keys.shape[-2], 0
+
+    def get_max_cache_shape(self) -> int:
+        return self.keys.shape[-2]
+
+    def get_max_length(self) -> int:
+        return self.keys.shape[-2]
+
+
+class Step(torch.nn.Module):
+    """model(...) of one phase; forward(ids_or_pixels, *state) with the cache state as inputs.
+    `call(model, first, cache)` runs the model; `make_cache(state)` builds the cache object
+    over the state tensors (None: no cache)."""
+
+    def __init__(self, model, call, make_cache=None):
+        super().__init__()
+        self.model = model
+        self._call, self._make_cache = call, make_cache
+
+    def forward(self, first, *state):
+        cache = self._make_cache(list(state)) if self._make_cache is not None else None
+        return self._call(self.model, first, cache)
+
+
+def _kv_shapes(model, config, batch: int, slots: int) -> List[Tuple[Tuple[int, ...], ...]]:
+    """Per attention layer, the (key, value) buffer shapes of `slots` tokens, read off one
+    recorded-free fake step (what each layer hands its cache), so MLA's key/value head dims
+    and grouped-query head counts come from the model, not from formulas here."""
+    shapes: List[Any] = []
+
+    class Probe(CacheLayerMixin):
+        is_compileable = False
+        is_sliding = False
+
+        def __init__(self):
+            super().__init__()
+            self.keys = self.values = None
+
+        def lazy_initialization(self, k, v):
+            pass
+
+        def update(self, k, v, *a, **kw):
+            shapes.append(((*k.shape[:2], slots, k.shape[-1]), (*v.shape[:2], slots, v.shape[-1]),
+                           k.dtype))
+            return k, v
+
+        def get_seq_length(self):
+            return 0
+
+        def get_mask_sizes(self, q):
+            return q, 0
+
+        def get_max_cache_shape(self):
+            return -1
+
+        def get_max_length(self):
+            return -1
+
+    cache = Cache(layer_class_to_replicate=Probe)  # a layer for each one the model has
+    ids = torch.zeros((batch, 1), dtype=torch.long)
+    with torch.no_grad():
+        model(input_ids=ids, past_key_values=cache, use_cache=True)
+    return shapes
+
+
+def _recurrent_states(model, config, batch: int) -> List[torch.Tensor]:
+    """Mamba-style models: the conv and SSM state of every layer, as a one-token fake prefill
+    leaves them (their shapes and dtypes), to be fed to a decode step as inputs."""
+    cache = DynamicCache(config=config)
+    ids = torch.zeros((batch, 1), dtype=torch.long)
+    with torch.no_grad():
+        model(input_ids=ids, cache=cache, use_cache=True)
+    states = []
+    for layer in cache.layers:
+        states.append(torch.empty_like(layer.conv_states[0]))
+        states.append(torch.empty_like(layer.recurrent_states[0]))
+    return states
+
+
+def _recurrent_cache(config, states: Sequence[torch.Tensor]) -> Cache:
+    cache = DynamicCache(config=config)
+    for i, layer in enumerate(cache.layers):
+        conv, ssm = states[2 * i], states[2 * i + 1]
+        layer.conv_states[0], layer.recurrent_states[0] = conv, ssm
+        layer.conv_kernel_size[0] = conv.shape[-1]
+        layer.is_conv_states_initialized[0] = layer.is_recurrent_states_initialized[0] = True
+        layer.has_previous_state[0] = True
+        layer.dtype, layer.device = conv.dtype, conv.device
+    return cache
+
+
+def is_recurrent(config) -> bool:
+    return config.model_type in ("mamba", "mamba2")
+
+
+def causal_lm_step(model, config, phase: str, batch: int, seq: int, context: int):
+    """(Step, inputs) for a decoder-only model: prefill of `seq` tokens into an empty cache,
+    or one decode token (per sequence) after `context` cached tokens."""
+    new = seq if phase == "prefill" else 1
+    start = 0 if phase == "prefill" else context
+    ids = torch.zeros((batch, new), dtype=torch.long)
+    if is_recurrent(config):
+        def call(m, x, cache):
+            return m(input_ids=x, cache=cache, use_cache=cache is not None,
+                     logits_to_keep=1).logits
+
+        if phase == "prefill":
+            return Step(model, call), [ids]
+        states = _recurrent_states(model, config, batch)
+        return Step(model, call, lambda s: _recurrent_cache(config, s)), [ids] + states
+    shapes = _kv_shapes(model, config, batch, start + new)
+    state = []
+    for kshape, vshape, dtype in shapes:
+        state += [torch.zeros(kshape, dtype=dtype), torch.zeros(vshape, dtype=dtype)]
+
+    def make_cache(s):
+        return Cache(layers=[SlotLayer(s[2 * i], s[2 * i + 1], start) for i in range(len(s) // 2)])
+
+    def call(m, x, cache):
+        pos = torch.arange(start, start + new).unsqueeze(0).expand(batch, new)
+        return m(input_ids=x, cache=cache, position_ids=pos,
+                 cache_position=torch.arange(start, start + new), use_cache=True,
+                 logits_to_keep=1).logits
+
+    return Step(model, call, make_cache), [ids] + state
+
+
+def encoder_step(model, config, batch: int, seq: int):
+    """An encoder (BERT-like) over `seq` tokens: its last hidden state."""
+    ids = torch.zeros((batch, seq), dtype=torch.long)
+    return Step(model, lambda m, x, _: m(input_ids=x).last_hidden_state), [ids]
+
+
+def image_step(model, config, batch: int):
+    """An image classifier on a batch of images at the configured size: its logits."""
+    size = config.image_size
+    pixels = torch.zeros((batch, config.num_channels, size, size), dtype=model.dtype)
+    return Step(model, lambda m, x, _: m(pixel_values=x).logits), [pixels]
+
+
+def seq2seq_step(model, config, phase: str, batch: int, seq: int, context: int):
+    """An encoder-decoder (T5-like). prefill: the encoder over `seq` tokens and the decoder's
+    first token, filling the cross-attention cache; decode: one decoder token after `context`
+    decoded tokens, its self-attention cache of `context` tokens and the cross-attention
+    cache of `seq` encoder tokens read."""
+    n_layers = config.num_decoder_layers if hasattr(config, "num_decoder_layers") else \
+        config.decoder_layers
+    heads = config.num_heads if hasattr(config, "num_heads") else config.decoder_attention_heads
+    head_dim = getattr(config, "d_kv", None) or config.d_model // heads
+    dtype = model.dtype
+    start = 0 if phase == "prefill" else context
+    self_kv = [torch.zeros((batch, heads, start + 1, head_dim), dtype=dtype)
+               for _ in range(2 * n_layers)]
+    cross_kv = [torch.zeros((batch, heads, seq, head_dim), dtype=dtype)
+                for _ in range(2 * n_layers)]
+    dec = torch.zeros((batch, 1), dtype=torch.long)
+
+    def make_cache(s):
+        own, cross = s[:2 * n_layers], s[2 * n_layers:]
+        cache = EncoderDecoderCache(
+            Cache(layers=[SlotLayer(own[2 * i], own[2 * i + 1], start) for i in range(n_layers)]),
+            Cache(layers=[SlotLayer(cross[2 * i], cross[2 * i + 1], 0, frozen=phase == "decode")
+                          for i in range(n_layers)]))
+        if phase == "decode":
+            for i in range(n_layers):
+                cache.is_updated[i] = True
+        return cache
+
+    if phase == "prefill":
+        ids = torch.zeros((batch, seq), dtype=torch.long)
+
+        def call(m, x, cache):
+            return m(input_ids=x, decoder_input_ids=dec, past_key_values=cache,
+                     use_cache=True).logits
+
+        return Step(model, call, make_cache), [ids] + self_kv + cross_kv
+    hidden = torch.zeros((batch, seq, config.d_model), dtype=dtype)
+
+    def call_decode(m, x, cache):
+        # the encoder's output is needed only for its shape: cross attention reads the cache
+        return m(encoder_outputs=(hidden,), decoder_input_ids=x, past_key_values=cache,
+                 cache_position=torch.arange(start, start + 1), use_cache=True).logits
+
+    return Step(model, call_decode, make_cache), [dec] + self_kv + cross_kv
+
+
+def training_step(model, task: str, batch: int, seq: int):
+    """A training step's forward over `seq` tokens, every position's logits (causal-lm) or
+    hidden state (encoder), no cache; the capture adds the loss and the backward pass."""
+    ids = torch.zeros((batch, seq), dtype=torch.long)
+    if task == "causal-lm":
+        return Step(model, lambda m, x, _: m(input_ids=x, use_cache=False).logits), [ids]
+    return Step(model, lambda m, x, _: m(input_ids=x).last_hidden_state), [ids]
