@@ -195,8 +195,10 @@ def client_for(address: Optional[str], jobs: int,
         return
     memory = "auto" if memory_limit_gb is None else int(memory_limit_gb * 1e9)
     # allowed-failures 0: a point whose worker dies fails at once (KilledWorker) instead
-    # of killing three more workers first.
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+    # of killing three more workers first. No statistical profiler (a stack sample of the
+    # running point every 10 ms, for a dashboard there is not).
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0,
+                          "distributed.worker.profile.enabled": False}):
         cluster = LocalCluster(n_workers=jobs, processes=True, threads_per_worker=1,
                                host="127.0.0.1", dashboard_address=None,
                                silence_logs=logging.CRITICAL, memory_limit=memory)
