@@ -5,5 +5,5 @@ plot per swept axis. docs/sweep.md describes it.
 
 Modules: spec (the spec file or command line, validated; the grid expanded into points),
 run (the points on Dask workers; resume), table (rows, Parquet and CSV), plot (SVGs),
-cli (the command). The parent process never imports torch: the workers do.
+cli (the command). solar.sweep imports torch only in the workers (run_point, warm_worker).
 """

@@ -1,6 +1,6 @@
 """A sweep's points on Dask.distributed workers (docs/sweep.md, "Running").
 
-The parent (this module's `execute`) never imports torch. Each point is one task,
+The parent (this module's `execute`) imports no torch for it. Each point is one task,
 `run_point`, run in a worker process: it captures the program once (or builds the model)
 and analyzes it on every device the point still needs, and returns the rows; any failure
 of the point, the program's own included, is a failed row inside the task. A worker that
