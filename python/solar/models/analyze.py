@@ -6,46 +6,17 @@ weight and cache bytes, and per device the time per step and tokens per second a
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Dict, Optional
+from typing import Optional
 
 from ..errors import user_error
 from ..frontends.torch.program import ProgramAnalysis, ProgramOptions, analyze_trace
 from .registry import ModelSpec, resolve
+from .run import ModelRun
 
-PHASES = ("prefill", "decode")
 # Causal LMs whose decode step Solar does not model, and why (a refusal, not a guess).
 NO_DECODE = {"reformer": "transformers' Reformer keeps its own cache of LSH buckets and "
                          "chunked states, not a key/value cache: its decode step is not modelled "
                          "(analyze --phase prefill)"}
-DEFAULT_SEQ = 1024  # prefill tokens per sequence
-DEFAULT_CONTEXT = 4096  # decode: tokens already in the cache
-
-
-@dataclasses.dataclass
-class ModelRun:
-    """One phase of one model: what `solar analyze hf:...` was asked."""
-
-    ref: str
-    phase: str = "prefill"
-    batch: int = 1
-    seq: Optional[int] = None
-    context: Optional[int] = None
-    dtype: str = "bf16"
-    task: Optional[str] = None
-    config: Dict[str, Any] = dataclasses.field(default_factory=dict)  # config field overrides
-
-    def check(self) -> None:
-        """Refuses bad values; fills the defaults of seq and context."""
-        if self.phase not in PHASES:
-            raise user_error(f"--phase {self.phase!r}: expected prefill or decode", "usage")
-        for name in ("batch", "seq", "context"):
-            v = getattr(self, name)
-            if v is not None and (not isinstance(v, int) or v < 1):
-                raise user_error(f"--{name} must be a positive integer, not {v!r}", "usage")
-        self.seq = self.seq or DEFAULT_SEQ
-        self.context = self.context or DEFAULT_CONTEXT
-
 
 def _step(spec: ModelSpec, model, config, run: ModelRun, train: bool):
     from . import phases

@@ -1,0 +1,39 @@
+"""What `solar analyze hf:NAME` is asked: one phase of one model (torch-free)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, Optional
+
+from ..errors import user_error
+
+PHASES = ("prefill", "decode")
+DEFAULT_SEQ = 1024  # prefill tokens per sequence
+DEFAULT_CONTEXT = 4096  # decode: tokens already in the cache
+
+
+@dataclasses.dataclass
+class ModelRun:
+    """One phase of one model: what `solar analyze hf:...` was asked."""
+
+    ref: str
+    phase: str = "prefill"
+    batch: int = 1
+    seq: Optional[int] = None
+    context: Optional[int] = None
+    dtype: str = "bf16"
+    task: Optional[str] = None
+    config: Dict[str, Any] = dataclasses.field(default_factory=dict)  # config field overrides
+
+    def check(self) -> None:
+        """Refuses bad values; fills the defaults of seq and context."""
+        if self.phase not in PHASES:
+            raise user_error(f"--phase {self.phase!r}: expected prefill or decode", "usage")
+        for name in ("batch", "seq", "context"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or v < 1):
+                raise user_error(f"--{name} must be a positive integer, not {v!r}", "usage")
+        self.seq = self.seq or DEFAULT_SEQ
+        self.context = self.context or DEFAULT_CONTEXT
+
+
