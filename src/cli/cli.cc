@@ -439,6 +439,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       "  export PROGRAM.py    a program's einsums for AccelForge or Timeloop (as `export GRAPH`)\n"
       "  bench PROGRAM.py     time the program here beside its SOL (headroom, violations)\n"
       "  suite DIR            every program of a folder (--timings FILE for headroom)\n"
+      "  sweep SPEC           programs x devices x --set grids on a Dask cluster (Parquet/CSV)\n"
+      "  translate SOURCE     any source into the loop language by a language model\n"
+      "  analyze hf:NAME      a Hugging Face model from its configuration (--phase decode)\n"
       "See docs/cli.md.");
 
   if (std::optional<std::string> message = unknown_command(app, args)) {
