@@ -274,3 +274,18 @@ def test_cli_refuses_an_unknown_model_and_a_bad_config_field(tmp_path):
                               capture_output=True, text=True, env=_env())
         assert proc.returncode == 2, proc.stderr
         assert words in proc.stderr
+
+
+def test_a_training_step_counts_forward_and_backward():
+    """--train: every position's logits, their sum as the loss, the backward pass: the
+    matmuls run three times (forward, input gradient, weight gradient)."""
+    B, S = 1, 8
+    forward = run("gpt2", "prefill", batch=B, seq=S).report.totals.macs
+    result = models.analyze_model(
+        models.ModelRun("hf:gpt2", phase="prefill", batch=B, seq=S, config=two_layers("gpt2")),
+        ProgramOptions(train=True, **OPTIONS))
+    assert result.warnings == [] and result.report.coverage.unanalyzed == 0
+    cfg = config_of(models.lookup("gpt2"), two_layers("gpt2"))
+    all_logits = B * S * cfg.n_embd * cfg.vocab_size  # training needs every position's
+    last_logit = B * cfg.n_embd * cfg.vocab_size
+    assert result.report.totals.macs > 2 * (forward - last_logit + all_logits)
