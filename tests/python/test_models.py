@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 import textwrap
@@ -236,19 +235,12 @@ def test_a_hub_name_not_in_the_registry_is_refused(tmp_path):
     path = tmp_path / "unknown.py"
     path.write_text(PROGRAM.replace('"gpt2"', '"someone/unknown-model"'))
     proc = subprocess.run([sys.executable, "-m", "solar", "analyze", str(path)],
-                          capture_output=True, text=True, env=_env())
+                          capture_output=True, text=True)
     assert proc.returncode == 2, proc.stderr
     assert "someone/unknown-model" in proc.stderr and "config.json" in proc.stderr
 
 
 # ---------------------------------------------------------------- the command line
-
-
-def _env():
-    env = dict(os.environ)
-    root = os.path.join(os.path.dirname(__file__), "..", "..", "python")
-    env["PYTHONPATH"] = os.path.abspath(root) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
 
 
 def test_cli_reports_tokens_per_second_per_device(tmp_path):
@@ -257,7 +249,7 @@ def test_cli_reports_tokens_per_second_per_device(tmp_path):
         [sys.executable, "-m", "solar", "analyze", "hf:qwen2.5-7b", "--phase", "decode",
          "--batch", "4", "--context", "64", "--set", "num_hidden_layers=2", "--arch",
          "H100_SXM", "--arch", "B200", "--no-cache-aware", "--no-crosscheck", "--json",
-         str(out)], capture_output=True, text=True, env=_env())
+         str(out)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "tokens/s" in proc.stdout and "qwen2.5-7b" in proc.stdout
     section = json.loads(out.read_text())["model"]
@@ -271,7 +263,7 @@ def test_cli_refuses_an_unknown_model_and_a_bad_config_field(tmp_path):
     for args, words in ((["hf:nope"], "registry"),
                         (["hf:gpt2", "--set", "no_such_field=1"], "no_such_field")):
         proc = subprocess.run([sys.executable, "-m", "solar", "analyze", *args],
-                              capture_output=True, text=True, env=_env())
+                              capture_output=True, text=True)
         assert proc.returncode == 2, proc.stderr
         assert words in proc.stderr
 

@@ -72,7 +72,7 @@ class Step(torch.nn.Module):
 
 def _kv_shapes(model, config, batch: int, slots: int) -> List[Tuple[Tuple[int, ...], ...]]:
     """Per attention layer, the (key, value) buffer shapes of `slots` tokens, read off one
-    recorded-free fake step (what each layer hands its cache), so MLA's key/value head dims
+    unrecorded fake step (what each layer hands its cache), so MLA's key/value head dims
     and grouped-query head counts come from the model, not from formulas here."""
     shapes: List[Any] = []
 
