@@ -6,7 +6,7 @@ it, the cache-aware SOL) bounds *every* implementation on the device, so a measu
 below it is a **violation**: a bug in Solar or in the device description, reported, never
 tolerated. The unfused SOL models op-by-op execution; beating it is legitimate for fused
 code (torch.compile, fused library kernels), so it is reported as headroom only
-(DESIGN.md §5).
+(docs/bounds.md).
 
 Timing method: the program runs `warmup` times, then `trials` timed runs, each after the
 caches are flushed (a buffer twice the last-level cache is written) unless `flush=False`;

@@ -1,5 +1,5 @@
 // The aten dialect table: one entry per aten op (name with overload), a small function per
-// family. Composite ops are decomposed into primitives (DESIGN.md §2).
+// family. Composite ops are decomposed into primitives (docs/ir-text.md).
 #include "solar/lower/aten.h"
 
 #include <cmath>

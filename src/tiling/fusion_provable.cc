@@ -1,5 +1,5 @@
 // The graph-level provable traffic bound (fusion.h, TrafficMode::Provable): the composition of
-// shared/reference/cache-aware.md §2.3 "Fused graphs" that stays sound when the graph is fused.
+// docs/cache-aware.md "Fused graphs" that stays sound when the graph is fused.
 //
 // A schedule of the whole graph may fuse ops, keep intermediates on chip and recompute, so a
 // per-op bound survives only when the I/O events its proof counts still happen:

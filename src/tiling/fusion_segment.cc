@@ -1,5 +1,5 @@
 // Fused segments of units (fusion.h) at one capacity: untiled fusion (whole intermediates on
-// chip) and tiled fusion (FFMT/FFMR rows, batch and key ranks; shared/reference/cache-aware.md
+// chip) and tiled fusion (FFMT/FFMR rows, batch and key ranks; docs/cache-aware.md
 // §1.5), each op costed by the ski-slope of its problem with the on-chip tensors taken out
 // (the sub-searches, cached). Plans come from fusion_plan.cc.
 #include <algorithm>

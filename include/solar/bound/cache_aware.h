@@ -1,4 +1,4 @@
-// The cache-aware fused SOL level (DESIGN.md §5): the whole graph as one kernel, like the
+// The cache-aware fused SOL level (docs/bounds.md, docs/cache-aware.md): the whole graph as one kernel, like the
 // fused level, but moving the DRAM traffic Q(S) that an on-chip memory of S bytes allows
 // (tiling/fusion.h) instead of only its compulsory bytes; and the ski-slope Q(S) samples the
 // report charts.
@@ -6,8 +6,9 @@
 // Semantics (docs/bounds.md, "Cache-aware SOL"):
 // - S = the device's total on-chip capacity: the sum of the published capacities of every
 //   memory level other than `dram` (l2/llc, smem/l1, tmem, rf, ...). Any distributed-buffer
-//   schedule can be simulated by one buffer of the summed capacity, so the single-buffer
-//   bound still holds (shared/reference/cache-aware.md §2.2). A device publishing no on-chip
+//   schedule can be simulated by one buffer of the summed capacity (each level's contents
+//   are a subset of the union), so the single-buffer bound still holds (docs/cache-aware.md,
+//   "Provable bounds"). A device publishing no on-chip
 //   capacity gets no level (a stated reason, never a default); in provable mode an on-chip
 //   level without a published capacity also refuses the level (a smaller S would raise the
 //   bound above what the real chip may achieve).

@@ -1,4 +1,4 @@
-// The inverse roofline (DESIGN.md §5, shared/reference/cache-aware.md §4): given a target
+// The inverse roofline (docs/inverse-roofline.md): given a target
 // time per run T (seconds, or 1/rate for a control loop), the least hardware that could
 // meet it: minimum peak compute per unit kind, minimum DRAM bandwidth as a function of
 // on-chip capacity, minimum capacity for a given bandwidth, and for each known device the

@@ -1,4 +1,4 @@
-// The SOL levels (DESIGN.md §5): per-op roofline, unfused SOL, fused SOL.
+// The SOL levels (docs/bounds.md): per-op roofline, unfused SOL, fused SOL.
 //
 // Semantics (docs/bounds.md). Times are seconds at dense peak rates, except for 2:4 work:
 // - A term is the time one resource needs for its work: FLOP / (FLOP/s) for a compute unit

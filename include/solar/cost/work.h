@@ -1,4 +1,4 @@
-// Work and traffic of one op (DESIGN.md §3): tensor-unit MACs by dtype, vector FLOPs by
+// Work and traffic of one op (docs/cost.md): tensor-unit MACs by dtype, vector FLOPs by
 // dtype, special-function ops, and bytes from footprints at each tensor's own width.
 #pragma once
 

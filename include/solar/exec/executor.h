@@ -1,4 +1,4 @@
-// Runs an EinsumGraph on real data (DESIGN.md §6), freeing each tensor after its last use.
+// Runs an EinsumGraph on real data (docs/executor.md, docs/validation.md), freeing each tensor after its last use.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Validation: run a graph and compare its outputs with a framework's (DESIGN.md §6).
+// Validation: run a graph and compare its outputs with a framework's (docs/executor.md, docs/validation.md).
 #pragma once
 
 #include <optional>

@@ -1,4 +1,4 @@
-// The EinsumGraph: a DAG of ops over tensors (DESIGN.md §2).
+// The EinsumGraph: a DAG of ops over tensors (docs/ir-text.md).
 //
 // Semantics
 // - A tensor is produced by at most one op; graph inputs, weights and constants by none.

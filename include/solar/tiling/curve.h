@@ -1,6 +1,6 @@
 // The traffic curve Q(S) of one einsum (the "ski-slope"): minimum DRAM traffic in bytes as
 // a function of on-chip buffer capacity S in bytes, over the two-level mapspace of
-// mapping.h (shared/reference/cache-aware.md §1 and §3).
+// mapping.h (docs/cache-aware.md).
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Whole-graph DRAM traffic Q(S) for an on-chip capacity of S bytes: per-einsum ski-slopes
 // (curve.h) composed over the graph with untiled and tiled (FFMT/FFMR rows, heads, flash-style
 // keys) fusion and a segmentation search, plus the sound graph-level provable bound
-// (shared/reference/cache-aware.md §1.5,
+// (docs/cache-aware.md,
 // §2.3 "Fused graphs", §3 "Fusion search"; docs/cache-aware.md "Fusion").
 //
 // Semantics

@@ -1,5 +1,5 @@
 // A two-level mapping of one einsum (DRAM -> one on-chip buffer) and its closed-form cost:
-// the tile-granular model of Orojenesis (shared/reference/cache-aware.md §1.3).
+// the tile-granular model of Orojenesis (docs/cache-aware.md).
 //
 // Semantics
 // - Each rank r is split into tiles of t_r iterations; the DRAM level loops over

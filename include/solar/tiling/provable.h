@@ -1,5 +1,5 @@
 // Provable lower bounds on the DRAM traffic of one einsum for an on-chip capacity S in bytes
-// (shared/reference/cache-aware.md §2.3 and §3): no schedule of the einsum, tiled or not,
+// (docs/cache-aware.md): no schedule of the einsum, tiled or not,
 // with any recomputation, moves fewer bytes between DRAM and a fast memory of S bytes.
 //
 // Units: the formulas count words (elements). S in words is S_bytes / w_min, with w_min the

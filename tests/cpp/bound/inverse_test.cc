@@ -1,5 +1,5 @@
 // Tests of the inverse roofline (inverse.h), anchored on the worked example of
-// shared/reference/cache-aware.md §4: a bf16 4096^3 GEMM with a 100 us target.
+// docs/inverse-roofline.md, worked example: a bf16 4096^3 GEMM with a 100 us target.
 #include "solar/bound/inverse.h"
 
 #include <gmock/gmock.h>

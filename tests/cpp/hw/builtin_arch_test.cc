@@ -1,5 +1,5 @@
 // The built-in arch/*.yaml files: they load, and reproduce the dense datasheet numbers of the
-// hardware reference (shared/reference/hardware.md sections 1-3), never a sparse figure as a
+// hardware reference (docs/devices.md sections 1-3), never a sparse figure as a
 // dense peak; 2:4-sparse figures only as sparse_2_4_peak, 2x dense.
 #include <gtest/gtest.h>
 

@@ -202,7 +202,7 @@ TEST(Analyze, NullDeviceIsAUserError) {
   }
 }
 
-// The invariant of DESIGN.md §5 on every example graph, device, policy and cache state.
+// The invariant of docs/bounds.md on every example graph, device, policy and cache state.
 TEST(Analyze, UnfusedIsAtLeastFusedOnTheExamples) {
   namespace fs = std::filesystem;
   int graphs = 0;

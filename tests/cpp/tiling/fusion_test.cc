@@ -1,5 +1,5 @@
 // Tests of the whole-graph traffic model (tiling/fusion.h): anchor E of
-// shared/reference/cache-aware.md §5 (GPT-3 6.7B FFN), untiled and tiled fusion on small
+// docs/cache-aware.md (GPT-3 6.7B FFN), untiled and tiled fusion on small
 // graphs, the provable mode, and invariants on random graphs against a brute force over
 // segmentations.
 #include "solar/tiling/fusion.h"
