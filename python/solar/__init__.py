@@ -31,6 +31,7 @@ from ._core import (
 )
 from .builder import GraphBuilder
 from .executor import Check, ValidationResult, opaque_functions, run, tolerance_for, validate
+from .programs import jax_program, torch_lowering
 from .report import Record, Report
 
 __version__ = _core.__version__
@@ -107,11 +108,9 @@ def analyze(
     solar.UnsupportedError instead of being reported as unanalyzed.
     """
     if not isinstance(graph, (Graph, str, os.PathLike)):
-        from .frontends.torch.lowering import analyze_program
-
-        return analyze_program(graph, *example_inputs, arch=arch, policy=policy,
-                               cache_state=cache_state, strict=strict, mode=mode,
-                               cache_aware=cache_aware)
+        return torch_lowering().analyze_program(
+            graph, *example_inputs, arch=arch, policy=policy, cache_state=cache_state,
+            strict=strict, mode=mode, cache_aware=cache_aware)
     if not isinstance(graph, Graph):
         graph = load_graph(graph)
     archs = [arch] if isinstance(arch, str) else list(arch)
@@ -124,9 +123,7 @@ def analyze_jax(fn, *args, arch: Union[str, Iterable[str]] = "H100_SXM", **optio
     """Captures the JAX function `fn(*args)` (its jaxpr, on abstract values), lowers it with
     the C++ jax table and analyzes it (docs/jax-frontend.md). Options: policy, cache_state,
     strict, params (a pytree passed first, its leaves parameters), validate, crosscheck."""
-    from .frontends.jax.program import analyze_jax as _analyze_jax
-
-    return _analyze_jax(fn, *args, arch=arch, **options)
+    return jax_program().analyze_jax(fn, *args, arch=arch, **options)
 
 
 def device_ids() -> list[str]:

@@ -17,14 +17,19 @@ one a bound must survive).
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 import statistics
+import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from . import _core
-from .errors import user_error
+from . import _core, programs
+from .analysis import ProgramOptions
+from .atomic_write import write_atomically
+from .errors import command, fail, parse_args, user_error
+from .program_source import OverrideError, ProgramFormatError, parse_overrides
 
 # Levels whose SOL bounds every implementation (a run below one is a violation).
 BOUND_LEVELS = ("fused", "cache_aware")
@@ -211,9 +216,7 @@ def bench_file(path: str, options: BenchOptions):
     `measurement` section (docs/headroom.md)."""
     import torch
 
-    from .frontends.torch.capture import build_program, load_program
-    from .frontends.torch.program import ProgramOptions, analyze_file
-
+    capture = programs.torch_capture()
     if options.device == "cuda" and not torch.cuda.is_available():
         why = ("this torch build has no CUDA support" if torch.version.cuda is None
                else "torch finds no CUDA device")
@@ -222,12 +225,12 @@ def bench_file(path: str, options: BenchOptions):
     torch_device = options.device or ("cuda" if torch.cuda.is_available() else "cpu")
     device_id = device_id_for(torch_device)
     device = _core.device(device_id)
-    result = analyze_file(path, ProgramOptions(archs=[device_id], policy=options.policy,
+    result = programs.analyze_file(path, ProgramOptions(archs=[device_id], policy=options.policy,
                                                overrides=options.overrides, crosscheck=False))
-    mod = load_program(path, options.overrides)
+    mod = capture.load_program(path, options.overrides)
     torch.manual_seed(0)
     init = list(mod.get_init_inputs()) if hasattr(mod, "get_init_inputs") else []
-    model = build_program(mod, path, init)  # an nn.Module, or a forward() function
+    model = capture.build_program(mod, path, init)  # an nn.Module, or a forward() function
     if isinstance(model, torch.nn.Module):
         model = model.to(torch_device).eval()
     inputs = [x.to(torch_device) if isinstance(x, torch.Tensor) else x for x in mod.get_inputs()]
@@ -295,13 +298,9 @@ def format_measurement(section: Dict[str, Any], top: int = 10) -> str:
     return "\n".join(lines) + "\n"
 
 
+@command()
 def main(args: Sequence[str]) -> int:
     """`solar bench PROGRAM [--compile] [--trials N] ...`; returns the exit code."""
-    import argparse
-    import sys
-
-    from .cli import _write_atomically
-
     codes = _core.EXIT_CODES
     p = argparse.ArgumentParser(prog="solar bench",
                                 description="Time a PyTorch program and compare it with its SOL")
@@ -316,33 +315,17 @@ def main(args: Sequence[str]) -> int:
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--json", dest="json_path")
     p.add_argument("--top", type=int, default=10)
-    try:
-        ns = p.parse_args(list(args))
-    except SystemExit as e:
-        return codes["usage"] if e.code else 0
+    ns = parse_args(p, args)
     if ns.trials < 1 or ns.warmup < 0:
-        sys.stderr.write("solar: error: --trials must be >= 1 and --warmup >= 0\n")
-        return codes["usage"]
-    overrides = {}
-    for item in ns.set:
-        name, eq, value = item.partition("=")
-        if not eq or not name.isidentifier():
-            sys.stderr.write(f"solar: error: --set {item}: expected NAME=VALUE\n")
-            return codes["usage"]
-        overrides[name] = value
+        raise fail("--trials must be >= 1 and --warmup >= 0", "usage")
+    overrides = parse_overrides(ns.set)
     options = BenchOptions(trials=ns.trials, warmup=ns.warmup, flush=not ns.no_flush,
                            compile=ns.compile, profile=ns.profile, overrides=overrides,
                            policy=ns.policy, device=ns.device)
-    from .frontends.torch.capture import OverrideError, ProgramFormatError
-
     try:
         result = bench_file(ns.program, options)
-    except _core.Error as e:
-        sys.stderr.write(f"solar: error: {e}\n")
-        return getattr(e, "exit_code", codes["internal"])
-    except OSError as e:
-        sys.stderr.write(f"solar: error: {e}\n")
-        return codes["io"]
+    except (_core.Error, OSError):
+        raise  # command() reports them
     except (OverrideError, ProgramFormatError) as e:
         sys.stderr.write(f"solar: error: {e}\n")
         return codes["usage" if isinstance(e, OverrideError) else "parse"]
@@ -353,7 +336,7 @@ def main(args: Sequence[str]) -> int:
     report = result.report
     section = report.get_section("measurement")
     if ns.json_path:
-        _write_atomically(ns.json_path, report.to_json(2) + "\n")
+        write_atomically(ns.json_path, report.to_json(2) + "\n")
     sys.stdout.write(report.table(ns.top))
     sys.stdout.write(format_measurement(section, ns.top))
     if section["violations"]:

@@ -2,26 +2,42 @@
 
 Dispatch point: graphs are read by the C++ CLI. Python programs (`solar analyze model.py`,
 `solar inverse model.py`, `solar export model.py`) and saved OpTraces (`solar analyze
-trace.json` whose schema is solar.optrace.v1) go through the PyTorch frontend first
-(capture -> OpTrace -> C++ lowering), then the same analysis and report as a graph
-(docs/torch-frontend.md, docs/inverse-roofline.md, docs/export.md).
+trace.json` whose schema is solar.optrace.v1) go through a frontend first (solar.programs
+picks it: capture -> OpTrace -> C++ lowering), then the same analysis and report as a graph
+(docs/torch-frontend.md, docs/inverse-roofline.md, docs/export.md). Nothing imports this
+module: it is the top of the package's layers.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
+import ast
+import importlib
 import json
 import os
 import sys
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
-from . import _core, suite
-from . import cli_usage, models
+from . import _core, cli_usage, models, programs
+from .analysis import ProgramOptions
 from .atomic_write import write_atomically
+from .errors import CommandExit, command, fail, failing_line, parse_args
+from .frontends.loopir.provenance import unvalidated_note
 from .html import cli as html_cli
+from .program_source import OverrideError, ProgramFormatError, parse_literal, parse_overrides
+from .program_worker import analyze_with_ladder
+from .shrink import int_constants, shrink_ladder
 
-_PYTHON_SUFFIXES = (".py",)
+# The commands implemented by a feature module, each imported only when it runs: together
+# they are most of the package, and `solar --help` or a graph's analysis needs none of them
+# (startup stays under 0.3 s). The literal names keep the imports visible to
+# tests/python/test_architecture.py.
+_COMMANDS = {
+    "bench": lambda: importlib.import_module("solar.bench"),
+    "suite": lambda: importlib.import_module("solar.suite"),
+    "sweep": lambda: importlib.import_module("solar.sweep.cli"),  # Dask: programs x grids
+    "translate": lambda: importlib.import_module("solar.translate.cli"),  # a language model
+}
 # Options of `solar analyze` that take a value (so that value is not the GRAPH argument).
 _VALUED = {"--arch", "--json", "--policy", "--cache-state", "--top", "--by", "--depth", "--set",
            "--save-trace", "--shrink", "--mode", "--ski-slope", "--target-ms", "--rate-hz",
@@ -49,28 +65,15 @@ def _graph_arg(args: Sequence[str]) -> Optional[str]:
     return None
 
 
-def _is_optrace(path: str) -> bool:
-    if not path.endswith(".json") or not os.path.isfile(path):
-        return False
-    try:
-        with open(path, encoding="utf-8") as f:
-            head = f.read(4096)
-    except OSError:
-        return False
-    return '"solar.optrace.v1"' in head and head.lstrip().startswith("{")
-
-
 def _frontend_for(argv: Sequence[str]) -> Optional[str]:
     """The GRAPH argument of `solar analyze` when a frontend must read it, else None."""
     graph = _graph_arg(argv)
     if graph is None:
         return None
-    if graph.endswith(_PYTHON_SUFFIXES) or _is_optrace(graph) or models.is_model_ref(graph):
+    if (graph.endswith(programs.PYTHON_SUFFIXES) or programs.is_optrace(graph)
+            or models.is_model_ref(graph)):
         return graph
     return None
-
-
-_write_atomically = write_atomically  # the name bench and suite import
 
 
 def _program_parser(command: str) -> argparse.ArgumentParser:
@@ -104,6 +107,9 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true",
                    help="an op that cannot be lowered is an error (exit 7)")
     p.add_argument("--real", action="store_true", help="capture on real tensors, not fake ones")
+    p.add_argument("--eval", action="store_true",
+                   help="PyTorch: model.eval() first (default: the mode the program leaves its "
+                        "module in; a fresh module trains: batch statistics, active dropout)")
     p.add_argument("--train", action="store_true", help="forward + backward (autograd graph)")
     p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"],
                    help="with --train: add this optimizer's update step")
@@ -140,62 +146,6 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
     return p
 
 
-class _Exit(Exception):
-    """Ends a command with `code`; its message is already on stderr."""
-
-    def __init__(self, code: int):
-        super().__init__(code)
-        self.code = code
-
-
-def _fail(message: str, cause: str) -> _Exit:
-    """Writes `solar: error: message` and returns the _Exit for `cause` (an EXIT_CODES key)."""
-    sys.stderr.write(f"solar: error: {message}\n")
-    return _Exit(_core.EXIT_CODES[cause])
-
-
-def _errors_to_exit_codes(command: Callable[..., int]) -> Callable[..., int]:
-    """Wraps a command: an _Exit ends it with its code; a Solar error, a file that cannot be
-    read or JSON that does not parse is written to stderr and gives its exit code."""
-
-    @functools.wraps(command)
-    def run(*args, **kwargs) -> int:
-        codes = _core.EXIT_CODES
-        try:
-            return command(*args, **kwargs)
-        except _Exit as e:
-            return e.code
-        except _core.Error as e:
-            sys.stderr.write(f"solar: error: {e}\n")
-            return getattr(e, "exit_code", codes["internal"])
-        except (OSError, json.JSONDecodeError) as e:
-            sys.stderr.write(f"solar: error: {e}\n")
-            return codes["io"] if isinstance(e, OSError) else codes["parse"]
-
-    return run
-
-
-def _overrides(items: List[str]) -> Dict[str, str]:
-    """--set NAME=VALUE items as a dict; a malformed one is a usage error."""
-    out: Dict[str, str] = {}
-    for item in items:
-        name, eq, value = item.partition("=")
-        if not eq or not name.isidentifier():
-            raise _fail(f"--set {item}: expected NAME=VALUE", "usage")
-        out[name] = value
-    return out
-
-
-def _parse_literal(text: str):
-    """A --set value on a model: a Python literal (2, 1e-5, True, "x"), else the text."""
-    import ast
-
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
-
-
 def _archs(values: List[str]) -> List[str]:
     """--arch values, each repeatable or comma-separated, in order."""
     return [x for a in values for x in a.split(",") if x]
@@ -204,108 +154,86 @@ def _archs(values: List[str]) -> List[str]:
 def _load_program(ns, options, shrink: Optional[int] = None):
     """Captures the Python program ns.program (its sizes shrunk to `shrink`), or reads it as
     a saved OpTrace, and analyzes it with `options`. The program's own failures and bad
-    program files end the command (_Exit) with their exit codes; Solar's errors propagate."""
-    from .frontends.torch import program as prog
-    from .frontends.torch.capture import OverrideError, ProgramFormatError
-
+    program files end the command (CommandExit) with their exit codes; Solar's errors
+    propagate."""
     if not os.path.isfile(ns.program):
-        raise _fail(f"{ns.program}: no such file", "io")
-    if not ns.program.endswith(_PYTHON_SUFFIXES):
-        with open(ns.program, encoding="utf-8") as f:
-            try:
-                trace = json.load(f)
-            except json.JSONDecodeError as e:  # a truncated trace, say
-                raise _fail(f"{ns.program}:{e.lineno}:{e.colno}: malformed OpTrace JSON: "
-                            f"{e.msg}", "parse") from None
-        return prog.analyze_trace(trace, ns.program, options)
+        raise fail(f"{ns.program}: no such file", "io")
+    if not ns.program.endswith(programs.PYTHON_SUFFIXES):
+        return programs.analyze_trace_file(ns.program, options)
     try:
         if shrink is not None:
             return _analyze_shrunk(ns.program, options, shrink)
-        return prog.analyze_file(ns.program, options)
+        return programs.analyze_file(ns.program, options)
     except _core.Error:
         raise
     except (OverrideError, ProgramFormatError) as e:
-        raise _fail(str(e), "usage" if isinstance(e, OverrideError) else "parse") from None
+        raise fail(str(e), "usage" if isinstance(e, OverrideError) else "parse") from None
     except Exception as e:  # the program itself failed: not a Solar bug
         if ns.debug:
             raise
-        raise _fail(f"{_failing_line(e, ns.program)}: the program failed: "
-                    f"{type(e).__name__}: {e}", "program_error") from None
+        raise fail(f"{failing_line(e, ns.program)}: the program failed: "
+                   f"{type(e).__name__}: {e}", "program_error") from None
 
 
-def _failing_line(e: BaseException, program: str) -> str:
-    """PROGRAM:LINE of the program's own frame nearest the failure (PROGRAM alone when no
-    frame of the traceback is in the file)."""
-    import traceback
-
-    path = os.path.abspath(program)
-    lines = [f.lineno for f in traceback.extract_tb(e.__traceback__)
-             if os.path.abspath(f.filename) == path]
-    return f"{program}:{lines[-1]}" if lines else program
-
-
-@_errors_to_exit_codes
+@command()
 def _run_program(command: str, args: List[str]) -> int:
     """`solar analyze|validate model.py|trace.json ...`: capture (or read the trace), lower,
     analyze; validate runs the program and the lowered graph and compares their outputs."""
-    from .frontends.torch import program as prog
-
     codes = _core.EXIT_CODES
-    try:
-        ns = _program_parser(command).parse_args(args)
-    except SystemExit as e:
-        return codes["usage"] if e.code else 0
-    overrides = _overrides(ns.set)
+    ns = parse_args(_program_parser(command), args)
+    overrides = parse_overrides(ns.set)
     archs = _archs(ns.arch) or ["H100_SXM"]
     validate = command == "validate" or getattr(ns, "validate", False) or bool(ns.reference)
-    options = prog.ProgramOptions(
+    options = ProgramOptions(
         archs=archs, policy=ns.policy, cache_state=ns.cache_state, overrides=overrides,
         strict=ns.strict, real=ns.real, train=ns.train, optimizer=ns.optimizer,
+        eval_mode=ns.eval,
         validate=validate, crosscheck=not ns.no_crosscheck, mode=ns.mode,
         cache_aware=not ns.no_cache_aware, max_mappings=ns.max_mappings, reference=ns.reference)
     if ns.optimizer and not ns.train:
-        raise _fail("--optimizer needs --train", "usage")
+        raise fail("--optimizer needs --train", "usage")
     if ns.shrink is not None and ns.shrink < 1:
-        raise _fail("--shrink must be at least 1", "usage")
-    if not ns.program.endswith(_PYTHON_SUFFIXES) and not models.is_model_ref(ns.program):
+        raise fail("--shrink must be at least 1", "usage")
+    if not ns.program.endswith(programs.PYTHON_SUFFIXES) and not models.is_model_ref(ns.program):
         if command == "validate":
-            raise _fail(f"{ns.program}: solar validate runs a Python program (PROGRAM.py) and "
+            raise fail(f"{ns.program}: solar validate runs a Python program (PROGRAM.py) and "
                         "its lowered graph; a graph or saved trace has no program to run "
                         "(solar analyze reads it)", "usage")
         given = [name for name, on in (("--set", overrides), ("--train", ns.train),
+                                       ("--eval", ns.eval),
                                        ("--validate", validate), ("--reference", ns.reference),
                                        ("--shrink", ns.shrink is not None)) if on]
         if given:
-            raise _fail(f"{', '.join(given)}: for Python programs only, not {ns.program}",
+            raise fail(f"{', '.join(given)}: for Python programs only, not {ns.program}",
                         "usage")
     _check_before_capture(archs, ns.json_path, ns.save_trace, ns.ski_slope)
     html_cli.check_folder(getattr(ns, "html", None))  # before the capture, not after it
     model = command == "analyze" and models.is_model_ref(ns.program)
     if model:
         if ns.shrink is not None:
-            raise _fail("--shrink: a model's sizes are --batch, --seq, --context and --set "
+            raise fail("--shrink: a model's sizes are --batch, --seq, --context and --set "
                         "config fields", "usage")
         result = models.analyze_model(models.ModelRun(
             ns.program, phase=ns.phase, batch=ns.batch, seq=ns.seq, context=ns.context,
             dtype=ns.dtype, task=ns.task,
-            config={k: _parse_literal(v) for k, v in overrides.items()}), options)
+            config={k: parse_literal(v) for k, v in overrides.items()}), options)
     else:
         result = _load_program(ns, options, ns.shrink)
     for n in result.warnings:
         sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
     _note_translation(ns.program, result.report)
     if ns.save_trace:
-        _write_atomically(ns.save_trace, json.dumps(result.trace, allow_nan=False) + "\n")
+        write_atomically(ns.save_trace, json.dumps(result.trace, allow_nan=False) + "\n")
     report = result.report
     if ns.ski_slope:
-        _write_atomically(ns.ski_slope, report.ski_slope_svg())
+        write_atomically(ns.ski_slope, report.ski_slope_svg())
     if getattr(ns, "html", None):
         html_cli.write(report, ns.html)
     if ns.json_path == "-":
         sys.stdout.write(report.to_json(2) + "\n")
     else:
         if ns.json_path:
-            _write_atomically(ns.json_path, report.to_json(2) + "\n")
+            write_atomically(ns.json_path, report.to_json(2) + "\n")
         sys.stdout.write(report.table(ns.top, by=ns.by, depth=ns.depth))
         if model:
             sys.stdout.write(models.model_text(report.get_section("model")))
@@ -325,14 +253,12 @@ def _check_before_capture(archs: Sequence[str], *outputs: Optional[str]) -> None
     for path in outputs:
         code = cli_usage.check_output(path)
         if code is not None:
-            raise _Exit(code)
+            raise CommandExit(code)
 
 
 def _note_translation(path: str, report) -> None:
     """A program `solar translate --unvalidated` wrote says so on stderr too (its report
     carries the `translation` section, docs/translate.md)."""
-    from .frontends.loopir.provenance import unvalidated_note
-
     note = unvalidated_note(path)
     if note:
         sys.stderr.write(f"solar: warning: {note}\n")
@@ -340,13 +266,11 @@ def _note_translation(path: str, report) -> None:
 
 def _analyze_shrunk(path: str, options, limit: int):
     """analyze_file with the program's integer size constants shrunk to `limit` (the rule
-    of `solar suite --shrink`: suite.shrink_ladder); the setting used goes to stderr."""
-    import ast
-
+    of `solar suite --shrink`: solar.shrink); the setting used goes to stderr."""
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read(), filename=path)
-    ladder = suite.shrink_ladder(suite.int_constants(tree), limit, dict(options.overrides))
-    result, used = suite.analyze_with_ladder(path, options, ladder)
+    ladder = shrink_ladder(int_constants(tree), limit, dict(options.overrides))
+    result, used = analyze_with_ladder(path, options, ladder)
     sizes = " ".join(f"{k}={v}" for k, v in used["overrides"].items()) or "its own sizes"
     for r in used["rejected"]:
         sys.stderr.write(f"solar: note: --shrink {r['limit']}: the program raised "
@@ -360,6 +284,7 @@ def _add_capture_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--strict", action="store_true")
     p.add_argument("--real", action="store_true")
+    p.add_argument("--eval", action="store_true")
     p.add_argument("--train", action="store_true")
     p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"])
     p.add_argument("--debug", action="store_true")
@@ -396,17 +321,12 @@ def _target_seconds(ns) -> float:
     return v * 1e-3 if name == "--target-ms" else 1.0 / v
 
 
-@_errors_to_exit_codes
+@command()
 def _run_inverse(args: List[str]) -> int:
     """`solar inverse model.py|trace.json ...`: capture (or read the trace), lower, then the
     C++ inverse roofline (docs/inverse-roofline.md)."""
-    from .frontends.torch import program as prog
-
     codes = _core.EXIT_CODES
-    try:
-        ns = _inverse_parser().parse_args(args)
-    except SystemExit as e:
-        return codes["usage"] if e.code else 0
+    ns = parse_args(_inverse_parser(), args)
     try:
         target = _target_seconds(ns)
         if ns.bandwidth is not None and not ns.bandwidth > 0:
@@ -414,13 +334,13 @@ def _run_inverse(args: List[str]) -> int:
     except ValueError as e:
         sys.stderr.write(f"solar: error: {e}\n")
         return codes["usage"]
-    overrides = _overrides(ns.set)
+    overrides = parse_overrides(ns.set)
     archs = _archs(ns.arch) or [i for i in _core.device_ids() if i.lower() != "host"]
     _check_before_capture(archs, ns.json_path)  # before the program runs
     # The capture's own analysis needs one device; the comparison is the inverse's.
-    options = prog.ProgramOptions(
+    options = ProgramOptions(
         archs=archs[:1], policy=ns.policy, overrides=overrides, strict=ns.strict,
-        real=ns.real, train=ns.train, optimizer=ns.optimizer, validate=False,
+        real=ns.real, train=ns.train, optimizer=ns.optimizer, eval_mode=ns.eval, validate=False,
         crosscheck=False, cache_aware=False)  # the inverse builds its own traffic model
     html_cli.check_folder(ns.html)
     result = _load_program(ns, options)
@@ -436,7 +356,7 @@ def _run_inverse(args: List[str]) -> int:
         sys.stdout.write(json_text + "\n")
     else:
         if ns.json_path:
-            _write_atomically(ns.json_path, json_text + "\n")
+            write_atomically(ns.json_path, json_text + "\n")
         sys.stdout.write(table)
     return codes["ok"]
 
@@ -453,25 +373,21 @@ def _export_parser() -> argparse.ArgumentParser:
     return p
 
 
-@_errors_to_exit_codes
+@command()
 def _run_export(args: List[str]) -> int:
     """`solar export model.py|trace.json --format F --out DIR`: capture (or read the trace),
     lower, then the C++ export of `solar export GRAPH`."""
-    from .frontends.torch import program as prog
-
     codes = _core.EXIT_CODES
-    try:
-        ns = _export_parser().parse_args(args)
-    except SystemExit as e:
-        return codes["usage"] if e.code else 0
+    ns = parse_args(_export_parser(), args)
     if ns.optimizer and not ns.train:
-        raise _fail("--optimizer needs --train", "usage")
+        raise fail("--optimizer needs --train", "usage")
     out_parent = os.path.dirname(os.path.normpath(ns.out)) or "."
     if not os.path.isdir(out_parent):  # --out is created, its parent must exist
-        raise _fail(f"cannot write '{ns.out}': folder '{out_parent}' does not exist", "io")
+        raise fail(f"cannot write '{ns.out}': folder '{out_parent}' does not exist", "io")
     # The capture's own analysis is the cheapest one; the export needs only the graph.
-    options = prog.ProgramOptions(
-        overrides=_overrides(ns.set), strict=ns.strict, real=ns.real, train=ns.train,
+    options = ProgramOptions(
+        overrides=parse_overrides(ns.set), strict=ns.strict, real=ns.real, eval_mode=ns.eval,
+        train=ns.train,
         optimizer=ns.optimizer, validate=False, crosscheck=False, cache_aware=False)
     result = _load_program(ns, options)
     for n in result.warnings:
@@ -505,20 +421,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return html_cli.run_graph(args)  # a graph: the C++ CLI, then the page from its JSON
     if args[1:2] == ["validate"]:
         return _run_program("validate", args[2:])
-    if args[1:2] == ["bench"]:
-        from . import bench
-
-        return bench.main(args[2:])
-    if args[1:2] == ["suite"]:
-        return suite.main(args[2:])
-    if args[1:2] == ["sweep"]:  # programs x devices x --set grids on a Dask cluster
-        from .sweep import cli as sweep_cli
-
-        return sweep_cli.main(args[2:])
-    if args[1:2] == ["translate"]:  # a language model's translation into the loop language
-        from .translate import cli as translate_cli
-
-        return translate_cli.main(args[2:])
+    if len(args) > 1 and args[1] in _COMMANDS:
+        return _COMMANDS[args[1]]().main(args[2:])
     # The C++ side writes to the process's stdout: flush ours first to keep the order.
     sys.stdout.flush()
     sys.stderr.flush()

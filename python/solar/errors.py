@@ -1,14 +1,27 @@
-"""solar.UserError raised from Python with the `kind` and `exit_code` the C++ side gives its
-own errors, so the CLI maps both the same way (docs/cli.md, exit codes)."""
+"""Errors and exit codes on the Python side: solar.UserError raised with the `kind` and
+`exit_code` the C++ side gives its own errors, and the one mapping of a command's errors to
+its exit code and one line on stderr (`command`, `fail`), so every `solar` command and the
+C++ CLI end the same way (docs/cli.md, exit codes)."""
 
 from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import sys
+import traceback
+from typing import Callable, List, Sequence
 
 from . import _core
 
 # kind -> the EXIT_CODES name of its exit code
 _EXIT_NAME = {"io": "io", "parse": "parse", "usage": "usage", "bad_argument": "usage",
               "invalid_graph": "invalid_graph", "unknown_device": "unknown_device",
-              "unsupported": "unsupported"}
+              "unsupported": "unsupported",
+              # a real run that would not fit in memory (solar.memory_limit): the command
+              # line's sizes are the fix (--shrink, --set), as for the executor's own limit
+              "too_large": "usage"}
 # The loop language's refusals (docs/loop-language.md) have an exit code each, named as the kind.
 LOOP_REFUSALS = ("outside_language", "not_affine", "data_dependent", "unknown_intrinsic",
                  "shape_mismatch", "undeclared", "non_constant_bound")
@@ -21,3 +34,61 @@ def user_error(message: str, kind: str) -> "_core.UserError":
     e.kind = kind
     e.exit_code = _core.EXIT_CODES[_EXIT_NAME[kind]]
     return e
+
+
+class CommandExit(Exception):
+    """Ends a command with `code`; its message is already on stderr."""
+
+    def __init__(self, code: int):
+        super().__init__(code)
+        self.code = code
+
+
+def fail(message: str, cause: str, prog: str = "solar") -> CommandExit:
+    """Writes `PROG: error: message` and returns the CommandExit for `cause` (an EXIT_CODES
+    key), ready to raise."""
+    sys.stderr.write(f"{prog}: error: {message}\n")
+    return CommandExit(_core.EXIT_CODES[cause])
+
+
+def parse_args(parser: argparse.ArgumentParser, args: Sequence[str]) -> argparse.Namespace:
+    """parser.parse_args(args); a bad command line ends the command with the usage exit code,
+    --help with 0 (argparse has written its message)."""
+    try:
+        return parser.parse_args(list(args))
+    except SystemExit as e:
+        raise CommandExit(_core.EXIT_CODES["usage"] if e.code else 0) from None
+
+
+def command(prog: str = "solar") -> Callable[[Callable[..., int]], Callable[..., int]]:
+    """Wraps a command's entry point: a CommandExit ends it with its code; a Solar error, a
+    file that cannot be read or JSON that does not parse is one line on stderr,
+    `PROG: error: ...`, and its exit code."""
+
+    def wrap(run: Callable[..., int]) -> Callable[..., int]:
+        @functools.wraps(run)
+        def wrapped(*args, **kwargs) -> int:
+            codes = _core.EXIT_CODES
+            try:
+                return run(*args, **kwargs)
+            except CommandExit as e:
+                return e.code
+            except _core.Error as e:
+                sys.stderr.write(f"{prog}: error: {e}\n")
+                return getattr(e, "exit_code", codes["internal"])
+            except (OSError, json.JSONDecodeError) as e:
+                sys.stderr.write(f"{prog}: error: {e}\n")
+                return codes["io"] if isinstance(e, OSError) else codes["parse"]
+
+        return wrapped
+
+    return wrap
+
+
+def failing_line(e: BaseException, program: str) -> str:
+    """PROGRAM:LINE of the program's own frame nearest the failure (PROGRAM alone when no
+    frame of the traceback is in the file): where `the program failed` points."""
+    path = os.path.abspath(program)
+    lines: List[int] = [f.lineno for f in traceback.extract_tb(e.__traceback__)
+                        if os.path.abspath(f.filename) == path]
+    return f"{program}:{lines[-1]}" if lines else program

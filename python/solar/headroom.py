@@ -16,8 +16,10 @@ import re
 import statistics
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from .atomic_write import atomic_file
 from .bench import BOUND_LEVELS, REFERENCE_LEVELS
 from .errors import user_error
+from .html.charts import headroom_points as plot_data  # also the HTML chart's
 
 LEVELS = REFERENCE_LEVELS + BOUND_LEVELS
 _LEVEL_DIR = re.compile(r"^level\d+$")
@@ -129,16 +131,6 @@ def join(programs: Iterable[Dict[str, Any]], timings: Dict[str, Any], arch: str)
             "unmatched": unmatched}
 
 
-def plot_data(joined: Dict[str, Any], level: str = "fused") -> Dict[str, List[Tuple[float, float, str]]]:
-    """Per KernelBench level: (SOL ms, measured min ms, problem) points of one SOL level."""
-    series: Dict[str, List[Tuple[float, float, str]]] = {}
-    for r in joined["rows"]:
-        if level in r["sol_ms"] and r["sol_ms"][level] > 0:
-            series.setdefault(r["level"], []).append(
-                (r["sol_ms"][level], r["measured_min_ms"], r["problem"]))
-    return series
-
-
 def plot(joined: Dict[str, Any], prefix: str, level: str = "fused", title: str = "") -> List[str]:
     """Writes PREFIX.svg and PREFIX.png: measured vs SOL (log-log), the diagonal (a point
     below it is a violation), one colour per KernelBench level. Returns the paths."""
@@ -172,9 +164,8 @@ def plot(joined: Dict[str, Any], prefix: str, level: str = "fused", title: str =
     paths = []
     for ext in ("svg", "png"):
         path = f"{prefix}.{ext}"
-        tmp = f"{path}.tmp"
-        fig.savefig(tmp, format=ext)
-        os.replace(tmp, path)
+        with atomic_file(path, binary=True) as f:
+            fig.savefig(f, format=ext)
         paths.append(path)
     plt.close(fig)
     return paths

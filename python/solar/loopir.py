@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, Mapping, Optional, Union
 
+from . import programs
+from .analysis import ProgramOptions
+
 __all__ = [
     # the language (for editors; a loop program is interpreted, never executed)
     "Tensor", "kernel", "exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "sin", "cos",
@@ -92,15 +95,12 @@ def _overrides(values: Optional[Mapping[str, Any]]) -> Dict[str, str]:
 
 def load_trace(path: str, set: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:  # noqa: A002
     """The OpTrace (frontend "loopir") the recorder writes for the program at `path`."""
-    from .frontends.loopir import program
-
-    return program.load(path, _overrides(set)).trace
+    return programs.loop_program().load(path, _overrides(set)).trace
 
 
 def lift(path: str, set: Optional[Mapping[str, Any]] = None):  # noqa: A002
     """The EinsumGraph lifted from the loop program at `path`."""
-    from .frontends.loopir import program
-
+    program = programs.loop_program()
     graph, _ = program.lift(program.load(path, _overrides(set)))
     return graph
 
@@ -111,14 +111,11 @@ def analyze(path: str, arch: Union[str, Iterable[str]] = "H100_SXM",
     """Lifts and analyzes a loop program (the Report `solar analyze prog.py` prints). With
     validate (or a reference), also runs it and validates the graph (section `validation`).
     options: policy, cache_state, mode, cache_aware, max_mappings."""
-    from .frontends.loopir import program
-    from .frontends.torch.program import ProgramOptions
-
     archs = [arch] if isinstance(arch, str) else list(arch)
     opts = ProgramOptions(archs=archs, overrides=_overrides(set), crosscheck=False,
                           validate=validate or reference is not None, **options)
     opts.reference = reference
-    return program.analyze_file(path, opts).report
+    return programs.analyze_loop_file(path, opts).report
 
 
 def run(path: str, set: Optional[Mapping[str, Any]] = None,  # noqa: A002
@@ -127,9 +124,8 @@ def run(path: str, set: Optional[Mapping[str, Any]] = None,  # noqa: A002
     input/weight/constant names to arrays; the rest are drawn as validation draws them."""
     import numpy as np
 
-    from .frontends.loopir import interpret, program, validation
-
-    lp = program.load(path, _overrides(set))
+    validation = programs.loop_validation()
+    lp = programs.loop_program().load(path, _overrides(set))
     sources = validation.make_inputs(lp)
     by_name = {t["name"]: t for t in validation.source_tensors(lp.trace)}
     for name, value in (inputs or {}).items():
@@ -141,15 +137,14 @@ def run(path: str, set: Optional[Mapping[str, Any]] = None,  # noqa: A002
         if tuple(arr.shape) != tuple(t["shape"]):
             raise ValueError(f"`{name}` has shape {list(t['shape'])}, got {list(arr.shape)}")
         sources[t["id"]] = arr
-    values = interpret.run_trace(lp.trace, sources)
+    values = programs.loop_interpret().run_trace(lp.trace, sources)
     return {name: values[tid] for name, tid in lp.outputs}
 
 
 def validate(path: str, reference: Optional[str] = None,
              set: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:  # noqa: A002
     """The `validation` section of `solar validate prog.py [--reference ref.py]`."""
-    from .frontends.loopir import program, validation
-
+    program = programs.loop_program()
     lp = program.load(path, _overrides(set))
     graph, trace_ids = program.lift(lp)
-    return validation.validate(lp, graph, trace_ids, reference)
+    return programs.loop_validation().validate(lp, graph, trace_ids, reference)

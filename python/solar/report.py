@@ -8,6 +8,9 @@ import json
 import re
 from typing import Any, Iterator
 
+from .atomic_write import write_atomically
+from .html import compact
+
 # Counts (docs/report-json.md, "Conventions") are JSON integers up to 64 bits and decimal
 # strings beyond; Python's int is exact at any size, so a Report gives ints for them all.
 # A count field is named for what it counts: macs*, *flops*, *bytes*, special_ops, ...
@@ -136,20 +139,30 @@ class Report(Record):
     `report.devices` is keyed by device id: `report.devices["H100_SXM"].fused.seconds`.
     """
 
-    __slots__ = ("_analysis", "_sections", "_parsed")
+    __slots__ = ("_analysis", "_sections", "_parsed", "_program")
 
     def __init__(self, analysis: Any):
         object.__setattr__(self, "_analysis", analysis)
         object.__setattr__(self, "_sections", {})
         object.__setattr__(self, "_parsed", None)
+        object.__setattr__(self, "_program", {})  # fields added to `program` (its mode)
 
     @property
     def _data(self) -> dict:  # parsed on first use: a 400,000-op report takes seconds
         if self._parsed is None:
             data = parse_report_json(self._analysis.to_json())
             data.update(_count_to_int_fields(self._sections))
+            if self._program:
+                data["program"] = {**data.get("program", {}), **self._program}
             object.__setattr__(self, "_parsed", data)
         return self._parsed
+
+    def describe_program(self, **fields: Any) -> None:
+        """Adds fields to the report's `program` object, such as a PyTorch module's `mode`
+        ("training" or "eval", docs/report-json.md); the text report names the mode."""
+        self._program.update(fields)
+        if self._parsed is not None:
+            self._parsed["program"] = {**self._parsed.get("program", {}), **fields}
 
     def attach_section(self, name: str, section: dict) -> None:
         """Adds a section computed outside the C++ analysis (the frontends' `validation`
@@ -184,10 +197,12 @@ class Report(Record):
         """The report as JSON text (solar.report.v1), as the CLI's --json writes it; with
         ops=False, without the per-op rows."""
         text = self._analysis.to_json(-1 if indent is None else indent, ops)
-        if not self._sections:
+        if not self._sections and not self._program:
             return text
         data = json.loads(text)
         data.update(self._sections)
+        if self._program:
+            data["program"] = {**data.get("program", {}), **self._program}
         return json.dumps(data, indent=indent, allow_nan=False)
 
     def table(self, top: int = 10, by: str = "module", depth: int = 3) -> str:
@@ -195,7 +210,7 @@ class Report(Record):
         each attached `validation` / `crosscheck` section. by: the breakdown after the
         device tables, "module" (the module tree down to `depth`; the top ops when no op
         names a module), "line" (source lines) or "op" (the top ops)."""
-        text = self._analysis.table(top, by, depth)
+        text = _with_mode_line(self._analysis.table(top, by, depth), self._program.get("mode"))
         blocks = [b for b in (_validation_block(self._sections.get("validation")),
                               _crosscheck_block(self._sections.get("crosscheck"))) if b]
         if not blocks:
@@ -214,14 +229,10 @@ class Report(Record):
         """What Jupyter shows: the summary, the devices table and the ski-slope as inline SVG
         (no script, a few tens of kB); solar.html.write(report, PATH) writes the whole
         interactive page (docs/html-report.md)."""
-        from .html import compact
-
         return compact(json.loads(self.to_json(None, ops=False)))
 
     def save(self, path: str) -> None:
         """Writes the JSON report to `path` (whole or not at all, solar.atomic_write)."""
-        from .atomic_write import write_atomically
-
         write_atomically(path, self.to_json() + "\n")
 
     def __str__(self) -> str:
@@ -230,6 +241,22 @@ class Report(Record):
     def __repr__(self) -> str:
         name = self._data.get("program", {}).get("name", "?")
         return f"<solar.Report {name} on {', '.join(self._devices())}>"
+
+
+_MODE_WORDS = {
+    "training": "training (as the program left its module: batch norm uses the batch's "
+                "statistics, dropout drops; --eval for eval mode)",
+    "eval": "eval (batch norm uses its running statistics, dropout is the identity)",
+    "mixed": "mixed (some submodules train, others are in eval mode, as the program left them)",
+}
+
+
+def _with_mode_line(text: str, mode: str | None) -> str:
+    """The table with a `mode:` line after its title line (a PyTorch module's mode)."""
+    if not mode:
+        return text
+    title, _, rest = text.partition("\n")
+    return f"{title}\nmode: {_MODE_WORDS.get(mode, mode)}\n{rest}"
 
 
 def _num(x: Any) -> str:

@@ -3,7 +3,7 @@ in a worker process so that one crash, hang or exception does not stop the rest.
 
 The parent process never imports torch. It finds the programs (recursive `*.py`, sorted),
 starts `--jobs` worker processes (each imports torch and the frontend once, then analyzes
-many programs through `solar.frontends.torch.program.analyze_file`, so a program gets the
+many programs through `solar.programs.analyze_file`, so a program gets the
 report `solar analyze model.py` gives it), hands them one program at a time, kills and
 replaces a worker whose program exceeds `--timeout` or which dies, and writes the results:
 JSON (`solar.suite.v1`), CSV and a summary table. docs/suite.md describes it.
@@ -19,17 +19,31 @@ import argparse
 import ast
 import collections
 import csv
+import faulthandler
 import io
 import json
 import os
+import resource
 import selectors
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import traceback
+import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from . import _core, headroom, programs
+from .analysis import ProgramOptions
+from .atomic_write import atomic_file, write_atomically
+from .errors import command, parse_args
+from .html import write as write_html
+from .program_source import imports_loopir, module_constants, parse_overrides
+from .program_worker import analyze_with_ladder, error_cause, reset_torch_state, warm_up
+from .shrink import int_constants, shrink_ladder
 
 SUITE_SCHEMA = "solar.suite.v1"
 # A worker that dies this many times in a row before it is ready (torch failing to import,
@@ -60,258 +74,6 @@ def _defines(tree: ast.Module, name: str) -> bool:
             if any((a.asname or a.name.split(".")[0]) == name for a in stmt.names):
                 return True
     return False
-
-
-def assigned_names(stmt: Any) -> List[str]:
-    """Names a top-level statement binds by assignment: `NAME = ...`, `NAME: T = ...`, and
-    the names of tuple or list targets (`depth, height, width = 16, 32, 32`), in order.
-    These are the names --set may replace (capture.load_program and
-    module_constants apply this rule)."""
-    import ast
-
-    def names(target: Any) -> List[str]:
-        if isinstance(target, ast.Name):
-            return [target.id]
-        if isinstance(target, (ast.Tuple, ast.List)):
-            return [n for e in target.elts for n in names(e)]
-        if isinstance(target, ast.Starred):
-            return names(target.value)
-        return []  # attribute or subscript targets bind no module-level name
-
-    if isinstance(stmt, ast.Assign):
-        return [n for t in stmt.targets for n in names(t)]
-    if isinstance(stmt, ast.AnnAssign):
-        return names(stmt.target)
-    return []
-
-
-
-def module_constants(tree: ast.Module) -> set:
-    """Names a `--set` may replace in this file: those a top-level assignment binds
-    (assigned_names, the rule capture.load_program applies)."""
-    names = set()
-    for stmt in tree.body:
-        names.update(assigned_names(stmt))
-    return names
-
-
-# --------------------------------------------------------------------------- shrinking
-
-
-def _int_literal(node: Any) -> Optional[int]:
-    """The value of an integer literal or of arithmetic on integer literals (`2048 * 2`,
-    `1 << 12`), else None. Names are not followed: a constant computed from another
-    (`out_channels = in_channels * 2`) follows that one's shrunk value by itself."""
-    if isinstance(node, ast.Constant):
-        v = node.value
-        return v if isinstance(v, int) and not isinstance(v, bool) else None
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        v = _int_literal(node.operand)
-        return None if v is None else -v
-    if isinstance(node, ast.BinOp):
-        a, b = _int_literal(node.left), _int_literal(node.right)
-        if a is None or b is None:
-            return None
-        ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
-               ast.FloorDiv: lambda: a // b if b else None,
-               ast.LShift: lambda: a << b if 0 <= b < 64 else None,
-               ast.Pow: lambda: a ** b if 0 <= b < 64 else None}
-        f = ops.get(type(node.op))
-        return f() if f is not None else None
-    return None
-
-
-def int_constants(tree: ast.Module) -> Dict[str, int]:
-    """{NAME: value} of the top-level names bound only to integer literals (`N = 2048 * 2`,
-    or one element of `depth, height, width = 16, 32, 32`): the sizes `--shrink` may
-    reduce. A name bound to a tuple of integer literals (`input_shape = (32768,)`) gives one
-    entry per element, `NAME[i]`. A name also bound to anything else (a float, a call,
-    another name) is left out, and so are booleans."""
-    values: Dict[str, int] = {}
-    other = set()
-
-    def bind(target: Any, value: Any) -> None:
-        if isinstance(target, ast.Name):
-            v = _int_literal(value) if value is not None else None
-            elts = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
-            if v is not None:
-                values[target.id] = max(v, values.get(target.id, v))
-            elif elts and all(_int_literal(e) is not None for e in elts) and not any(
-                    k.startswith(target.id + "[") for k in values):
-                for i, e in enumerate(elts):
-                    values[f"{target.id}[{i}]"] = _int_literal(e)
-            else:
-                other.add(target.id)
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            elts = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
-            if elts is None or len(elts) != len(target.elts) or any(
-                    isinstance(e, ast.Starred) for e in target.elts):
-                for n in assigned_names(ast.Assign(targets=[target], value=value)):
-                    other.add(n)
-                return
-            for t, v in zip(target.elts, elts):
-                bind(t, v)
-        else:
-            for n in assigned_names(ast.Assign(targets=[target], value=value)):
-                other.add(n)
-
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign):
-            for t in stmt.targets:
-                bind(t, stmt.value)
-        elif isinstance(stmt, ast.AnnAssign):
-            bind(stmt.target, stmt.value)
-    return {k: v for k, v in values.items() if k.split("[")[0] not in other}
-
-
-# Constants named like a count of parts: as divisors they must stay proper divisors (a group
-# of one channel, a head of width one, a single block are degenerate). A batch size never has
-# to divide anything: it is no divisor at all (else 16 | 32 | 64 chains of unrelated powers
-# of two would hold every size up).
-_PART_WORDS = ("group", "head", "block", "patch", "window", "cluster", "chunk")
-_BATCH_WORDS = ("batch",)
-_BATCH_SIZE = 2  # what --shrink makes of a batch size
-
-
-def shrink_overrides(constants: Dict[str, int], limit: int) -> Dict[str, str]:
-    """The `--set` overrides that shrink a program's integer constants (int_constants)
-    towards `limit` while keeping the file's own relations. Every constant above `limit`
-    gets a new value, in increasing order of the old ones, such that
-      - each constant u > 1 that divided it (a batch size aside) still divides it: channels
-        stay a multiple of the groups and of the heads, a sequence of the block length; the
-        new value is a multiple of the lcm L of those divisors' new values;
-      - a divisor named like a count of parts (`num_groups`, `n_head`, `block_len`, ...)
-        stays a proper divisor: at least 2 channels per group (GroupNorm over one channel
-        of a [B, C] input normalizes one value: PyTorch's f32 result is then rounding noise
-        times 1/sqrt(eps)), 2L when L alone would equal it;
-      - equal constants stay equal (in_channels == out_channels for a residual add).
-    A batch size (a name with `batch`) becomes 2 (or `limit` when smaller), whatever its
-    value: it is no divisor, and two samples exercise the batch dimension. The target is
-    `limit >> depth`, depth being the longest chain of proper multiples above
-    the constant among the file's constants (num_groups | hidden_size): a divisor leaves
-    its multiples room below the limit. The new value is the largest multiple of L not above
-    the target, or L when L is larger, never above the old value; other constants at most
-    `limit` do not change. Names map to the new value's text; the elements of a tuple constant
-    (`NAME[i]`) are put back together as one tuple."""
-    import functools
-    import math
-
-    def divisor_ok(name: str) -> bool:
-        return not any(w in name.lower() for w in _BATCH_WORDS)
-
-    def part(name: str) -> bool:
-        return any(w in name.lower() for w in _PART_WORDS)
-
-    divisor_values = sorted({v for k, v in constants.items() if divisor_ok(k) and v > 1})
-
-    @functools.lru_cache(maxsize=None)
-    def depth(v: int) -> int:
-        if v not in divisor_values:
-            return 0
-        return max((1 + depth(w) for w in divisor_values if w > v and w % v == 0), default=0)
-
-    order = sorted(constants.items(), key=lambda kv: (kv[1], kv[0]))
-    new: Dict[str, int] = {}
-    for name, v in order:
-        if not divisor_ok(name):
-            # A batch size: two samples exercise every batch-dependent path (broadcasting
-            # over the batch included); the rest of a batch only repeats the work.
-            new[name] = min(v, _BATCH_SIZE, limit)
-            continue
-        if v <= limit:
-            new[name] = v
-            continue
-        divisors = [(u, new[u]) for u, vu in order
-                    if 1 < vu < v and v % vu == 0 and divisor_ok(u)]
-        lcm = 1
-        for _, d in divisors:
-            lcm = lcm * d // math.gcd(lcm, d)
-        k = max(1, max(1, limit >> depth(v)) // lcm)
-        parts = [d for u, d in divisors if part(u)]
-        if parts and lcm * k <= max(parts):
-            k = 2
-        new[name] = min(v, lcm * k)
-    out: Dict[str, str] = {}
-    tuples: Dict[str, List[int]] = {}
-    changed = set()
-    for key, v in constants.items():
-        base, _, idx = key.partition("[")
-        if idx:
-            tuples.setdefault(base, []).append(new[key])
-            if new[key] != v:
-                changed.add(base)
-        elif new[key] != v:
-            out[key] = str(new[key])
-    for base, elems in tuples.items():
-        if base in changed:
-            out[base] = repr(tuple(elems))
-    return out
-
-
-def scale_overrides(constants: Dict[str, int], limit: int, factor: int) -> Dict[str, str]:
-    """The overrides that divide every constant above `limit` that `factor` divides by
-    `factor` (the others stay): all their ratios are kept exactly (`out_channels == 2 * W`
-    for a LayerNorm over the last dimension of a stride-2 transposed convolution), which
-    shrink_overrides' divisibility rule does not promise. Tuple elements as there."""
-    out: Dict[str, str] = {}
-    tuples: Dict[str, List[int]] = {}
-    changed = set()
-    for key, v in constants.items():
-        nv = v // factor if v > limit and v % factor == 0 else v
-        base, _, idx = key.partition("[")
-        if idx:
-            tuples.setdefault(base, []).append(nv)
-            if nv != v:
-                changed.add(base)
-        elif nv != v:
-            out[key] = str(nv)
-    for base, elems in tuples.items():
-        if base in changed:
-            out[base] = repr(tuple(elems))
-    return out
-
-
-def shrink_ladder(constants: Dict[str, int], limit: Optional[int],
-                  explicit: Dict[str, str]) -> List[Dict[str, Any]]:
-    """The size settings `--shrink limit` tries, in order, for a program with these integer
-    constants and these explicit `--set` overrides (which win over shrinking). For L =
-    limit, 2*limit, 4*limit, ... while something is still reduced: shrink_overrides at L,
-    then a uniform scaling (scale_overrides by the smallest power of two that brings the
-    largest constant to at most L; every ratio kept); finally the program's own sizes. A
-    setting is {"limit": int or None, "overrides": {NAME: VALUE}}, plus "scale" for a
-    uniform one. The first setting under which the program runs is used (a program may
-    need room: five 2x2 poolings need 32 pixels, a classifier may expect 7x7 features, a
-    LayerNorm a width tied to the channels)."""
-    free = {k: v for k, v in constants.items() if k.split("[")[0] not in explicit}
-    ladder: List[Dict[str, Any]] = []
-    seen: List[Dict[str, str]] = []
-
-    def add(setting: Dict[str, Any], shrunk: Dict[str, str]) -> None:
-        if shrunk and shrunk not in seen:
-            seen.append(shrunk)
-            setting["overrides"] = {**explicit, **shrunk}
-            ladder.append(setting)
-
-    step = limit
-    big = max((v for v in free.values() if limit is not None and v > limit), default=0)
-    while step is not None:
-        shrunk = shrink_overrides(free, step)
-        if not shrunk or (step > limit and step >= 2 * big):
-            break  # nothing reduced, or only batch sizes left to reduce: tried at `limit`
-        add({"limit": step}, shrunk)
-        factor = 2
-        while big // factor > step:
-            factor *= 2
-        if big // factor >= 1:
-            add({"limit": step, "scale": factor}, scale_overrides(free, limit, factor))
-        step *= 2
-    ladder.append({"limit": None, "overrides": dict(explicit)})
-    return ladder
-
-
-def _imports_loopir(tree: ast.Module) -> bool:
-    """Whether a module is a loop program (docs/loop-language.md): it imports solar.loopir."""
-    return any(isinstance(s, ast.ImportFrom) and s.module == "solar.loopir" for s in tree.body)
 
 
 def _sort_key(rel: str) -> Tuple[str, ...]:
@@ -355,7 +117,7 @@ def discover(folder: str) -> Tuple[List[Dict[str, Any]], List[Dict[str, str]]]:
         # class Model (KernelBench), or a module-level forward() (JAX-style, torch too)
         missing = [n for n in ("Model", "get_inputs") if not _defines(tree, n)
                    and not (n == "Model" and _defines(tree, "forward"))]
-        if missing and not _imports_loopir(tree):
+        if missing and not imports_loopir(tree):
             skipped.append({"source": path, "reason": "not a KernelBench-format program "
                                                       f"(no top-level {', '.join(missing)})"})
             continue
@@ -367,36 +129,6 @@ def discover(folder: str) -> Tuple[List[Dict[str, Any]], List[Dict[str, str]]]:
 # --------------------------------------------------------------------------- worker side
 
 
-def _error_cause(e: BaseException) -> Tuple[str, Optional[int]]:
-    """(cause, exit code of `solar analyze` for it) of an exception out of analyze_file."""
-    from . import _core
-    from .frontends.torch.capture import OverrideError, ProgramFormatError
-
-    codes = _core.EXIT_CODES
-    if isinstance(e, _core.Error):
-        code = getattr(e, "exit_code", codes["internal"])
-        for name, value in codes.items():
-            if value == code:
-                return name, code
-        return "internal", code
-    if isinstance(e, OverrideError):
-        return "usage", codes["usage"]
-    if isinstance(e, ProgramFormatError):
-        return "not_a_program", codes["parse"]
-    if isinstance(e, MemoryError) or any(
-            m in str(e) for m in ("can't allocate memory", "not enough memory")):
-        return "out_of_memory", codes["program_error"]
-    return "program_error", codes["program_error"]
-
-
-def _reset_torch_state(torch, threads: int) -> None:
-    """Undoes process-wide settings a program may have changed, before the next one."""
-    torch.set_default_dtype(torch.float32)
-    torch.set_grad_enabled(True)
-    if torch.get_num_threads() != threads:
-        torch.set_num_threads(threads)
-
-
 def _cpu_seconds() -> float:
     """CPU time (user + system, all threads) of this process so far, in seconds: on a
     shared machine a fairer measure of a program's cost than its wall time."""
@@ -404,68 +136,16 @@ def _cpu_seconds() -> float:
     return t.user + t.system
 
 
-def _retry_larger(e: BaseException) -> bool:
-    """Whether a shrunk program's failure may be the shrinking's doing, so the next, larger
-    setting is tried: the program itself raised (its shape arithmetic broke). Solar's own
-    errors, bad overrides and allocation failures are answers, not reasons to retry."""
-    from . import _core
-    from .frontends.torch.capture import OverrideError, ProgramFormatError
-
-    if not isinstance(e, Exception) or isinstance(
-            e, (_core.Error, OverrideError, ProgramFormatError, MemoryError)):
-        return False
-    return _error_cause(e)[0] == "program_error"
-
-
-def analyze_with_ladder(path: str, options: Any,
-                        ladder: List[Dict[str, Any]]) -> Tuple[Any, Dict[str, Any]]:
-    """analyze_file under the first size setting of `ladder` (shrink_ladder) at which the
-    program runs: (ProgramAnalysis, {"limit", "overrides", "rejected": [{"limit", "error"}]}).
-    A setting is abandoned only when the program itself raises (_retry_larger); the last
-    setting's error is raised as is, with the record of the rejected ones in its
-    `solar_shrink` attribute."""
-    import dataclasses
-
-    from .frontends.torch import program as prog
-
-    rejected: List[Dict[str, Any]] = []
-    for i, setting in enumerate(ladder):
-        opts = dataclasses.replace(options, overrides=dict(setting["overrides"]))
-        try:
-            result = prog.analyze_file(path, opts)
-        except Exception as e:
-            if i + 1 < len(ladder) and _retry_larger(e):
-                entry = {"limit": setting["limit"],
-                         "error": f"{type(e).__name__}: {e}"[:_TAIL_CHARS // 8]}
-                if "scale" in setting:
-                    entry["scale"] = setting["scale"]
-                rejected.append(entry)
-                continue
-            e.solar_shrink = {"limit": setting["limit"],  # type: ignore[attr-defined]
-                              "overrides": setting["overrides"], "rejected": rejected}
-            raise
-        used = {"limit": setting["limit"], "overrides": setting["overrides"],
-                "rejected": rejected}
-        if "scale" in setting:
-            used["scale"] = setting["scale"]
-        return result, used
-    raise ValueError("analyze_with_ladder: an empty ladder")
-
-
 def _analyze_task(task: Dict[str, Any], threads: int) -> Dict[str, Any]:
-    import traceback
-    import warnings
-
     import torch
-
-    from .frontends.torch import program as prog
 
     o = task["options"]
     ladder = task.get("ladder") or [{"limit": None, "overrides": task["overrides"]}]
-    options = prog.ProgramOptions(
+    options = ProgramOptions(
         archs=o["archs"], policy=o["policy"], cache_state=o["cache_state"],
         overrides=dict(task["overrides"]), strict=o["strict"], real=o["real"],
         train=o["train"], optimizer=o["optimizer"], validate=o["validate"],
+        eval_mode=o.get("eval", False),
         crosscheck=o["crosscheck"], mode=o.get("mode", "attainable"),
         cache_aware=o.get("cache_aware", True))
     cpu0 = _cpu_seconds()
@@ -496,7 +176,7 @@ def _analyze_task(task: Dict[str, Any], threads: int) -> Dict[str, Any]:
     except BaseException as e:  # noqa: BLE001 - SystemExit from a program is its failure
         if isinstance(e, KeyboardInterrupt):
             raise
-        cause, code = _error_cause(e)
+        cause, code = error_cause(e)
         tb = traceback.format_exc()
         return {"id": task["id"], "ok": False,
                 "error": {"cause": cause, "message": f"{type(e).__name__}: {e}",
@@ -504,7 +184,7 @@ def _analyze_task(task: Dict[str, Any], threads: int) -> Dict[str, Any]:
                 "cpu_seconds": round(_cpu_seconds() - cpu0, 3),
                 "shrink": getattr(e, "solar_shrink", None)}
     finally:
-        _reset_torch_state(torch, threads)
+        reset_torch_state(torch, threads)
 
 
 def _watch_parent(parent: int) -> None:
@@ -515,31 +195,10 @@ def _watch_parent(parent: int) -> None:
             os._exit(1)
 
 
-def _warm_up(torch) -> None:
-    """Captures and analyzes a one-layer model, so that the one-time costs of the first
-    capture (lazy imports, the device database) are paid before the worker says it is
-    ready and not charged to the first program's --timeout."""
-    import warnings
-
-    from .frontends.torch import program
-    from .frontends.torch.capture import capture
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            trace = capture(torch.nn.Linear(4, 4), torch.zeros(2, 4), name="warm_up")
-            program.analyze_trace(trace, "<warm-up>", program.ProgramOptions())
-    except Exception as e:  # noqa: BLE001 - the programs will meet it too and report it
-        sys.stderr.write(f"solar suite: warm-up failed: {type(e).__name__}: {e}\n")
-
-
 def _worker_main() -> None:
     """A worker: reads tasks (JSON lines) on stdin, answers on the stdout it had at start.
     fd 1 then points at fd 2 (the worker log), so the programs' prints do not reach the
     protocol pipe."""
-    import faulthandler
-    import threading
-
     proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = os.fdopen(1, "w", encoding="utf-8", buffering=1)
@@ -552,21 +211,14 @@ def _worker_main() -> None:
 
     import torch
 
-    from .frontends.torch import program  # noqa: F401 - imported once, here
-    try:
-        from .frontends.torch import validation  # noqa: F401 - for --validate
-    except ImportError:
-        pass
-
+    programs.torch_program()  # imported once, here (its validation with it)
     torch.set_num_threads(threads)
-    _warm_up(torch)
+    warm_up(torch)
     limit = int(os.environ.get("SOLAR_SUITE_MEMORY_BYTES", "0"))
     if limit > 0:
         # After the imports, so that only the programs meet it: an allocation past it
         # fails (MemoryError, torch's "can't allocate memory") instead of waking the
         # OOM killer, which may pick another process on a shared machine.
-        import resource
-
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     proto.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
     proto.flush()
@@ -686,7 +338,7 @@ def _exit_description(code: Optional[int]) -> str:
     return f"exited with code {code}"
 
 
-class _Progress:
+class Progress:
     """Progress on stderr: one updating line on a terminal, periodic plain lines otherwise.
     `solar sweep` shares it (label: the command's name on the plain lines)."""
 
@@ -741,7 +393,7 @@ def _failure(source: str, cause: str, message: str, **extra: Any) -> Dict[str, A
 
 
 def run_suite(programs: List[Dict[str, Any]], options: Dict[str, Any], jobs: int,
-              timeout: float, overrides: Dict[str, str], progress: _Progress,
+              timeout: float, overrides: Dict[str, str], progress: Progress,
               spill_dir: Optional[str] = None,
               memory_limit: Optional[int] = None,
               shrink: Optional[int] = None) -> List[Dict[str, Any]]:
@@ -752,8 +404,6 @@ def run_suite(programs: List[Dict[str, Any]], options: Dict[str, Any], jobs: int
     `ops` rows (write_json puts them together). memory_limit: bytes of address space per
     worker (RLIMIT_AS), None for no limit. shrink: `--shrink` limit (shrink_ladder), None
     for the programs' own sizes."""
-    import solar
-
     results: List[Optional[Dict[str, Any]]] = [None] * len(programs)
     queue = collections.deque()
     for i, p in enumerate(programs):
@@ -769,7 +419,7 @@ def run_suite(programs: List[Dict[str, Any]], options: Dict[str, Any], jobs: int
                       "overrides": ladder[0]["overrides"] if ladder else applied,
                       "ladder": ladder, "options": options,
                       "spill": os.path.join(spill_dir, f"{i}.json") if spill_dir else None})
-    pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(solar.__file__)))
+    pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         x for x in (pkg_root, env.get("PYTHONPATH", "")) if x)
@@ -1034,8 +684,6 @@ def write_json(path: str, head: Dict[str, Any], entries: List[Dict[str, Any]],
     """Writes the solar.suite.v1 document to `path` atomically (a temporary file in the same
     folder, renamed when complete), streaming: an analyzed program's full report is copied
     from spill_dir/INDEX.json with its `suite` object added, one entry per line."""
-    from .atomic_write import atomic_file
-
     with atomic_file(path) as f:
         f.write("{\n")
         for key, value in head.items():
@@ -1117,6 +765,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-state", default="cold")
     p.add_argument("--strict", action="store_true", help="an unanalyzed op fails its program")
     p.add_argument("--real", action="store_true", help="capture on real tensors")
+    p.add_argument("--eval", action="store_true",
+                   help="model.eval() first (default: each module's own mode)")
     p.add_argument("--train", action="store_true", help="forward + backward")
     p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"])
     p.add_argument("--validate", action="store_true",
@@ -1143,11 +793,9 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _canonical_archs(requested: Sequence[str]) -> List[str]:
+def canonical_archs(requested: Sequence[str]) -> List[str]:
     """Device ids as the database spells them, each once; UserError for an unknown one.
     The database is consulted without resolving `host` (which would probe this machine)."""
-    from . import _core
-
     known = {d.lower(): d for d in _core.device_ids()}
     out: List[str] = []
     for a in requested:
@@ -1163,33 +811,21 @@ def _canonical_archs(requested: Sequence[str]) -> List[str]:
 def _check_policy(policy: str, cache_state: str) -> None:
     """Fails now (UserError) on a policy or cache state analyze would reject for every
     program: a one-einsum graph is analyzed with them."""
-    from . import _core
-
     g = _core.parse_graph('graph probe\na = f32[1] input\nb = f32[1]{output} einsum "i->i" (a)\n')
     _core.analyze(g, ["H100_SXM"], policy, cache_state)
 
 
+@command("solar suite")
 def main(args: List[str]) -> int:
     """`solar suite DIR ...` (args after `suite`); returns the exit code."""
-    from . import _core, headroom
-    from .cli import _write_atomically
-
     codes = _core.EXIT_CODES
-    try:
-        ns = _parser().parse_args(args)
-    except SystemExit as e:
-        return codes["usage"] if e.code else 0
+    ns = parse_args(_parser(), args)
 
     def usage(msg: str) -> int:
         sys.stderr.write(f"solar suite: error: {msg}\n")
         return codes["usage"]
 
-    overrides: Dict[str, str] = {}
-    for item in ns.set:
-        name, eq, value = item.partition("=")
-        if not eq or not name.isidentifier():
-            return usage(f"--set {item}: expected NAME=VALUE")
-        overrides[name] = value
+    overrides = parse_overrides(ns.set)
     if ns.jobs < 1:
         return usage("--jobs must be at least 1")
     if ns.shrink is not None and ns.shrink < 1:
@@ -1206,7 +842,7 @@ def main(args: List[str]) -> int:
     if not requested:
         return usage("--arch: no device id")
     try:
-        archs = _canonical_archs(requested)
+        archs = canonical_archs(requested)
         _check_policy(ns.policy, ns.cache_state)
     except _core.Error as e:
         sys.stderr.write(f"solar suite: error: {e}\n")
@@ -1239,11 +875,11 @@ def main(args: List[str]) -> int:
     start = time.monotonic()
     programs, skipped = discover(ns.dir)
     options = {"archs": archs, "policy": ns.policy, "cache_state": ns.cache_state,
-               "strict": ns.strict, "real": ns.real, "train": ns.train,
+               "strict": ns.strict, "real": ns.real, "eval": ns.eval, "train": ns.train,
                "optimizer": ns.optimizer, "validate": ns.validate,
                "crosscheck": not ns.no_crosscheck, "op_rows": not ns.no_ops,
                "mode": ns.mode, "cache_aware": not ns.no_cache_aware}
-    progress = _Progress(len(programs), enabled=not ns.quiet)
+    progress = Progress(len(programs), enabled=not ns.quiet)
 
     def terminated(signum, frame):  # SIGTERM: stop as on Ctrl-C, killing the workers
         raise KeyboardInterrupt
@@ -1275,10 +911,8 @@ def main(args: List[str]) -> int:
             if ns.json_path:
                 write_json(ns.json_path, head, entries, summary, spill_dir)
             if ns.csv_path:
-                _write_atomically(ns.csv_path, to_csv(entries, archs))
+                write_atomically(ns.csv_path, to_csv(entries, archs))
             if ns.html_path:
-                from .html import write as write_html
-
                 write_html({**head, "programs": entries, "summary": summary}, ns.html_path)
         except OSError as e:
             sys.stderr.write(f"solar suite: error: {e}\n")

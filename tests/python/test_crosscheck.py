@@ -16,7 +16,7 @@ from conftest import EXAMPLES  # noqa: E402
 
 from solar.frontends.torch import crosscheck  # noqa: E402
 from solar.frontends.torch.capture import CaptureRecord, capture_program  # noqa: E402
-from solar.frontends.torch.program import ProgramOptions, analyze_file, analyze_trace  # noqa: E402
+from solar.programs import ProgramOptions, analyze_file, analyze_trace  # noqa: E402
 
 TORCH = EXAMPLES / "torch"
 

@@ -24,7 +24,7 @@ import yaml
 
 import solar
 from solar import _core, cli
-from solar.frontends.torch import program as prog
+from solar import programs as prog
 
 ROOT = Path(__file__).resolve().parents[2]
 

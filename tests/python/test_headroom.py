@@ -11,7 +11,7 @@ import pytest
 
 import solar
 from solar import headroom
-from solar.frontends.torch.program import ProgramOptions, analyze_file
+from solar.programs import ProgramOptions, analyze_file
 
 pytest.importorskip("torch")
 

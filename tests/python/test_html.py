@@ -525,7 +525,7 @@ def test_a_program_that_does_not_fit_is_marked_in_its_device_row():
 def test_module_tree_of_a_captured_gpt(tmp_path):
     """A real module tree (the PyTorch frontend's): the small GPT's blocks each a collapsible
     row nested as in the JSON, with its numbers."""
-    from solar.frontends.torch.program import ProgramOptions, analyze_file
+    from solar.programs import ProgramOptions, analyze_file
 
     result = analyze_file(str(EXAMPLES / "torch" / "gpt_block.py"),
                           ProgramOptions(crosscheck=False, cache_aware=False))

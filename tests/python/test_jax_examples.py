@@ -21,7 +21,7 @@ pytest.importorskip("flax")
 from conftest import EXAMPLES  # noqa: E402
 
 from solar.frontends.jax.capture import load_program  # noqa: E402
-from solar.frontends.torch.program import ProgramOptions, analyze_file  # noqa: E402
+from solar.programs import ProgramOptions, analyze_file  # noqa: E402
 
 F32 = 4  # bytes per float32 / int32 element
 

@@ -42,7 +42,7 @@ from solar import loopir  # noqa: E402
 from solar.frontends.loopir import program as loop_program  # noqa: E402
 from solar.frontends.loopir import validation as loop_validation  # noqa: E402
 from solar.frontends.torch.capture import load_program  # noqa: E402
-from solar.frontends.torch.program import ProgramOptions, analyze_file  # noqa: E402
+from solar.programs import ProgramOptions, analyze_file  # noqa: E402
 
 torch.set_num_threads(2)
 

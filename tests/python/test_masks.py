@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import solar  # noqa: E402
-from solar.frontends.torch.program import ProgramOptions, analyze_file  # noqa: E402
+from solar.programs import ProgramOptions, analyze_file  # noqa: E402
 
 B, H, S, D = 2, 3, 16, 8
 

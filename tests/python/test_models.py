@@ -23,7 +23,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from solar import models  # noqa: E402
-from solar.frontends.torch.program import ProgramOptions, analyze_file  # noqa: E402
+from solar.programs import ProgramOptions, analyze_file  # noqa: E402
 from solar.models.build import build_model, config_of, parameter_count  # noqa: E402
 
 BF16 = 2

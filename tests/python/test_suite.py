@@ -286,7 +286,7 @@ def test_cache_aware_mode_and_opt_out(tmp_path):
 
 
 def test_timings_are_joined_with_the_bounds_and_plotted(tmp_path):
-    from solar.frontends.torch.program import ProgramOptions, analyze_file
+    from solar.programs import ProgramOptions, analyze_file
 
     write(tmp_path, "level1/a_mm.py", GOOD_MM)
     write(tmp_path, "level1/b_mm_relu.py", GOOD_MM.replace("a @ b", "torch.relu(a @ b)"))
@@ -354,7 +354,7 @@ def get_inputs():
 def test_shrink_keeps_divisibility_and_equality():
     import ast
 
-    from solar.suite import int_constants, shrink_overrides
+    from solar.shrink import int_constants, shrink_overrides
 
     tree = ast.parse(textwrap.dedent("""
         batch_size = 24

@@ -28,7 +28,7 @@ torch = pytest.importorskip("torch")
 
 import solar  # noqa: E402
 from solar.frontends.torch.capture import load_program  # noqa: E402
-from solar.frontends.torch.program import ProgramOptions, analyze_file  # noqa: E402
+from solar.programs import ProgramOptions, analyze_file  # noqa: E402
 
 torch.set_num_threads(2)
 
@@ -48,8 +48,15 @@ def path_of(name: str) -> str:
     return str(EXAMPLES / f"{name}.py")
 
 
+# Examples whose formulas are eval mode's (`--eval`): batch norm by its running statistics
+# (num_batches_tracked unread, nothing written back), nn.Dropout the identity. Without it a
+# program runs in the mode it leaves its module in: a fresh module trains (torch-frontend.md).
+EVAL = {"norms", "resnet_block", "conv_block", "casts_views"}
+
+
 def options(name: str, **kw) -> ProgramOptions:
     kw.setdefault("crosscheck", False)
+    kw.setdefault("eval_mode", name in EVAL)
     return ProgramOptions(overrides=OVERRIDES.get(name, {}), **kw)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict
 
+from ..atomic_write import write_atomically
 from . import charts, page, svg
 
 __all__ = ["compact", "render", "write"]
@@ -60,6 +61,4 @@ def compact(doc: Any) -> str:
 def write(doc: Any, path: str, interactive: bool = True) -> None:
     """Writes the page to `path` atomically, with the umask's permissions
     (solar.atomic_write: on any error, no file is left and an old `path` stays)."""
-    from ..atomic_write import write_atomically
-
     write_atomically(path, render(doc, interactive))

@@ -174,12 +174,23 @@ def headroom_measurement(report: Dict[str, Any]) -> Optional[Dict[str, Any]]:
                        "below it at a bound level (fused, cache-aware) would be a violation."}
 
 
+def headroom_points(joined: Dict[str, Any],
+                    level: str = "fused") -> Dict[str, List[Tuple[float, float, str]]]:
+    """Per KernelBench level: (SOL ms, measured min ms, problem) points of one SOL level of
+    a suite joined with timings (solar.headroom.join): the scatter this chart and
+    solar.headroom.plot draw."""
+    series: Dict[str, List[Tuple[float, float, str]]] = {}
+    for r in joined["rows"]:
+        if level in r["sol_ms"] and r["sol_ms"][level] > 0:
+            series.setdefault(r["level"], []).append(
+                (r["sol_ms"][level], r["measured_min_ms"], r["problem"]))
+    return series
+
+
 def headroom_suite(joined: Dict[str, Any], level: str = "fused") -> Optional[Dict[str, Any]]:
     """`solar suite --timings` (summary.headroom, solar.headroom.join): each problem's
     measured min against its SOL at `level`, one series per KernelBench level."""
-    from ..headroom import plot_data
-
-    data = plot_data(joined, level)
+    data = headroom_points(joined, level)
     if not data:
         return None
     series = [{"name": f"{name} ({len(pts)})", "mode": "markers",

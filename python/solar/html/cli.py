@@ -17,6 +17,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from .. import _core
 from ..errors import user_error
+from ..html import write as write_html
 
 
 def check_folder(path: Optional[str]) -> None:
@@ -27,8 +28,6 @@ def check_folder(path: Optional[str]) -> None:
 
 def write(doc, path: str) -> None:
     """Writes the page for a Report or report dict atomically (solar.html.write)."""
-    from . import write as write_html
-
     write_html(doc, path)
 
 

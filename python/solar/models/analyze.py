@@ -6,12 +6,17 @@ weight and cache bytes, and per device the time per step and tokens per second a
 
 from __future__ import annotations
 
+import contextlib
 from typing import Optional
 
+from .. import programs
+from ..analysis import ProgramAnalysis, ProgramOptions, analyze_trace
 from ..errors import user_error
-from ..frontends.torch.program import ProgramAnalysis, ProgramOptions, analyze_trace
+from .build import (build_model, config_of, implementation_patches, parameter_count,
+                    quiet_transformers)
 from .registry import ModelSpec, resolve
 from .run import ModelRun
+from .section import model_section
 
 # Causal LMs whose decode step Solar does not model, and why (a refusal, not a guess).
 NO_DECODE = {"reformer": "transformers' Reformer keeps its own cache of LSH buckets and "
@@ -19,8 +24,7 @@ NO_DECODE = {"reformer": "transformers' Reformer keeps its own cache of LSH buck
                          "(analyze --phase prefill)"}
 
 def _step(spec: ModelSpec, model, config, run: ModelRun, train: bool):
-    from . import phases
-
+    phases = programs.model_phases()
     seq, context = run.seq, run.context
     if train:
         if run.phase != "prefill" or spec.task not in ("causal-lm", "encoder"):
@@ -60,17 +64,11 @@ def _dtype_bytes(dtype: str) -> int:
 
 def analyze_model(run: ModelRun, options: Optional[ProgramOptions] = None) -> ProgramAnalysis:
     """Builds, captures and analyzes one phase of a model (see ModelRun)."""
-    import contextlib
-
     from torch._subclasses.fake_tensor import (DataDependentOutputException,
                                                DynamicOutputShapeException, FakeTensorMode)
 
-    from ..frontends.torch.capture import capture
-    from ..frontends.torch.quiet import torch_logging_silenced
-    from .build import (build_model, config_of, implementation_patches, parameter_count,
-                        quiet_transformers)
-    from .section import model_section
-
+    capture = programs.torch_capture().capture
+    torch_logging_silenced = programs.torch_quiet().torch_logging_silenced
     run.check()
     options = options or ProgramOptions()
     if options.validate or options.real:

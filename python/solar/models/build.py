@@ -12,6 +12,8 @@ Two implementation choices make the captured graph the one a bound should see:
 
 from __future__ import annotations
 
+import contextlib
+import warnings
 from typing import Any, Dict, Optional
 
 from ..errors import user_error
@@ -62,10 +64,6 @@ def build_model(spec: ModelSpec, config, dtype: str, mode=None, real: bool = Fal
     """The model of `spec` with `config`, its parameters in `dtype`, in eval mode: under the
     fake-tensor `mode` when given, on real (randomly initialized) tensors with `real`, else on
     the meta device (for counting parameters)."""
-    import contextlib
-
-    import contextlib
-
     import torch
 
     kwargs: Dict[str, Any] = {"dtype": torch_dtype(dtype), "attn_implementation": "sdpa"}
@@ -120,8 +118,6 @@ def implementation_patches(config):
     """Solar's IR has no complex dtype: while a DeepSeek-V2 model runs, its
     rotary embedding returns (cos, sin) instead of e^(i*theta) and applies it with
     real_rotary_emb (a patch of transformers' module, undone on exit)."""
-    import contextlib
-
     stack = contextlib.ExitStack()
     if config.model_type != "deepseek_v2":
         return stack
@@ -150,9 +146,6 @@ def parameter_count(model) -> int:
 def quiet_transformers():
     """transformers' warnings and notices (deprecated arguments, "add is_decoder=True") are
     about using its models for training or generation, not the user's concern here."""
-    import contextlib
-    import warnings
-
     stack = contextlib.ExitStack()
     stack.enter_context(warnings.catch_warnings())
     warnings.simplefilter("ignore")

@@ -14,6 +14,7 @@ import contextlib
 import os
 from typing import Any, Iterator
 
+from .build import quiet_transformers
 from .registry import lookup
 
 
@@ -80,8 +81,6 @@ def offline() -> Iterator[None]:
 
         patches.append((owner, "from_pretrained", classmethod(model_from_pretrained)))
     saved = [(owner, attr, owner.__dict__[attr]) for owner, attr, _ in patches]
-    from .build import quiet_transformers
-
     try:
         for owner, attr, value in patches:
             setattr(owner, attr, value)

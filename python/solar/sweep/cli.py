@@ -15,8 +15,12 @@ import sys
 import time
 from typing import Any, Dict, List
 
+from .. import _core
+from ..atomic_write import write_atomically
+from ..errors import command, parse_args
+from ..suite import Progress
+from . import plot, run, table
 from . import spec as spec_mod
-from . import table
 
 _SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 # Options that say what is computed: in a spec file, not beside it.
@@ -169,10 +173,6 @@ def run_sweep(spec: spec_mod.Spec, quiet: bool = False, checkpoint_s: float = 30
     spec.json and the plots. Returns the summary (counts, seconds, paths). Raises
     solar.UserError for bad input (nothing written then), KeyboardInterrupt after writing
     the points done."""
-    from ..atomic_write import write_atomically
-    from ..suite import _Progress
-    from . import run
-
     stream = stream or sys.stderr
     programs = spec_mod.check(spec)
     for key in spec.grid:
@@ -209,7 +209,7 @@ def run_sweep(spec: spec_mod.Spec, quiet: bool = False, checkpoint_s: float = 30
         jobs = spec.jobs or min(2, os.cpu_count() or 1)
         tasks = [spec_mod.task(spec, p, archs) for p, archs in todo]
         labels = {t["key"]: p.label() for t, (p, _) in zip(tasks, todo)}
-        progress = _Progress(len(tasks), enabled=not quiet, stream=stream,
+        progress = Progress(len(tasks), enabled=not quiet, stream=stream,
                              label="solar sweep")
         running: List[str] = []
         t0 = time.monotonic()
@@ -263,8 +263,6 @@ def run_sweep(spec: spec_mod.Spec, quiet: bool = False, checkpoint_s: float = 30
     save_paths.append(spec_path)
     summary["plots"] = []
     if spec.plots:
-        from . import plot
-
         try:
             import matplotlib  # noqa: F401
         except ImportError:
@@ -312,36 +310,26 @@ def summary_text(summary: Dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@command()
 def main(args: List[str]) -> int:
     """`solar sweep ...` (args after `sweep`); returns the exit code."""
-    from .. import _core
-    from ..cli import _errors_to_exit_codes
-
     codes = _core.EXIT_CODES
+    ns = parse_args(parser(), args)
+    if ns.checkpoint < 0:
+        raise spec_mod.user_error("--checkpoint must be 0 (off) or more seconds", "usage")
+    spec = build_spec(ns)
+
+    def terminated(signum, frame):  # SIGTERM: stop as on Ctrl-C, keeping what is done
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminated)
     try:
-        ns = parser().parse_args(args)
-    except SystemExit as e:
-        return codes["usage"] if e.code else 0
-
-    @_errors_to_exit_codes
-    def run() -> int:
-        if ns.checkpoint < 0:
-            raise spec_mod.user_error("--checkpoint must be 0 (off) or more seconds", "usage")
-        spec = build_spec(ns)
-
-        def terminated(signum, frame):  # SIGTERM: stop as on Ctrl-C, keeping what is done
-            raise KeyboardInterrupt
-
-        previous = signal.signal(signal.SIGTERM, terminated)
-        try:
-            summary = run_sweep(spec, quiet=ns.quiet, checkpoint_s=ns.checkpoint)
-        except KeyboardInterrupt:
-            sys.stderr.write(f"solar sweep: interrupted; the points done are in {spec.out} "
-                             "(rerun the same command to resume)\n")
-            return 130
-        finally:
-            signal.signal(signal.SIGTERM, previous)
-        sys.stdout.write(summary_text(summary))
-        return codes["ok"]
-
-    return run()
+        summary = run_sweep(spec, quiet=ns.quiet, checkpoint_s=ns.checkpoint)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"solar sweep: interrupted; the points done are in {spec.out} "
+                         "(rerun the same command to resume)\n")
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    sys.stdout.write(summary_text(summary))
+    return codes["ok"]

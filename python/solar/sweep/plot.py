@@ -15,6 +15,8 @@ import os
 import re
 from typing import Any, Dict, List, Sequence, Tuple
 
+from ..atomic_write import write_atomically
+
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "program"
@@ -52,8 +54,6 @@ def write_plots(folder: str, programs: Sequence[str], grid: Dict[str, List[Any]]
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from ..atomic_write import write_atomically
 
     axes = [k for k, v in grid.items() if len(v) >= 2]
     if not axes:

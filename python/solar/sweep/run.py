@@ -17,14 +17,22 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import hashlib
 import io
 import logging
 import os
+import tempfile
 import time
 import uuid
 import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
+from .. import _core, models, programs
+from ..analysis import ProgramOptions
+from ..atomic_write import atomic_file
+from ..errors import failing_line, user_error
+from ..program_source import OverrideError, ProgramFormatError
+from ..program_worker import reset_torch_state, warm_up
 from . import table
 
 _KILLED = ("the worker process running this point died ({what}): out of memory (the "
@@ -60,10 +68,8 @@ def warm_worker(models: bool = False) -> str:
     first capture are not the first point's time. models: import transformers too."""
     torch = _torch_one_thread()
     if torch is not None:
-        from ..suite import _warm_up
-
         with contextlib.redirect_stdout(io.StringIO()):
-            _warm_up(torch)
+            warm_up(torch)
     if models:
         with contextlib.suppress(Exception):
             import transformers  # noqa: F401
@@ -74,9 +80,6 @@ def _local_copy(task: Dict[str, Any]) -> str:
     """The program file to read on this worker: the task's path when it holds the same
     contents (a shared or the same file system), else a copy of the contents the parent
     sent, in a temporary folder under the same file name (a cluster's other machines)."""
-    import hashlib
-    import tempfile
-
     path = task["path"]
     if task["kind"] == "model" and path.startswith("hf:"):
         return path
@@ -89,52 +92,34 @@ def _local_copy(task: Dict[str, Any]) -> str:
     folder = os.path.join(tempfile.gettempdir(), f"solar-sweep-{task['digest'][:16]}")
     os.makedirs(folder, exist_ok=True)
     copy = os.path.join(folder, os.path.basename(path))
-    if not os.path.exists(copy):
-        tmp = f"{copy}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
+    if not os.path.exists(copy):  # workers of one machine may race: each copy is whole
+        with atomic_file(copy, binary=True) as f:
             f.write(task["source"])
-        os.replace(tmp, copy)
     return copy
 
 
 def _describe(e: BaseException, task: Dict[str, Any], path: str) -> str:
     """The failed row's error: Solar's own message for its errors and bad --set values; for
     the program's own failure, PROGRAM:LINE and the exception, as `solar analyze` says it."""
-    from .. import _core
-    from ..cli import _failing_line
-    from ..frontends.torch.capture import OverrideError, ProgramFormatError
-
     if isinstance(e, (_core.Error, OverrideError, ProgramFormatError)):
         return f"{type(e).__name__}: {e}"
     if task["kind"] == "model":
         return f"{type(e).__name__}: {e}"
-    where = _failing_line(e, path)
+    where = failing_line(e, path)
     where = task["program"] + where[len(path):] if where.startswith(path) else where
     return f"{where}: the program failed: {type(e).__name__}: {e}"
 
 
 def _analyze(task: Dict[str, Any], path: str):
-    from ..frontends.torch import program as prog
-
     o = task["options"]
-    options = prog.ProgramOptions(
+    options = ProgramOptions(
         archs=list(task["archs"]), policy=o["policy"], cache_state=o["cache_state"],
         overrides=dict(task.get("overrides", {})), strict=o["strict"], train=o["train"],
         optimizer=o["optimizer"], validate=False, crosscheck=o["crosscheck"],
         mode=o["mode"], cache_aware=o["cache_aware"])
     if task["kind"] == "model":
-        try:
-            from .. import models
-            from ..models import analyze_model
-        except ImportError as e:
-            raise RuntimeError(f"{task['program']}: Hugging Face models need "
-                               f"solar.models.analyze_model, which cannot be imported: "
-                               f"{type(e).__name__}: {e}") from None
-        run_type = getattr(models, "ModelRun", None)
-        if run_type is not None:  # analyze_model(ModelRun(ref, phase=..., ...), options)
-            return analyze_model(run_type(path, **task["model_kwargs"]), options)
-        return analyze_model(path, options=options, **task["model_kwargs"])
-    return prog.analyze_file(path, options)
+        return models.analyze_model(models.ModelRun(path, **task["model_kwargs"]), options)
+    return programs.analyze_file(path, options)
 
 
 def run_point(task: Dict[str, Any]) -> Dict[str, Any]:
@@ -161,9 +146,7 @@ def run_point(task: Dict[str, Any]) -> Dict[str, Any]:
         ok = False
     finally:
         if torch is not None:
-            from ..suite import _reset_torch_state
-
-            _reset_torch_state(torch, 1)
+            reset_torch_state(torch, 1)
     return {"key": task["key"], "rows": rows, "worker": worker, "ok": ok}
 
 
@@ -184,8 +167,6 @@ def client_for(address: Optional[str], jobs: int,
         try:
             client = Client(address, timeout="30s")
         except (OSError, TimeoutError, ValueError) as e:
-            from ..errors import user_error
-
             raise user_error(f"--address {address}: cannot reach the Dask scheduler: "
                              f"{type(e).__name__}: {e}", "io") from None
         try:

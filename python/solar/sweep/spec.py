@@ -18,6 +18,8 @@ import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import user_error
+from ..program_source import module_constants
+from ..suite import canonical_archs
 
 SPEC_SCHEMA = "solar.sweep-spec.v1"
 
@@ -302,10 +304,8 @@ def resolve_program(ref: str, base: str) -> Program:
 
 
 def program_constants(program: Program) -> List[str]:
-    """Names `--set` may replace in a .py program (suite.module_constants); parse error
+    """Names `--set` may replace in a .py program (program_source.module_constants); parse error
     when it is not Python."""
-    from ..suite import module_constants
-
     with open(program.path, encoding="utf-8") as f:
         text = f.read()
     try:
@@ -339,12 +339,10 @@ def check(spec: Spec) -> List[Program]:
     """Everything checkable before a worker starts: the programs (io), their keys (usage),
     the devices (unknown_device; spec.archs become the database's spelling). Returns the
     programs, found and read."""
-    from ..suite import _canonical_archs
-
     programs = [resolve_program(p, spec.base) for p in spec.programs]
     for program in programs:
         check_keys(spec, program)
-    spec.archs = _canonical_archs(spec.archs)
+    spec.archs = canonical_archs(spec.archs)
     return programs
 
 

@@ -15,6 +15,10 @@ import math
 import os
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from ..atomic_write import atomic_file, write_atomically
+from ..errors import user_error
+from ..report import parse_report_json
+
 PARQUET = "sweep.parquet"
 CSV = "sweep.csv"
 
@@ -57,8 +61,6 @@ def rows_from_report(report: Any, task: Dict[str, Any], wall_seconds: float,
                      worker: str) -> List[Dict[str, Any]]:
     """One ok row per device of task["archs"] from a solar.Report (read through its JSON
     without the per-op rows: report-json.md's totals, coverage and devices.<ID>)."""
-    from ..report import parse_report_json
-
     data = parse_report_json(report.to_json(None, ops=False))
     totals = data["totals"]
     devices = data["devices"]
@@ -181,8 +183,6 @@ def write(folder: str, rows: Sequence[Dict[str, Any]], grid_keys: Sequence[str])
     """Writes FOLDER/sweep.parquet and FOLDER/sweep.csv, each whole or not at all."""
     import pyarrow.parquet as pq
 
-    from ..atomic_write import atomic_file, write_atomically
-
     table = to_arrow(rows, grid_keys)
     paths = [os.path.join(folder, PARQUET), os.path.join(folder, CSV)]
     with atomic_file(paths[0], binary=True) as f:
@@ -194,8 +194,6 @@ def write(folder: str, rows: Sequence[Dict[str, Any]], grid_keys: Sequence[str])
 def read(folder: str) -> Tuple[List[Dict[str, Any]], Optional[str]]:
     """The rows of an earlier run in FOLDER (sweep.parquet, else sweep.csv) and the file
     read; ([], None) when there is neither. An unreadable file is an io error."""
-    from ..errors import user_error
-
     for name in (PARQUET, CSV):
         path = os.path.join(folder, name)
         if not os.path.exists(path):

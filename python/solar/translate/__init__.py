@@ -14,18 +14,8 @@ executed; the source runs in a subprocess with time and memory limits (runner.py
 
 from __future__ import annotations
 
-from typing import Any
+from .agent import TranslateOptions, Translation, translate
+from .batch import translate_dir
+from .source import SourceError
 
 __all__ = ["TranslateOptions", "Translation", "translate", "translate_dir", "SourceError"]
-
-_LAZY = {"TranslateOptions": "agent", "Translation": "agent", "translate": "agent",
-         "translate_dir": "batch", "SourceError": "source"}
-
-
-def __getattr__(name: str) -> Any:
-    # Lazy: `solar analyze` reads provenance.py on every program and needs none of the rest.
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

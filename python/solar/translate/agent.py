@@ -22,6 +22,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from .. import _core
 from ..errors import user_error
+from ..report import Report
 from . import cache, check, client, prompt, source
 
 SCHEMA = "solar.translation.v1"
@@ -321,8 +322,6 @@ class Analysis:
 
 def _analyze(out: str, text: str, options: TranslateOptions) -> Analysis:
     """The accepted program lifted and analyzed at its own sizes."""
-    from ..report import Report
-
     lp = check.load_text(text, out)
     graph, trace_ids = check.lift(lp)
     report = Report(_core.analyze(graph, list(options.archs), "pytorch-default", "cold"))

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, TextIO
 
 from .. import _core
 from ..errors import user_error
-from ..frontends.loopir.detect import is_loop_program
+from ..program_source import is_loop_program
 from . import agent, prompt, source
 
 STATE = "translate-state.jsonl"

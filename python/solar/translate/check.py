@@ -18,17 +18,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
-import numpy as np
-
-from .. import _core
-from ..frontends.loopir import interpret, record, syntax, validation
+from .. import _core, programs
+from ..frontends.loopir import record, syntax
+from ..frontends.loopir.checks import ReferenceOutputs, source_tensors
 from ..frontends.loopir.program import LoopProgram, _gc_paused
-from ..frontends.loopir.reference import ReferenceOutputs
 from . import extract
 from .prompt import tensor_table
 from .source import ReferenceData
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 # Iteration points the interpreter may evaluate at the test sizes (all nests together): a
@@ -108,7 +109,7 @@ def check(answer: Optional[str], name: str, data: Optional[ReferenceData],
                                  "write every extent in terms of the source's size constants")
     graph, trace_ids = _solar_step("refused", lift, lp)
     sources, ref = bind(lp, data, source_constants)
-    section = _solar_step("run_error", validation.validate, lp, graph, trace_ids, ref, sources)
+    section = _solar_step("run_error", programs.loop_validation().validate, lp, graph, trace_ids, ref, sources)
     if section["status"] != "passed":
         raise Failure(*_failure_of(section, data, lp))
     return Checked(text, section, sizes)
@@ -139,7 +140,7 @@ def bind(lp: LoopProgram, data: ReferenceData, source_constants: Dict[str, int])
     problems: List[str] = []
     sources: Dict[int, np.ndarray] = {}
     declared = set()
-    for t in validation.source_tensors(lp.trace):
+    for t in source_tensors(lp.trace):
         name, shape, dtype = t["name"], tuple(t["shape"]), t["dtype"]
         declared.add(name)
         what = f"`{name}` ({_role(t)}, {dtype}{list(shape)})"
@@ -154,7 +155,7 @@ def bind(lp: LoopProgram, data: ReferenceData, source_constants: Dict[str, int])
         elif want is not None and want != dtype:
             problems.append(f"{what} is {dtype}, the source's {data.kinds[name]} `{name}` {want}")
         else:
-            sources[t["id"]] = interpret.round_to(arr, dtype)
+            sources[t["id"]] = programs.loop_interpret().round_to(arr, dtype)
     for name, kind in data.kinds.items():
         if kind == "input" and name not in declared:
             problems.append(f"the source's argument `{name}` ({list(data.tensors[name].shape)}) "
@@ -246,7 +247,7 @@ def _failure_of(section: Dict[str, Any], data: ReferenceData, lp: LoopProgram):
             msg += (f"\n\nCompared at the test sizes ({_at(data)}) on the source's own inputs "
                     "and weights.")
             unread = [n for n, k in data.kinds.items() if k == "weight" and n not in {
-                t["name"] for t in validation.source_tensors(lp.trace)}]
+                t["name"] for t in source_tensors(lp.trace)}]
             if unread:
                 msg += (" The source's parameters and buffers your program does not read: "
                         + ", ".join(f"`{n}`" for n in unread) + ".")

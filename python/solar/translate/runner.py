@@ -29,6 +29,11 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from .. import programs
+from ..analysis import ProgramOptions
+from ..frontends.jax.capture import load_program, program_from_module  # no jax import
+from ..frontends.loopir.language import canonical_dtype
+
 SEED = 0
 
 
@@ -49,8 +54,6 @@ def _limit(spec: Dict[str, Any]) -> None:
 
 
 def _dtype(x: Any) -> Optional[str]:
-    from ..frontends.loopir.language import canonical_dtype
-
     name = str(getattr(x, "dtype", type(x).__name__)).replace("torch.", "")
     return canonical_dtype(name)
 
@@ -104,8 +107,6 @@ class Loaded:
     """The source's entry point, its arguments and its parameters at one size setting."""
 
     def __init__(self, path: str, framework: str, overrides: Dict[str, str], abstract: bool):
-        from ..frontends.jax.capture import load_program  # runs any Python file, no jax import
-
         _seed(framework)
         mod = load_program(path, overrides)
         if not callable(getattr(mod, "get_inputs", None)):
@@ -150,8 +151,6 @@ class Loaded:
 
     def _jax(self, mod, path: str, abstract: bool) -> None:
         import jax
-
-        from ..frontends.jax.capture import program_from_module
 
         prog = program_from_module(mod, path, abstract=abstract)
         self.inputs = list(prog.inputs)
@@ -253,9 +252,7 @@ def _probe(path: str, framework: str) -> Dict[str, Any]:
 def _capture(path: str, archs: List[str]) -> Dict[str, Any]:
     """Solar's own capture of the source at its own sizes: MACs and compulsory bytes."""
     try:
-        from ..frontends.torch.program import ProgramOptions, analyze_file
-
-        result = analyze_file(path, ProgramOptions(archs=archs, crosscheck=False,
+        result = programs.analyze_file(path, ProgramOptions(archs=archs, crosscheck=False,
                                                    cache_aware=False))
         totals = json.loads(result.report.to_json(None, ops=False))["totals"]
         return {"macs": int(totals["macs"]), "bytes_fused": int(totals["bytes_fused"]),

@@ -16,13 +16,14 @@ import signal
 import subprocess
 import sys
 import tempfile
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
-import numpy as np
-
-from .. import suite
 from ..errors import user_error
+from ..shrink import int_constants, shrink_ladder
 from . import client
+
+if TYPE_CHECKING:
+    import numpy as np
 
 LANGS = ("pytorch", "jax", "numpy", "triton", "cuda", "c")
 # Languages whose source Solar runs itself (runner.py), with the framework it runs them as.
@@ -73,14 +74,14 @@ def detect_lang(path: str, text: str, lang: str = "auto") -> str:
 
 
 def size_constants(text: str, lang: str) -> Dict[str, int]:
-    """The source's integer size constants (suite.int_constants), for a Python source."""
+    """The source's integer size constants (solar.shrink.int_constants), for a Python source."""
     if lang not in ("pytorch", "jax", "numpy", "triton"):
         return {}
     try:
         tree = ast.parse(text)
     except SyntaxError:
         return {}
-    return {k: v for k, v in suite.int_constants(tree).items() if k.isidentifier()}
+    return {k: v for k, v in int_constants(tree).items() if k.isidentifier()}
 
 
 @dataclasses.dataclass
@@ -112,10 +113,8 @@ class ReferenceData:
 def _child_env() -> Dict[str, str]:
     """The subprocess's environment: this `solar` package first on the path, and no API key
     (the source has no business with it)."""
-    import solar
-
     env = {k: v for k, v in os.environ.items() if k not in client.KEY_ENVS}
-    root = os.path.dirname(os.path.dirname(os.path.abspath(solar.__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(
         os.pathsep) if p])
     env.setdefault("OMP_NUM_THREADS", "1")
@@ -126,11 +125,11 @@ def run_source(path: str, lang: str, limit: Optional[int], timeout: float, memor
                archs: List[str], key_env: Optional[str] = None) -> ReferenceData:
     """The source at `path` run by runner.py in a subprocess (setrlimit: `memory_gb` of
     address space, CPU seconds; killed after `timeout` s of wall time) at the first setting
-    of the shrink ladder (limit: suite.shrink_ladder) under which it runs."""
+    of the shrink ladder (limit: solar.shrink.shrink_ladder) under which it runs."""
     framework = RUNNABLE[lang]
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    ladder = suite.shrink_ladder(size_constants(text, lang), limit, {}) if limit else \
+    ladder = shrink_ladder(size_constants(text, lang), limit, {}) if limit else \
         [{"limit": None, "overrides": {}}]
     with tempfile.TemporaryDirectory(prefix="solar-translate-ref-") as work:
         spec = {"source": os.path.abspath(path), "framework": framework, "out": work,
@@ -165,6 +164,8 @@ def run_source(path: str, lang: str, limit: Optional[int], timeout: float, memor
             meta = json.load(f)
         if "error" in meta:
             raise SourceError(f"{path}: the source failed when Solar ran it: {meta['error']}")
+        import numpy as np
+
         with np.load(os.path.join(work, "reference.npz")) as z:
             arrays = {k: z[k] for k in z.files}
     data = _data(path, framework, meta, arrays)
@@ -202,6 +203,8 @@ def load_npz(path: str) -> ReferenceData:
     """Reference data from an .npz (docs/translate.md): `inputs/<name>` and `weights/<name>`
     by loop tensor name, `outputs/<i>` (0, 1, ...; or `outputs/<name>`), and `sizes/<NAME>`,
     the size constants the data were made at. Dtypes are not checked (an .npz may widen)."""
+    import numpy as np
+
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}

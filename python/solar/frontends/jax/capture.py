@@ -22,15 +22,22 @@ literal) and every primitive parameter by its name (tuples as lists, dtypes as
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import enum
 import math
 import os
 import re
 import sys
+import types
+import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from ... import _core
+from ...program_source import OverrideError, ProgramFormatError, inject_overrides
+from ...program_source import is_jax_program  # noqa: F401  (re-exported)
 
 SCHEMA = "solar.optrace.v1"
 # Upper bound on the ops one capture emits by unrolling loops: past it a loop is recorded as
@@ -215,15 +222,9 @@ class NeedsValues(Exception):
 def refused(message: str):
     """A solar.UnsupportedError (exit code 7, `unsupported`) for a program construct the
     capture refuses as a whole (a loop past the unroll cap, a multi-device shard_map)."""
-    from ... import _core
-
     e = _core.UnsupportedError(message)
     e.exit_code = _core.EXIT_CODES["unsupported"]
     return e
-
-
-class ProgramFormatError(ValueError):
-    """A JAX program file that does not define forward/get_inputs or Model/get_inputs."""
 
 
 # ---------------------------------------------------------------- encoding
@@ -1058,8 +1059,6 @@ def capture(fn, *args, values: Optional[bool] = None, name: Optional[str] = None
     try:
         return run(False, True)
     except NeedsValues as e:
-        import warnings
-
         warnings.warn(f"solar: {e}: captured again on the real inputs", RuntimeWarning,
                       stacklevel=2)
         return run(True, False)
@@ -1097,55 +1096,13 @@ def _with_modules(trace: Dict[str, Any], root: str) -> Dict[str, Any]:
 # ---------------------------------------------------------------- program files
 
 
-from .detect import is_jax_program  # noqa: E402,F401  (re-exported)
-
-
-class OverrideError(ValueError):
-    """A --set NAME the program file does not assign at module level (a usage error)."""
-
-
-def _parse_value(text: str) -> Any:
-    import ast
-
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
-
-
 def load_program(path: str, overrides: Optional[Dict[str, str]] = None):
     """Executes the program file as a module. `overrides` (NAME -> VALUE text, a Python
     literal or else a string) inject `NAME = VALUE` right after each top-level assignment of
     NAME, as the PyTorch frontend does; a NAME the file never assigns raises OverrideError."""
-    import ast
-    import types
-
     path = os.path.abspath(path)
     with open(path, encoding="utf-8") as f:
-        tree = ast.parse(f.read(), filename=path)
-    values = {k: _parse_value(v) for k, v in (overrides or {}).items()}
-    if values:
-        assigned, body = set(), []
-        for stmt in tree.body:
-            body.append(stmt)
-            targets = []
-            if isinstance(stmt, ast.Assign):  # NAME = ... and A, B = ... alike
-                for t in stmt.targets:
-                    elts = t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]
-                    targets += [e.id for e in elts if isinstance(e, ast.Name)]
-            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-                targets = [stmt.target.id]
-            for name in targets:
-                if name in values:
-                    assigned.add(name)
-                    fix = ast.parse(f"{name} = {values[name]!r}").body[0]
-                    body.append(ast.copy_location(fix, stmt))
-        missing = sorted(set(values) - assigned)
-        if missing:
-            raise OverrideError(f"{path}: --set names {', '.join(missing)}, which the file "
-                                "does not assign at module level")
-        tree.body = body
-        ast.fix_missing_locations(tree)
+        tree = inject_overrides(ast.parse(f.read(), filename=path), path, overrides)
     # Registered under a private name: dataclasses (Flax modules) look their module up.
     name = "_solar_jax_program_" + "".join(
         ch if ch.isalnum() else "_" for ch in os.path.splitext(os.path.basename(path))[0])

@@ -2,24 +2,27 @@
 C++ jax table, analyze; on request validate by execution (report section `validation`) and
 show XLA's own cost analysis beside Solar's counts (report section `xla`).
 
-`solar analyze prog.py` and `solar validate prog.py` reach analyze_file through the torch
-frontend's analyze_file, which hands over files that import jax or flax and not torch
-(capture.is_jax_program), so both frontends return the same ProgramAnalysis.
+`solar analyze prog.py` and `solar validate prog.py` reach analyze_file through the dispatch
+(solar.programs), which hands over files that import jax or flax and not torch
+(solar.program_source.is_jax_program); every frontend returns a solar.analysis.ProgramAnalysis.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import random
 import warnings
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ... import _core
+from ... import _core, executor
+from ...analysis import ProgramAnalysis, ProgramOptions, analyze_graph, lower_trace
 from ...errors import user_error
 from ...report import Report
 from . import capture as cap
+from .limits import check_real_run
 
 TOOL = "solar executor"
 # Validation's seed: Python's and numpy's global generators (a get_inputs() that draws from
@@ -28,32 +31,20 @@ SEED = 0
 XLA_TOOL = "XLA HloCostAnalysis: jax.jit(f).lower(*args).compile().cost_analysis()"
 
 
-def _program_types():
-    from ..torch.program import ProgramAnalysis, ProgramOptions, lower_trace
-
-    return ProgramAnalysis, ProgramOptions, lower_trace
-
-
-def _analyze_capture(c: "cap.Capture", file: str, options) -> Any:
-    ProgramAnalysis, _, lower_trace = _program_types()
+def _analyze_capture(c: "cap.Capture", file: str, options: ProgramOptions) -> ProgramAnalysis:
     graph, notes, trace_ids = lower_trace(c.trace, file, options.strict)
-    archs = list(options.archs)
-    if not archs:
-        raise _core.UserError("analyze needs at least one device id")
-    report = Report(_core.analyze(graph, archs, options.policy, options.cache_state,
-                                  **options.level_args()))
-    return ProgramAnalysis(report, notes, c.trace, graph, trace_ids)
+    return ProgramAnalysis(analyze_graph(graph, options), notes, c.trace, graph, trace_ids)
 
 
-def analyze_file(path: str, options=None):
+def analyze_file(path: str, options: Optional[ProgramOptions] = None) -> ProgramAnalysis:
     """Captures the JAX program at `path` (forward/get_inputs or a Flax Model) and analyzes
     it. options.validate: captured on the real inputs, run, and its graph executed and
     compared (section `validation`); options.crosscheck: XLA's cost analysis beside
     Solar's counts (section `xla`)."""
-    _, ProgramOptions, _ = _program_types()
     options = options or ProgramOptions()
     if options.train or options.optimizer:
         raise user_error("--train/--optimizer are not supported for JAX programs yet", "usage")
+    check_real_run(path, options)  # a real run that would not fit in memory: refused first
     try:
         real = options.validate or options.real
         with _seeded_generators():
@@ -87,8 +78,6 @@ def analyze_file(path: str, options=None):
 def _seeded_generators():
     """Python's and numpy's global generators seeded with SEED while the program is loaded
     and its inputs made, then restored: the inputs a validation reports are reproducible."""
-    import random
-
     py_state, np_state = random.getstate(), np.random.get_state()
     random.seed(SEED)
     np.random.seed(SEED)
@@ -177,9 +166,6 @@ def validate_capture(c: "cap.Capture", prog: "cap.Program", file: str) -> Dict[s
     every program output compared under the tolerance of its dtype."""
     import jax
 
-    from ... import executor
-
-    _, _, lower_trace = _program_types()
     section: Dict[str, Any] = {"status": "failed", "tool": TOOL, "seed": SEED,
                                "outputs": [], "excluded": [],
                                "given": [{"op": c.trace["ops"][i]["op"],
@@ -317,7 +303,6 @@ def analyze_jax(fn, *args, arch="H100_SXM", policy: str = "pytorch-default",
     `validation`); crosscheck: XLA's cost analysis beside Solar's (section `xla`);
     unroll_cap: the most ops loop unrolling may emit (default cap.UNROLL_CAP, 200,000, or
     SOLAR_JAX_UNROLL_CAP): a loop past it is refused (solar.UnsupportedError)."""
-    _, ProgramOptions, _ = _program_types()
     archs = [arch] if isinstance(arch, str) else list(arch)
     options = ProgramOptions(archs=archs, policy=policy, cache_state=cache_state, strict=strict)
     name = getattr(fn, "__name__", "program")

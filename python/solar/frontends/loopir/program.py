@@ -1,8 +1,8 @@
 """One loop program from file to report: parse, record, lift (C++), analyze; on request
 validate it (validation.py: section `validation`, docs/loop-language.md).
 
-`solar analyze prog.py` and `solar validate prog.py` reach analyze_file through the torch
-frontend's analyze_file, which hands over files that import solar.loopir (detect.py).
+`solar analyze prog.py` and `solar validate prog.py` reach analyze_file through the
+dispatch (solar.programs), which hands over files that import solar.loopir.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ... import _core
+from ...analysis import ProgramAnalysis, ProgramOptions, analyze_graph, lower_trace
 from ...errors import user_error
-from ...report import Report
+from ...memory_limit import check_fits, loop_estimate
 from . import record, syntax
 from .provenance import provenance_of
 
@@ -62,33 +62,30 @@ def _gc_paused():
 
 def lift(lp: LoopProgram):
     """(graph, {graph tensor name: trace id}) by the C++ loopir table."""
-    from ..torch.program import lower_trace
-
     graph, _notes, trace_ids = lower_trace(lp.trace, lp.path, True)
     return graph, trace_ids
 
 
-def analyze_file(path: str, options=None):
+def analyze_file(path: str, options: Optional[ProgramOptions] = None,
+                 validate: Optional[Callable[..., Dict[str, Any]]] = None) -> ProgramAnalysis:
     """Parses, records, lifts and analyzes the loop program at `path`; with options.validate
-    also runs it and validates the graph (section `validation`)."""
-    from ..torch.program import ProgramAnalysis, ProgramOptions
-
+    also runs it and validates the graph (section `validation`) with `validate`
+    (validation.validate, which needs NumPy: the dispatch, solar.programs, passes it in)."""
     options = options or ProgramOptions()
     if options.train or options.optimizer:
         raise user_error("--train/--optimizer do not apply to loop programs", "usage")
     lp = load(path, options.overrides)
+    if options.validate:  # the interpreter and the executor allocate: too large, refused first
+        check_fits(path, options.overrides, lambda ov: loop_estimate(load(path, ov).trace),
+                   "validating it")
     graph, trace_ids = lift(lp)
-    archs = list(options.archs)
-    if not archs:
-        raise _core.UserError("analyze needs at least one device id")
-    report = Report(_core.analyze(graph, archs, options.policy, options.cache_state,
-                                  **options.level_args()))
+    report = analyze_graph(graph, options)
     result = ProgramAnalysis(report, [], lp.trace, graph, trace_ids)
     translation = provenance_of(path)
     if translation is not None:  # a language model wrote it (solar translate)
         report.attach_section("translation", translation)
     if options.validate:
-        from .validation import validate  # NumPy: only validation runs the program
-
+        if validate is None:
+            raise ValueError("analyze_file(validate=...) is needed with options.validate")
         report.attach_section("validation", validate(lp, graph, trace_ids, options.reference))
     return result

@@ -10,7 +10,6 @@ output), a tuple or list (the outputs in declaration order) or a dict by output 
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import inspect
 import os
@@ -19,9 +18,10 @@ from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 
-from ... import _core
+from ... import _core, executor
 from ...errors import user_error
-from ..jax.detect import is_jax_program
+from ...program_source import is_jax_program
+from .checks import ReferenceOutputs, check_entry, source_tensors
 
 _TORCH_DTYPES = {"f64": "float64", "f32": "float32", "tf32": "float32", "bf16": "bfloat16",
                  "f16": "float16", "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2",
@@ -125,24 +125,10 @@ def run_reference(path: str, named_inputs: Dict[str, Tuple[np.ndarray, str]],
     return framework, values
 
 
-@dataclasses.dataclass
-class ReferenceOutputs:
-    """A reference's outputs computed elsewhere (solar translate: the source program run in a
-    subprocess on its own inputs, or an .npz), compared by compare_reference as a
-    reference program's are."""
-
-    source: str  # what produced them (a path)
-    framework: str  # torch, jax, numpy or npz
-    values: Dict[str, np.ndarray]  # by the loop program's output names
-
-
 def compare_reference(path, lp, sources, values, graph, trace_ids, graph_inputs):
     """The `validation.reference` section: each output of the reference (a program at
     `path`, run here on `sources`, or a ReferenceOutputs) compared with the loop program's
     (its interpreter) and the lifted graph's (the executor)."""
-    from ... import executor
-    from .validation import _check_entry, source_tensors
-
     dtypes = {t["id"]: t["dtype"] for t in lp.trace["tensors"]}
     if isinstance(path, ReferenceOutputs):
         framework, ref, path = path.framework, path.values, path.source
@@ -165,8 +151,8 @@ def compare_reference(path, lp, sources, values, graph, trace_ids, graph_inputs)
         loop, lifted = (_core.compare(by_id[tid], {
             "got": np.require(got[k], dtype=np.float64, requirements="C"), "want": want}, dtype)
             for k in ("loop", "graph"))
-        entry = {"name": name, "loop_program": _check_entry(loop, graph, tid),
-                 "graph": _check_entry(lifted, graph, tid)}
+        entry = {"name": name, "loop_program": check_entry(loop, graph, tid),
+                 "graph": check_entry(lifted, graph, tid)}
         passed = passed and bool(loop.passed) and bool(lifted.passed)
         section["outputs"].append(entry)
     section["status"] = "passed" if passed else "failed"

@@ -4,26 +4,22 @@ dtype's tolerance; with a reference program (reference.py), that program too."""
 
 from __future__ import annotations
 
-import math
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ... import executor
 from . import interpret
+from .checks import check_entry, source_tensors
 from .language import is_integer_dtype
 from .program import LoopProgram
+from .reference import compare_reference
 
 TOOL = "solar loop interpreter and executor"
 SEED = 0
 
 
 # ----------------------------------------------------------------------- inputs
-
-
-def source_tensors(trace: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """The trace tensors no op writes (inputs, weights, constants)."""
-    written = {o for op in trace["ops"] for o in op["outputs"] if o is not None}
-    return [t for t in trace["tensors"] if t["id"] not in written]
 
 
 def make_inputs(lp: LoopProgram, seed: int = SEED) -> Dict[int, np.ndarray]:
@@ -78,26 +74,6 @@ def _executor_array(x: np.ndarray, dtype: str) -> np.ndarray:
     return np.require(x, dtype=np.float32, requirements="C")
 
 
-def _check_entry(ch, graph, trace_id) -> Dict[str, Any]:
-    t = graph.tensor(ch.name)
-    finite = lambda v: float(v) if math.isfinite(float(v)) else None  # noqa: E731
-    return {"name": ch.name, "trace_id": trace_id, "shape": list(t.shape),
-            "dtype": str(t.dtype).rsplit(".", 1)[-1],
-            "max_abs_error": finite(ch.max_abs_error), "max_rel_error": finite(ch.max_rel_error),
-            "atol": ch.atol, "rtol": ch.rtol, "mismatches": int(ch.mismatches),
-            "passed": bool(ch.passed), **_worst(ch)}
-
-
-def _worst(ch) -> Dict[str, Any]:
-    """Where a failed check is worst (index, got, want): what a translation's feedback
-    (solar translate) quotes; nothing for a check that passed."""
-    if ch.passed or not ch.mismatches:
-        return {}
-    finite = lambda v: float(v) if math.isfinite(float(v)) else str(float(v))  # noqa: E731
-    return {"worst_position": [int(i) for i in ch.worst_position],
-            "worst_got": finite(ch.worst_got), "worst_want": finite(ch.worst_want)}
-
-
 def _first_divergent(result, lp: LoopProgram, graph, trace_ids: Dict[str, int]):
     """The first graph op whose result leaves tolerance, with the loop statement that wrote
     it (file:line), from the validation's intermediate checks."""
@@ -117,7 +93,7 @@ def _first_divergent(result, lp: LoopProgram, graph, trace_ids: Dict[str, int]):
                 entry["file"] = top.get("file", "")
                 entry["line"] = statements[k]["line"] if statements else top.get("line", 0)
                 break
-        entry["tensor"] = _check_entry(check, graph, tid)
+        entry["tensor"] = check_entry(check, graph, tid)
     return entry
 
 
@@ -129,8 +105,6 @@ def validate(lp: LoopProgram, graph, trace_ids: Dict[str, int],
     elsewhere), the reference's outputs are compared with both. `sources` gives the data of
     every source tensor by trace id (solar translate: the source program's own inputs and
     weights); by default they are drawn (make_inputs)."""
-    from ... import executor
-
     section: Dict[str, Any] = {"status": "failed", "tool": TOOL, "seed": SEED, "outputs": []}
     if sources is None:
         sources = make_inputs(lp)
@@ -149,15 +123,13 @@ def validate(lp: LoopProgram, graph, trace_ids: Dict[str, int],
         elif tid is not None:  # every version the program computes locates a divergence
             intermediates[t.name] = _executor_array(values[tid], dtypes[tid])
     result = executor.validate(graph, inputs, refs, intermediates)
-    section["outputs"] = [_check_entry(ch, graph, trace_ids.get(ch.name)) for ch in result.outputs]
+    section["outputs"] = [check_entry(ch, graph, trace_ids.get(ch.name)) for ch in result.outputs]
     section["status"] = "passed" if result.passed else "failed"
     if not result.passed:
         section["reason"] = "the lifted graph differs from the loop program: " + ", ".join(
             ch.name for ch in result.outputs if not ch.passed)
         section["first_divergent_op"] = _first_divergent(result, lp, graph, trace_ids)
     if reference is not None:
-        from .reference import compare_reference
-
         section["reference"] = compare_reference(reference, lp, sources, values, graph,
                                                  trace_ids, inputs)
         if section["reference"]["status"] != "passed":

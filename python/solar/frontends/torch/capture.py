@@ -15,6 +15,8 @@ counted for each recorded op.
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import math
 import os
 import sys
@@ -30,6 +32,7 @@ from torch._subclasses.fake_tensor import (
     FakeTensorMode,
 )
 
+from ...program_source import OverrideError, ProgramFormatError, inject_overrides
 from .quiet import torch_logging_silenced
 
 OPTRACE_SCHEMA = "solar.optrace.v1"
@@ -544,8 +547,6 @@ def capture(
         """The recorder, with FlopCounterMode entered under it when asked: the counter sees
         each op the recorder passes on (and counts decompositions of composite ops it has no
         formula for under that op), never changing what the recorder sees."""
-        import contextlib
-
         stack = contextlib.ExitStack()
         if counter is not None:
             stack.enter_context(counter)
@@ -662,9 +663,19 @@ def capture(
     }
     if module_types:
         doc["modules"] = module_types
+    if module is not None:
+        doc["mode"] = module_mode(module)
     if source:
         doc["source"] = source
     return doc
+
+
+def module_mode(module: torch.nn.Module) -> str:
+    """"training" when every submodule is in training mode (batch norm normalizes by the
+    batch's statistics and updates its running ones, dropout drops), "eval" when none is,
+    "mixed" otherwise: the mode the program ran in (docs/torch-frontend.md, "Mode")."""
+    flags = {m.training for m in module.modules()}
+    return "mixed" if len(flags) > 1 else ("training" if flags.pop() else "eval")
 
 
 def _default_loss(out: Any) -> torch.Tensor:
@@ -720,56 +731,17 @@ def _is_fake(t: torch.Tensor) -> bool:
     return isinstance(t, torch._subclasses.fake_tensor.FakeTensor)
 
 
-def _parse_value(text: str) -> Any:
-    import ast
-
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
-
-
-class ProgramFormatError(ValueError):
-    """A Python file that is not a KernelBench-format program (no Model or get_inputs)."""
-
-
-class OverrideError(ValueError):
-    """A --set NAME the program file does not assign at module level (a usage error)."""
-
-
 def load_program(path: str, overrides: Optional[Dict[str, str]] = None) -> types.ModuleType:
     """Executes a KernelBench-format file as a module, once. `overrides` (NAME -> VALUE
     text, a Python literal or else a string) replace module-level constants: `NAME = VALUE`
     is injected right after each top-level statement that assigns NAME (alone or in a tuple
-    assignment, see suite.assigned_names), so later constants and get_inputs()/get_init_inputs()
-    see the new value. A NAME the file never assigns at top level raises OverrideError."""
-    import ast
-
-    from ...suite import assigned_names  # torch-free, shared with `solar suite`'s parent
-
+    assignment: solar.program_source.inject_overrides), so later constants and
+    get_inputs()/get_init_inputs() see the new value. A NAME the file never assigns at top
+    level raises OverrideError."""
     path = os.path.abspath(path)
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    tree = ast.parse(text, filename=path)
-    values = {k: _parse_value(v) for k, v in (overrides or {}).items()}
-    if values:
-        assigned = set()
-        body = []
-        for stmt in tree.body:
-            body.append(stmt)
-            for name in assigned_names(stmt):
-                if name in values:
-                    assigned.add(name)
-                    fix = ast.parse(f"{name} = {values[name]!r}").body[0]
-                    body.append(ast.copy_location(fix, stmt))
-        missing = sorted(set(values) - assigned)
-        if missing:
-            raise OverrideError(
-                f"{path}: --set names {', '.join(missing)}, which the file does not assign "
-                "at module level"
-            )
-        tree.body = body
-        ast.fix_missing_locations(tree)
+    tree = inject_overrides(ast.parse(text, filename=path), path, overrides)
     mod = types.ModuleType(os.path.splitext(os.path.basename(path))[0])
     mod.__file__ = path
     code = compile(tree, path, "exec")
@@ -778,19 +750,21 @@ def load_program(path: str, overrides: Optional[Dict[str, str]] = None) -> types
     return mod
 
 
-def _hub_offline(mod: types.ModuleType, text: Optional[str] = None):
-    """A program that loads Hugging Face models by name (KernelBench level 4) is loaded and
-    built with `from_pretrained` answered from Solar's registry, offline (solar.models.hub);
-    `text` (the source, at load) marks the module for its later builds."""
-    import contextlib
+# How a program that loads Hugging Face models by name (KernelBench level 4) is loaded and
+# built: a context manager factory answering `from_pretrained` offline from Solar's model
+# registry. Installed by the one module that loads this frontend (solar.programs gives it
+# solar.models.hub.offline), so the frontend needs no model registry of its own.
+hub_offline: Optional[Callable[[], Any]] = None
 
+
+def _hub_offline(mod: types.ModuleType, text: Optional[str] = None):
+    """The hub_offline context for a program whose source calls `from_pretrained`; `text`
+    (the source, at load) marks the module for its later builds."""
     if text is not None:
         mod._solar_hub = "from_pretrained" in text
-    if not getattr(mod, "_solar_hub", False):
+    if not getattr(mod, "_solar_hub", False) or hub_offline is None:
         return contextlib.nullcontext()
-    from ...models.hub import offline  # transformers: only for such programs
-
-    return offline()
+    return hub_offline()
 
 
 def capture_program(
@@ -800,13 +774,16 @@ def capture_program(
     train: bool = False,
     optimizer: Optional[str] = None,
     record: Optional[CaptureRecord] = None,
+    eval_mode: bool = False,
 ) -> Dict[str, Any]:
     """Captures a KernelBench-format file: Model(*get_init_inputs()) on get_inputs(), or a
-    file's module-level forward(*get_inputs()).
+    file's module-level forward(*get_inputs()), in the mode the program leaves its module
+    in (a fresh nn.Module trains: batch statistics, active dropout), or in eval mode with
+    eval_mode (`--eval`: model.eval() first).
     train/optimizer: a training step (see capture); the file's own `loss_fn(output,
     *inputs)`, when it defines one, is the loss. record: see CaptureRecord (tensor values
     need fake=False)."""
-    step = {"train": train, "optimizer": optimizer, "record": record}
+    step = {"train": train, "optimizer": optimizer, "record": record, "eval_mode": eval_mode}
     mod = load_program(path, overrides)
     check_program(mod, path)
     if fake:
@@ -850,14 +827,15 @@ def build_program(mod: types.ModuleType, path: str, init: List[Any]) -> Any:
 def capture_loaded(
     mod: types.ModuleType, path: str, fake: bool, train: bool = False,
     optimizer: Optional[str] = None, record: Optional[CaptureRecord] = None,
+    eval_mode: bool = False,
 ) -> Dict[str, Any]:
     """Captures a program load_program already loaded (see capture_program)."""
-    return _capture_loaded(mod, path, fake, train, optimizer, record)
+    return _capture_loaded(mod, path, fake, train, optimizer, record, eval_mode)
 
 
 def _capture_loaded(
     mod: types.ModuleType, path: str, fake: bool, train: bool, optimizer: Optional[str],
-    record: Optional[CaptureRecord] = None,
+    record: Optional[CaptureRecord] = None, eval_mode: bool = False,
 ) -> Dict[str, Any]:
     mode = FakeTensorMode(allow_non_fake_inputs=True) if fake else None
     init = list(mod.get_init_inputs()) if hasattr(mod, "get_init_inputs") else []
@@ -869,8 +847,10 @@ def _capture_loaded(
     else:
         model = build_program(mod, path, init)
         inputs = list(mod.get_inputs())
-    if isinstance(model, torch.nn.Module):
-        model.train(train)
+    # KernelBench's harness runs the module as its constructor left it (a fresh module
+    # trains); inference still runs without autograd, only `train` records a backward.
+    if isinstance(model, torch.nn.Module) and eval_mode:
+        model.eval()
     name = os.path.splitext(os.path.basename(path))[0]
     return capture(model, *inputs, name=name, fake=fake, source=path, train=train,
                    loss_fn=getattr(mod, "loss_fn", None) if train else None,

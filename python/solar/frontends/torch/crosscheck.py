@@ -20,6 +20,11 @@ from __future__ import annotations
 import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
+from torch._subclasses.fake_tensor import (DataDependentOutputException,
+                                           DynamicOutputShapeException)
+
+from .capture import CaptureRecord, capture_loaded
+
 TOOL = "torch.utils.flop_counter.FlopCounterMode"
 UNIT = "MAC (1 MAC = 2 FLOP)"
 
@@ -38,6 +43,20 @@ _CONV_OPS = ("aten::convolution", "aten::_convolution")
 _CONV_BACKWARD = "aten::convolution_backward"
 
 
+def attach_crosscheck(result, load, options, record=None) -> None:
+    """Adds the `crosscheck` section (FlopCounterMode's MACs beside Solar's, per aten op) to
+    a ProgramAnalysis; a program FlopCounterMode cannot run gets a section saying why, not a
+    failure. record: the CaptureRecord of the capture (flop_counter=True); without one,
+    `load()` gives the program module to count separately."""
+    try:
+        section = flop_crosscheck(result, load, options, record=record)
+    except Exception as e:  # the counter's own failure must not fail the analysis
+        warnings.warn(f"FlopCounterMode cross-check skipped: {type(e).__name__}: {e}",
+                      RuntimeWarning, stacklevel=2)
+        section = {"tool": TOOL, "status": "skipped", "reason": f"{type(e).__name__}: {e}"}
+    result.report.attach_section("crosscheck", section)
+
+
 def flop_crosscheck(result, load, options, record=None) -> Dict[str, Any]:
     """The `crosscheck` section for a ProgramAnalysis. record: the CaptureRecord of a capture
     made with flop_counter=True (the normal path); without one, `load()` (the loaded program
@@ -53,16 +72,12 @@ def flop_crosscheck(result, load, options, record=None) -> Dict[str, Any]:
 def _count_separately(result, load, options):
     """Captures the loaded program again with the counter (fake tensors; real ones for a
     program that reads tensor values) and checks it recorded the analyzed trace's ops."""
-    from torch._subclasses.fake_tensor import (DataDependentOutputException,
-                                               DynamicOutputShapeException)
-
-    from .capture import CaptureRecord, capture_loaded
-
     if load is None:
         raise ValueError("no FlopCounterMode counts were recorded and there is no program to run")
     record = CaptureRecord(flop_counter=True)
     source = result.trace.get("source", "")
-    step = {"train": options.train, "optimizer": options.optimizer, "record": record}
+    step = {"train": options.train, "optimizer": options.optimizer, "record": record,
+            "eval_mode": options.eval_mode}
     try:
         trace = capture_loaded(load(), source, fake=True, **step)
     except (DataDependentOutputException, DynamicOutputShapeException):

@@ -8,6 +8,8 @@ import warnings
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from ... import _core
+from ...report import Report
+from .capture import capture
 
 
 class UnanalyzedOpWarning(UserWarning):
@@ -35,9 +37,6 @@ def analyze_program(
 ):
     """solar.analyze for an nn.Module or function: capture on fake tensors, lower, analyze.
     Unanalyzed ops are reported (UnanalyzedOpWarning, and in the report's coverage)."""
-    from ...report import Report
-    from .capture import capture
-
     trace = capture(program, *example_inputs, fake=fake)
     graph, notes = lower(trace, strict=strict)
     for n in notes:

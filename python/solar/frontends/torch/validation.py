@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import math
+import random
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ... import _core
-from . import program as _program
-from .capture import is_row_major
+import torch
+
+from ... import _core, analysis, executor
+from .capture import CaptureRecord, capture_loaded, check_program, is_row_major, load_program
+from .crosscheck import attach_crosscheck
 
 SEED = 0
 TOOL = "solar executor"
@@ -29,20 +32,18 @@ _SOURCE_ROLES = ("input", "parameter", "buffer", "constant")
 
 
 def capture_and_validate(path: str,
-                         options: "_program.ProgramOptions") -> "_program.ProgramAnalysis":
+                         options: analysis.ProgramOptions) -> analysis.ProgramAnalysis:
     """Captures the program at `path` on real tensors (seeded), analyzes it, cross-checks its
     MACs when options.crosscheck, and attaches the `validation` section."""
-    from .capture import CaptureRecord
-
     def capture(values: str, flop_counter: bool) -> Tuple[Dict[str, Any], CaptureRecord]:
         record = CaptureRecord(values=values, flop_counter=flop_counter)
         return _capture_seeded(path, options, record), record
 
     with _seeded_generators():
         trace, record = capture("io", options.crosscheck)
-    result = _program.analyze_trace(trace, path, options)
+    result = analysis.analyze_trace(trace, path, options)
     if options.crosscheck:
-        _program.attach_crosscheck(result, None, options, record=record)
+        attach_crosscheck(result, None, options, record=record)
 
     def rerun() -> Tuple[Dict[str, Any], Any]:
         with _seeded_generators():
@@ -58,10 +59,6 @@ def _seeded_generators():
     """torch's, Python's and numpy's global generators seeded with SEED, and restored to the
     caller's states afterwards: a second capture draws the same weights, inputs and random
     values as the first, and the caller's own draws are not disturbed."""
-    import random
-
-    import torch
-
     try:
         import numpy
     except ImportError:  # numpy is optional for programs
@@ -83,12 +80,11 @@ def _seeded_generators():
 
 def _capture_seeded(path: str, options, record) -> Dict[str, Any]:
     """Loads and captures the program on real tensors (inside _seeded_generators)."""
-    from .capture import capture_loaded, check_program, load_program
-
     mod = load_program(path, options.overrides)
     check_program(mod, path)
     return capture_loaded(mod, path, fake=False, train=options.train,
-                          optimizer=options.optimizer, record=record)
+                          optimizer=options.optimizer, record=record,
+                          eval_mode=options.eval_mode)
 
 
 def validation_trace(trace: Dict[str, Any], random_ops: List[int]) -> Dict[str, Any]:
@@ -125,8 +121,6 @@ def _enum_name(d: Any) -> str:
 def _reference(value: Any, tensor: Any) -> Any:
     """The framework's value as the executor compares it: complex values as (re, im) pairs
     in a trailing dimension, as the lowering holds them."""
-    import torch
-
     if value.is_complex():
         value = torch.view_as_real(value.resolve_conj())
     if list(value.shape) != list(tensor.shape):
@@ -171,7 +165,7 @@ class _Prepared:
 
     def __init__(self, trace: Dict[str, Any], record, file: str, with_intermediates: bool):
         self.vtrace = validation_trace(trace, record.random_ops)
-        self.graph, self.notes, self.trace_ids = _program.lower_trace(self.vtrace, file, False)
+        self.graph, self.notes, self.trace_ids = analysis.lower_trace(self.vtrace, file, False)
         graph = self.graph
         self.unanalyzed = [op for op in graph.ops if _enum_name(op.kind) == "unanalyzed"]
         sources, outputs, inner = _graph_io(graph)
@@ -335,8 +329,6 @@ def validate_capture(
     """The `validation` section for a real-tensor capture whose record kept values ("io" or
     "all"). rerun: captures the program again keeping every op output ("all"); called when
     an output fails, to name the first divergent op."""
-    from ... import executor
-
     section: Dict[str, Any] = {
         "status": "failed",
         "tool": TOOL,
@@ -390,8 +382,6 @@ def validate_capture(
 def _locate(result, prepared: _Prepared, trace, file: str, rerun) -> Optional[Dict[str, Any]]:
     """The first op whose output leaves tolerance, from a validation with every op output's
     framework value as an intermediate reference (a seeded re-run keeping them all)."""
-    from ... import executor
-
     if result.first_divergent_op is None and rerun is not None:
         trace2, record2 = rerun()
         if [op["op"] for op in trace2["ops"]] != [op["op"] for op in trace["ops"]]:

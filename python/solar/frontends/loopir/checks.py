@@ -1,0 +1,51 @@
+"""What the loop program's validation (validation.py), its comparison with a reference
+program (reference.py) and solar translate's checks share, without NumPy: the source tensors
+of a trace, an executor check written as a report entry, and a reference's outputs computed
+elsewhere."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import TYPE_CHECKING, Any, Dict, List
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+def source_tensors(trace: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The trace tensors no op writes (inputs, weights, constants)."""
+    written = {o for op in trace["ops"] for o in op["outputs"] if o is not None}
+    return [t for t in trace["tensors"] if t["id"] not in written]
+
+
+def check_entry(ch, graph, trace_id) -> Dict[str, Any]:
+    """One executor check (solar.Check) of a graph tensor as a `validation` entry."""
+    t = graph.tensor(ch.name)
+    finite = lambda v: float(v) if math.isfinite(float(v)) else None  # noqa: E731
+    return {"name": ch.name, "trace_id": trace_id, "shape": list(t.shape),
+            "dtype": str(t.dtype).rsplit(".", 1)[-1],
+            "max_abs_error": finite(ch.max_abs_error), "max_rel_error": finite(ch.max_rel_error),
+            "atol": ch.atol, "rtol": ch.rtol, "mismatches": int(ch.mismatches),
+            "passed": bool(ch.passed), **_worst(ch)}
+
+
+def _worst(ch) -> Dict[str, Any]:
+    """Where a failed check is worst (index, got, want): what a translation's feedback
+    (solar translate) quotes; nothing for a check that passed."""
+    if ch.passed or not ch.mismatches:
+        return {}
+    finite = lambda v: float(v) if math.isfinite(float(v)) else str(float(v))  # noqa: E731
+    return {"worst_position": [int(i) for i in ch.worst_position],
+            "worst_got": finite(ch.worst_got), "worst_want": finite(ch.worst_want)}
+
+
+@dataclasses.dataclass
+class ReferenceOutputs:
+    """A reference's outputs computed elsewhere (solar translate: the source program run in a
+    subprocess on its own inputs, or an .npz), compared by compare_reference as a
+    reference program's are."""
+
+    source: str  # what produced them (a path)
+    framework: str  # torch, jax, numpy or npz
+    values: Dict[str, "np.ndarray"]  # by the loop program's output names
