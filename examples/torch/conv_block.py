@@ -1,7 +1,8 @@
-"""A ResNet-style conv block: conv, batch norm (eval), ReLU, grouped conv, residual add,
-global average pool (KernelBench format).
+"""A ResNet-style conv block: conv, batch norm, ReLU, grouped conv, residual add, global
+average pool (KernelBench format). --eval: batch norm by its running statistics; without it
+the fresh module trains (batch statistics), as KernelBench runs it.
 
-solar analyze examples/torch/conv_block.py --arch H100_SXM
+solar analyze examples/torch/conv_block.py --arch H100_SXM --eval
 """
 
 import torch

@@ -1,7 +1,7 @@
 """Normalization layers (KernelBench format): batch norm in eval mode and in training mode
 (batch statistics, running stats updated in place), layer, group, instance and RMS norm.
 
-solar analyze examples/torch/norms.py --arch H100_SXM
+solar analyze examples/torch/norms.py --arch H100_SXM --eval
 """
 
 import torch
@@ -20,7 +20,7 @@ d_model = 16
 class Model(nn.Module):
     def __init__(self, channels, groups, d_model):
         super().__init__()
-        self.bn = nn.BatchNorm2d(channels)  # captured in eval mode: running statistics
+        self.bn = nn.BatchNorm2d(channels)  # --eval: running statistics (default: batch)
         self.bn.running_mean.uniform_(-0.5, 0.5)  # as after training, not the 0/1 defaults
         self.bn.running_var.uniform_(0.5, 2.0)
         self.train_weight = nn.Parameter(torch.rand(channels) + 0.5)

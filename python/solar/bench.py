@@ -62,6 +62,7 @@ class BenchOptions:
     overrides: Dict[str, str] = dataclasses.field(default_factory=dict)
     policy: str = "pytorch-default"
     device: Optional[str] = None  # "cpu" or "cuda"; default: cuda when available
+    eval_mode: bool = False  # --eval: model.eval() (default: the module's own mode)
 
 
 def device_id_for(torch_device: str) -> str:
@@ -226,13 +227,16 @@ def bench_file(path: str, options: BenchOptions):
     device_id = device_id_for(torch_device)
     device = _core.device(device_id)
     result = programs.analyze_file(path, ProgramOptions(archs=[device_id], policy=options.policy,
-                                               overrides=options.overrides, crosscheck=False))
+                                               overrides=options.overrides, crosscheck=False,
+                                               eval_mode=options.eval_mode))
     mod = capture.load_program(path, options.overrides)
     torch.manual_seed(0)
     init = list(mod.get_init_inputs()) if hasattr(mod, "get_init_inputs") else []
     model = capture.build_program(mod, path, init)  # an nn.Module, or a forward() function
-    if isinstance(model, torch.nn.Module):
-        model = model.to(torch_device).eval()
+    if isinstance(model, torch.nn.Module):  # timed in the mode analyzed (torch-frontend.md)
+        model = model.to(torch_device)
+        if options.eval_mode:
+            model.eval()
     inputs = [x.to(torch_device) if isinstance(x, torch.Tensor) else x for x in mod.get_inputs()]
     runner = torch.compile(model) if options.compile else model  # functions compile too
 
@@ -306,6 +310,8 @@ def main(args: Sequence[str]) -> int:
                                 description="Time a PyTorch program and compare it with its SOL")
     p.add_argument("program")
     p.add_argument("--compile", action="store_true", help="time torch.compile(model)")
+    p.add_argument("--eval", action="store_true",
+                   help="model.eval() first (default: the mode the program leaves its module in)")
     p.add_argument("--trials", type=int, default=10)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--no-flush", action="store_true", help="do not flush caches between trials")
@@ -321,7 +327,7 @@ def main(args: Sequence[str]) -> int:
     overrides = parse_overrides(ns.set)
     options = BenchOptions(trials=ns.trials, warmup=ns.warmup, flush=not ns.no_flush,
                            compile=ns.compile, profile=ns.profile, overrides=overrides,
-                           policy=ns.policy, device=ns.device)
+                           policy=ns.policy, device=ns.device, eval_mode=ns.eval)
     try:
         result = bench_file(ns.program, options)
     except (_core.Error, OSError):

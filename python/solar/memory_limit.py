@@ -298,7 +298,10 @@ def loop_estimate(trace: Dict[str, Any]) -> Estimate:
     computing every non-source tensor."""
     tensors = trace["tensors"]
     written = {o for op in trace["ops"] for o in op.get("outputs", ()) if o is not None}
-    width = lambda t: _numel(t) * compute_width(str(t.get("dtype", "")))  # noqa: E731
+
+    def width(t: Dict[str, Any]) -> int:
+        return _numel(t) * compute_width(str(t.get("dtype", "")))
+
     return Estimate([
         ("the interpreter's values (float64)", sum(_numel(t) * 8 for t in tensors)),
         ("the executor's arrays", sum(width(t) for t in tensors)),
@@ -344,7 +347,7 @@ def _largest_fitting(settings: List[Tuple[int, Dict[str, str]]], avail: int,
         n, ov = settings[mid]
         try:
             est = estimate_at(ov)
-        except Exception:  # noqa: BLE001 - the shrunk program raised: too small to run
+        except Exception:  # the shrunk program raised: too small to run
             est = None
         if est is not None and est.total <= avail:
             best = (n, est)

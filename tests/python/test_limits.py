@@ -10,11 +10,11 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
 import pytest
-
 from solar import _core
 from solar import memory_limit as ml
 
@@ -102,18 +102,16 @@ def solar_child(*args: str, limit=LIMIT, cwd=None):
     def guard():
         resource.setrlimit(resource.RLIMIT_AS, (GUARD, GUARD))
 
-    out_path, err_path = f"/tmp/solar_limits_{os.getpid()}.out", f"/tmp/solar_limits_{os.getpid()}.err"
     start = time.monotonic()
-    with open(out_path, "w") as out, open(err_path, "w") as err:
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         p = subprocess.Popen([sys.executable, "-m", "solar", *args], stdout=out, stderr=err,
                              stdin=subprocess.DEVNULL, env=env, cwd=cwd, preexec_fn=guard)
         _, status, usage = os.wait4(p.pid, 0)
         p.returncode = os.waitstatus_to_exitcode(status)
-    seconds = time.monotonic() - start
-    with open(out_path) as f1, open(err_path) as f2:
-        stdout, stderr = f1.read(), f2.read()
-    os.unlink(out_path)
-    os.unlink(err_path)
+        seconds = time.monotonic() - start
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
     return p.returncode, stdout, stderr, seconds, usage.ru_maxrss * 1024  # ru_maxrss: kB
 
 

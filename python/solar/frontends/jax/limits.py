@@ -30,7 +30,7 @@ def check_real_run(path: str, options: Any) -> Optional[Estimate]:
             else:
                 c = cap.capture(prog.fn, *args, values=False, name=prog.name, source=path,
                                 param_argnums=(0,), arg_names=["params"] + names)
-        except Exception:  # noqa: BLE001
+        except Exception:
             if not first[0]:
                 raise  # a shrunk setting the program cannot run at (memory_limit bisects)
             return None  # the real run reports the program's own failure, if any

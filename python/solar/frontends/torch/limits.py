@@ -26,7 +26,7 @@ def check_real_run(path: str, options: Any) -> Optional[Estimate]:
             trace = capture_loaded(mod, path, fake=True, train=options.train,
                                    optimizer=options.optimizer, record=record,
                                    eval_mode=options.eval_mode)
-        except Exception:  # noqa: BLE001
+        except Exception:
             if not first[0]:
                 raise  # a shrunk setting the program cannot run at (memory_limit bisects)
             # Not capturable on fake tensors (it reads tensor values, or a fake kernel is
