@@ -20,6 +20,8 @@ with a literal name is an edge.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -190,3 +192,14 @@ def test_frontends_do_not_import_each_other():
            for t, _, line, _ in edges
            if _frontend(m) and _frontend(t) and _frontend(m) != _frontend(t)]
     assert not bad, "frontends importing each other:\n" + "\n".join(bad)
+
+
+def test_the_command_line_starts_without_heavy_packages():
+    """`solar --help` and a graph's analysis import no frontend: torch, jax, NumPy and
+    transformers are imported when a program needs them (the lazy loaders above)."""
+    code = ("import sys, solar.cli; print(sorted(m for m in sys.modules "
+            "if m.split('.')[0] in ('torch', 'jax', 'numpy', 'transformers', 'openai')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -16,7 +16,7 @@ import tempfile
 from typing import List, Optional, Sequence, Tuple
 
 from .. import _core
-from ..errors import user_error
+from ..errors import command, fail, user_error
 from ..html import write as write_html
 
 
@@ -82,18 +82,14 @@ def _asks_help(args: Sequence[str]) -> bool:
     return any(a in ("-h", "--help") for a in args)
 
 
+@command()
 def run_graph(argv: Sequence[str]) -> int:
     """`solar analyze|inverse GRAPH ... --html PATH` (argv with the program name)."""
     codes = _core.EXIT_CODES
     html_path, args = html_option(list(argv))
     if not html_path:
-        sys.stderr.write("solar: error: --html needs a PATH\n")
-        return codes["usage"]
-    try:
-        check_folder(html_path)
-    except _core.Error as e:
-        sys.stderr.write(f"solar: error: {e}\n")
-        return e.exit_code
+        raise fail("--html needs a PATH", "usage")
+    check_folder(html_path)
     user_json, at = _json_option(args)
     with tempfile.TemporaryDirectory(prefix="solar-html-") as tmp:
         json_path = user_json
@@ -112,8 +108,7 @@ def run_graph(argv: Sequence[str]) -> int:
         try:
             write(json.loads(text), html_path)
         except OSError as e:
-            sys.stderr.write(f"solar: error: {html_path}: {e.strerror or e}\n")
-            return codes["io"]
+            raise fail(f"{html_path}: {e.strerror or e}", "io") from None
         if to_stdout:
             sys.stdout.write(text)
             sys.stdout.flush()

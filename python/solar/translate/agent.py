@@ -21,6 +21,7 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from .. import _core
+from ..atomic_write import write_atomically
 from ..errors import user_error
 from ..report import Report
 from . import cache, check, client, prompt, source
@@ -121,12 +122,9 @@ def _resolve(options: TranslateOptions) -> TranslateOptions:
 
 
 def _write(path: str, text: str) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.{threading.get_ident()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    """Writes `path` whole or not at all, its folder created."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    write_atomically(path, text)
 
 
 def _sha(text: str) -> str:

@@ -20,6 +20,7 @@ import time
 from typing import Any, Dict, List, Optional, TextIO
 
 from .. import _core
+from ..atomic_write import write_atomically
 from ..errors import user_error
 from ..program_source import is_loop_program
 from . import agent, prompt, source
@@ -175,8 +176,7 @@ def translate_dir(folder: str, out_dir: Optional[str] = None,
     bar.finish()
     ordered = [records[r] for r in sources]
     summary = summarize(ordered, folder, out_dir, options)
-    with open(os.path.join(out_dir, SUMMARY), "w", encoding="utf-8") as f:
-        json.dump(summary, f, indent=1)
+    write_atomically(os.path.join(out_dir, SUMMARY), json.dumps(summary, indent=1))
     return summary
 
 

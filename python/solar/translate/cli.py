@@ -14,6 +14,8 @@ import sys
 from typing import List
 
 from .. import _core
+from ..atomic_write import write_atomically
+from ..errors import command, fail, parse_args
 from . import agent, batch, prompt, source
 
 
@@ -152,12 +154,11 @@ def _print_prompt(ns, options: agent.TranslateOptions) -> int:
     return 0
 
 
+@command()
 def main(args: List[str]) -> int:
+    """`solar translate ...` (args after `translate`); returns the exit code."""
     codes = _core.EXIT_CODES
-    try:
-        ns = parser().parse_args(args)
-    except SystemExit as e:
-        return codes["usage"] if e.code else 0
+    ns = parse_args(parser(), args)
     options = _options(ns)
     try:
         if ns.print_prompt:
@@ -167,25 +168,16 @@ def main(args: List[str]) -> int:
                                           progress=sys.stderr)
             sys.stdout.write(batch.summary_table(summary))
             if ns.json_path:
-                with open(ns.json_path, "w", encoding="utf-8") as f:
-                    json.dump(summary, f, indent=1)
+                write_atomically(ns.json_path, json.dumps(summary, indent=1))
             return codes["ok"] if summary["failed"] == 0 else codes["validation_failed"]
         t = agent.translate(ns.source, ns.out, options)
-    except _core.Error as e:
-        sys.stderr.write(f"solar: error: {e}\n")
-        return getattr(e, "exit_code", codes["internal"])
-    except source.SourceError as e:
-        sys.stderr.write(f"solar: error: {e}\n")
-        return codes["program_error"]
-    except OSError as e:
-        sys.stderr.write(f"solar: error: {e}\n")
-        return codes["io"]
+    except source.SourceError as e:  # Solar's errors and OSError: command()
+        raise fail(str(e), "program_error") from None
     sys.stdout.write(summary_lines(t))
     if not t.accepted:
         sys.stderr.write(f"solar: error: {t.error}\n")
         return codes[t.exit_name]
     sys.stdout.write("\n" + t.report.table(ns.top))
     if ns.json_path:
-        with open(ns.json_path, "w", encoding="utf-8") as f:
-            f.write(t.report.to_json(2) + "\n")
+        write_atomically(ns.json_path, t.report.to_json(2) + "\n")
     return codes["ok"]
