@@ -88,7 +88,8 @@ def warm_up(torch) -> None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            trace = programs.torch_capture().capture(torch.nn.Linear(4, 4), torch.zeros(2, 4), name="warm_up")
+            capture = programs.torch_capture().capture
+            trace = capture(torch.nn.Linear(4, 4), torch.zeros(2, 4), name="warm_up")
             analyze_trace(trace, "<warm-up>", ProgramOptions())
     except Exception as e:  # noqa: BLE001 - the programs will meet it too and report it
         sys.stderr.write(f"solar suite: warm-up failed: {type(e).__name__}: {e}\n")

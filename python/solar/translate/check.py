@@ -109,7 +109,8 @@ def check(answer: Optional[str], name: str, data: Optional[ReferenceData],
                                  "write every extent in terms of the source's size constants")
     graph, trace_ids = _solar_step("refused", lift, lp)
     sources, ref = bind(lp, data, source_constants)
-    section = _solar_step("run_error", programs.loop_validation().validate, lp, graph, trace_ids, ref, sources)
+    validate = programs.loop_validation().validate
+    section = _solar_step("run_error", validate, lp, graph, trace_ids, ref, sources)
     if section["status"] != "passed":
         raise Failure(*_failure_of(section, data, lp))
     return Checked(text, section, sizes)

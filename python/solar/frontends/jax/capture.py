@@ -36,7 +36,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ... import _core
-from ...program_source import OverrideError, ProgramFormatError, inject_overrides
+from ...program_source import OverrideError  # noqa: F401  (re-exported)
+from ...program_source import ProgramFormatError, inject_overrides
 from ...program_source import is_jax_program  # noqa: F401  (re-exported)
 
 SCHEMA = "solar.optrace.v1"

@@ -4,7 +4,7 @@ dtype's tolerance; with a reference program (reference.py), that program too."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 

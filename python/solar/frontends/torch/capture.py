@@ -32,7 +32,8 @@ from torch._subclasses.fake_tensor import (
     FakeTensorMode,
 )
 
-from ...program_source import OverrideError, ProgramFormatError, inject_overrides
+from ...program_source import OverrideError  # noqa: F401  (re-exported)
+from ...program_source import ProgramFormatError, inject_overrides
 from .quiet import torch_logging_silenced
 
 OPTRACE_SCHEMA = "solar.optrace.v1"

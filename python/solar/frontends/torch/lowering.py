@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-import sys
 import warnings
-from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, Union
 
 from ... import _core
 from ...report import Report

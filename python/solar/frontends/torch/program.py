@@ -28,8 +28,6 @@ def analyze_file(path: str, options: Optional[ProgramOptions] = None) -> Program
     compared (report section `validation`). With options.crosscheck, FlopCounterMode runs
     stacked under the recorder in the same capture (report section `crosscheck`)."""
     options = options or ProgramOptions()
-    if options.reference:
-        raise user_error("--reference applies to loop programs (docs/loop-language.md)", "usage")
     check_real_run(path, options)  # a real run that would not fit in memory: refused first
     if options.validate:
         return capture_and_validate(path, options)
