@@ -89,3 +89,20 @@ def analyze_trace(trace: Dict[str, Any], file: str, options: ProgramOptions) -> 
     if trace.get("mode"):  # a PyTorch module's training/eval mode (docs/torch-frontend.md)
         result.report.describe_program(mode=trace["mode"])
     return result
+
+
+def validation_trace(trace: Dict[str, Any], given_ops: Sequence[int]) -> Dict[str, Any]:
+    """The trace the executor runs to validate a capture: `trace` without the ops whose values
+    the framework gives (random draws, JAX's iota and random bits: the executor cannot
+    reproduce them), their outputs turned into constants fed with the framework's values."""
+    if not given_ops:
+        return trace
+    drop = set(given_ops)
+    given = set()
+    for i in drop:
+        given.update(t for t in trace["ops"][i]["outputs"] if t is not None)
+    out = dict(trace)
+    out["ops"] = [op for i, op in enumerate(trace["ops"]) if i not in drop]
+    out["tensors"] = [dict(t, role="constant") if t["id"] in given else t
+                      for t in trace["tensors"]]
+    return out

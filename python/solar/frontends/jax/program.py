@@ -13,12 +13,13 @@ import contextlib
 import math
 import random
 import warnings
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
 from ... import _core, executor
-from ...analysis import ProgramAnalysis, ProgramOptions, analyze_graph, lower_trace
+from ...analysis import (ProgramAnalysis, ProgramOptions, analyze_graph, lower_trace,
+                         validation_trace)
 from ...errors import user_error
 from ...report import Report
 from . import capture as cap
@@ -142,22 +143,6 @@ def _executor_array(value: Any) -> np.ndarray:
 
         return jnp.asarray(arr)
     return np.ascontiguousarray(arr)
-
-
-def validation_trace(trace: Dict[str, Any], given_ops: Sequence[int]) -> Dict[str, Any]:
-    """The trace the executor runs: without the ops whose values are given (iota, random
-    bits: the executor has no kernel for them), their outputs turned into constants."""
-    if not given_ops:
-        return trace
-    drop = set(given_ops)
-    given = set()
-    for i in drop:
-        given.update(t for t in trace["ops"][i]["outputs"] if t is not None)
-    out = dict(trace)
-    out["ops"] = [op for i, op in enumerate(trace["ops"]) if i not in drop]
-    out["tensors"] = [dict(t, role="constant") if t["id"] in given else t
-                      for t in trace["tensors"]]
-    return out
 
 
 def validate_capture(c: "cap.Capture", prog: "cap.Program", file: str) -> Dict[str, Any]:

@@ -87,26 +87,6 @@ def _capture_seeded(path: str, options, record) -> Dict[str, Any]:
                           eval_mode=options.eval_mode)
 
 
-def validation_trace(trace: Dict[str, Any], random_ops: List[int]) -> Dict[str, Any]:
-    """The trace the executor runs: `trace` without the random ops, whose outputs become
-    constants (sources the framework's values are given for)."""
-    if not random_ops:
-        return trace
-    drop = set(random_ops)
-    given = set()
-    for i in drop:
-        given.update(t for t in trace["ops"][i]["outputs"] if t is not None)
-    out = dict(trace)
-    out["ops"] = [op for i, op in enumerate(trace["ops"]) if i not in drop]
-    tensors = []
-    for t in trace["tensors"]:
-        if t["id"] in given:
-            t = dict(t, role="constant")
-        tensors.append(t)
-    out["tensors"] = tensors
-    return out
-
-
 def _finite(x: float) -> Optional[float]:
     """JSON has no inf/NaN: a non-finite error is written as null (report convention)."""
     x = float(x)
@@ -164,7 +144,7 @@ class _Prepared:
     """A validation trace lowered, with the executor's inputs and references."""
 
     def __init__(self, trace: Dict[str, Any], record, file: str, with_intermediates: bool):
-        self.vtrace = validation_trace(trace, record.random_ops)
+        self.vtrace = analysis.validation_trace(trace, record.random_ops)
         self.graph, self.notes, self.trace_ids = analysis.lower_trace(self.vtrace, file, False)
         graph = self.graph
         self.unanalyzed = [op for op in graph.ops if _enum_name(op.kind) == "unanalyzed"]
