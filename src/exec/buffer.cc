@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "dtype_convert.h"
+#include "solar/ir/shape.h"
 #include "solar/util/errors.h"
 
 namespace solar::exec {
@@ -43,22 +44,18 @@ std::size_t storage_bytes(Storage s) {
 
 namespace {
 
-std::string shape_string(ir::DType dtype, const std::vector<std::int64_t>& shape) {
-  std::string s = fmt::format("{}[", ir::dtype_name(dtype));
-  for (std::size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? "," : "", shape[i]);
-  return s + "]";
-}
-
 // Element count of a shape; UserError for a negative extent or a count that overflows.
 std::int64_t checked_elements(ir::DType dtype, const std::vector<std::int64_t>& shape) {
   std::int64_t n = 1;
   for (std::int64_t d : shape) {
     if (d < 0)
       throw UserError(UserError::Kind::BadArgument,
-                      fmt::format("negative extent in tensor shape {}", shape_string(dtype, shape)));
+                      fmt::format("negative extent in tensor shape {}",
+                                  ir::type_str(dtype, shape)));
     if (d != 0 && n > std::numeric_limits<std::int64_t>::max() / d)
       throw UserError(UserError::Kind::BadArgument,
-                      fmt::format("tensor {} has more than 2^63 elements", shape_string(dtype, shape)));
+                      fmt::format("tensor {} has more than 2^63 elements",
+                                  ir::type_str(dtype, shape)));
     n *= d;
   }
   return n;
@@ -196,7 +193,7 @@ Buffer Buffer::allocated(ir::DType dtype, std::vector<std::int64_t> shape, bool 
   if (static_cast<std::uint64_t>(n) > std::numeric_limits<std::size_t>::max() / width / 2)
     throw UserError(UserError::Kind::BadArgument,
                     fmt::format("tensor {} ({} elements) is too large to allocate",
-                                shape_string(dtype, shape), n));
+                                ir::type_str(dtype, shape), n));
   std::size_t bytes = static_cast<std::size_t>(n) * width;
   Buffer b;
   b.owner_ = allocate(bytes, zero);
@@ -204,7 +201,7 @@ Buffer Buffer::allocated(ir::DType dtype, std::vector<std::int64_t> shape, bool 
     throw UserError(UserError::Kind::BadArgument,
                     fmt::format("cannot allocate {} bytes for tensor {} ({} elements of {} bytes "
                                 "each in the executor's compute representation): out of memory",
-                                bytes, shape_string(dtype, shape), n, width));
+                                bytes, ir::type_str(dtype, shape), n, width));
   b.dtype_ = dtype;
   b.shape_ = std::move(shape);
   b.data_ = b.owner_.get();
@@ -215,7 +212,7 @@ Buffer Buffer::borrow(ir::DType dtype, std::vector<std::int64_t> shape, void* da
   checked_elements(dtype, shape);
   if (data == nullptr)
     throw UserError(UserError::Kind::BadArgument,
-                    fmt::format("null data for borrowed tensor {}", shape_string(dtype, shape)));
+                    fmt::format("null data for borrowed tensor {}", ir::type_str(dtype, shape)));
   Buffer b;
   b.dtype_ = dtype;
   b.shape_ = std::move(shape);
@@ -252,7 +249,7 @@ Buffer Buffer::from_raw(ir::DType dtype, std::vector<std::int64_t> shape, const 
   const std::int64_t n = b.num_elements();
   if (n > 0 && raw == nullptr)
     throw UserError(UserError::Kind::BadArgument,
-                    fmt::format("null raw data for tensor {}", shape_string(dtype, b.shape_)));
+                    fmt::format("null raw data for tensor {}", ir::type_str(dtype, b.shape_)));
   const auto* bytes = static_cast<const std::uint8_t*>(raw);
   float* f = b.storage() == Storage::F32 ? b.data<float>() : nullptr;
   std::int64_t* q = b.storage() == Storage::I64 ? b.data<std::int64_t>() : nullptr;
@@ -329,7 +326,7 @@ void Buffer::to_raw(void* raw) const {
     if (std::isnan(r) && m.special == Special::FiniteOnly)
       throw UserError(UserError::Kind::BadArgument,
                       fmt::format("element {} of a {} tensor is NaN, which {} cannot represent",
-                                  i, shape_string(dtype_, shape_), ir::dtype_name(dtype_)));
+                                  i, ir::type_str(dtype_, shape_), ir::dtype_name(dtype_)));
     return encode_minifloat(m, r);
   };
   switch (dtype_) {

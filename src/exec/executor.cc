@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "solar/ir/shape.h"
 #include "solar/ir/verify.h"
 #include "solar/util/count.h"
 #include "solar/util/errors.h"
@@ -34,13 +35,9 @@ using ir::OpKind;
 using ir::Tensor;
 using ir::TensorId;
 
-std::string shape_str(const std::vector<std::int64_t>& s) {
-  return fmt::format("[{}]", fmt::join(s, ","));
-}
+using ir::shape_str;
 
-std::string type_str(const Tensor& t) {
-  return fmt::format("{}{}", ir::dtype_name(t.dtype), shape_str(t.shape));
-}
+std::string type_str(const Tensor& t) { return ir::type_str(t.dtype, t.shape); }
 
 // Bytes of a tensor in the executor's compute representation (4 bytes per f32-and-narrower
 // float, 8 per f64 and per integer or bool).

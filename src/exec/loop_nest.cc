@@ -160,12 +160,6 @@ std::vector<char> owned_indices(const LoopTensor& out, const std::vector<std::in
 
 }  // namespace
 
-std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& shape) {
-  std::vector<std::int64_t> s(shape.size(), 1);
-  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
-  return s;
-}
-
 void tensor_strides(const LoopTensor& t, std::size_t n_idx, std::int64_t& base,
                     std::vector<std::int64_t>& stride) {
   const std::vector<std::int64_t> s = row_major_strides(t.shape);

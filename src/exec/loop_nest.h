@@ -12,6 +12,7 @@
 #include "solar/ir/affine.h"
 #include "solar/ir/expr.h"
 #include "solar/ir/graph.h"
+#include "solar/ir/shape.h"
 
 namespace solar::exec {
 
@@ -68,8 +69,8 @@ Storage compute_storage(const std::vector<Storage>& operand_storage, Storage out
 // max -inf, min +inf, any 0, all 1; 0 for reduce none. Integer dtypes use their range ends.
 double reduce_identity(ir::Reduce r, ir::DType output_dtype);
 
-// Row-major element strides of a shape.
-std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& shape);
+// Row-major element strides of a shape (solar/ir/shape.h).
+using ir::row_major_strides;
 // Per-index element strides and the base offset of a tensor read through affine subscripts:
 // element offset = base + sum_j stride[j] * i[j].
 void tensor_strides(const LoopTensor& t, std::size_t n_idx, std::int64_t& base,

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "solar/exec/kernels.h"
+#include "solar/ir/shape.h"
 #include "solar/util/errors.h"
 
 namespace solar::exec {
@@ -34,31 +35,16 @@ int thread_count(const ExecContext& ctx) {
   return ctx.threads > 0 ? ctx.threads : omp_get_max_threads();
 }
 
-std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& shape) {
-  std::vector<std::int64_t> s(shape.size(), 1);
-  for (std::size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
-  return s;
-}
-
 std::int64_t product(const std::vector<std::int64_t>& shape, std::size_t from, std::size_t to) {
   std::int64_t n = 1;
   for (std::size_t d = from; d < to; ++d) n *= shape[d];
   return n;
 }
 
-std::string shape_str(const std::vector<std::int64_t>& s) {
-  return fmt::format("[{}]", fmt::join(s, ","));
-}
-
-// The multi-dimensional position of flat element `i` of a row-major shape, for messages.
-std::string position_str(std::int64_t i, const std::vector<std::int64_t>& shape) {
-  std::vector<std::int64_t> pos(shape.size());
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    pos[d] = shape[d] == 0 ? 0 : i % shape[d];
-    if (shape[d] != 0) i /= shape[d];
-  }
-  return shape_str(pos);
-}
+using ir::position_str;
+using ir::row_major_strides;
+using ir::shape_str;
+using ir::tiles;
 
 const std::vector<std::int64_t>* int_list(const ir::Attrs& a, const char* key) {
   auto it = a.find(key);
@@ -296,16 +282,6 @@ void run_tile(const Buffer& in, Buffer& out, int threads) {
     if (is[d - off] != os[d]) maps[d].modulo = is[d - off];
   }
   strided_copy(in, out, std::move(maps), 0, threads);
-}
-
-bool tiles(const std::vector<std::int64_t>& in, const std::vector<std::int64_t>& out) {
-  if (in.size() > out.size()) return false;
-  std::size_t off = out.size() - in.size();
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    std::int64_t a = in[i], b = out[off + i];
-    if (a == 0 ? b != 0 : b % a != 0) return false;
-  }
-  return true;
 }
 
 void run_view_or_copy(const ir::MoveOp& m, const Buffer& in, Buffer& out, int threads) {

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "solar/exec/kernels.h"
+#include "solar/ir/shape.h"
 #include "solar/util/errors.h"
 #include "opaque_gather.h"
 #include "opaque_index.h"
@@ -31,9 +32,7 @@ int thread_count(const ExecContext& ctx) {
   return ctx.threads > 0 ? ctx.threads : omp_get_max_threads();
 }
 
-std::string shape_str(const std::vector<std::int64_t>& s) {
-  return fmt::format("[{}]", fmt::join(s, ","));
-}
+using ir::shape_str;
 
 // What one call sees: the op, its buffers and the resolved thread count.
 struct Call {

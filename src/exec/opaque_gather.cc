@@ -13,19 +13,20 @@
 
 #include <fmt/format.h>
 
+#include "solar/ir/shape.h"
 #include "solar/util/errors.h"
 
 namespace solar::exec {
 namespace {
 
-using Shape = std::vector<std::int64_t>;
+using ir::numel;
+using ir::Shape;
+using ir::shape_str;
 
 [[noreturn]] void fail(const ir::OpaqueOp& op, const std::string& what) {
   throw UserError(UserError::Kind::InvalidGraph,
                   fmt::format("opaque \"{}\": {}", op.function, what));
 }
-
-std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ",")); }
 
 Shape list_attr(const ir::OpaqueOp& op, const char* key) {
   auto it = op.attrs.find(key);
@@ -48,18 +49,6 @@ double number_attr(const ir::OpaqueOp& op, const char* key, double fallback) {
   if (const auto* v = std::get_if<double>(&it->second)) return *v;
   if (const auto* v = std::get_if<std::int64_t>(&it->second)) return static_cast<double>(*v);
   fail(op, fmt::format("attribute '{}' must be a number", key));
-}
-
-Shape strides_of(const Shape& s) {
-  Shape st(s.size(), 1);
-  for (std::size_t d = s.size(); d-- > 1;) st[d - 1] = st[d] * s[d];
-  return st;
-}
-
-std::int64_t product(const Shape& s) {
-  std::int64_t n = 1;
-  for (std::int64_t x : s) n *= x;
-  return n;
 }
 
 bool contains(const Shape& v, std::int64_t x) {
@@ -199,8 +188,8 @@ void run_xla_gather(const ir::OpaqueOp& op, std::span<const Buffer* const> input
       fail(op, fmt::format("output dimension {} has extent {} but the slice {}", offset[k],
                            os[offset[k]], sizes[wdims[k]]));
   }
-  const Shape xst = strides_of(xs), ost = strides_of(os);
-  const std::int64_t nbatch = product(bshape), nwin = product(wshape);
+  const Shape xst = ir::row_major_strides(xs), ost = ir::row_major_strides(os);
+  const std::int64_t nbatch = numel(bshape), nwin = numel(wshape);
   const double fill = number_attr(op, "fill_value", std::numeric_limits<double>::quiet_NaN());
   if (mode == Mode::Fill && x.storage() == Storage::I64 && !std::isfinite(fill))
     fail(op, "an integer gather with mode fill_or_drop needs a finite fill_value");
@@ -288,8 +277,8 @@ void run_xla_scatter(const ir::OpaqueOp& op, std::span<const Buffer* const> inpu
       fail(op, fmt::format("update window dimension {} ({}) exceeds operand dimension {} ({})",
                            uwin[k], us[uwin[k]], wdims[k], xs[wdims[k]]));
   }
-  const Shape xst = strides_of(xs), ust = strides_of(us);
-  const std::int64_t nbatch = product(bshape), nwin = product(wshape);
+  const Shape xst = ir::row_major_strides(xs), ust = ir::row_major_strides(us);
+  const std::int64_t nbatch = numel(bshape), nwin = numel(wshape);
   with_type(x.storage(), [&](auto tag) {
     using T = decltype(tag);
     const T* in = x.data<T>();

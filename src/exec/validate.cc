@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "solar/ir/shape.h"
 #include "solar/util/errors.h"
 
 namespace solar::exec {
@@ -41,9 +42,8 @@ Tolerance tolerance_for(ir::DType d) {
 
 namespace {
 
-std::string shape_str(const std::vector<std::int64_t>& s) {
-  return fmt::format("[{}]", fmt::join(s, ","));
-}
+using ir::position_str;
+using ir::shape_str;
 
 // Every value of a buffer as a double.
 std::vector<double> as_doubles(const Buffer& b) {
@@ -57,15 +57,6 @@ std::vector<double> as_doubles(const Buffer& b) {
       break;
   }
   return v;
-}
-
-std::string position_str(std::int64_t i, const std::vector<std::int64_t>& shape) {
-  std::vector<std::int64_t> pos(shape.size());
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    pos[d] = shape[d] == 0 ? 0 : i % shape[d];
-    if (shape[d] != 0) i /= shape[d];
-  }
-  return shape_str(pos);
 }
 
 }  // namespace

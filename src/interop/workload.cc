@@ -11,6 +11,7 @@
 
 #include "solar/cost/work.h"
 #include "solar/ir/json.h"
+#include "solar/ir/shape.h"
 #include "solar/util/errors.h"
 
 namespace solar::interop {
@@ -64,11 +65,7 @@ std::optional<AffineExpr> scale_shift(const AffineExpr& e, std::int64_t c, std::
   return AffineExpr::make(std::move(terms), *k);
 }
 
-std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& shape) {
-  std::vector<std::int64_t> s(shape.size(), 1);
-  for (std::size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
-  return s;
-}
+using ir::row_major_strides;
 
 // The row-major flat offset sum_i e_i * stride_i of an access to `shape`.
 std::optional<AffineExpr> flatten(const std::vector<AffineExpr>& e,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "solar/ir/shape.h"
 #include "syntax.h"
 
 namespace solar::ir {
@@ -32,31 +33,6 @@ std::string u128_str(u128 v) {
   std::string s;
   for (; v != 0; v /= 10) s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
   return s;
-}
-
-std::string shape_str(const std::vector<std::int64_t>& s) {
-  return fmt::format("[{}]", fmt::join(s, ","));
-}
-
-// True when `in` broadcasts to `out` (numpy rules, aligned on the right).
-bool broadcasts_to(const std::vector<std::int64_t>& in, const std::vector<std::int64_t>& out) {
-  if (in.size() > out.size()) return false;
-  std::size_t off = out.size() - in.size();
-  for (std::size_t i = 0; i < in.size(); ++i)
-    if (in[i] != 1 && in[i] != out[off + i]) return false;
-  return true;
-}
-
-// True when `out` tiles `in` (repeat: each output dimension a multiple of the input's,
-// aligned on the right; broadcasting is the special case of size-1 input dimensions).
-bool tiles(const std::vector<std::int64_t>& in, const std::vector<std::int64_t>& out) {
-  if (in.size() > out.size()) return false;
-  std::size_t off = out.size() - in.size();
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    std::int64_t a = in[i], b = out[off + i];
-    if (a == 0 ? b != 0 : b % a != 0) return false;
-  }
-  return true;
 }
 
 // Depth of a combine expression, stopping early past the limit.

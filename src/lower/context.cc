@@ -274,11 +274,7 @@ TensorId Context::make_tensor(std::int64_t id, ir::Role role) {
 
 namespace {
 
-std::int64_t product(const std::vector<std::int64_t>& s) {
-  std::int64_t n = 1;
-  for (std::int64_t x : s) n *= x;
-  return n;
-}
+using ir::numel;
 
 }  // namespace
 
@@ -295,7 +291,7 @@ TensorId Context::flat_of(TensorId base) {
   if (b.shape.size() == 1) return base;
   if (auto it = staged_flats_.find(base.value); it != staged_flats_.end()) return it->second;
   if (auto it = flats_.find(base.value); it != flats_.end()) return it->second;
-  const std::int64_t n = product(b.shape);
+  const std::int64_t n = numel(b.shape);
   const ir::DType dt = b.dtype;
   TensorId flat = temp("flat", {n}, dt);
   move(ir::MoveKind::View, {base}, flat);
@@ -346,7 +342,7 @@ TensorId Context::alias_output(std::size_t k, TensorId in, Strided s) {
     want *= shape[d];
   }
   if (row_major) {
-    const std::int64_t count = product(shape);
+    const std::int64_t count = numel(shape);
     TensorId block = flat;
     if (count != n) {
       block = temp("block", {count}, dt);

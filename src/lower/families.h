@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "context.h"
+#include "solar/ir/shape.h"
 #include "solar/lower/aten.h"
 #include "solar/util/errors.h"
 
@@ -33,15 +34,9 @@ LowerResult lower_with_table(const OpTrace& trace, const LowerOptions& options,
 // tensors whose values it changed at points nothing reads.
 void recognize_masks_in(LowerResult& r);
 
-using Shape = std::vector<std::int64_t>;
+using ir::numel;
+using ir::Shape;
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// Elements of a shape (1 for a scalar).
-inline std::int64_t numel(const Shape& s) {
-  std::int64_t n = 1;
-  for (std::int64_t x : s) n *= x;
-  return n;
-}
 
 // A tensor-or-scalar argument as a combine term: a tensor joins `inputs`; None is `dflt`.
 ir::Expr operand(Context& c, const char* name, std::vector<ir::TensorId>& inputs, double dflt = 0);

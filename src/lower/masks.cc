@@ -383,22 +383,11 @@ struct DimMap {
   std::vector<int> out_of_in, in_of_out;
 };
 
-std::vector<std::int64_t> strides(const std::vector<std::int64_t>& shape) {
-  std::vector<std::int64_t> s(shape.size(), 1);
-  for (std::size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
-  return s;
-}
-
-std::int64_t elements(const std::vector<std::int64_t>& shape) {
-  std::int64_t n = 1;
-  for (std::int64_t x : shape) n *= x;
-  return n;
-}
-
 DimMap view_map(const std::vector<std::int64_t>& in, const std::vector<std::int64_t>& out) {
   DimMap m{std::vector<int>(in.size(), -1), std::vector<int>(out.size(), -1)};
-  if (elements(in) == elements(out)) {
-    const std::vector<std::int64_t> si = strides(in), so = strides(out);
+  if (ir::numel(in) == ir::numel(out)) {
+    const std::vector<std::int64_t> si = ir::row_major_strides(in);
+    const std::vector<std::int64_t> so = ir::row_major_strides(out);
     for (std::size_t d = 0; d < in.size(); ++d)
       for (std::size_t e = 0; e < out.size(); ++e)
         if (in[d] > 1 && in[d] == out[e] && si[d] == so[e]) {
@@ -455,7 +444,7 @@ std::optional<MovePaths> move_paths(const ir::Graph& g, const ir::Op& op) {
   switch (m.kind) {
     case ir::MoveKind::View: case ir::MoveKind::Copy: {
       if (g.tensor(op.inputs[0]).dtype != g.tensor(op.outputs[0]).dtype) return std::nullopt;
-      if (elements(in) != elements(out)) {  // a broadcast (a repeat is not a view of this)
+      if (ir::numel(in) != ir::numel(out)) {  // a broadcast (a repeat is not a view of this)
         if (out.size() < in.size()) return std::nullopt;
         for (std::size_t d = 0; d < in.size(); ++d)
           if (in[d] != 1 && in[d] != out[d + out.size() - in.size()]) return std::nullopt;
