@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "solar/cost/live_points.h"  // Work::live_points
 #include "solar/ir/graph.h"
 #include "solar/util/count.h"
 
@@ -69,15 +70,6 @@ struct Work {
   // is the conjunction, and the note is left as it was.
   Work& operator+=(const Work& o);
 };
-
-// Number of iteration points of an einsum that satisfy its mask (exact). Indices in no
-// constraint multiply in as their extents; each group of indices linked by constraints is
-// counted by solving one index as an integer interval, summing a second in closed form when
-// the first has only -1/0/1 coefficients (causal and window masks: O(1) in the extents),
-// and enumerating the rest. Throws Unsupported when that needs more than
-// kMaxMaskEnumeration enumeration steps.
-inline constexpr std::uint64_t kMaxMaskEnumeration = std::uint64_t{1} << 27;
-Count live_points(const ir::EinsumOp& e);
 
 // Elements of `tensor` an operand reads: its footprint (distinct in-range elements touched
 // over the whole iteration box; the mask is ignored, so a causal mask still reads every row
