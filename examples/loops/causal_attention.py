@@ -4,7 +4,7 @@ the S(S+1)/2 live (query, key) pairs of each head: B*H*S*(S+1)/2*D MACs for Q K^
 for P V.
 
 The nests follow the decomposition Solar's aten lowering of
-`F.scaled_dot_product_attention(..., is_causal=True)` counts (src/lower/aten.cc, lower_sdpa):
+`F.scaled_dot_product_attention(..., is_causal=True)` counts (src/lower/aten_attention.cc, lower_sdpa):
 scores, scaled scores, the row max, exp(scaled - max), the row sum, the division, and P V,
 each under the causal mask.
 

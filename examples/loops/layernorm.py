@@ -2,7 +2,7 @@
 
     y = (x - mean(x)) / sqrt(var(x) + EPS) * weight + bias      (biased variance)
 
-written as the decomposition Solar's aten lowering of `F.layer_norm` counts (src/lower/aten.cc,
+written as the decomposition Solar's aten lowering of `F.layer_norm` counts (src/lower/aten_norm.cc,
 lower_layer_norm): a row sum, the mean (times 1/D), the centred values, the sum of their
 squares, rstd = rsqrt(sqsum/D + EPS), and y = centred * rstd * weight + bias. Per row of D
 that is (D-1) + 1 + D + (2D-1) + 2 + 3D vector FLOPs and one rsqrt.

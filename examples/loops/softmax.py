@@ -1,7 +1,7 @@
 """Row softmax, y = softmax(x, dim=-1), in the loop language.
 
 Written as the numerically stable decomposition every softmax kernel uses, and the one
-Solar's aten lowering of `torch.softmax` counts (src/lower/aten.cc, softmax_into): the row
+Solar's aten lowering of `torch.softmax` counts (src/lower/aten_reduce.cc, softmax_into): the row
 maximum, exp(x - max), the row sum, and a division. Per row of length C that is
 (C-1) + C + (C-1) + C vector FLOPs and C exponentials.
 

@@ -3,8 +3,8 @@
 // that only training captures produce. Each lowering is exact (the executor reproduces
 // PyTorch's CPU result) or throws Unsupported; docs/torch-training.md lists them.
 //
-// aten.cc registers its own entries first and the table keeps the first entry of a name,
-// so an op both files know lowers through aten.cc.
+// The forward ops are the other aten_*.cc families'; an op name registered twice is an
+// internal error (op_table.h).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -114,15 +114,6 @@ TensorId zeros(Context& c, Shape shape, ir::DType dt, const char* what = "zeros"
 // Whether the trace asks for output k (output_mask false: the output is None).
 bool wants(Context& c, std::size_t k) { return c.out_id(k).has_value(); }
 
-std::vector<std::int64_t> per_dim(Context& c, const char* name, std::size_t n, std::int64_t dflt) {
-  std::vector<std::int64_t> v = c.ints(name);
-  if (v.empty()) v.assign(n, dflt);
-  if (v.size() == 1) v.assign(n, v[0]);
-  if (v.size() != n)
-    throw Unsupported(fmt::format("'{}' has {} entries for {} spatial dims", name, v.size(), n));
-  return v;
-}
-
 // Whether a trace tensor is available: a graph source, or the output of a lowered op (an
 // output the forward's lowering left undefined is not).
 bool produced(Context& c, std::int64_t id) {
@@ -226,7 +217,7 @@ Fn softmax_backward(bool log) {
 }
 
 // softmax into `out` over `dim`; rows whose every element is -inf give 0 when `safe`.
-void softmax_into(Context& c, TensorId in, TensorId out, std::int64_t dim, bool safe,
+void safe_softmax_into(Context& c, TensorId in, TensorId out, std::int64_t dim, bool safe,
                   const std::vector<AffineConstraint>& mask = {}) {
   const Shape shape = c.t(in).shape;
   ir::DType dt = c.t(out).dtype;
@@ -881,7 +872,7 @@ void lower_sdpa_backward(Context& c) {
     // the forward's lowering left logsumexp unproduced: recompute the softmax
     TensorId sc = c.temp("logits", sshape, dt);
     c.elementwise(sins, sc, logits, emask);
-    softmax_into(c, sc, probs, static_cast<std::int64_t>(r - 1), false, emask);
+    safe_softmax_into(c, sc, probs, static_cast<std::int64_t>(r - 1), false, emask);
   }
   // dV = Pᵀ dO (summed over the query heads of a group)
   if (wants(c, 2))
@@ -974,46 +965,6 @@ void lower_select_backward(Context& c) {
   c.move(MoveKind::Pad, {gv}, c.def(0), {{"pads", pads}, {"value", 0.0}});
 }
 
-// flip: out[i] = x[n - 1 - i] along each flipped dim, an einsum with a reversed subscript.
-void lower_flip(Context& c) {
-  TensorId x = c.use_arg("self");
-  const Shape xs = c.t(x).shape;
-  std::vector<bool> flipped(xs.size(), false);
-  for (std::int64_t d : c.ints("dims")) flipped[norm_dim(d, xs.size())] = true;
-  Space s;
-  std::vector<AffineExpr> sx, so;
-  for (std::size_t d = 0; d < xs.size(); ++d) {
-    if (xs[d] == 0) throw Unsupported("an empty (size-0) tensor");
-    ir::IndexPos i = s.add(fmt::format("i{}", d), xs[d]);
-    so.push_back(ix(i));
-    sx.push_back(flipped[d] ? AffineExpr::make({AffineTerm{i, -1}}, xs[d] - 1) : ix(i));
-  }
-  c.einsum({x}, c.def(0), std::move(s), {sx}, so, arg(0), Reduce::None);
-}
-
-// transpose_ (in place): a permute, which moves data (not a free view: the executor's view
-// is a row-major reshape).
-void lower_transpose_inplace(Context& c) {
-  TensorId x = c.use_arg("self");
-  const std::size_t rank = c.t(x).shape.size();
-  std::int64_t a = norm_dim(c.int_arg("dim0", 0), rank), b = norm_dim(c.int_arg("dim1", 0), rank);
-  std::vector<std::int64_t> perm(rank);
-  for (std::size_t d = 0; d < rank; ++d) perm[d] = static_cast<std::int64_t>(d);
-  std::swap(perm[a], perm[b]);
-  c.move(MoveKind::Permute, {x}, c.def(0), {{"perm", perm}});
-}
-
-// scatter(_).value: a src of the index's shape holding the value, scattered (replace).
-void lower_scatter_value(Context& c) {
-  TensorId x = c.use_arg("self"), idx = c.use_arg("index");
-  if (c.has("reduce")) throw Unsupported("scatter with a reduce mode");
-  const std::int64_t dim = norm_dim(c.int_arg("dim", 0), c.t(x).shape.size());
-  TensorId src = c.temp("value", c.t(idx).shape, c.t(x).dtype);
-  c.elementwise({}, src, num(c.num_arg("value", 0)));
-  c.move(MoveKind::Scatter, {x, idx, src}, c.def(0),
-         {{"axis", dim}, {"mode", std::string("elements")}, {"reduce", std::string("none")}});
-}
-
 // binary_cross_entropy_with_logits: (1 - y) x - log_weight · log_sigmoid(x), as torch with
 // log_sigmoid(x) = min(x, 0) - log(1 + exp(-|x|)) and log_weight = (pos_weight - 1) y + 1.
 void lower_bce_with_logits(Context& c) {
@@ -1061,11 +1012,6 @@ Halves glu_halves(Context& c, TensorId x) {
            {{"starts", starts}, {"ends", ends}, {"steps", steps}});
   }
   return h;
-}
-
-void lower_glu(Context& c) {
-  Halves h = glu_halves(c, c.use_arg("self"));
-  c.elementwise({h.a, h.b}, c.def(0), mul(arg(0), un(ExprOp::Sigmoid, arg(1))));
 }
 
 void lower_glu_backward(Context& c) {
@@ -1526,47 +1472,20 @@ void register_training_ops(const Register& reg) {
   // View and indexing gradients, and forward ops that training captures bring.
   reg("aten::slice_backward.default", lower_slice_backward);
   reg("aten::select_backward.default", lower_select_backward);
-  reg("aten::flip.default", lower_flip);
-  reg("aten::transpose_.default", lower_transpose_inplace);
-  reg("aten::scatter.value", lower_scatter_value);
-  reg("aten::scatter_.value", lower_scatter_value);
   reg("aten::_safe_softmax.default", [](Context& c) {
     std::int64_t x = c.trace_id("self");
-    softmax_into(c, c.use(x), c.def(0), norm_dim(c.int_arg("dim", -1), c.shape(x).size()), true);
+    safe_softmax_into(c, c.use(x), c.def(0), norm_dim(c.int_arg("dim", -1), c.shape(x).size()),
+                      true);
   });
-  for (std::string_view name : {"aten::sgn.default", "aten::sign.default"})
-    reg(name, [](Context& c) {
-      std::vector<TensorId> in;
-      Expr x = operand(c, "self", in);
-      // x * 0 keeps a NaN a NaN, as torch
-      c.elementwise(in, c.def(0),
-                    sel(cmp(ExprOp::Gt, x, num(0)), num(1),
-                        sel(cmp(ExprOp::Lt, x, num(0)), num(-1), mul(x, num(0)))));
-    });
   reg("aten::binary_cross_entropy_with_logits.default", lower_bce_with_logits);
   // Activations whose forward and backward are both their own aten ops.
-  reg("aten::log_sigmoid_forward.default", [](Context& c) {
-    // min(x, 0) - log(1 + exp(-|x|)); the CPU buffer output is unused by the backward
-    std::vector<TensorId> in;
-    Expr x = operand(c, "self", in);
-    c.elementwise(
-        in, c.def(0),
-        sub(fn(ExprOp::Min, {x, num(0)}),
-            un(ExprOp::Log, add(num(1), un(ExprOp::Exp, un(ExprOp::Neg, un(ExprOp::Abs, x)))))));
-  });
   reg("aten::log_sigmoid_backward.default", grad_pointwise("self", [](Context&, Expr g, Expr x) {
         // g (neg - sign sigmoid(-|x|)), neg = [x < 0], sign = neg ? 1 : -1, as torch's CPU kernel
         Expr neg = cmp(ExprOp::Lt, x, num(0));
         Expr z = un(ExprOp::Sigmoid, un(ExprOp::Neg, un(ExprOp::Abs, x)));
         return mul(g, sub(neg, mul(sel(neg, num(1), num(-1)), z)));
       }));
-  reg("aten::glu.default", lower_glu);
   reg("aten::glu_backward.default", lower_glu_backward);
-  reg("aten::_prelu_kernel.default", [](Context& c) {
-    std::vector<TensorId> in;
-    Expr x = operand(c, "self", in), w = operand(c, "weight", in);
-    c.elementwise(in, c.def(0), sel(cmp(ExprOp::Gt, x, num(0)), x, mul(w, x)));
-  });
   reg("aten::_prelu_kernel_backward.default", [](Context& c) {
     // per element: dx = x > 0 ? g : w g, dw = x > 0 ? 0 : x g (autograd sums dw afterwards)
     std::vector<TensorId> in;
@@ -1582,19 +1501,6 @@ void register_training_ops(const Register& reg) {
   auto inside = [](Expr x, double l) {
     return mul(cmp(ExprOp::Ge, x, num(-l)), cmp(ExprOp::Le, x, num(l)));
   };
-  reg("aten::hardshrink.default", [=](Context& c) {
-    std::vector<TensorId> in;
-    Expr x = operand(c, "self", in);
-    c.elementwise(in, c.def(0), sel(inside(x, c.num_arg("lambd", 0.5)), num(0), x));
-  });
-  reg("aten::softshrink.default", [](Context& c) {
-    std::vector<TensorId> in;
-    Expr x = operand(c, "self", in);
-    const double l = c.num_arg("lambd", 0.5);
-    c.elementwise(in, c.def(0),
-                  sel(cmp(ExprOp::Gt, x, num(l)), sub(x, num(l)),
-                      sel(cmp(ExprOp::Lt, x, num(-l)), add(x, num(l)), num(0))));
-  });
   reg("aten::hardshrink_backward.default", [=](Context& c) {
     std::vector<TensorId> in;
     Expr g = operand(c, "grad_out", in), x = operand(c, "self", in);
@@ -1603,42 +1509,12 @@ void register_training_ops(const Register& reg) {
   reg("aten::softshrink_backward.default", grad_pointwise("self", [=](Context& c, Expr g, Expr x) {
         return sel(inside(x, c.num_arg("lambd", 0.5)), num(0), g);
       }));
-  reg("aten::celu.default", [](Context& c) {
-    // elu with input_scale 1/alpha: x > 0 ? x : alpha (exp(x / alpha) - 1)
-    std::vector<TensorId> in;
-    Expr x = operand(c, "self", in);
-    const double alpha = c.num_arg("alpha", 1);
-    c.elementwise(in, c.def(0),
-                  sel(cmp(ExprOp::Gt, x, num(0)), x,
-                      mul(num(alpha), sub(un(ExprOp::Exp, mul(x, num(1 / alpha))), num(1)))));
-  });
-  reg("aten::logit.default", [](Context& c) {
-    std::vector<TensorId> in;
-    Expr x = operand(c, "self", in);
-    if (c.has("eps")) {
-      const double eps = c.num_arg("eps", 0);
-      x = fn(ExprOp::Max, {fn(ExprOp::Min, {x, num(1 - eps)}), num(eps)});
-    }
-    c.elementwise(in, c.def(0), un(ExprOp::Log, divide(x, sub(num(1), x))));
-  });
   reg("aten::logit_backward.default", grad_pointwise("self", [](Context& c, Expr g, Expr x) {
         Expr d = divide(g, mul(x, sub(num(1), x)));
         if (!c.has("eps")) return d;
         const double eps = c.num_arg("eps", 0);
         return sel(add(cmp(ExprOp::Lt, x, num(eps)), cmp(ExprOp::Gt, x, num(1 - eps))), num(0), d);
       }));
-  for (auto [name, op, bound] :
-       std::initializer_list<std::tuple<std::string_view, ExprOp, const char*>>{
-           {"aten::clamp_min.Tensor", ExprOp::Max, "min"},
-           {"aten::clamp_min_.Tensor", ExprOp::Max, "min"},
-           {"aten::clamp_max.Tensor", ExprOp::Min, "max"},
-           {"aten::clamp_max_.Tensor", ExprOp::Min, "max"}})
-    reg(name, [op, bound](Context& c) {
-      std::vector<TensorId> in;
-      Expr x = operand(c, "self", in);
-      Expr b = operand(c, bound, in);
-      c.elementwise(in, c.def(0), fn(op, {x, b}));
-    });
   reg("aten::col2im.default", lower_col2im);
   // Reflection and replication padding and their gradients.
   static const char* const edge_names[2][3][2] = {
@@ -1670,8 +1546,10 @@ void register_training_ops(const Register& reg) {
        {"aten::_upsample_nearest_exact3d.default", "aten::_upsample_nearest_exact3d.vec",
         "aten::_upsample_nearest_exact3d_backward.default"}}};
   for (std::size_t nd = 1; nd <= 3; ++nd)
-    for (const auto& names : up[nd - 1]) {
-      reg(names[0], upsample_nearest(nd));
+    for (std::size_t exact = 0; exact < 2; ++exact) {
+      const auto& names = up[nd - 1][exact];
+      // upsample_nearest{1,2,3}d.default (any size ratio) is aten_pool.cc's
+      if (exact) reg(names[0], upsample_nearest(nd));
       reg(names[1], upsample_nearest(nd));
       reg(names[2], upsample_nearest_backward(nd));
     }
@@ -1690,14 +1568,13 @@ void register_training_ops(const Register& reg) {
           f(cmp(ExprOp::Ne, a, num(0)), arity == 2 ? cmp(ExprOp::Ne, b, num(0)) : Expr()));
     };
   };
-  for (std::string_view name :
-       {"aten::bitwise_not.default", "aten::logical_not.default", "aten::logical_not_.default"})
+  // (bitwise_not, logical_not, logical_and/or and the bitwise and/or of the functional forms
+  // are aten_pointwise.cc's and aten_math.cc's)
+  for (std::string_view name : {"aten::logical_not_.default"})
     reg(name, boolean(1, [](Expr a, Expr) { return cmp(ExprOp::Eq, a, num(0)); }));
-  for (std::string_view name : {"aten::bitwise_and.Tensor", "aten::bitwise_and_.Tensor",
-                                "aten::logical_and.default", "aten::logical_and_.default"})
+  for (std::string_view name : {"aten::logical_and_.default"})
     reg(name, boolean(2, [](Expr a, Expr b) { return mul(a, b); }));
-  for (std::string_view name : {"aten::bitwise_or.Tensor", "aten::bitwise_or_.Tensor",
-                                "aten::logical_or.default", "aten::logical_or_.default"})
+  for (std::string_view name : {"aten::logical_or_.default"})
     reg(name, boolean(2, [](Expr a, Expr b) { return fn(ExprOp::Max, {a, b}); }));
   // Autograd's gradient buffers: new_empty_strided is uninitialized memory that copy_ fills
   // (nothing to lower, as empty); new_zeros/new_ones write a constant.
@@ -1706,13 +1583,6 @@ void register_training_ops(const Register& reg) {
   reg("aten::new_zeros.default", fill_with(0.0));
   reg("aten::new_ones.default", fill_with(1.0));
   reg("aten::new_full.default", fill_with(std::nullopt, "fill_value"));
-  for (std::string_view name : {"aten::fill.Tensor", "aten::fill_.Tensor"})
-    reg(name, [](Context& c) {
-      // the 0-d value tensor broadcast to self's shape
-      TensorId v = c.use_arg("value");
-      if (!c.t(v).shape.empty()) throw Unsupported("fill with a value tensor of rank > 0");
-      c.elementwise({v}, c.def(0), arg(0));
-    });
   // Optimizer updates (foreach=False: one op per parameter), functional and in place.
   for (std::string_view name : {"aten::addcmul.default", "aten::addcmul_.default"})
     reg(name, addc(ExprOp::Mul));

@@ -1199,129 +1199,131 @@ void lower_control_flow(Context& c) {
 
 // ---------------------------------------------------------------- the table
 
+void register_jax_ops(const Register& reg) {
+  for (auto [name, op] : std::initializer_list<std::pair<std::string_view, ExprOp>>{
+           {"jax::add", ExprOp::Add}, {"jax::sub", ExprOp::Sub}, {"jax::mul", ExprOp::Mul},
+           {"jax::div", ExprOp::Div}, {"jax::max", ExprOp::Max}, {"jax::min", ExprOp::Min},
+           {"jax::pow", ExprOp::Pow}, {"jax::eq", ExprOp::Eq}, {"jax::ne", ExprOp::Ne},
+           {"jax::lt", ExprOp::Lt}, {"jax::le", ExprOp::Le}, {"jax::gt", ExprOp::Gt},
+           {"jax::ge", ExprOp::Ge}, {"jax::add_any", ExprOp::Add}})
+    reg(name, binary(op));
+  for (auto [name, op] : std::initializer_list<std::pair<std::string_view, ExprOp>>{
+           {"jax::neg", ExprOp::Neg}, {"jax::abs", ExprOp::Abs}, {"jax::exp", ExprOp::Exp},
+           {"jax::log", ExprOp::Log}, {"jax::tanh", ExprOp::Tanh},
+           {"jax::logistic", ExprOp::Sigmoid},
+           {"jax::erf", ExprOp::Erf}, {"jax::rsqrt", ExprOp::Rsqrt}, {"jax::sqrt", ExprOp::Sqrt},
+           {"jax::sin", ExprOp::Sin}, {"jax::cos", ExprOp::Cos}, {"jax::square", ExprOp::Square}})
+    reg(name, unary(op));
+  reg("jax::exp2", unary([](Expr x) { return un(ExprOp::Exp, mul(x, num(M_LN2))); }));
+  reg("jax::log1p", unary([](Expr x) { return un(ExprOp::Log, add(num(1), x)); }));
+  reg("jax::expm1", unary([](Expr x) { return sub(un(ExprOp::Exp, x), num(1)); }));
+  reg("jax::tan", unary([](Expr x) {
+        return fn(ExprOp::Div, {un(ExprOp::Sin, x), un(ExprOp::Cos, x)});
+      }));
+  reg("jax::erfc", unary([](Expr x) { return sub(num(1), un(ExprOp::Erf, x)); }));
+  reg("jax::sign", unary(ExprOp::Sign));
+  reg("jax::cbrt", unary([](Expr x) {
+        return mul(un(ExprOp::Sign, x), fn(ExprOp::Pow, {un(ExprOp::Abs, x), num(1.0 / 3)}));
+      }));
+  reg("jax::erf_inv", lower_erf_inv);
+  reg("jax::floor", unary(ExprOp::Floor));
+  reg("jax::ceil", unary(ExprOp::Ceil));
+  reg("jax::round", lower_round);
+  reg("jax::rem", binary(ExprOp::Rem));
+  reg("jax::atan2", binary(ExprOp::Atan2));
+  reg("jax::atan", unary(ExprOp::Atan));
+  reg("jax::asin", unary(ExprOp::Asin));
+  reg("jax::acos", unary(ExprOp::Acos));
+  reg("jax::shift_left", integer_op([](std::vector<Expr> x) {
+        return fn(ExprOp::Shl, {x[0], x[1]});
+      }, 2));
+  reg("jax::shift_right_logical", integer_op([](std::vector<Expr> x) {
+        return fn(ExprOp::Lshr, {x[0], x[1]});
+      }, 2));
+  reg("jax::shift_right_arithmetic", integer_op([](std::vector<Expr> x) {
+        return fn(ExprOp::Ashr, {x[0], x[1]});
+      }, 2));
+  reg("jax::population_count", integer_op([](std::vector<Expr> x) {
+        return un(ExprOp::Popcount, x[0]);
+      }, 1));
+  reg("jax::clz", integer_op([](std::vector<Expr> x) { return un(ExprOp::Clz, x[0]); }, 1));
+  reg("jax::bitcast_convert_type", lower_bitcast);
+  reg("jax::stack", lower_stack);
+  // x - x is 0 for finite x and NaN for inf and NaN.
+  reg("jax::is_finite", unary([](Expr x) { return fn(ExprOp::Eq, {sub(x, x), num(0)}); }));
+  reg("jax::integer_pow", lower_integer_pow);
+  reg("jax::and", logical(ExprOp::Min, ExprOp::And));
+  reg("jax::or", logical(ExprOp::Max, ExprOp::Or));
+  reg("jax::not", logical(ExprOp::Eq, ExprOp::Not, true));
+  reg("jax::xor", logical(ExprOp::Ne, ExprOp::Xor));
+  reg("jax::select_n", lower_select_n);
+  reg("jax::clamp", lower_clamp);
+  reg("jax::convert_element_type", lower_convert);
+  reg("jax::copy", lower_copy);
+  reg("jax::copy_p", lower_copy);
+  reg("jax::reduce_precision", lower_copy);
+  // Reductions.
+  reg("jax::reduce_sum", reduction(Reduce::Sum));
+  reg("jax::reduce_max", reduction(Reduce::Max));
+  reg("jax::reduce_min", reduction(Reduce::Min));
+  reg("jax::reduce_prod", reduction(Reduce::Prod));
+  reg("jax::reduce_and", reduction(Reduce::All));
+  reg("jax::reduce_or", reduction(Reduce::Any));
+  reg("jax::argmax", arg_reduction("argmax"));
+  reg("jax::argmin", arg_reduction("argmin"));
+  reg("jax::cumsum", cumulative("cumsum"));
+  reg("jax::cumprod", cumulative("cumprod"));
+  reg("jax::cummax", cumulative("cummax"));
+  reg("jax::cummin", cumulative("cummin"));
+  // Contractions and windows.
+  reg("jax::dot_general", lower_dot_general);
+  reg("jax::conv_general_dilated", lower_conv);
+  reg("jax::reduce_window_sum", reduce_window(Reduce::Sum));
+  reg("jax::reduce_window_max", reduce_window(Reduce::Max));
+  reg("jax::reduce_window_min", reduce_window(Reduce::Min));
+  // Shapes and data movement.
+  reg("jax::broadcast_in_dim", lower_broadcast_in_dim);
+  reg("jax::reshape", lower_reshape);
+  reg("jax::squeeze", lower_view);
+  reg("jax::expand_dims", lower_view);
+  reg("jax::transpose", lower_transpose);
+  reg("jax::rev", lower_rev);
+  reg("jax::slice", lower_slice);
+  reg("jax::dynamic_slice", lower_dynamic_slice);
+  reg("jax::dynamic_update_slice", lower_dynamic_update_slice);
+  reg("jax::concatenate", lower_concatenate);
+  reg("jax::split", lower_split);
+  reg("jax::pad", lower_pad);
+  reg("jax::gather", lower_gather);
+  reg("jax::scatter", scatter("none"));
+  reg("jax::scatter-add", scatter("sum"));
+  reg("jax::scatter_add", scatter("sum"));
+  reg("jax::scatter-mul", scatter("prod"));
+  reg("jax::scatter_mul", scatter("prod"));
+  reg("jax::scatter-min", scatter("min"));
+  reg("jax::scatter_min", scatter("min"));
+  reg("jax::scatter-max", scatter("max"));
+  reg("jax::scatter_max", scatter("max"));
+  // Index-valued, sorting, random.
+  reg("jax::iota", lower_iota);
+  reg("jax::sort", lower_sort);
+  reg("jax::top_k", lower_top_k);
+  for (std::string_view name : {"jax::random_bits", "jax::random_seed", "jax::random_wrap",
+                                "jax::random_unwrap", "jax::random_fold_in", "jax::random_split",
+                                "jax::threefry2x32", "jax::rng_bit_generator",
+                                "jax::rng_uniform"})
+    reg(name, lower_random);
+  // Loops, branches and equations the recorder could not record faithfully (it says why).
+  for (std::string_view name :
+       {"jax::scan", "jax::while", "jax::cond", "jax::shard_map", "jax::unsupported"})
+    reg(name, lower_control_flow);
+}
 
 const Table& table() {
   static const Table t = [] {
-    Table m;
-    auto reg = [&m](std::string_view name, Fn f) { m.emplace(name, std::move(f)); };
-    for (auto [name, op] : std::initializer_list<std::pair<std::string_view, ExprOp>>{
-             {"jax::add", ExprOp::Add}, {"jax::sub", ExprOp::Sub}, {"jax::mul", ExprOp::Mul},
-             {"jax::div", ExprOp::Div}, {"jax::max", ExprOp::Max}, {"jax::min", ExprOp::Min},
-             {"jax::pow", ExprOp::Pow}, {"jax::eq", ExprOp::Eq}, {"jax::ne", ExprOp::Ne},
-             {"jax::lt", ExprOp::Lt}, {"jax::le", ExprOp::Le}, {"jax::gt", ExprOp::Gt},
-             {"jax::ge", ExprOp::Ge}, {"jax::add_any", ExprOp::Add}})
-      reg(name, binary(op));
-    for (auto [name, op] : std::initializer_list<std::pair<std::string_view, ExprOp>>{
-             {"jax::neg", ExprOp::Neg}, {"jax::abs", ExprOp::Abs}, {"jax::exp", ExprOp::Exp},
-             {"jax::log", ExprOp::Log}, {"jax::tanh", ExprOp::Tanh},
-             {"jax::logistic", ExprOp::Sigmoid},
-             {"jax::erf", ExprOp::Erf}, {"jax::rsqrt", ExprOp::Rsqrt}, {"jax::sqrt", ExprOp::Sqrt},
-             {"jax::sin", ExprOp::Sin}, {"jax::cos", ExprOp::Cos}, {"jax::square", ExprOp::Square}})
-      reg(name, unary(op));
-    reg("jax::exp2", unary([](Expr x) { return un(ExprOp::Exp, mul(x, num(M_LN2))); }));
-    reg("jax::log1p", unary([](Expr x) { return un(ExprOp::Log, add(num(1), x)); }));
-    reg("jax::expm1", unary([](Expr x) { return sub(un(ExprOp::Exp, x), num(1)); }));
-    reg("jax::tan", unary([](Expr x) {
-          return fn(ExprOp::Div, {un(ExprOp::Sin, x), un(ExprOp::Cos, x)});
-        }));
-    reg("jax::erfc", unary([](Expr x) { return sub(num(1), un(ExprOp::Erf, x)); }));
-    reg("jax::sign", unary(ExprOp::Sign));
-    reg("jax::cbrt", unary([](Expr x) {
-          return mul(un(ExprOp::Sign, x), fn(ExprOp::Pow, {un(ExprOp::Abs, x), num(1.0 / 3)}));
-        }));
-    reg("jax::erf_inv", lower_erf_inv);
-    reg("jax::floor", unary(ExprOp::Floor));
-    reg("jax::ceil", unary(ExprOp::Ceil));
-    reg("jax::round", lower_round);
-    reg("jax::rem", binary(ExprOp::Rem));
-    reg("jax::atan2", binary(ExprOp::Atan2));
-    reg("jax::atan", unary(ExprOp::Atan));
-    reg("jax::asin", unary(ExprOp::Asin));
-    reg("jax::acos", unary(ExprOp::Acos));
-    reg("jax::shift_left", integer_op([](std::vector<Expr> x) {
-          return fn(ExprOp::Shl, {x[0], x[1]});
-        }, 2));
-    reg("jax::shift_right_logical", integer_op([](std::vector<Expr> x) {
-          return fn(ExprOp::Lshr, {x[0], x[1]});
-        }, 2));
-    reg("jax::shift_right_arithmetic", integer_op([](std::vector<Expr> x) {
-          return fn(ExprOp::Ashr, {x[0], x[1]});
-        }, 2));
-    reg("jax::population_count", integer_op([](std::vector<Expr> x) {
-          return un(ExprOp::Popcount, x[0]);
-        }, 1));
-    reg("jax::clz", integer_op([](std::vector<Expr> x) { return un(ExprOp::Clz, x[0]); }, 1));
-    reg("jax::bitcast_convert_type", lower_bitcast);
-    reg("jax::stack", lower_stack);
-    // x - x is 0 for finite x and NaN for inf and NaN.
-    reg("jax::is_finite", unary([](Expr x) { return fn(ExprOp::Eq, {sub(x, x), num(0)}); }));
-    reg("jax::integer_pow", lower_integer_pow);
-    reg("jax::and", logical(ExprOp::Min, ExprOp::And));
-    reg("jax::or", logical(ExprOp::Max, ExprOp::Or));
-    reg("jax::not", logical(ExprOp::Eq, ExprOp::Not, true));
-    reg("jax::xor", logical(ExprOp::Ne, ExprOp::Xor));
-    reg("jax::select_n", lower_select_n);
-    reg("jax::clamp", lower_clamp);
-    reg("jax::convert_element_type", lower_convert);
-    reg("jax::copy", lower_copy);
-    reg("jax::copy_p", lower_copy);
-    reg("jax::reduce_precision", lower_copy);
-    // Reductions.
-    reg("jax::reduce_sum", reduction(Reduce::Sum));
-    reg("jax::reduce_max", reduction(Reduce::Max));
-    reg("jax::reduce_min", reduction(Reduce::Min));
-    reg("jax::reduce_prod", reduction(Reduce::Prod));
-    reg("jax::reduce_and", reduction(Reduce::All));
-    reg("jax::reduce_or", reduction(Reduce::Any));
-    reg("jax::argmax", arg_reduction("argmax"));
-    reg("jax::argmin", arg_reduction("argmin"));
-    reg("jax::cumsum", cumulative("cumsum"));
-    reg("jax::cumprod", cumulative("cumprod"));
-    reg("jax::cummax", cumulative("cummax"));
-    reg("jax::cummin", cumulative("cummin"));
-    // Contractions and windows.
-    reg("jax::dot_general", lower_dot_general);
-    reg("jax::conv_general_dilated", lower_conv);
-    reg("jax::reduce_window_sum", reduce_window(Reduce::Sum));
-    reg("jax::reduce_window_max", reduce_window(Reduce::Max));
-    reg("jax::reduce_window_min", reduce_window(Reduce::Min));
-    // Shapes and data movement.
-    reg("jax::broadcast_in_dim", lower_broadcast_in_dim);
-    reg("jax::reshape", lower_reshape);
-    reg("jax::squeeze", lower_view);
-    reg("jax::expand_dims", lower_view);
-    reg("jax::transpose", lower_transpose);
-    reg("jax::rev", lower_rev);
-    reg("jax::slice", lower_slice);
-    reg("jax::dynamic_slice", lower_dynamic_slice);
-    reg("jax::dynamic_update_slice", lower_dynamic_update_slice);
-    reg("jax::concatenate", lower_concatenate);
-    reg("jax::split", lower_split);
-    reg("jax::pad", lower_pad);
-    reg("jax::gather", lower_gather);
-    reg("jax::scatter", scatter("none"));
-    reg("jax::scatter-add", scatter("sum"));
-    reg("jax::scatter_add", scatter("sum"));
-    reg("jax::scatter-mul", scatter("prod"));
-    reg("jax::scatter_mul", scatter("prod"));
-    reg("jax::scatter-min", scatter("min"));
-    reg("jax::scatter_min", scatter("min"));
-    reg("jax::scatter-max", scatter("max"));
-    reg("jax::scatter_max", scatter("max"));
-    // Index-valued, sorting, random.
-    reg("jax::iota", lower_iota);
-    reg("jax::sort", lower_sort);
-    reg("jax::top_k", lower_top_k);
-    for (std::string_view name : {"jax::random_bits", "jax::random_seed", "jax::random_wrap",
-                                  "jax::random_unwrap", "jax::random_fold_in", "jax::random_split",
-                                  "jax::threefry2x32", "jax::rng_bit_generator",
-                                  "jax::rng_uniform"})
-      reg(name, lower_random);
-    // Loops, branches and equations the recorder could not record faithfully (it says why).
-    for (std::string_view name :
-         {"jax::scan", "jax::while", "jax::cond", "jax::shard_map", "jax::unsupported"})
-      reg(name, lower_control_flow);
-    return m;
+    TableBuilder b("jax");
+    b.add("jax.cc", register_jax_ops);
+    return b.take();
   }();
   return t;
 }

@@ -104,22 +104,26 @@ void apply_mask(Context& c) {
 
 void cast(Context& c) { c.move(MoveKind::Cast, {c.use_arg("self")}, c.def(0)); }
 
+void register_loopir_ops(const Register& reg) {
+  reg("loopir::nest", lift_nest);
+  reg("loopir::fill", fill);
+  reg("loopir::reshape", reshape);
+  reg("loopir::permute", permute);
+  reg("loopir::slice", slice);
+  reg("loopir::select", select);
+  reg("loopir::concat", [](Context& c) { concat(c, false); });
+  reg("loopir::stack", [](Context& c) { concat(c, true); });
+  reg("loopir::gather", gather);
+  reg("loopir::scatter", scatter);
+  reg("loopir::apply_mask", apply_mask);
+  reg("loopir::cast", cast);
+}
+
 const Table& table() {
   static const Table t = [] {
-    Table t;
-    t.emplace("loopir::nest", lift_nest);
-    t.emplace("loopir::fill", fill);
-    t.emplace("loopir::reshape", reshape);
-    t.emplace("loopir::permute", permute);
-    t.emplace("loopir::slice", slice);
-    t.emplace("loopir::select", select);
-    t.emplace("loopir::concat", [](Context& c) { concat(c, false); });
-    t.emplace("loopir::stack", [](Context& c) { concat(c, true); });
-    t.emplace("loopir::gather", gather);
-    t.emplace("loopir::scatter", scatter);
-    t.emplace("loopir::apply_mask", apply_mask);
-    t.emplace("loopir::cast", cast);
-    return t;
+    TableBuilder b("loopir");
+    b.add("loopir.cc", register_loopir_ops);
+    return b.take();
   }();
   return t;
 }

@@ -68,10 +68,6 @@ AffineExpr plus(const AffineExpr& a, const AffineExpr& b, std::int64_t sign = 1)
   return AffineExpr::make(std::move(terms), a.constant_term() + sign * b.constant_term());
 }
 
-std::int64_t floor_div(std::int64_t a, std::int64_t b) {
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-
 // e >= 0 over the integers, with the coefficients' common divisor taken out (2i - 2j - 1 >= 0
 // is i - j - 1 >= 0), so that equal constraints compare equal.
 AffineConstraint normalized(const AffineExpr& e) {
@@ -80,7 +76,7 @@ AffineConstraint normalized(const AffineExpr& e) {
   if (g <= 1) return {e};
   std::vector<AffineTerm> terms = e.terms();
   for (AffineTerm& t : terms) t.coef /= g;
-  return {AffineExpr::make(std::move(terms), floor_div(e.constant_term(), g))};
+  return {AffineExpr::make(std::move(terms), detail::floor_div(e.constant_term(), g))};
 }
 
 // The complement of e >= 0: -e - 1 >= 0.
