@@ -17,6 +17,7 @@ import time
 import pytest
 from solar import _core
 from solar import memory_limit as ml
+from conftest import ROOT
 
 N = 40000  # a 40,000 x 40,000 f32 matmul: 6.4 GB a matrix
 F32 = 4
@@ -60,27 +61,9 @@ JAX_MATMUL = """
         return a @ b
 """
 
-LOOP_MATMUL = """
-    from solar.loopir import Tensor, kernel
-
-    N = {n}
-
-    A = Tensor("N,N", dtype="f32", role="input")
-    B = Tensor("N,N", dtype="f32", role="weight")
-    C = Tensor("N,N", dtype="f32", role="output")
-
-
-    @kernel
-    def gemm(A, B, C):
-        for m in range(N):
-            for n in range(N):
-                for k in range(N):
-                    C[m, n] += A[m, k] * B[k, n]
-
-
-    def model():
-        gemm(A, B, C)
-"""
+# examples/loops/gemm.py in f32 at N x N x N (the estimate's formula below is f32's)
+LOOP_MATMUL = (ROOT / "examples" / "loops" / "gemm.py").read_text(encoding="utf-8") \
+    .replace('dtype="bf16"', 'dtype="f32"').replace("M, N, K = 512, 1024, 256", "M, N, K = {n}, {n}, {n}")
 
 
 def write(tmp_path, name: str, body: str, n: int = N) -> str:
