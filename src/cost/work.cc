@@ -670,16 +670,12 @@ ContractionClass classify_contraction(const EinsumOp& e) {
   return ContractionClass::Matmul;
 }
 
-bool is_fused_attention_op(std::string_view framework_op) {
-  return framework_op.find("scaled_dot_product") != std::string_view::npos;
-}
-
 ContractionClass classify_contraction(const Graph& g, const Op& op) {
   if (op.kind() != OpKind::Einsum) return ContractionClass::None;
   const EinsumOp& e = op.einsum();
   ContractionClass c = classify_contraction(e);
   if (c == ContractionClass::None) return c;
-  if (is_fused_attention_op(op.origin.op)) c = ContractionClass::Attention;
+  if (e.hint == ir::ContractionHint::Attention) c = ContractionClass::Attention;
   for (const ir::Expr& child : e.combine.children()) {
     const int k = child.operand_index();
     if (k < 0 || static_cast<std::size_t>(k) >= op.inputs.size())

@@ -44,6 +44,20 @@ std::optional<Reduce> parse_reduce(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view contraction_hint_name(ContractionHint h) {
+  switch (h) {
+    case ContractionHint::None: return "none";
+    case ContractionHint::Attention: return "attention";
+  }
+  return "?";
+}
+
+std::optional<ContractionHint> parse_contraction_hint(std::string_view name) {
+  for (ContractionHint h : {ContractionHint::None, ContractionHint::Attention})
+    if (contraction_hint_name(h) == name) return h;
+  return std::nullopt;
+}
+
 std::string_view move_kind_name(MoveKind k) {
   switch (k) {
     case MoveKind::View: return "view";

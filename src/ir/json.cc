@@ -276,7 +276,7 @@ class Reader {
     }
     if (kind == "einsum") {
       check_keys(j, p, {"name", "kind", "inputs", "outputs", "origin", "indices", "operands",
-                        "output", "combine", "reduce", "mask"});
+                        "output", "combine", "reduce", "mask", "hint"});
       op.body = read_einsum(j, p);
     } else if (kind == "move") {
       check_keys(j, p, {"name", "kind", "inputs", "outputs", "origin", "move", "attrs"});
@@ -384,6 +384,12 @@ class Reader {
       fail(p.field("reduce"),
            fmt::format("unknown reduction \"{}\" (none sum max min prod any all)", red));
     e.reduce = *r;
+    if (const json* hint = find(j, "hint")) {
+      std::string h = string(*hint, p.field("hint"));
+      std::optional<ContractionHint> ch = parse_contraction_hint(h);
+      if (!ch) fail(p.field("hint"), fmt::format("unknown hint \"{}\" (none attention)", h));
+      e.hint = *ch;
+    }
     if (const json* mask = find(j, "mask")) {
       Path mp = p.field("mask");
       expect_array(*mask, mp);
@@ -549,6 +555,7 @@ nlohmann::json graph_to_json(const Graph& g) {
             m.push_back(syntax::format_constraint(c, e.indices));
           oj["mask"] = std::move(m);
         }
+        if (e.hint != ContractionHint::None) oj["hint"] = contraction_hint_name(e.hint);
         break;
       }
       case OpKind::Move:

@@ -272,11 +272,12 @@ class Parser {
                          fmt::format("after the type of '{}'", names.back()), kw);
     }
     // Trailing clauses, in any order, each at most once.
-    std::optional<std::string> from, at, opname, module;
+    std::optional<std::string> from, at, opname, module, hint;
     while (true) {
       const Token& t = lex_.peek();
       std::optional<std::string>* slot = nullptr;
       if (t.is_ident("module")) slot = &module;
+      if (t.is_ident("hint")) slot = &hint;
       if (t.is_ident("from")) slot = &from;
       if (t.is_ident("at")) slot = &at;
       if (t.is_ident("name")) slot = &opname;
@@ -285,6 +286,12 @@ class Parser {
       if (*slot) lex_.fail(fmt::format("'{}' is given twice", key.text), key.line);
       *slot = parse_string("a quoted string", syntax::lazy("after '{}'", key.text));
       if (slot == &opname && opname->empty()) lex_.fail("empty op name", key.line);
+      if (slot == &hint) {
+        std::optional<ContractionHint> h = parse_contraction_hint(*hint);
+        if (!h) lex_.fail(fmt::format("unknown hint \"{}\" (none attention)", *hint), key.line);
+        if (op.kind() != OpKind::Einsum) lex_.fail("only an einsum takes a hint", key.line);
+        std::get<EinsumOp>(op.body).hint = *h;
+      }
     }
     end_of_statement(syntax::lazy("after the op producing '{}'", names[0]));
     for (std::size_t i = 0; i < names.size(); ++i) {
@@ -808,6 +815,8 @@ std::string format_op(const Graph& g, const Op& op) {
       break;
     }
   }
+  if (op.kind() == OpKind::Einsum && op.einsum().hint != ContractionHint::None)
+    s += " hint " + syntax::quote(contraction_hint_name(op.einsum().hint));
   // The origin is printed when it is not simply this statement's own position.
   if (!op.origin.op.empty() && op.origin.op != op.name) s += " from " + syntax::quote(op.origin.op);
   if (!op.origin.file.empty() && op.origin.file != g.source) {

@@ -29,6 +29,7 @@ namespace {
 // SDPA (every backend's aten op): scores = Q K^T (GQA: query head hk*grp + j reads key head
 // hk), scale, mask (causal: key s <= query l, top-left aligned as torch does), softmax, P V.
 void lower_sdpa(Context& c) {
+  c.set_contraction_hint(ir::ContractionHint::Attention);  // the framework's attention kernels
   TensorId q = c.use_arg("query"), k = c.use_arg("key"), v = c.use_arg("value");
   if (c.num_arg("dropout_p", 0) != 0) throw Unsupported("dropout inside attention");
   const auto qs = c.t(q).shape, ks = c.t(k).shape, vs = c.t(v).shape;

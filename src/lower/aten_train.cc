@@ -782,6 +782,7 @@ void lower_nll_loss_backward(Context& c) {
 // A causal mask (key s <= query l, torch's top-left alignment) masks every step, so the
 // MACs are the live (l, s) pairs only.
 void lower_sdpa_backward(Context& c) {
+  c.set_contraction_hint(ir::ContractionHint::Attention);  // the framework's attention kernels
   const char* gname = c.has("grad_out") ? "grad_out" : "grad_out_";
   TensorId dO = c.use_arg(gname), q = c.use_arg("query"), k = c.use_arg("key"),
            v = c.use_arg("value"), o = c.use_arg("out");

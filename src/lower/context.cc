@@ -26,6 +26,7 @@ void Context::begin(const TraceOp& op) {
   op_ = &op;
   line_ = 0;
   origin_op_.clear();
+  hint_ = ir::ContractionHint::None;
 }
 
 ir::Expr operand(Context& c, const char* name, std::vector<ir::TensorId>& inputs, double dflt) {
@@ -558,6 +559,7 @@ void Context::einsum(std::vector<TensorId> inputs, TensorId out, Space space,
   e.combine = std::move(combine);
   e.reduce = reduce;
   e.mask = std::move(mask);
+  e.hint = hint_;
   ir::Op op;
   op.inputs = std::move(inputs);
   op.outputs = {out};

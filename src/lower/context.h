@@ -46,6 +46,9 @@ class Context {
     line_ = line;
     origin_op_ = std::move(op);
   }
+  // The hint of the einsums staged from now on (a fused attention op's contractions);
+  // begin() resets it to None.
+  void set_contraction_hint(ir::ContractionHint h) { hint_ = h; }
   // A named argument (null when absent).
   const nlohmann::json& a(const char* name) const;
   bool has(const char* name) const;
@@ -160,6 +163,7 @@ class Context {
   const TraceOp* op_ = nullptr;
   int line_ = 0;
   std::string origin_op_;
+  ir::ContractionHint hint_ = ir::ContractionHint::None;
   std::vector<ir::TensorId> map_;  // by trace id
   int temps_ = 0;
   std::unordered_set<std::int64_t> uninitialized_;  // trace ids of empty / new_empty results

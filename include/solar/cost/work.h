@@ -21,14 +21,9 @@ enum class ContractionClass {
   None,         // not a contraction (elementwise, reduction, data movement)
   Matmul,       // plain-index contraction (mm, bmm, linear, einsum)
   Convolution,  // a contraction with a sliding-window (affine) operand subscript
-  Attention,    // a contraction of a fused attention op (its origin is SDPA): run by the
-                // framework's fused attention kernels, not by its matmul library
+  Attention,    // a contraction of a fused attention op (the lowering's hint, EinsumOp::hint):
+                // run by the framework's fused attention kernels, not by its matmul library
 };
-
-// Whether a framework op is a fused attention whose contractions the framework runs in its
-// own attention kernels (aten::scaled_dot_product_attention and its backend ops, forward and
-// backward): those choose their math units themselves (docs/bounds.md, math policies).
-bool is_fused_attention_op(std::string_view framework_op);
 
 struct Work {
   ContractionClass contraction = ContractionClass::None;
@@ -108,7 +103,9 @@ std::optional<DecimalFraction> decimal_fraction(double f);
 ContractionClass classify_contraction(const ir::EinsumOp& e);
 
 // The same for an einsum op of `g`, also requiring non-bool operands (a bool "product" is a
-// logical and, not tensor-unit work). This is the class op_work records in Work::contraction.
+// logical and, not tensor-unit work), and Attention for a contraction whose hint is Attention
+// (a fused attention op's; those kernels choose their math units themselves, docs/bounds.md).
+// This is the class op_work records in Work::contraction.
 ContractionClass classify_contraction(const ir::Graph& g, const ir::Op& op);
 
 // Per-live-point cost of a combine expression, from the function table in docs/cost.md:

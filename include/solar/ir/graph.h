@@ -76,6 +76,15 @@ enum class Reduce { None, Sum, Max, Min, Prod, Any, All };
 std::string_view reduce_name(Reduce r);  // none sum max min prod any all
 std::optional<Reduce> parse_reduce(std::string_view name);
 
+// What the framework said about an einsum beyond its structure. Attention: a contraction of
+// a fused attention op (scaled_dot_product_attention and its backend and backward ops), which
+// the framework runs in its own attention kernels, not its matmul library, so math policies
+// route it as attention (docs/bounds.md). Set by the lowering; the text and JSON forms carry
+// it (`hint "attention"`).
+enum class ContractionHint { None, Attention };
+std::string_view contraction_hint_name(ContractionHint h);  // none attention
+std::optional<ContractionHint> parse_contraction_hint(std::string_view name);
+
 struct IndexDim {
   std::string name;
   std::int64_t extent = 0;  // >= 1
@@ -96,6 +105,7 @@ struct EinsumOp {
   Expr combine;                           // over $0..$n-1
   Reduce reduce = Reduce::None;
   std::vector<AffineConstraint> mask;     // live points satisfy every constraint
+  ContractionHint hint = ContractionHint::None;
   friend bool operator==(const EinsumOp&, const EinsumOp&) = default;
 
   // Indices that appear in no output subscript (summed/maxed over).

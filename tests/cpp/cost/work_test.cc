@@ -137,16 +137,19 @@ TEST(EinsumWork, PointwiseConvIsAConvolutionGroupedHeadsAreAMatmul) {
 }
 
 TEST(EinsumWork, ContractionsOfAFusedAttentionOpAreAttention) {
-  // The same batched product: a matmul from bmm, attention from a fused attention op.
+  // The same batched product: a matmul from bmm, attention where the lowering hints a fused
+  // attention op's; the origin alone decides nothing.
   Graph g = parse_graph(R"(
     q = f32[2,16,8] input
     k = f32[2,16,8] input
     m = f32[2,16,16] einsum "bld,bmd->blm" (q, k) from "aten::bmm.default"
-    s = f32[2,16,16] einsum "bld,bmd->blm" (q, k) from "aten::_scaled_dot_product_flash_attention_for_cpu.default")");
+    s = f32[2,16,16] einsum "bld,bmd->blm" (q, k) hint "attention" from "aten::_scaled_dot_product_flash_attention_for_cpu.default"
+    u = f32[2,16,16] einsum "bld,bmd->blm" (q, k) from "aten::_scaled_dot_product_flash_attention_for_cpu.default"
+    e = f32[2,16,8] einsum [b=2,l=16,d=8] none add($0,$1) (q[b,l,d], k[b,l,d]) -> [b,l,d] hint "attention")");
   EXPECT_EQ(classify_contraction(g, op_of(g, "m")), ContractionClass::Matmul);
   EXPECT_EQ(classify_contraction(g, op_of(g, "s")), ContractionClass::Attention);
-  EXPECT_TRUE(is_fused_attention_op("aten::_scaled_dot_product_efficient_attention_backward.default"));
-  EXPECT_FALSE(is_fused_attention_op("aten::bmm.default"));
+  EXPECT_EQ(classify_contraction(g, op_of(g, "u")), ContractionClass::Matmul);
+  EXPECT_EQ(classify_contraction(g, op_of(g, "e")), ContractionClass::None);  // not a contraction
 }
 
 TEST(EinsumWork, StridedConv2d) {

@@ -23,7 +23,7 @@ w4 = i4[512,512]{sparsity="2:4"} weight
 x = f32[2,8,32,32] input
 w = f32[16,8,3,3]{zeros=0.25} weight
 x2 = f32[2,8,64] input
-s = f32[2,8,128,128] einsum "bhqd,bhkd->bhqk" (q, k)
+s = f32[2,8,128,128] einsum "bhqd,bhkd->bhqk" (q, k) hint "attention"
 m = f32[2,8,128,128] einsum [b=2,h=8,q=128,k=128] none select(ge($0,-inf),mul($0,0.125),nan) (s[b,h,q,k]) -> [b,h,q,k] where q >= k
 y = f32[2,16,16,16]{output} einsum [n=2,k=16,p=16,q=16,c=8,r=3,s=3] sum mul($0,$1) (x[n,c,p*2+r-1,q*2+s-1] pad -inf, w[k,c,r,s]) -> [n,k,p,q] from "aten::conv2d" at "model.py:12"
 t = bf16[2,128,8,64] move permute {perm=[0,2,1,3]} (q)
@@ -56,6 +56,9 @@ TEST(GraphJson, RoundTripTextJsonText) {
   EXPECT_EQ(g3.ops()[2].origin.line, 12);
   EXPECT_EQ(g3.ops()[2].origin.op, "aten::conv2d");
   EXPECT_FALSE(j["ops"][0].contains("origin"));
+  EXPECT_EQ(j["ops"][0]["hint"], "attention");  // carried, and left out when none
+  EXPECT_EQ(g3.ops()[0].einsum().hint, ContractionHint::Attention);
+  EXPECT_FALSE(j["ops"][1].contains("hint"));
   // text -> graph -> JSON -> graph -> text gives the same text.
   EXPECT_EQ(print_graph(parse_graph(print_graph(g3))), print_graph(g));
   // And JSON -> graph -> JSON is a fixed point.

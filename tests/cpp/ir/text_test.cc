@@ -222,6 +222,31 @@ z = f32[4] einsum [i] none neg($0) (y[i]) -> [i] at "model.py"
   EXPECT_EQ(graph_diff(g, g2, /*compare_origins=*/true), "") << print_graph(g);
 }
 
+TEST(TextParse, ContractionHintRoundTrips) {
+  Graph g = parse_graph(R"(
+q = f32[4,8] input
+k = f32[4,8] input
+s = f32[4,4] einsum "ld,md->lm" (q, k) hint "attention" from "aten::_scaled_dot_product_flash_attention.default"
+t = f32[4,4] einsum "ld,md->lm" (q, k)
+)");
+  EXPECT_EQ(g.ops()[0].einsum().hint, ContractionHint::Attention);
+  EXPECT_EQ(g.ops()[1].einsum().hint, ContractionHint::None);
+  const std::string text = print_graph(g);
+  EXPECT_NE(text.find("hint \"attention\""), std::string::npos) << text;
+  EXPECT_EQ(graph_diff(g, parse_graph(text)), "");
+}
+
+TEST(TextParse, HintErrors) {
+  EXPECT_THROW(parse_graph("x = f32[4] input\ny = f32[4] move copy (x) hint \"attention\""),
+               UserError);
+  try {
+    parse_graph("x = f32[4] input\ny = f32[4] einsum [i] none $0 (x[i]) -> [i] hint \"fast\"");
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown hint \"fast\""), std::string::npos) << e.what();
+  }
+}
+
 TEST(TextParse, NumbersRoundTrip) {
   Graph g = parse_graph(R"(
 x = f32[4] input

@@ -124,6 +124,7 @@ TEST(Aten, CausalGqaAttentionMasksBothContractions) {
   for (const ir::Op& op : r.graph.ops()) {
     if (op.kind() != ir::OpKind::Einsum || !op.einsum().combine.is_product_of_two_operands()) continue;
     EXPECT_EQ(op.einsum().mask.size(), 1u);  // causal: l - s >= 0
+    EXPECT_EQ(op.einsum().hint, ir::ContractionHint::Attention);  // run by attention kernels
     Count n(1);
     for (const ir::IndexDim& d : op.einsum().indices) n = n * Count(d.extent);
     spaces.push_back(n);
