@@ -692,54 +692,8 @@ namespace {
 
 // The cost of one combine node alone (its children not included): the function table.
 CombineCost node_cost(ExprOp op) {
-  CombineCost cost;
-  switch (op) {
-    case ExprOp::Operand:
-    case ExprOp::Const:
-      break;
-    case ExprOp::Add: case ExprOp::Sub: case ExprOp::Mul: case ExprOp::Div: case ExprOp::Max:
-    case ExprOp::Min: case ExprOp::Lt: case ExprOp::Le: case ExprOp::Gt: case ExprOp::Ge:
-    case ExprOp::Eq: case ExprOp::Ne: case ExprOp::Select: case ExprOp::Neg: case ExprOp::Abs:
-    case ExprOp::Square: case ExprOp::Relu:
-    // One instruction each on GPUs and CPUs (frint/cvt rounding modes, sign as two compares
-    // folded into one select, integer logic and shifts, popc, clz/lzcnt).
-    case ExprOp::Floor: case ExprOp::Ceil: case ExprOp::Trunc: case ExprOp::RoundEven:
-    case ExprOp::RoundAway: case ExprOp::Sign: case ExprOp::And: case ExprOp::Or: case ExprOp::Xor:
-    case ExprOp::Not: case ExprOp::Shl: case ExprOp::Ashr: case ExprOp::Lshr: case ExprOp::Popcount:
-    case ExprOp::Clz:
-      cost.vector_flops = 1;
-      break;
-    case ExprOp::Exp: case ExprOp::Log: case ExprOp::Tanh: case ExprOp::Erf: case ExprOp::Rsqrt:
-    case ExprOp::Sqrt: case ExprOp::Recip: case ExprOp::Sin: case ExprOp::Cos: case ExprOp::Atan:
-    case ExprOp::Asin: case ExprOp::Acos: case ExprOp::ErfInv: case ExprOp::Lgamma:
-    case ExprOp::Digamma:
-      cost.special_ops = 1;
-      break;
-    case ExprOp::Atan2:  // atan(y / x) and a quadrant fix-up: div, atan, select
-      cost.special_ops = 1;
-      cost.vector_flops = 2;
-      break;
-    case ExprOp::IDiv:  // trunc(a / b): div, trunc
-      cost.vector_flops = 2;
-      break;
-    case ExprOp::Rem:  // a - trunc(a / b) * b: div, trunc, mul, sub
-      cost.vector_flops = 4;
-      break;
-    case ExprOp::Mod:  // rem, then + b where the signs differ: rem (4), compare, select-add
-      cost.vector_flops = 6;
-      break;
-    case ExprOp::F32Bits: case ExprOp::BitsF32:  // reinterprets a register: no instruction
-      break;
-    case ExprOp::Sigmoid:  // 1 / (1 + exp(-x)): exp, recip, add
-      cost.special_ops = 2;
-      cost.vector_flops = 1;
-      break;
-    case ExprOp::Pow:  // exp(y * log(x)): log, exp, mul
-      cost.special_ops = 2;
-      cost.vector_flops = 1;
-      break;
-  }
-  return cost;
+  const ir::ExprOpInfo& info = ir::expr_op_info(op);  // the function table (ir/expr.h)
+  return {info.vector_flops, info.special_ops};
 }
 
 // Counts each structurally distinct non-leaf subtree of a combine tree once: the value an

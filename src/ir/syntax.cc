@@ -493,9 +493,10 @@ Count parse_count(Lexer& lex, const Ctx& context) {
 // The function names the parser knows, space-separated (for the unknown-function error).
 static std::string known_functions() {
   std::string names;
-  for (int i = static_cast<int>(ExprOp::Add); i <= static_cast<int>(ir::kLastExprOp); ++i) {
+  for (const ir::ExprOpInfo& info : ir::kExprOps) {
+    if (info.arity == 0) continue;  // leaves are written $N and numbers
     if (!names.empty()) names += " ";
-    names += expr_op_name(static_cast<ExprOp>(i));
+    names += info.name;
   }
   return names;
 }
@@ -577,23 +578,8 @@ std::string format_constraint(const AffineConstraint& c, const std::vector<Index
 
 std::string format_combine(const Expr& e) {
   if (!e.defined()) return "<undefined>";
-  switch (e.op()) {
-    case ExprOp::Operand: return fmt::format("${}", e.operand_index());
-    case ExprOp::Const: return format_number(e.value());
-    case ExprOp::Add: case ExprOp::Sub: case ExprOp::Mul: case ExprOp::Div: case ExprOp::Max:
-    case ExprOp::Min: case ExprOp::Pow: case ExprOp::Lt: case ExprOp::Le: case ExprOp::Gt:
-    case ExprOp::Ge: case ExprOp::Eq: case ExprOp::Ne: case ExprOp::Select: case ExprOp::Neg:
-    case ExprOp::Abs: case ExprOp::Square: case ExprOp::Relu: case ExprOp::Exp: case ExprOp::Log:
-    case ExprOp::Tanh: case ExprOp::Erf: case ExprOp::Rsqrt: case ExprOp::Sqrt: case ExprOp::Recip:
-    case ExprOp::Sigmoid: case ExprOp::Sin: case ExprOp::Cos: case ExprOp::Atan: case ExprOp::Asin:
-    case ExprOp::Acos: case ExprOp::Atan2: case ExprOp::Floor: case ExprOp::Ceil: case ExprOp::Trunc:
-    case ExprOp::RoundEven: case ExprOp::RoundAway: case ExprOp::Sign: case ExprOp::Rem:
-    case ExprOp::Mod: case ExprOp::And: case ExprOp::Or: case ExprOp::Xor: case ExprOp::Not:
-    case ExprOp::Shl: case ExprOp::Ashr: case ExprOp::Lshr: case ExprOp::Popcount: case ExprOp::Clz:
-    case ExprOp::F32Bits: case ExprOp::BitsF32: case ExprOp::ErfInv: case ExprOp::Lgamma:
-    case ExprOp::Digamma: case ExprOp::IDiv:
-      break;
-  }
+  if (e.op() == ExprOp::Operand) return fmt::format("${}", e.operand_index());
+  if (e.op() == ExprOp::Const) return format_number(e.value());
   std::string out(expr_op_name(e.op()));
   out += "(";
   for (std::size_t i = 0; i < e.children().size(); ++i) {

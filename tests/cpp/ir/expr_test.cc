@@ -18,6 +18,19 @@ TEST(Expr, NamesRoundTrip) {
   EXPECT_EQ(parse_expr_op("frob"), std::nullopt);
 }
 
+TEST(Expr, TheFunctionTableHasOneRowPerOpWithDistinctNames) {
+  ASSERT_EQ(std::size(kExprOps), static_cast<std::size_t>(kLastExprOp) + 1);
+  for (std::size_t i = 0; i < std::size(kExprOps); ++i) {
+    EXPECT_EQ(kExprOps[i].op, static_cast<ExprOp>(i)) << kExprOps[i].name;
+    for (std::size_t j = 0; j < i; ++j) EXPECT_NE(kExprOps[i].name, kExprOps[j].name);
+    // leaves are the only ops without children, and cost nothing
+    const bool leaf = kExprOps[i].op == ExprOp::Operand || kExprOps[i].op == ExprOp::Const;
+    EXPECT_EQ(kExprOps[i].arity == 0, leaf) << kExprOps[i].name;
+  }
+  EXPECT_EQ(expr_op_info(ExprOp::Sigmoid).special_ops, 2);  // exp, recip
+  EXPECT_EQ(expr_op_info(ExprOp::Sigmoid).vector_flops, 1);  // add
+}
+
 TEST(Expr, Arity) {
   EXPECT_EQ(expr_arity(ExprOp::Mul), 2);
   EXPECT_EQ(expr_arity(ExprOp::Select), 3);
