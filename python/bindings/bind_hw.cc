@@ -63,12 +63,12 @@ void bind_hw(nb::module_& m) {
         return fmt::format("<solar.ComputeUnit {} ({})>", u.name, hw::unit_kind_name(u.kind));
       });
 
-  nb::class_<hw::MemoryLevel>(m, "MemoryLevel", "Capacity (bytes) and bandwidth (bytes/s).")
-      .def_ro("name", &hw::MemoryLevel::name)
-      .def_ro("capacity", &hw::MemoryLevel::capacity)
-      .def_ro("bandwidth", &hw::MemoryLevel::bandwidth)
-      .def("__repr__", [](const hw::MemoryLevel& l) {
-        return fmt::format("<solar.MemoryLevel {}>", l.name);
+  nb::class_<hw::MemorySpec>(m, "MemoryLevel", "Capacity (bytes) and bandwidth (bytes/s).")
+      .def_prop_ro("name", [](const hw::MemorySpec& l) { return std::string(l.name()); })
+      .def_ro("capacity", &hw::MemorySpec::capacity)
+      .def_ro("bandwidth", &hw::MemorySpec::bandwidth)
+      .def("__repr__", [](const hw::MemorySpec& l) {
+        return fmt::format("<solar.MemoryLevel {}>", l.name());
       });
 
   nb::class_<hw::Device>(m, "Device", "A device of the database (a copy; read-only).")

@@ -13,8 +13,6 @@ namespace solar::bound {
 
 namespace {
 
-bool is_memory(const std::string& resource) { return resource == "dram" || resource == "l2"; }
-
 // The route labels a term is made of ("fp32_simt.f32+fp32_simt.bf16" -> both).
 std::vector<std::string> routes_of(const std::string& label) {
   std::vector<std::string> out;
@@ -52,16 +50,16 @@ std::string bytes_sentence(Count c) {
 OnChipCapacity on_chip_capacity(const hw::Device& device, tiling::TrafficMode mode) {
   OnChipCapacity c;
   Count total;
-  for (const hw::MemoryLevel& m : device.memory) {
-    if (m.name == "dram") continue;
+  for (const hw::MemorySpec& m : device.memory) {
+    if (m.level == hw::MemoryLevel::Dram) continue;
     if (m.capacity && m.capacity->value > 0) {
       // Capacities are whole bytes in every database file; llround guards a YAML value
       // derived in floating point (kib_per_sm x SMs).
       Count bytes(static_cast<std::uint64_t>(std::llround(m.capacity->value)));
-      c.levels.push_back(CapacityLevel{m.name, bytes});
+      c.levels.push_back(CapacityLevel{m.level, bytes});
       total += bytes;
     } else {
-      c.unpublished.push_back(m.name);
+      c.unpublished.push_back(m.level);
     }
   }
   if (c.levels.empty()) {
@@ -72,7 +70,8 @@ OnChipCapacity on_chip_capacity(const hw::Device& device, tiling::TrafficMode mo
   }
   if (mode == tiling::TrafficMode::Provable && !c.unpublished.empty()) {
     std::string names;
-    for (const std::string& n : c.unpublished) names += (names.empty() ? "" : ", ") + n;
+    for (hw::MemoryLevel l : c.unpublished)
+      names += (names.empty() ? "" : ", ") + std::string(hw::memory_level_name(l));
     c.reason = fmt::format("{} publishes no capacity for its on-chip level(s) {}: a provable bound "
                            "at the capacity of the other levels could exceed what the chip can "
                            "do, so none is computed",
@@ -125,7 +124,7 @@ CacheAwareBound cache_aware_bound(const ir::Graph& g, const cost::GraphCost& cos
   // The fused level's compute terms: the whole graph's work per unit kind is the same
   // whatever the capacity.
   for (const Term& t : bounds.fused.terms)
-    if (!is_memory(t.resource)) cb.terms.push_back(t);
+    if (!t.memory) cb.terms.push_back(t);
   // The fused level's compute sentences carry over; its memory sentences (each about
   // "bytes") concern the compulsory traffic this level replaces by Q(S).
   for (const std::string& s : bounds.fused.unknown)
@@ -133,16 +132,19 @@ CacheAwareBound cache_aware_bound(const ir::Graph& g, const cost::GraphCost& cos
   const std::optional<double> beta = bounds.dram_bandwidth;
   if (cb.traffic_bytes != Count(0)) {
     if (beta)
-      cb.terms.push_back(Term{"dram", cb.traffic_bytes.to_double() / *beta});
+      cb.terms.push_back(
+          Term::of_memory(hw::MemoryLevel::Dram, cb.traffic_bytes.to_double() / *beta));
     else
       cb.unknown.push_back(fmt::format("{} bytes of cache-aware traffic: {} publishes no DRAM "
                                        "bandwidth, so their memory time is left out",
                                        bytes_sentence(cb.traffic_bytes), device.id));
   }
   sort_terms(cb.terms);
+  bool dram_bound = false;
   if (!cb.terms.empty() && cb.terms[0].seconds > 0) {
     cb.seconds = cb.terms[0].seconds;
     cb.bottleneck = cb.terms[0].resource;
+    dram_bound = cb.terms[0].memory == hw::MemoryLevel::Dram;
   } else {
     cb.bottleneck = "none";
   }
@@ -168,7 +170,7 @@ CacheAwareBound cache_aware_bound(const ir::Graph& g, const cost::GraphCost& cos
     no_fusion_bytes += q_op;
     double t = beta ? q_op.to_double() / *beta : 0.0;
     for (const Term& term : bounds.per_op[op.id.value].terms)
-      if (!is_memory(term.resource)) t = std::max(t, term.seconds);
+      if (!term.memory) t = std::max(t, term.seconds);
     no_fusion += t;
   }
   // cache_aware <= no-fusion holds exactly in integers (Q(S) <= Σ Q_op(S)); only sums
@@ -186,7 +188,7 @@ CacheAwareBound cache_aware_bound(const ir::Graph& g, const cost::GraphCost& cos
   // Each op's part of the bottleneck term.
   if (!(cb.seconds > 0)) {
     cb.share_basis = "the level is 0 s: no split";
-  } else if (cb.bottleneck == "dram") {
+  } else if (dram_bound) {
     Count split;
     for (Count c : cb.op_traffic_bytes) split += c;
     if (split == cb.traffic_bytes) {
@@ -205,7 +207,7 @@ CacheAwareBound cache_aware_bound(const ir::Graph& g, const cost::GraphCost& cos
     for (const ir::Op& op : g.ops()) {
       if (!cost.per_op[op.id.value].counted()) continue;
       for (const Term& t : bounds.per_op[op.id.value].terms)
-        if (!is_memory(t.resource) && same_kind(t.resource, fused_routes))
+        if (!t.memory && same_kind(t.resource, fused_routes))
           cb.op_share[op.id.value] = t.seconds / cb.seconds;
     }
     cb.share_basis = fmt::format("each op's seconds on the bottleneck unit kind ({})",

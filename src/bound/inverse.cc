@@ -318,7 +318,7 @@ InverseResult inverse_roofline(const ir::Graph& g, const cost::GraphCost& cost,
     DeviceBounds b = compute_bounds(g, cost, *d, Options{options.policy, CacheState::Cold});
     f.compute_bottleneck = "none";
     for (const Term& t : b.fused.terms) {
-      if (t.resource == "dram" || t.resource == "l2") continue;
+      if (t.memory) continue;
       if (t.seconds > f.compute_seconds) {
         f.compute_seconds = t.seconds;
         f.compute_bottleneck = t.resource;

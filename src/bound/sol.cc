@@ -58,12 +58,6 @@ std::string short_count(Count c) {
 
 std::string in_ops(int ops) { return ops == 1 ? "" : fmt::format(" in {} ops", ops); }
 
-const hw::MemoryLevel* find_level(const hw::Device& device, std::string_view name) {
-  for (const hw::MemoryLevel& m : device.memory)
-    if (m.name == name) return &m;
-  return nullptr;
-}
-
 std::optional<double> positive(const std::optional<hw::Sourced>& s) {
   if (s && s->value > 0) return s->value;
   return std::nullopt;
@@ -167,14 +161,15 @@ void sort_terms(std::vector<Term>& terms) {
   });
 }
 
-// Adds `seconds` to the entry named `name` (few distinct names: linear search is fastest).
-void accumulate(std::vector<Term>& sums, const std::string& name, double seconds) {
+// Adds `term`'s seconds to the entry of its resource (few distinct resources: linear search
+// is fastest).
+void accumulate(std::vector<Term>& sums, const Term& term) {
   for (Term& t : sums)
-    if (t.resource == name) {
-      t.seconds += seconds;
+    if (t.resource == term.resource) {
+      t.seconds += term.seconds;
       return;
     }
-  sums.push_back(Term{name, seconds});
+  sums.push_back(term);
 }
 
 // Work left unpriced, summed over ops for the level sentences.
@@ -191,9 +186,9 @@ class Bounder {
  public:
   Bounder(const hw::Device& device, const Options& options)
       : device_(device), options_(options), table_(device, options.policy) {
-    const hw::MemoryLevel* dram = find_level(device, "dram");
+    const hw::MemorySpec* dram = device.memory_level(hw::MemoryLevel::Dram);
     if (dram) dram_bw_ = positive(dram->bandwidth);
-    const hw::MemoryLevel* l2 = find_level(device, "l2");
+    const hw::MemorySpec* l2 = device.memory_level(hw::MemoryLevel::L2);
     // Warm state needs to know what fits: an L2 without a published capacity is treated as
     // absent (warm = cold for that device).
     if (options.cache_state == CacheState::Warm && l2 && positive(l2->capacity)) {
@@ -266,7 +261,7 @@ class Bounder {
       bool resident = l2_capacity_ && bytes.to_double() <= *l2_capacity_;
       if (resident) {
         if (l2_bw_) {
-          ob.terms.push_back(Term{"l2", bytes.to_double() / *l2_bw_});
+          ob.terms.push_back(Term::of_memory(hw::MemoryLevel::L2, bytes.to_double() / *l2_bw_));
           l2_used_ = true;
         } else {
           ob.unknown.push_back(l2_unknown(bytes, 1));
@@ -275,7 +270,8 @@ class Bounder {
       } else {
         dram_bytes_ += bytes;
         if (dram_bw_) {
-          ob.terms.push_back(Term{"dram", bytes.to_double() / *dram_bw_});
+          ob.terms.push_back(
+              Term::of_memory(hw::MemoryLevel::Dram, bytes.to_double() / *dram_bw_));
           dram_used_ = true;
         } else {
           ob.unknown.push_back(dram_unknown(bytes, 1));
@@ -319,7 +315,8 @@ class Bounder {
     }
     if (from_dram != Count(0)) {
       if (dram_bw_) {
-        lb.terms.push_back(Term{"dram", from_dram.to_double() / *dram_bw_});
+        lb.terms.push_back(
+            Term::of_memory(hw::MemoryLevel::Dram, from_dram.to_double() / *dram_bw_));
         dram_used_ = true;
       } else {
         fused_unknown_memory_.push_back(dram_unknown(from_dram, 1, "compulsory "));
@@ -327,7 +324,7 @@ class Bounder {
     }
     if (from_l2 != Count(0)) {
       if (l2_bw_) {
-        lb.terms.push_back(Term{"l2", from_l2.to_double() / *l2_bw_});
+        lb.terms.push_back(Term::of_memory(hw::MemoryLevel::L2, from_l2.to_double() / *l2_bw_));
         l2_used_ = true;
       } else {
         fused_unknown_memory_.push_back(l2_unknown(from_l2, 1, "compulsory "));
@@ -378,8 +375,8 @@ class Bounder {
         const RouteInfo& r = table_.route(static_cast<int>(i));
         out[r.label] = r.rate;
       }
-    if (dram_used_) out["dram"] = *dram_bw_;
-    if (l2_used_) out["l2"] = *l2_bw_;
+    if (dram_used_) out[std::string(hw::memory_level_name(hw::MemoryLevel::Dram))] = *dram_bw_;
+    if (l2_used_) out[std::string(hw::memory_level_name(hw::MemoryLevel::L2))] = *l2_bw_;
     return out;
   }
 
@@ -488,8 +485,8 @@ DeviceBounds compute_bounds(const ir::Graph& g, const cost::GraphCost& cost,
     OpBound ob = bounder.bound_op(w);
     if (w.counted()) {
       db.unfused.seconds += ob.seconds;
-      for (const Term& t : ob.terms) accumulate(unfused_terms, t.resource, t.seconds);
-      if (ob.seconds > 0) accumulate(by_bottleneck, ob.bottleneck, ob.seconds);
+      for (const Term& t : ob.terms) accumulate(unfused_terms, t);
+      if (ob.seconds > 0) accumulate(by_bottleneck, Term{ob.bottleneck, ob.seconds});
     }
     db.per_op.push_back(std::move(ob));
   }

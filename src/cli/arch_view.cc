@@ -63,8 +63,8 @@ json device_to_json(const hw::Device& d) {
     units.push_back(ju);
   }
   json memory = json::array();
-  for (const hw::MemoryLevel& m : d.memory) {
-    json jm = {{"name", m.name}};
+  for (const hw::MemorySpec& m : d.memory) {
+    json jm = {{"name", m.name()}};
     if (m.capacity) jm["capacity"] = sourced_json(*m.capacity, "bytes");
     if (m.bandwidth) jm["bandwidth"] = sourced_json(*m.bandwidth, "bytes/s");
     memory.push_back(jm);
@@ -110,8 +110,8 @@ std::string device_text(const hw::Device& d) {
     }
   }
   out += "\nmemory\n";
-  for (const hw::MemoryLevel& m : d.memory) {
-    out += fmt::format("  {}\n", m.name);
+  for (const hw::MemorySpec& m : d.memory) {
+    out += fmt::format("  {}\n", m.name());
     if (m.capacity) out += fmt::format("    {:<10} {}\n", "capacity", sourced_text(*m.capacity, "B"));
     if (m.bandwidth)
       out += fmt::format("    {:<10} {}\n", "bandwidth", sourced_text(*m.bandwidth, "B/s"));
@@ -136,7 +136,7 @@ std::string device_list_table(const hw::DeviceDb& db) {
       continue;
     }
     const hw::Device& d = db.get(id);
-    const hw::MemoryLevel* dram = d.memory_level("dram");
+    const hw::MemorySpec* dram = d.memory_level(hw::MemoryLevel::Dram);
     std::string bw = dram && dram->bandwidth ? si(dram->bandwidth->value, "B/s") : "-";
     out += fmt::format(kRow, d.id, d.name,
                        peak_cell(d, hw::UnitKind::Tensor, ir::DType::BF16),

@@ -19,6 +19,27 @@ std::optional<UnitKind> parse_unit_kind(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view memory_level_name(MemoryLevel l) {
+  switch (l) {
+    case MemoryLevel::Dram: return "dram";
+    case MemoryLevel::Llc: return "llc";
+    case MemoryLevel::L3: return "l3";
+    case MemoryLevel::L2: return "l2";
+    case MemoryLevel::L1: return "l1";
+    case MemoryLevel::Smem: return "smem";
+    case MemoryLevel::Tmem: return "tmem";
+    case MemoryLevel::Vmem: return "vmem";
+    case MemoryLevel::Rf: return "rf";
+  }
+  throw InternalError("bad MemoryLevel", __FILE__, __LINE__);
+}
+
+std::optional<MemoryLevel> parse_memory_level(std::string_view name) {
+  for (MemoryLevel l : kAllMemoryLevels)
+    if (memory_level_name(l) == name) return l;
+  return std::nullopt;
+}
+
 const ComputeUnit* Device::unit(UnitKind kind, ir::DType dtype) const {
   const ComputeUnit* best = nullptr;
   double best_rate = 0;
@@ -48,14 +69,14 @@ std::optional<double> Device::sparse_2_4_peak(UnitKind kind, ir::DType dtype) co
   return it->second.value;
 }
 
-const MemoryLevel* Device::memory_level(std::string_view level) const {
-  for (const MemoryLevel& m : memory)
-    if (m.name == level) return &m;
+const MemorySpec* Device::memory_level(MemoryLevel level) const {
+  for (const MemorySpec& m : memory)
+    if (m.level == level) return &m;
   return nullptr;
 }
 
-const MemoryLevel& Device::dram() const {
-  const MemoryLevel* m = memory_level("dram");
+const MemorySpec& Device::dram() const {
+  const MemorySpec* m = memory_level(MemoryLevel::Dram);
   SOLAR_CHECK(m != nullptr && m->bandwidth.has_value(),
               "device '" + id + "' has no dram level with a bandwidth");
   return *m;

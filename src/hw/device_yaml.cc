@@ -52,11 +52,6 @@ constexpr Scale kCapacityScales[] = {
     {"mib_per_sm", 1048576.0, true, -1, "MiB"},
 };
 
-// Memory level names (docs/devices.md): a closed set so that a typo ("L2", "shmem") is
-// caught here rather than making a level invisible to the bounds.
-constexpr std::string_view kMemoryLevels[] = {"dram", "llc", "l3",   "l2", "l1",
-                                              "smem", "tmem", "vmem", "rf"};
-
 std::string join(std::span<const std::string_view> items, std::string_view sep) {
   std::string out;
   for (std::string_view s : items) {
@@ -363,24 +358,32 @@ ComputeUnit parse_unit(const Reader& r, const YAML::Node& node, size_t index) {
   return u;
 }
 
-MemoryLevel parse_memory(const Reader& r, const YAML::Node& node, size_t index) {
+// Memory level names (docs/devices.md, hw::MemoryLevel): "dram, llc, ...".
+std::string memory_level_names() {
+  std::vector<std::string_view> names;
+  for (MemoryLevel l : kAllMemoryLevels) names.push_back(memory_level_name(l));
+  return join(names, ", ");
+}
+
+MemorySpec parse_memory(const Reader& r, const YAML::Node& node, size_t index) {
   static constexpr std::string_view kKeys[] = {"name", "capacity", "bandwidth"};
   Fields f(r, node, fmt::format("memory[{}]", index), kKeys);
-  MemoryLevel m;
-  m.name = f.require_string("name");
-  if (std::find(std::begin(kMemoryLevels), std::end(kMemoryLevels), m.name) ==
-      std::end(kMemoryLevels))
+  MemorySpec m;
+  const std::string name = f.require_string("name");
+  std::optional<MemoryLevel> level = parse_memory_level(name);
+  if (!level)
     r.fail(f.require("name").Mark(),
-           fmt::format("memory[{}]: unknown level '{}' (one of {})", index, m.name,
-                       join(kMemoryLevels, ", ")));
-  std::string what = fmt::format("memory '{}'", m.name);
+           fmt::format("memory[{}]: unknown level '{}' (one of {})", index, name,
+                       memory_level_names()));
+  m.level = *level;
+  std::string what = fmt::format("memory '{}'", m.name());
   if (const Fields::Entry* c = f.find("capacity"))
     m.capacity = parse_sourced(r, c->value, what + ": capacity", kCapacityScales);
   if (const Fields::Entry* b = f.find("bandwidth"))
     m.bandwidth = parse_sourced(r, b->value, what + ": bandwidth", kBandwidthScales);
   if (!m.capacity && !m.bandwidth)
     r.fail(node.Mark(), what + ": give a capacity, a bandwidth or both");
-  if (m.name == "dram" && !m.bandwidth)
+  if (m.level == MemoryLevel::Dram && !m.bandwidth)
     r.fail(node.Mark(), "memory 'dram': missing bandwidth (required: the SOL memory term "
                         "divides by it)");
   return m;
@@ -467,13 +470,13 @@ Device parse_device_yaml(std::string_view yaml_text, std::string_view file) {
   if (!memory.IsSequence() || memory.size() == 0)
     r.fail(memory.Mark(), "memory: expected a non-empty list of levels, dram first");
   for (size_t i = 0; i < memory.size(); ++i) {
-    MemoryLevel m = parse_memory(r, memory[i], i);
-    if (i == 0 && m.name != "dram")
+    MemorySpec m = parse_memory(r, memory[i], i);
+    if (i == 0 && m.level != MemoryLevel::Dram)
       r.fail(memory[i].Mark(), fmt::format("memory[0] is '{}': list the levels outermost "
-                                           "first, starting with dram", m.name));
-    for (const MemoryLevel& o : d.memory)
-      if (o.name == m.name)
-        r.fail(memory[i].Mark(), fmt::format("memory[{}]: duplicate level '{}'", i, m.name));
+                                           "first, starting with dram", m.name()));
+    for (const MemorySpec& o : d.memory)
+      if (o.level == m.level)
+        r.fail(memory[i].Mark(), fmt::format("memory[{}]: duplicate level '{}'", i, m.name()));
     d.memory.push_back(std::move(m));
   }
   return d;

@@ -587,8 +587,8 @@ Device host_device(const HostFacts& f) {
   d.notes = trim(notes);
 
   SOLAR_CHECK(f.dram_bandwidth.has_value(), "HostFacts without a DRAM bandwidth");
-  MemoryLevel dram;
-  dram.name = "dram";
+  MemorySpec dram;
+  dram.level = MemoryLevel::Dram;
   dram.capacity = f.dram_capacity;
   dram.bandwidth = f.dram_bandwidth;
   d.memory.push_back(std::move(dram));
@@ -599,20 +599,20 @@ Device host_device(const HostFacts& f) {
   // AMD's CCX), times cores and the max clock. Overestimating a bandwidth keeps the SOL a
   // lower bound; the figures are not meant to be reached.
   struct CacheRate {
-    const char* name;
+    MemoryLevel level;
     const std::optional<Sourced>* capacity;
     int bytes_per_clock;
     const char* why;
   };
   for (const CacheRate& c : {
-           CacheRate{"l3", &f.l3, 64, "64 B/clk/core (an upper bound: Intel's mesh and AMD's "
+           CacheRate{MemoryLevel::L3, &f.l3, 64, "64 B/clk/core (an upper bound: Intel's mesh and AMD's "
                                       "CCX deliver 32)"},
-           CacheRate{"l2", &f.l2, 64, "64 B/clk/core (one cache line per clock into L1)"},
-           CacheRate{"l1", &f.l1d, 192, "192 B/clk/core (two 64-byte loads and one 64-byte "
+           CacheRate{MemoryLevel::L2, &f.l2, 64, "64 B/clk/core (one cache line per clock into L1)"},
+           CacheRate{MemoryLevel::L1, &f.l1d, 192, "192 B/clk/core (two 64-byte loads and one 64-byte "
                                         "store per clock)"}}) {
     if (!*c.capacity) continue;
-    MemoryLevel m;
-    m.name = c.name;
+    MemorySpec m;
+    m.level = c.level;
     m.capacity = *c.capacity;
     if (f.clock_mhz && f.cores.value > 0) {
       const double bw = c.bytes_per_clock * f.cores.value * f.clock_mhz->value * 1e6;

@@ -68,9 +68,12 @@ json cache_aware_json(const ir::Graph& g, const bound::CacheAwareBound& c) {
   j["mode"] = std::string(tiling::traffic_mode_name(c.mode));
   json levels = json::array();
   for (const bound::CapacityLevel& l : c.capacity.levels)
-    levels.push_back(json{{"name", l.name}, {"bytes", count_json(l.bytes)}});
+    levels.push_back(
+        json{{"name", hw::memory_level_name(l.level)}, {"bytes", count_json(l.bytes)}});
   j["capacity_levels"] = std::move(levels);
-  j["capacity_unpublished"] = c.capacity.unpublished;
+  json unpublished = json::array();
+  for (hw::MemoryLevel l : c.capacity.unpublished) unpublished.push_back(hw::memory_level_name(l));
+  j["capacity_unpublished"] = std::move(unpublished);
   if (!c.available) {
     j["reason"] = c.reason;
     return j;

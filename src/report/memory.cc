@@ -17,7 +17,7 @@ MemoryFit memory_fit(const ir::Graph& g, const hw::Device& d) {
       m.largest_tensor_bytes = bytes;
     }
   }
-  const hw::MemoryLevel* dram = d.memory_level("dram");
+  const hw::MemorySpec* dram = d.memory_level(hw::MemoryLevel::Dram);
   if (dram != nullptr && dram->capacity && dram->capacity->value > 0) {
     // Capacities are whole bytes in the device files (decimal GB, or binary units).
     m.capacity_bytes = Count(static_cast<std::uint64_t>(dram->capacity->value));

@@ -25,8 +25,6 @@ struct Flat {
   std::vector<int> children;
 };
 
-bool is_memory(const std::string& resource) { return resource == "dram" || resource == "l2"; }
-
 class Builder {
  public:
   explicit Builder(const Report& r) : r_(r), g_(*r.graph) {
@@ -82,7 +80,7 @@ class Builder {
       if (m.devices.size() < r_.devices.size()) m.devices.resize(r_.devices.size());
       m.devices[d].unfused_seconds += b.seconds;
       for (const bound::Term& t : b.terms)
-        if (!is_memory(t.resource)) compute_[k][d][t.resource] += t.seconds;
+        if (!t.memory) compute_[k][d][t.resource] += t.seconds;
       if (d < r_.cache_aware.size() && r_.cache_aware[d].available &&
           !r_.cache_aware[d].op_share.empty()) {
         double part = r_.cache_aware[d].op_share[op.id.value] * r_.cache_aware[d].seconds;

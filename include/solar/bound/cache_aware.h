@@ -38,15 +38,15 @@ namespace solar::bound {
 
 // One on-chip memory level counted in S.
 struct CapacityLevel {
-  std::string name;  // "l2", "smem", "rf", ...
-  Count bytes;       // its published capacity for the whole device, bytes
+  hw::MemoryLevel level;  // l2, smem, rf, ...
+  Count bytes;            // its published capacity for the whole device, bytes
 };
 
 // The total on-chip capacity of a device, or why there is none.
 struct OnChipCapacity {
   std::optional<Count> bytes;          // the sum over `levels`; nullopt when refused
   std::vector<CapacityLevel> levels;   // the levels summed, outermost first
-  std::vector<std::string> unpublished;  // on-chip levels without a published capacity
+  std::vector<hw::MemoryLevel> unpublished;  // on-chip levels without a published capacity
   std::string reason;                  // why `bytes` is nullopt; empty otherwise
 };
 

@@ -39,6 +39,13 @@ namespace solar::bound {
 struct Term {
   std::string resource;  // "tensor_core.bf16", "fp32_simt.f32", "mufu", "dram", "l2"
   double seconds = 0;
+  // The memory level of a memory term (`resource` is its name); nullopt for a compute term.
+  std::optional<hw::MemoryLevel> memory = std::nullopt;
+
+  // The term of `level` moving its bytes in `seconds`.
+  static Term of_memory(hw::MemoryLevel level, double seconds) {
+    return Term{std::string(hw::memory_level_name(level)), seconds, level};
+  }
 };
 
 struct OpBound {

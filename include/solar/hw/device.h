@@ -55,10 +55,22 @@ struct ComputeUnit {
   std::map<ir::DType, Sourced> sparse_2_4_peak;
 };
 
-struct MemoryLevel {
-  std::string name;                 // "dram", "llc", "l3", "l2", "l1", "smem", "tmem", "vmem", "rf"
+// A level of the memory hierarchy, outermost first (docs/devices.md): a closed set, so that
+// a typo in a device file ("L2", "shmem") is caught by the loader rather than making a level
+// invisible to the bounds. Names appear only in the YAML, JSON and text forms.
+enum class MemoryLevel { Dram, Llc, L3, L2, L1, Smem, Tmem, Vmem, Rf };
+inline constexpr MemoryLevel kAllMemoryLevels[] = {
+    MemoryLevel::Dram, MemoryLevel::Llc,  MemoryLevel::L3,   MemoryLevel::L2, MemoryLevel::L1,
+    MemoryLevel::Smem, MemoryLevel::Tmem, MemoryLevel::Vmem, MemoryLevel::Rf};
+std::string_view memory_level_name(MemoryLevel l);  // dram llc l3 l2 l1 smem tmem vmem rf
+std::optional<MemoryLevel> parse_memory_level(std::string_view name);
+
+// One memory level of a device and its published figures.
+struct MemorySpec {
+  MemoryLevel level = MemoryLevel::Dram;
   std::optional<Sourced> capacity;  // bytes (per device; per-SM values in `note`)
   std::optional<Sourced> bandwidth; // bytes/s; absent when not published
+  std::string_view name() const { return memory_level_name(level); }
 };
 
 struct Device {
@@ -69,7 +81,7 @@ struct Device {
   int num_sms = 0;       // SMs / CUs / TensorCores / CPU cores
   std::optional<Sourced> num_sms_source;  // provenance of num_sms (value == num_sms)
   std::vector<ComputeUnit> units;
-  std::vector<MemoryLevel> memory;  // outermost first: dram, then llc/l2, ...
+  std::vector<MemorySpec> memory;  // outermost first: dram, then llc/l2, ...
   std::map<std::string, std::string> sources;  // key -> URL or citation
   std::string notes;
   std::string file;      // where it was loaded from ("builtin:arch/H100_SXM.yaml", a path)
@@ -81,8 +93,8 @@ struct Device {
   // The 2:4 structured-sparse peak of the unit `unit(kind, dtype)` picks, in dense-equivalent
   // FLOP/s; nullopt when that unit publishes none for `dtype` (or there is no such unit).
   std::optional<double> sparse_2_4_peak(UnitKind kind, ir::DType dtype) const;
-  const MemoryLevel* memory_level(std::string_view name) const;
-  const MemoryLevel& dram() const;  // throws InternalError when missing (the loader rejects that)
+  const MemorySpec* memory_level(MemoryLevel level) const;  // nullptr when the device lacks it
+  const MemorySpec& dram() const;  // throws InternalError when missing (the loader rejects that)
 };
 
 }  // namespace solar::hw

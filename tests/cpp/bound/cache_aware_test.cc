@@ -32,7 +32,7 @@ hw::Device synthetic(std::optional<double> l2_bytes) {
       .vector(DType::BF16, 1e14)
       .special(1e12)
       .dram(1e12)
-      .memory("l2", l2_bytes, std::nullopt)
+      .memory(hw::MemoryLevel::L2, l2_bytes, std::nullopt)
       .build();
 }
 
@@ -64,7 +64,7 @@ TEST(OnChipCapacity, H100SumsL2SharedMemoryAndRegisters) {
   // 50 MB L2 + 228 KiB shared memory and 256 KiB registers on each of 132 SMs.
   EXPECT_EQ(*c.bytes, Count(50'000'000 + 228 * 1024 * 132 + 256 * 1024 * 132));
   ASSERT_EQ(c.levels.size(), 3u);
-  EXPECT_EQ(c.levels[0].name, "l2");
+  EXPECT_EQ(c.levels[0].level, hw::MemoryLevel::L2);
   EXPECT_TRUE(c.unpublished.empty());
 }
 
@@ -94,13 +94,13 @@ TEST(OnChipCapacity, AnUnpublishedLevelRefusesOnlyTheProvableMode) {
   hw::Device d = testing::DeviceBuilder()
                      .tensor(DType::BF16, 1e15)
                      .dram(1e12)
-                     .memory("l2", 4e6, std::nullopt)
-                     .memory("smem", std::nullopt, std::nullopt)
+                     .memory(hw::MemoryLevel::L2, 4e6, std::nullopt)
+                     .memory(hw::MemoryLevel::Smem, std::nullopt, std::nullopt)
                      .build();
   OnChipCapacity att = on_chip_capacity(d, TrafficMode::Attainable);
   ASSERT_TRUE(att.bytes.has_value());
   EXPECT_EQ(*att.bytes, Count(4'000'000));
-  EXPECT_EQ(att.unpublished, std::vector<std::string>{"smem"});
+  EXPECT_EQ(att.unpublished, std::vector<hw::MemoryLevel>{hw::MemoryLevel::Smem});
   OnChipCapacity prov = on_chip_capacity(d, TrafficMode::Provable);
   EXPECT_FALSE(prov.bytes.has_value());
   EXPECT_THAT(prov.reason, HasSubstr("smem"));
@@ -186,8 +186,8 @@ TEST(CacheAware, WarmCacheStateIsRefused) {
 
 TEST(CacheAware, MissingDramBandwidthLeavesTheMemoryTermOut) {
   hw::Device d = synthetic(1 * kMiB);
-  for (hw::MemoryLevel& m : d.memory)
-    if (m.name == "dram") m.bandwidth.reset();
+  for (hw::MemorySpec& m : d.memory)
+    if (m.level == hw::MemoryLevel::Dram) m.bandwidth.reset();
   Analysis a(gemm_graph(1024));
   CacheAwareBound cb = a.level(d, TrafficMode::Attainable);
   ASSERT_TRUE(cb.available);

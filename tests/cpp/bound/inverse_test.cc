@@ -26,7 +26,7 @@ hw::Device synthetic() {
       .tensor(DType::BF16, 1e15)
       .vector(DType::F32, 1e14)
       .dram(1e12)
-      .memory("l2", kL2, std::nullopt)
+      .memory(hw::MemoryLevel::L2, kL2, std::nullopt)
       .build();
 }
 

@@ -25,7 +25,7 @@ hw::Device synthetic() {
 // Only a vector unit at f32: a CPU-like device.
 hw::Device vector_only() {
   return testing::DeviceBuilder("VEC", "").vector(DType::F32, 1e12, "avx512_fma")
-      .memory("dram", std::nullopt, 1e11).build();
+      .memory(hw::MemoryLevel::Dram, std::nullopt, 1e11).build();
 }
 
 hw::Device without(hw::Device d, hw::UnitKind kind, DType dtype) {

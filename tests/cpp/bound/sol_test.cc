@@ -27,7 +27,7 @@ hw::Device synthetic() {
       .vector(DType::F32, 1e14).vector(DType::BF16, 2e14)
       .special(1e12)
       .dram(1e12)
-      .memory("l2", 1e8, 1e13)
+      .memory(hw::MemoryLevel::L2, 1e8, 1e13)
       .build();
 }
 
@@ -415,6 +415,8 @@ TEST(Unfused, BottleneckGroupsOpSecondsByEachOpsBottleneck) {
   Work b = vector_op(DType::F32, 0, 10'000'000);
   DeviceBounds r = bounds({a, b}, synthetic());
   EXPECT_EQ(r.unfused.terms[0].resource, "dram");
+  EXPECT_EQ(r.unfused.terms[0].memory, hw::MemoryLevel::Dram);  // typed: summing keeps the level
+  EXPECT_EQ(r.unfused.terms[1].memory, std::nullopt);           // a compute term
   EXPECT_EQ(r.unfused.bottleneck, "tensor_core.bf16");
 }
 

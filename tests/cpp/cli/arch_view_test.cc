@@ -24,7 +24,8 @@ hw::Device toy() {
   tc.peak[ir::DType::I8] = hw::Sourced{5e14, "spec", "D", "2x bf16"};
   tc.sparse_2_4_peak[ir::DType::BF16] = hw::Sourced{5e14, "spec", "V", "with sparsity"};
   d.units.push_back(tc);
-  d.memory.push_back({"dram", hw::Sourced{16e9, "spec", "V", ""}, hw::Sourced{1e12, "spec", "E", "guess"}});
+  d.memory.push_back({hw::MemoryLevel::Dram, hw::Sourced{16e9, "spec", "V", ""},
+                      hw::Sourced{1e12, "spec", "E", "guess"}});
   d.sources["spec"] = "https://example.com/toy";
   d.file = "test";
   return d;

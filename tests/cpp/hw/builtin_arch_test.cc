@@ -63,9 +63,9 @@ TEST(BuiltinArch, EveryNumberNamesAKnownSourceAndAFlag) {
       for (const auto& [dt, p] : u.sparse_2_4_peak)
         check(d, p, u.name + ".sparse_2_4." + std::string(ir::dtype_name(dt)));
     }
-    for (const MemoryLevel& m : d.memory) {
-      if (m.capacity) check(d, *m.capacity, m.name + ".capacity");
-      if (m.bandwidth) check(d, *m.bandwidth, m.name + ".bandwidth");
+    for (const MemorySpec& m : d.memory) {
+      if (m.capacity) check(d, *m.capacity, std::string(m.name()) + ".capacity");
+      if (m.bandwidth) check(d, *m.bandwidth, std::string(m.name()) + ".bandwidth");
     }
   }
 }
@@ -85,9 +85,9 @@ TEST(BuiltinArch, H100SxmDatasheet) {
   EXPECT_TRUE(near_rel(*d.peak(UnitKind::Special, DType::F32), 4.18 * kT, 1e-3));
   EXPECT_TRUE(near_rel(d.dram().bandwidth->value, 3.35 * kT, 1e-3));
   EXPECT_TRUE(near_rel(d.dram().capacity->value, 80 * kG, 1e-3));
-  EXPECT_TRUE(near_rel(d.memory_level("l2")->capacity->value, 50e6, 1e-3));
-  EXPECT_EQ(d.memory_level("smem")->capacity->value, 132.0 * 228 * 1024);  // SMs x 228 KiB
-  EXPECT_EQ(d.memory_level("rf")->capacity->value, 132.0 * 65536 * 4);     // SMs x 64K x 32-bit
+  EXPECT_TRUE(near_rel(d.memory_level(MemoryLevel::L2)->capacity->value, 50e6, 1e-3));
+  EXPECT_EQ(d.memory_level(MemoryLevel::Smem)->capacity->value, 132.0 * 228 * 1024);  // SMs x 228 KiB
+  EXPECT_EQ(d.memory_level(MemoryLevel::Rf)->capacity->value, 132.0 * 65536 * 4);     // SMs x 64K x 32-bit
   // Tensor peaks at the 1830 MHz tensor clock, vector at 1980 MHz (hardware.md conventions).
   EXPECT_EQ(d.unit(UnitKind::Tensor, DType::BF16)->clock_mhz->value, 1830);
   EXPECT_EQ(d.unit(UnitKind::Vector, DType::F32)->clock_mhz->value, 1980);
@@ -504,16 +504,16 @@ TEST(BuiltinArch, DeviceSpecificConventions) {
     EXPECT_FALSE(tpu.peak(UnitKind::Tensor, DType::F32).has_value());
     EXPECT_FALSE(tpu.peak(UnitKind::Tensor, DType::F8E4M3).has_value());
     EXPECT_TRUE(tpu.peak(UnitKind::Tensor, DType::I4).has_value());
-    EXPECT_EQ(tpu.memory_level("l2"), nullptr);
-    ASSERT_NE(tpu.memory_level("vmem"), nullptr);
-    EXPECT_EQ(tpu.memory_level("vmem")->capacity->value, 128.0 * 1024 * 1024);  // 128 MiB per chip
+    EXPECT_EQ(tpu.memory_level(MemoryLevel::L2), nullptr);
+    ASSERT_NE(tpu.memory_level(MemoryLevel::Vmem), nullptr);
+    EXPECT_EQ(tpu.memory_level(MemoryLevel::Vmem)->capacity->value, 128.0 * 1024 * 1024);  // 128 MiB per chip
   }
   const Device& mi = builtins().get("MI300X");
-  EXPECT_EQ(mi.memory_level("llc")->capacity->value, 256.0 * 1024 * 1024);  // 256 MiB
-  EXPECT_EQ(mi.memory_level("l2")->capacity->value, 32.0 * 1024 * 1024);    // 4 MiB x 8 XCDs
-  EXPECT_EQ(mi.memory_level("l2")->bandwidth->flag, "D");
+  EXPECT_EQ(mi.memory_level(MemoryLevel::Llc)->capacity->value, 256.0 * 1024 * 1024);  // 256 MiB
+  EXPECT_EQ(mi.memory_level(MemoryLevel::L2)->capacity->value, 32.0 * 1024 * 1024);    // 4 MiB x 8 XCDs
+  EXPECT_EQ(mi.memory_level(MemoryLevel::L2)->bandwidth->flag, "D");
   EXPECT_FALSE(mi.peak(UnitKind::Special, DType::F32).has_value());  // not published
-  EXPECT_TRUE(near_rel(builtins().get("B200").memory_level("l2")->capacity->value, 126e6, 1e-3));
+  EXPECT_TRUE(near_rel(builtins().get("B200").memory_level(MemoryLevel::L2)->capacity->value, 126e6, 1e-3));
   // RTX 4090 stores the FP32-accumulate rate, not the FP16-accumulate 330.3.
   EXPECT_TRUE(near_rel(*builtins().get("RTX4090").peak(UnitKind::Tensor, DType::BF16),
                        165.2 * kT, 1e-3));
@@ -604,8 +604,8 @@ TEST(BuiltinArch, ServingDevicesAddedAfterTheReference) {
   for (DType dt : {DType::TF32, DType::F8E4M3, DType::F8E5M2})
     EXPECT_FALSE(mi250.peak(UnitKind::Tensor, dt).has_value()) << ir::dtype_name(dt);
   EXPECT_FALSE(mi250.peak(UnitKind::Special, DType::F32).has_value());
-  EXPECT_EQ(mi250.memory_level("l2")->capacity->value, 16.0 * 1024 * 1024);  // 8 MiB x 2 GCDs
-  EXPECT_EQ(mi250.memory_level("llc"), nullptr);                            // no Infinity Cache
+  EXPECT_EQ(mi250.memory_level(MemoryLevel::L2)->capacity->value, 16.0 * 1024 * 1024);  // 8 MiB x 2 GCDs
+  EXPECT_EQ(mi250.memory_level(MemoryLevel::Llc), nullptr);                            // no Infinity Cache
 
   // Gaudi 3: Intel's matrix peaks (BF16 = FP8 = 1835) are 8 MMEs x 256 x 256 MAC x 2 at the
   // stored MME clock; the TPC vector BF16 peak 28.7; 96 MB SRAM as l2 at 12.8 TB/s; no int8
@@ -623,8 +623,8 @@ TEST(BuiltinArch, ServingDevicesAddedAfterTheReference) {
   EXPECT_FALSE(g3.peak(UnitKind::Tensor, DType::I8).has_value());
   EXPECT_FALSE(g3.peak(UnitKind::Special, DType::F32).has_value());
   EXPECT_TRUE(near_rel(*g3.peak(UnitKind::Vector, DType::BF16), 28.7 * kT, 1e-12));
-  EXPECT_TRUE(near_rel(g3.memory_level("l2")->capacity->value, 96e6, 1e-12));
-  EXPECT_TRUE(near_rel(g3.memory_level("l2")->bandwidth->value, 12.8 * kT, 1e-12));
+  EXPECT_TRUE(near_rel(g3.memory_level(MemoryLevel::L2)->capacity->value, 96e6, 1e-12));
+  EXPECT_TRUE(near_rel(g3.memory_level(MemoryLevel::L2)->bandwidth->value, 12.8 * kT, 1e-12));
 }
 
 }  // namespace

@@ -20,8 +20,8 @@ Device two_tensor_units() {
                   {{DType::F32, {5e12, "s", "V", ""}}, {DType::BF16, {10e12, "s", "V", ""}}},
                   std::nullopt};
   d.units = {slow, tc, tc64, vec};
-  d.memory = {MemoryLevel{"dram", Sourced{80e9, "s", "V", ""}, Sourced{3e12, "s", "V", ""}},
-              MemoryLevel{"l2", Sourced{50e6, "s", "V", ""}, std::nullopt}};
+  d.memory = {MemorySpec{MemoryLevel::Dram, Sourced{80e9, "s", "V", ""}, Sourced{3e12, "s", "V", ""}},
+              MemorySpec{MemoryLevel::L2, Sourced{50e6, "s", "V", ""}, std::nullopt}};
   return d;
 }
 
@@ -44,11 +44,19 @@ TEST(Device, PeakIsInFlopPerSecondOrAbsent) {
 TEST(Device, MemoryLevels) {
   Device d = two_tensor_units();
   EXPECT_EQ(d.dram().bandwidth->value, 3e12);
-  ASSERT_NE(d.memory_level("l2"), nullptr);
-  EXPECT_FALSE(d.memory_level("l2")->bandwidth.has_value());
-  EXPECT_EQ(d.memory_level("smem"), nullptr);
+  ASSERT_NE(d.memory_level(MemoryLevel::L2), nullptr);
+  EXPECT_FALSE(d.memory_level(MemoryLevel::L2)->bandwidth.has_value());
+  EXPECT_EQ(d.memory_level(MemoryLevel::Smem), nullptr);
   d.memory.erase(d.memory.begin());
   EXPECT_THROW(d.dram(), InternalError);
+}
+
+TEST(Device, MemoryLevelNamesRoundTrip) {
+  for (MemoryLevel l : kAllMemoryLevels) EXPECT_EQ(parse_memory_level(memory_level_name(l)), l);
+  EXPECT_EQ(memory_level_name(MemoryLevel::Dram), "dram");
+  EXPECT_EQ(memory_level_name(MemoryLevel::L2), "l2");
+  EXPECT_EQ(parse_memory_level("L2"), std::nullopt);  // names are lower case
+  EXPECT_EQ(parse_memory_level("shmem"), std::nullopt);
 }
 
 TEST(Device, UnitKindNamesRoundTrip) {

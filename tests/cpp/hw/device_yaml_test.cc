@@ -58,7 +58,7 @@ TEST(DeviceYaml, ParsesAndConvertsToBaseUnits) {
   EXPECT_EQ(d.units[1].peak.at(DType::F32).note, "4 SM x 16 x 1 GHz");
   EXPECT_DOUBLE_EQ(d.dram().capacity->value, 16.0 * 1024 * 1024 * 1024);  // 16 GiB
   EXPECT_DOUBLE_EQ(d.dram().bandwidth->value, 500e9);                      // 500 GB/s
-  const MemoryLevel* smem = d.memory_level("smem");
+  const MemorySpec* smem = d.memory_level(MemoryLevel::Smem);
   ASSERT_NE(smem, nullptr);
   EXPECT_DOUBLE_EQ(smem->capacity->value, 4 * 100 * 1024.0);  // SMs x 100 KiB
   EXPECT_NE(smem->capacity->note.find("per SM: 100 KiB x 4 SMs"), std::string::npos);
@@ -203,7 +203,7 @@ TEST(DeviceYaml, DocsExampleParses) {
   EXPECT_DOUBLE_EQ(*d.peak(UnitKind::Tensor, DType::BF16), 989.4e12);
   EXPECT_DOUBLE_EQ(*d.peak(UnitKind::Tensor, DType::F64), 66.9e12);
   EXPECT_DOUBLE_EQ(*d.sparse_2_4_peak(UnitKind::Tensor, DType::BF16), 1978.8e12);  // 2 x dense
-  EXPECT_DOUBLE_EQ(d.memory_level("smem")->capacity->value, 132.0 * 228 * 1024);
+  EXPECT_DOUBLE_EQ(d.memory_level(MemoryLevel::Smem)->capacity->value, 132.0 * 228 * 1024);
 }
 
 TEST(DeviceYaml, RejectsANonMapping) {

@@ -25,13 +25,13 @@ TEST(DetectHost, DescribesThisMachine) {
   EXPECT_DOUBLE_EQ(*h.peak(UnitKind::Vector, DType::F64), *f32 / 2);  // half the lanes
   EXPECT_FALSE(h.peak(UnitKind::Special, DType::F32).has_value());  // exp etc. on the vector unit
 
-  const MemoryLevel& dram = h.dram();
+  const MemorySpec& dram = h.dram();
   EXPECT_GT(dram.bandwidth->value, 0);
   EXPECT_EQ(dram.bandwidth->flag, "M");
   EXPECT_NE(dram.bandwidth->note.find("measured by Solar's probe on"), std::string::npos);
   EXPECT_GT(dram.capacity->value, 0);
-  const MemoryLevel* l2 = h.memory_level("l2");
-  const MemoryLevel* l3 = h.memory_level("l3");
+  const MemorySpec* l2 = h.memory_level(MemoryLevel::L2);
+  const MemorySpec* l3 = h.memory_level(MemoryLevel::L3);
   ASSERT_TRUE(l2 != nullptr || l3 != nullptr);
   if (l2) {
     EXPECT_GT(l2->capacity->value, 0);
@@ -108,7 +108,7 @@ TEST(HostDevice, Avx512AndAmxPeaks) {
   EXPECT_NE(d.notes.find("No special-function unit"), std::string::npos);
   EXPECT_EQ(d.num_sms, 56);
   EXPECT_DOUBLE_EQ(d.dram().bandwidth->value, 307.2e9);
-  EXPECT_EQ(d.memory[1].name, "l3");
+  EXPECT_EQ(d.memory[1].level, MemoryLevel::L3);
 }
 
 TEST(HostDevice, Avx2WithoutAmx) {
@@ -138,14 +138,14 @@ TEST(HostDevice, CacheBandwidthsAreDerivedUpperBounds) {
   f.l1d = Sourced{56 * 48e3, "t", "M", "test"};
   Device d = host_device(f);
   // bytes per clock per core x 56 cores x 2.0 GHz
-  EXPECT_DOUBLE_EQ(d.memory_level("l3")->bandwidth->value, 64.0 * 56 * 2000e6);
-  EXPECT_DOUBLE_EQ(d.memory_level("l2")->bandwidth->value, 64.0 * 56 * 2000e6);
-  EXPECT_DOUBLE_EQ(d.memory_level("l1")->bandwidth->value, 192.0 * 56 * 2000e6);
-  EXPECT_EQ(d.memory_level("l1")->bandwidth->flag, "D");
-  EXPECT_TRUE(d.sources.count(d.memory_level("l2")->bandwidth->source));
+  EXPECT_DOUBLE_EQ(d.memory_level(MemoryLevel::L3)->bandwidth->value, 64.0 * 56 * 2000e6);
+  EXPECT_DOUBLE_EQ(d.memory_level(MemoryLevel::L2)->bandwidth->value, 64.0 * 56 * 2000e6);
+  EXPECT_DOUBLE_EQ(d.memory_level(MemoryLevel::L1)->bandwidth->value, 192.0 * 56 * 2000e6);
+  EXPECT_EQ(d.memory_level(MemoryLevel::L1)->bandwidth->flag, "D");
+  EXPECT_TRUE(d.sources.count(d.memory_level(MemoryLevel::L2)->bandwidth->source));
   // Without a clock there is no rate to derive: capacities only.
   f.clock_mhz.reset();
-  EXPECT_FALSE(host_device(f).memory_level("l2")->bandwidth.has_value());
+  EXPECT_FALSE(host_device(f).memory_level(MemoryLevel::L2)->bandwidth.has_value());
 }
 
 TEST(HostDevice, NoClockMeansNoComputePeaks) {

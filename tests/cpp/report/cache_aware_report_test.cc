@@ -22,7 +22,7 @@ using ::testing::Not;
 hw::Device synthetic(bool on_chip = true) {
   testing::DeviceBuilder b;
   b.tensor(DType::BF16, 1e15).vector(DType::F32, 1e14).dram(1e12);
-  if (on_chip) b.memory("l2", 1024.0 * 1024, std::nullopt);
+  if (on_chip) b.memory(hw::MemoryLevel::L2, 1024.0 * 1024, std::nullopt);
   return b.build();
 }
 

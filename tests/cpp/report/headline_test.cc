@@ -122,8 +122,8 @@ TEST(Headline, AnOutputLargerThanTheDeviceMemoryIsWarned) {
 // A device without a published DRAM capacity: fits is null, no warning.
 TEST(Headline, AnUnpublishedCapacityIsNull) {
   hw::Device d = testing::DeviceBuilder("NOCAP").tensor(ir::DType::BF16, 1e15).build();
-  hw::MemoryLevel dram;
-  dram.name = "dram";
+  hw::MemorySpec dram;
+  dram.level = hw::MemoryLevel::Dram;
   dram.bandwidth = testing::DeviceBuilder::sourced(1e12);
   d.memory.push_back(dram);
   ir::Graph g = ir::parse_graph(R"(
@@ -234,7 +234,7 @@ TEST(SkiSlopeSvg, LabelsStayOnTheCanvasAndCurvesAreClipped) {
   hw::Device wide = testing::DeviceBuilder("A_DEVICE_WITH_A_VERY_LONG_IDENTIFIER_THAT_RUNS_ON")
                         .tensor(ir::DType::BF16, 1e15)
                         .dram(1e12)
-                        .memory("l2", 256e6, std::nullopt)
+                        .memory(hw::MemoryLevel::L2, 256e6, std::nullopt)
                         .build();
   Report r = analyze(g, {&db().get("H100_SXM"), &wide}, {});
   ASSERT_TRUE(r.ski_slope.has_value());

@@ -169,7 +169,7 @@ TEST(ModuleTree, JsonHasTheAgreedFields) {
 TEST(ModuleTree, CacheAwareSecondsSplitTheLevel) {
   ir::Graph g = ir::parse_graph(kGraph, "tree.solar");
   hw::Device dev = testing::DeviceBuilder("SYN").tensor(DType::BF16, 1e15).vector(DType::F32, 1e13)
-                       .memory("l2", 1024.0 * 1024, std::nullopt).dram(kBandwidth).build();
+                       .memory(hw::MemoryLevel::L2, 1024.0 * 1024, std::nullopt).dram(kBandwidth).build();
   LevelOptions levels;
   levels.insights = false;
   levels.ski_slope = false;

@@ -25,16 +25,16 @@ class DeviceBuilder {
     return peak(hw::UnitKind::Vector, unit, d, rate);
   }
   DeviceBuilder& special(double rate) { return peak(hw::UnitKind::Special, "mufu", ir::DType::F32, rate); }
-  DeviceBuilder& memory(std::string level, std::optional<double> capacity,
+  DeviceBuilder& memory(hw::MemoryLevel level, std::optional<double> capacity,
                         std::optional<double> bandwidth) {
-    hw::MemoryLevel m;
-    m.name = std::move(level);
+    hw::MemorySpec m;
+    m.level = level;
     if (capacity) m.capacity = sourced(*capacity);
     if (bandwidth) m.bandwidth = sourced(*bandwidth);
     device_.memory.push_back(std::move(m));
     return *this;
   }
-  DeviceBuilder& dram(double bandwidth, double capacity = 8e10) { return memory("dram", capacity, bandwidth); }
+  DeviceBuilder& dram(double bandwidth, double capacity = 8e10) { return memory(hw::MemoryLevel::Dram, capacity, bandwidth); }
   hw::Device build() const { return device_; }
 
   static hw::Sourced sourced(double v) { return hw::Sourced{v, "test", "V", ""}; }
