@@ -3,6 +3,9 @@
 // decomposed into primitives (docs/ir-text.md).
 #include "solar/lower/aten.h"
 
+#include <string_view>
+#include <utility>
+
 #include "families.h"
 #include "op_table.h"
 
@@ -11,21 +14,18 @@ namespace {
 
 const detail::Table& table() {
   static const detail::Table t = [] {
-    detail::TableBuilder b("aten");
+    using namespace detail;
     // Forward ops, then the backward and optimizer ops of training graphs.
-    b.add("aten_pointwise.cc", detail::register_pointwise_ops);
-    b.add("aten_math.cc", detail::register_math_ops);
-    b.add("aten_reduce.cc", detail::register_reduction_ops);
-    b.add("aten_norm.cc", detail::register_norm_ops);
-    b.add("aten_matmul.cc", detail::register_matmul_ops);
-    b.add("aten_conv.cc", detail::register_conv_ops);
-    b.add("aten_pool.cc", detail::register_pool_ops);
-    b.add("aten_attention.cc", detail::register_attention_ops);
-    b.add("aten_shape.cc", detail::register_shape_ops);
-    b.add("aten_index.cc", detail::register_index_ops);
-    b.add("aten_random.cc", detail::register_random_ops);
-    b.add("aten_loss.cc", detail::register_loss_ops);
-    b.add("aten_train.cc", detail::register_training_ops);
+    static constexpr std::pair<std::string_view, void (*)(const Register&)> kFamilies[] = {
+        {"aten_pointwise.cc", register_pointwise_ops}, {"aten_math.cc", register_math_ops},
+        {"aten_reduce.cc", register_reduction_ops},    {"aten_norm.cc", register_norm_ops},
+        {"aten_matmul.cc", register_matmul_ops},       {"aten_conv.cc", register_conv_ops},
+        {"aten_pool.cc", register_pool_ops},           {"aten_attention.cc", register_attention_ops},
+        {"aten_shape.cc", register_shape_ops},         {"aten_index.cc", register_index_ops},
+        {"aten_random.cc", register_random_ops},       {"aten_loss.cc", register_loss_ops},
+        {"aten_train.cc", register_training_ops}};
+    TableBuilder b("aten");
+    for (const auto& [file, hook] : kFamilies) b.add(file, hook);
     return b.take();
   }();
   return t;

@@ -16,14 +16,6 @@
 
 namespace solar::lower::detail {
 
-using ir::AffineExpr;
-using ir::AffineTerm;
-using ir::Expr;
-using ir::ExprOp;
-using ir::MoveKind;
-using ir::Reduce;
-using ir::TensorId;
-
 namespace {
 
 // SDPA (every backend's aten op): scores = Q K^T (GQA: query head hk*grp + j reads key head

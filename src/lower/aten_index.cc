@@ -17,14 +17,6 @@
 
 namespace solar::lower::detail {
 
-using ir::AffineExpr;
-using ir::AffineTerm;
-using ir::Expr;
-using ir::ExprOp;
-using ir::MoveKind;
-using ir::Reduce;
-using ir::TensorId;
-
 namespace {
 
 void lower_gather_rows(Context& c, const char* data, const char* index, std::int64_t axis) {

@@ -16,13 +16,7 @@
 namespace solar::lower::detail {
 namespace {
 
-using ir::AffineExpr;
 using ir::DType;
-using ir::Expr;
-using ir::ExprOp;
-using ir::MoveKind;
-using ir::Reduce;
-using ir::TensorId;
 using Dts = std::vector<DType>;  // the dtypes binary_fn gives its builder
 
 Expr bin(ExprOp op, Expr a, Expr b) { return fn(op, {std::move(a), std::move(b)}); }

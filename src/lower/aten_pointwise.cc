@@ -17,14 +17,6 @@
 
 namespace solar::lower::detail {
 
-using ir::AffineExpr;
-using ir::AffineTerm;
-using ir::Expr;
-using ir::ExprOp;
-using ir::MoveKind;
-using ir::Reduce;
-using ir::TensorId;
-
 namespace {
 
 // self OP (alpha * other): add, sub, mul, div and comparisons, Tensor and Scalar overloads.

@@ -16,14 +16,6 @@
 
 namespace solar::lower::detail {
 
-using ir::AffineExpr;
-using ir::AffineTerm;
-using ir::Expr;
-using ir::ExprOp;
-using ir::MoveKind;
-using ir::Reduce;
-using ir::TensorId;
-
 namespace {
 
 // A random-number op: opaque, counting the numbers generated (one generator step each, plus

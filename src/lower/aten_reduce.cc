@@ -16,14 +16,6 @@
 
 namespace solar::lower::detail {
 
-using ir::AffineExpr;
-using ir::AffineTerm;
-using ir::Expr;
-using ir::ExprOp;
-using ir::MoveKind;
-using ir::Reduce;
-using ir::TensorId;
-
 namespace {
 
 std::vector<std::int64_t> reduce_dims(Context& c, const char* name, std::size_t rank) {

@@ -20,13 +20,6 @@ namespace solar::lower::detail {
 namespace {
 
 using ir::AffineConstraint;
-using ir::AffineExpr;
-using ir::AffineTerm;
-using ir::Expr;
-using ir::ExprOp;
-using ir::MoveKind;
-using ir::Reduce;
-using ir::TensorId;
 
 Expr sel(Expr c, Expr a, Expr b) {
   return fn(ExprOp::Select, {std::move(c), std::move(a), std::move(b)});

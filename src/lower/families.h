@@ -30,8 +30,15 @@ LowerResult lower_with_table(const OpTrace& trace, const LowerOptions& options,
 // tensors whose values it changed at points nothing reads.
 void recognize_masks_in(LowerResult& r);
 
+using ir::AffineExpr;
+using ir::AffineTerm;
+using ir::Expr;
+using ir::ExprOp;
+using ir::MoveKind;
 using ir::numel;
+using ir::Reduce;
 using ir::Shape;
+using ir::TensorId;
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // A tensor-or-scalar argument as a combine term: a tensor joins `inputs`; None is `dflt`.

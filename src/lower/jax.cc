@@ -23,14 +23,7 @@
 namespace solar::lower {
 namespace {
 
-using namespace detail;
-using ir::AffineExpr;
-using ir::AffineTerm;
-using ir::Expr;
-using ir::ExprOp;
-using ir::MoveKind;
-using ir::Reduce;
-using ir::TensorId;
+using namespace detail;  // the families' shared vocabulary (families.h)
 
 // ---------------------------------------------------------------- operands and params
 

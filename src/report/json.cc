@@ -72,7 +72,8 @@ json cache_aware_json(const ir::Graph& g, const bound::CacheAwareBound& c) {
         json{{"name", hw::memory_level_name(l.level)}, {"bytes", count_json(l.bytes)}});
   j["capacity_levels"] = std::move(levels);
   json unpublished = json::array();
-  for (hw::MemoryLevel l : c.capacity.unpublished) unpublished.push_back(hw::memory_level_name(l));
+  for (hw::MemoryLevel l : c.capacity.unpublished)
+    unpublished.push_back(hw::memory_level_name(l));
   j["capacity_unpublished"] = std::move(unpublished);
   if (!c.available) {
     j["reason"] = c.reason;
