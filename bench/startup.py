@@ -1,0 +1,87 @@
+"""Startup: the wall time of short `solar` commands, side by side (bench/README.md).
+
+Each command runs as a fresh process (the installed package or PYTHONPATH, as the caller
+has it), the commands alternating within each repetition so that a load change on the
+machine touches all of them alike; the table gives the median and the minimum of the
+repetitions, the target, and median/target.
+
+| command | what it pays | target |
+| --- | --- | --- |
+| `solar --help` | the interpreter, Solar's own imports | 0.3 s |
+| `python -c "import solar.cli"` | the same, without printing | 0.3 s |
+| `solar analyze` one PyTorch op | + torch, the capture, the cross-check, the exit | 2.5 s |
+| `solar analyze` one JAX op | + jax, the trace, the exit | 2.5 s |
+
+    .venv/bin/python bench/startup.py                 # 5 repetitions
+    .venv/bin/python bench/startup.py --reps 9 --check  # exit 1 when a median misses
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Dict, List, Tuple
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROGRAMS = os.path.join(ROOT, "bench", "programs")
+
+
+def commands(python: str) -> List[Tuple[str, List[str], float]]:
+    """(label, argv, target seconds) of each measured command."""
+    solar = [python, "-m", "solar"]
+    return [
+        ("solar --help", solar + ["--help"], 0.3),
+        ("import solar.cli", [python, "-c", "import solar.cli"], 0.3),
+        ("analyze 1 torch op", solar + ["analyze", os.path.join(PROGRAMS, "relu_torch.py")], 2.5),
+        ("analyze 1 torch op --no-crosscheck",
+         solar + ["analyze", os.path.join(PROGRAMS, "relu_torch.py"), "--no-crosscheck"], 2.5),
+        ("analyze 1 JAX op", solar + ["analyze", os.path.join(PROGRAMS, "relu_jax.py")], 2.5),
+    ]
+
+
+def run_once(argv: List[str], env: Dict[str, str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"startup: {' '.join(argv)} failed ({done.returncode}):\n{done.stderr}")
+    return seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=5, help="repetitions of each command")
+    parser.add_argument("--python", default=sys.executable, help="the interpreter to run")
+    parser.add_argument("--only", default="", help="labels containing this text only")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a median misses")
+    args = parser.parse_args()
+    env = dict(os.environ)
+    cmds = [c for c in commands(args.python) if args.only in c[0]]
+    times: Dict[str, List[float]] = {label: [] for label, _, _ in cmds}
+    for _ in range(args.reps):
+        for label, argv, _ in cmds:
+            times[label].append(run_once(argv, env))
+    width = max(len(label) for label, _, _ in cmds)
+    print(f"{'command':<{width}}  median s  min s  target s  median/target")
+    missed = False
+    for label, _, target in cmds:
+        median = statistics.median(times[label])
+        ratio = median / target
+        missed |= ratio > 1
+        print(f"{label:<{width}}  {median:8.2f}  {min(times[label]):5.2f}  {target:8.1f}  "
+              f"{ratio:12.2f}x{'  MISSED' if ratio > 1 else ''}")
+    try:
+        load = " (load average %.1f)" % os.getloadavg()[0]
+    except OSError:
+        load = ""
+    print(f"{args.reps} repetitions, {os.cpu_count()} CPUs{load}")
+    return 1 if args.check and missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
