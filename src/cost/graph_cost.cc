@@ -41,26 +41,36 @@ void check_topological(const Graph& g) {
                         Origin{op.origin.file, op.origin.line, op.name});
 }
 
-// Per op, whether none of its results reaches a graph output (walking ops in reverse
-// topological order); all false when the graph marks no output.
-std::vector<char> dead_ops(const Graph& g) {
-  std::vector<char> live(g.tensors().size(), 0);
-  bool any_output = false;
+// Per op, whether none of its results reaches a root (walking ops in reverse topological
+// order), and per tensor whether it reaches one. Roots: the tensors flagged in `roots`, or
+// when null the graph outputs; with no root at all every op and tensor is live.
+struct Liveness {
+  std::vector<char> dead_op;
+  std::vector<char> live;
+};
+
+Liveness liveness(const Graph& g, const std::vector<char>* roots) {
+  Liveness l;
+  l.live.assign(g.tensors().size(), 0);
+  bool any_root = false;
   for (const Tensor& t : g.tensors())
-    if (t.role == ir::Role::Output) {
-      live[t.id.value] = 1;
-      any_output = true;
+    if (roots ? (*roots)[t.id.value] != 0 : t.role == ir::Role::Output) {
+      l.live[t.id.value] = 1;
+      any_root = true;
     }
-  std::vector<char> dead(g.ops().size(), 0);
-  if (!any_output) return dead;
+  l.dead_op.assign(g.ops().size(), 0);
+  if (!any_root) {
+    l.live.assign(g.tensors().size(), 1);
+    return l;
+  }
   for (auto it = g.ops().rbegin(); it != g.ops().rend(); ++it) {
     const bool reaches = std::any_of(it->outputs.begin(), it->outputs.end(),
-                                     [&](ir::TensorId t) { return live[t.value] != 0; });
-    dead[it->id.value] = !reaches;
+                                     [&](ir::TensorId t) { return l.live[t.value] != 0; });
+    l.dead_op[it->id.value] = !reaches;
     if (reaches)
-      for (ir::TensorId in : it->inputs) live[in.value] = 1;
+      for (ir::TensorId in : it->inputs) l.live[in.value] = 1;
   }
-  return dead;
+  return l;
 }
 
 // Per tensor that is a graph source's storage updated in place by at least one scatter
@@ -99,9 +109,12 @@ std::vector<std::optional<Count>> in_place_updates(const Graph& g,
 
 }  // namespace
 
-GraphCost graph_cost(const Graph& g) {
+namespace {
+
+GraphCost graph_cost_impl(const Graph& g, const std::vector<char>* roots) {
   check_topological(g);
-  const std::vector<char> dead = dead_ops(g);
+  const Liveness alive = liveness(g, roots);
+  const std::vector<char>& dead = alive.dead_op;
   const std::vector<Op>& ops = g.ops();
   const std::vector<Tensor>& tensors = g.tensors();
 
@@ -112,10 +125,13 @@ GraphCost graph_cost(const Graph& g) {
   for (const Op& op : ops) first_read[op.id.value + 1] = first_read[op.id.value] + op.inputs.size();
   std::vector<Count> input_bytes(first_read.back());
   std::vector<Count> reads;
+  std::vector<char> live_outputs;
   for (const Op& op : ops) {
     Work w;
     try {
-      w = detail::op_work(g, op, &reads);
+      live_outputs.clear();
+      for (ir::TensorId out : op.outputs) live_outputs.push_back(alive.live[out.value]);
+      w = detail::op_work(g, op, &reads, &live_outputs);
       std::copy_n(reads.begin(), std::min(reads.size(), op.inputs.size()),
                   input_bytes.begin() + static_cast<std::ptrdiff_t>(first_read[op.id.value]));
     } catch (const Unsupported& ex) {
@@ -166,6 +182,7 @@ GraphCost graph_cost(const Graph& g) {
       case OpKind::Opaque:
         for (ir::TensorId in : op.inputs) whole[in.value] = 1;
         break;
+      case OpKind::Repeat:
       case OpKind::Einsum:
       case OpKind::Move: {
         for (std::size_t k = 0; k < op.inputs.size(); ++k)
@@ -216,6 +233,7 @@ GraphCost graph_cost(const Graph& g) {
     }
   }
 
+  gc.source_bytes_read.assign(tensors.size(), Count(0));
   for (const Tensor& t : tensors) {
     if (ir::is_graph_source(t.role)) {
       // Capped at the source's own size: an expand view may read more elements than it holds.
@@ -225,6 +243,7 @@ GraphCost graph_cost(const Graph& g) {
         if (std::optional<Count> n = detail::union_elements(parts[t.id.value]))
           read = std::max(read, std::min(size, tensor_bytes(t, *n)));
       gc.compulsory_bytes_read += read;
+      gc.source_bytes_read[t.id.value] = read;
     } else if (t.role == ir::Role::Output) {
       // A source updated in place is written only where it changed; any other output whole.
       const Count size = tensor_bytes(t, t.num_elements());
@@ -234,5 +253,17 @@ GraphCost graph_cost(const Graph& g) {
   }
   return gc;
 }
+
+}  // namespace
+
+GraphCost graph_cost(const Graph& g) { return graph_cost_impl(g, nullptr); }
+
+namespace detail {
+
+GraphCost graph_cost_from(const Graph& g, const std::vector<char>& roots) {
+  return graph_cost_impl(g, &roots);
+}
+
+}  // namespace detail
 
 }  // namespace solar::cost

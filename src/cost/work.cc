@@ -807,7 +807,8 @@ bool is_free_view(const Op& op) {
   return false;
 }
 
-Work op_work(const Graph& g, const Op& op, std::vector<Count>* input_bytes) {
+Work op_work(const Graph& g, const Op& op, std::vector<Count>* input_bytes,
+             const std::vector<char>* live_outputs) {
   if (input_bytes) input_bytes->clear();
   switch (op.kind()) {
     case OpKind::Einsum:
@@ -826,6 +827,8 @@ Work op_work(const Graph& g, const Op& op, std::vector<Count>* input_bytes) {
       if (input_bytes) input_bytes->assign(op.inputs.size(), Count(0));
       return w;
     }
+    case OpKind::Repeat:
+      return repeat_work(g, op, input_bytes, live_outputs);
   }
   throw InternalError("unknown op kind", __FILE__, __LINE__);
 }

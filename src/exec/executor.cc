@@ -203,6 +203,8 @@ class Runner {
                                              op.opaque().function,
                                              fmt::join(opaque_functions(), ", ")));
           break;
+        case OpKind::Repeat:
+          fail_unsupported(op, "the executor cannot run repeat ops yet");
         case OpKind::Einsum: case OpKind::Move: break;
       }
     }
@@ -374,7 +376,7 @@ class Runner {
         run_opaque(op.opaque(), ins, outs, ctx);
         return;
       }
-      case OpKind::Unanalyzed:
+      case OpKind::Unanalyzed: case OpKind::Repeat:
         break;  // refused by check_runnable
     }
     throw InternalError(fmt::format("op '{}' cannot run", op.name), __FILE__, __LINE__);

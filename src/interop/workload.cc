@@ -320,6 +320,12 @@ Workload build_workload(const ir::Graph& g, const cost::GraphCost& cost) {
                                           "inputs",
                                           op.unanalyzed().framework_op, op.unanalyzed().reason)});
         continue;
+      case ir::OpKind::Repeat:
+        w.left_out.push_back({op.name, "repeat",
+                              fmt::format("a loop of {} iterations over a body of {} ops has no "
+                                          "single einsum form; its outputs are workload inputs",
+                                          op.repeat().trips, op.repeat().body->ops().size())});
+        continue;
     }
     if (work.dead) {
       w.left_out.push_back({op.name, "einsum",

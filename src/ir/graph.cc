@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "solar/ir/text.h"
+
 namespace solar::ir {
 
 std::string_view role_name(Role r) {
@@ -87,8 +89,45 @@ std::string_view op_kind_name(OpKind k) {
     case OpKind::Move: return "move";
     case OpKind::Opaque: return "opaque";
     case OpKind::Unanalyzed: return "unanalyzed";
+    case OpKind::Repeat: return "repeat";
   }
   return "?";
+}
+
+std::string_view loop_input_name(LoopInput k) {
+  switch (k) {
+    case LoopInput::Invariant: return "invariant";
+    case LoopInput::Carried: return "carried";
+    case LoopInput::Sliced: return "sliced";
+  }
+  return "?";
+}
+
+std::optional<LoopInput> parse_loop_input(std::string_view name) {
+  for (LoopInput k : {LoopInput::Invariant, LoopInput::Carried, LoopInput::Sliced})
+    if (loop_input_name(k) == name) return k;
+  return std::nullopt;
+}
+
+std::string_view loop_output_name(LoopOutput k) {
+  switch (k) {
+    case LoopOutput::Last: return "last";
+    case LoopOutput::Stacked: return "stacked";
+  }
+  return "?";
+}
+
+std::optional<LoopOutput> parse_loop_output(std::string_view name) {
+  for (LoopOutput k : {LoopOutput::Last, LoopOutput::Stacked})
+    if (loop_output_name(k) == name) return k;
+  return std::nullopt;
+}
+
+bool operator==(const RepeatOp& a, const RepeatOp& b) {
+  if (a.trips != b.trips || a.reverse != b.reverse || a.inputs != b.inputs ||
+      a.outputs != b.outputs || !a.body != !b.body)
+    return false;
+  return !a.body || a.body == b.body || print_statements(*a.body) == print_statements(*b.body);
 }
 
 Count Tensor::num_elements() const {

@@ -79,18 +79,87 @@ class Reader {
       for (const auto& [path, type] : m->items())
         g.module_types[path] = string(type, mp.field(path));
     }
-    const json& tensors = require(j, root, "tensors");
-    Path tp = root.field("tensors");
-    expect_array(tensors, tp);
-    for (std::size_t i = 0; i < tensors.size(); ++i) read_tensor(g, tensors[i], tp.at(i));
-    const json& ops = require(j, root, "ops");
-    Path op_path = root.field("ops");
-    expect_array(ops, op_path);
-    for (std::size_t i = 0; i < ops.size(); ++i) read_op(g, ops[i], op_path.at(i));
+    read_statements(g, j, root);
     return g;
   }
 
  private:
+  static constexpr int kMaxRepeatDepth = 16;
+
+  void read_statements(Graph& g, const json& j, const Path& p) {
+    const json& tensors = require(j, p, "tensors");
+    Path tp = p.field("tensors");
+    expect_array(tensors, tp);
+    for (std::size_t i = 0; i < tensors.size(); ++i) read_tensor(g, tensors[i], tp.at(i));
+    const json& ops = require(j, p, "ops");
+    Path op_path = p.field("ops");
+    expect_array(ops, op_path);
+    for (std::size_t i = 0; i < ops.size(); ++i) read_op(g, ops[i], op_path.at(i));
+  }
+
+  // "trips", "reverse"?, "bindings" (one per input: how, param, axis?, next?), "results" (one
+  // per output: how, value, axis?), "body" ({"tensors", "ops"}: a graph without a header).
+  RepeatOp read_repeat(const json& j, const Path& p) {
+    RepeatOp r;
+    r.trips = integer(require(j, p, "trips"), p.field("trips"));
+    if (const json* rev = find(j, "reverse")) {
+      if (!rev->is_boolean())
+        fail(p.field("reverse"), fmt::format("expected a boolean, found {}", type_of(*rev)));
+      r.reverse = rev->get<bool>();
+    }
+    if (++depth_ > kMaxRepeatDepth)
+      fail(p.field("body"), fmt::format("repeat bodies nest deeper than {}", kMaxRepeatDepth));
+    Path bp = p.field("body");
+    const json& bj = require(j, p, "body");
+    expect_object(bj, bp, "a body object {\"tensors\", \"ops\"}");
+    check_keys(bj, bp, {"tensors", "ops"});
+    Graph body;
+    body.name = "body";
+    body.source = file_;
+    read_statements(body, bj, bp);
+    --depth_;
+    Path lp = p.field("bindings");
+    const json& bindings = require(j, p, "bindings");
+    expect_array(bindings, lp);
+    for (std::size_t k = 0; k < bindings.size(); ++k) {
+      Path kp = lp.at(k);
+      expect_object(bindings[k], kp, "a binding object {\"how\", \"param\", ...}");
+      check_keys(bindings[k], kp, {"how", "param", "axis", "next"});
+      std::string how = string(require(bindings[k], kp, "how"), kp.field("how"));
+      std::optional<LoopInput> h = parse_loop_input(how);
+      if (!h) fail(kp.field("how"), fmt::format("unknown binding \"{}\" (invariant carried sliced)", how));
+      RepeatInput in;
+      in.how = *h;
+      in.param = tensor_ref(body, require(bindings[k], kp, "param"), kp.field("param"));
+      if (in.how == LoopInput::Sliced)
+        in.axis = integer(require(bindings[k], kp, "axis"), kp.field("axis"));
+      if (in.how == LoopInput::Carried)
+        in.next = tensor_ref(body, require(bindings[k], kp, "next"), kp.field("next"));
+      r.inputs.push_back(in);
+    }
+    Path rp = p.field("results");
+    const json& results = require(j, p, "results");
+    expect_array(results, rp);
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      Path kp = rp.at(k);
+      expect_object(results[k], kp, "a result object {\"how\", \"value\", ...}");
+      check_keys(results[k], kp, {"how", "value", "axis"});
+      std::string how = string(require(results[k], kp, "how"), kp.field("how"));
+      std::optional<LoopOutput> h = parse_loop_output(how);
+      if (!h) fail(kp.field("how"), fmt::format("unknown result \"{}\" (last stacked)", how));
+      RepeatOutput out;
+      out.how = *h;
+      out.value = tensor_ref(body, require(results[k], kp, "value"), kp.field("value"));
+      if (out.how == LoopOutput::Stacked)
+        out.axis = integer(require(results[k], kp, "axis"), kp.field("axis"));
+      r.outputs.push_back(out);
+    }
+    r.body = std::make_shared<const Graph>(std::move(body));
+    return r;
+  }
+
+  int depth_ = 0;
+
   [[noreturn]] void fail(const Path& p, const std::string& msg) const {
     std::string where = p.str();
     throw UserError(UserError::Kind::Parse, where.empty() ? msg : where + ": " + msg,
@@ -307,9 +376,13 @@ class Reader {
       u.framework_op = string(require(j, p, "framework_op"), p.field("framework_op"));
       if (const json* r = find(j, "reason")) u.reason = string(*r, p.field("reason"));
       op.body = std::move(u);
+    } else if (kind == "repeat") {
+      check_keys(j, p, {"name", "kind", "inputs", "outputs", "origin", "trips", "reverse",
+                        "bindings", "results", "body"});
+      op.body = read_repeat(j, p);
     } else {
       fail(p.field("kind"),
-           fmt::format("unknown op kind \"{}\" (einsum move opaque unanalyzed)", kind));
+           fmt::format("unknown op kind \"{}\" (einsum move opaque unanalyzed repeat)", kind));
     }
     if (op.name.empty() && !op.outputs.empty()) op.name = g.tensor(op.outputs[0]).name;
     // Parts of the origin left out default to "this op of this file".
@@ -487,12 +560,52 @@ Graph parse_graph_json(std::string_view text, std::string_view file) {
   return graph_from_json(j, file);
 }
 
+namespace {
+
+void write_statements(const Graph& g, json& out);
+
+json repeat_json(const RepeatOp& r) {
+  json oj;
+  oj["trips"] = r.trips;
+  if (r.reverse) oj["reverse"] = true;
+  const Graph* body = r.body.get();
+  auto name = [&](TensorId id) { return body ? tensor_name(*body, id) : std::string("?"); };
+  json bindings = json::array();
+  for (const RepeatInput& in : r.inputs) {
+    json b = {{"how", loop_input_name(in.how)}, {"param", name(in.param)}};
+    if (in.how == LoopInput::Sliced) b["axis"] = in.axis;
+    if (in.how == LoopInput::Carried) b["next"] = name(in.next);
+    bindings.push_back(std::move(b));
+  }
+  oj["bindings"] = std::move(bindings);
+  json results = json::array();
+  for (const RepeatOutput& out : r.outputs) {
+    json b = {{"how", loop_output_name(out.how)}, {"value", name(out.value)}};
+    if (out.how == LoopOutput::Stacked) b["axis"] = out.axis;
+    results.push_back(std::move(b));
+  }
+  oj["results"] = std::move(results);
+  json bj = json::object();
+  if (body) write_statements(*body, bj);
+  oj["body"] = std::move(bj);
+  return oj;
+}
+
+}  // namespace
+
 nlohmann::json graph_to_json(const Graph& g) {
   json out;
   out["schema"] = kGraphSchema;
   out["name"] = g.name;
   out["frontend"] = g.frontend;
   if (!g.module_types.empty()) out["modules"] = g.module_types;
+  write_statements(g, out);
+  return out;
+}
+
+namespace {
+
+void write_statements(const Graph& g, json& out) {
   json tensors = json::array();
   for (const Tensor& t : g.tensors()) {
     json tj;
@@ -576,12 +689,16 @@ nlohmann::json graph_to_json(const Graph& g) {
         oj["framework_op"] = op.unanalyzed().framework_op;
         if (!op.unanalyzed().reason.empty()) oj["reason"] = op.unanalyzed().reason;
         break;
+      case OpKind::Repeat:
+        oj.update(repeat_json(op.repeat()));
+        break;
     }
     ops.push_back(std::move(oj));
   }
   out["ops"] = std::move(ops);
-  return out;
 }
+
+}  // namespace
 
 Graph load_graph_file(const std::string& path) {
   std::error_code ec;

@@ -30,16 +30,30 @@ struct TypeSpec {
 
 class Parser {
  public:
-  Parser(std::string_view text, std::string_view file) : lex_(text, std::string(file)) {
+  Parser(std::string_view text, std::string_view file)
+      : own_(std::in_place, text, std::string(file)), lex_(*own_) {
     g_.source = std::string(file);
+  }
+  // The body of a repeat op: statements up to a `}` alone on its line, read from the
+  // enclosing graph's lexer so that error lines stay those of the file.
+  Parser(syntax::Lexer& lex, std::string source, int depth) : lex_(lex), depth_(depth) {
+    g_.source = std::move(source);
+    g_.name = "body";
   }
 
   Graph run() {
     bool first = true;
     while (true) {
       while (lex_.peek().kind == TokKind::Newline) lex_.next();
-      if (lex_.peek().kind == TokKind::End) break;
+      if (lex_.peek().kind == TokKind::End) {
+        if (depth_ > 0) lex_.fail("a repeat body is not closed by '}'", lex_.peek().line);
+        break;
+      }
       const Token& t = lex_.peek();
+      if (depth_ > 0 && t.is("}")) {
+        lex_.next();
+        break;
+      }
       if (t.is_ident("graph") && !lex_.peek(1).is("=") && !lex_.peek(1).is(",")) {
         if (!first) lex_.fail("'graph NAME' must be the first statement", t.line);
         parse_graph_header();
@@ -238,7 +252,7 @@ class Parser {
     Token kw = lex_.next();
     if (kw.kind != TokKind::Ident)
       lex_.fail_expected("a role (input, weight, constant) or an op (einsum, move, opaque, "
-                         "unanalyzed)",
+                         "unanalyzed, repeat)",
                          fmt::format("after the type of '{}'", names.back()), kw);
     std::optional<Role> role = parse_role(kw.text);
     if (role) {
@@ -266,9 +280,11 @@ class Parser {
       op.body = parse_opaque(names[0], op.inputs);
     } else if (kw.is_ident("unanalyzed")) {
       op.body = parse_unanalyzed(names[0], op.inputs);
+    } else if (kw.is_ident("repeat")) {
+      op.body = parse_repeat(names, op.inputs);
     } else {
       lex_.fail_expected("a role (input, weight, constant) or an op (einsum, move, opaque, "
-                         "unanalyzed)",
+                         "unanalyzed, repeat)",
                          fmt::format("after the type of '{}'", names.back()), kw);
     }
     // Trailing clauses, in any order, each at most once.
@@ -293,6 +309,7 @@ class Parser {
         std::get<EinsumOp>(op.body).hint = *h;
       }
     }
+    if (op.kind() == OpKind::Repeat) parse_repeat_body(std::get<RepeatOp>(op.body), names[0]);
     end_of_statement(syntax::lazy("after the op producing '{}'", names[0]));
     for (std::size_t i = 0; i < names.size(); ++i) {
       Role r = types[i].output ? Role::Output : Role::Intermediate;
@@ -628,6 +645,97 @@ class Parser {
                        lex_.peek());
   }
 
+  // ---- repeat ----
+  // repeat TRIPS [reverse] (BINDING, ...) -> (RESULT, ...) ... {
+  //   BINDING: invariant X as P | carried X as P next N | sliced X axis A as P
+  //   RESULT:  last V | stacked V axis A
+  // The body follows the op's trailing clauses; its names are resolved once it is read.
+  RepeatOp parse_repeat(const std::vector<std::string>& names, std::vector<TensorId>& inputs) {
+    RepeatOp r;
+    const std::string where = fmt::format("in the repeat op of '{}'", names[0]);
+    const syntax::Ctx ctx(where);
+    r.trips = syntax::parse_int(lex_, ctx);
+    r.reverse = lex_.accept_ident("reverse");
+    pending_.clear();
+    lex_.expect("(", ctx);
+    while (!lex_.peek().is(")")) {
+      Pending p;
+      p.line = lex_.peek().line;
+      std::string how = parse_name("invariant, carried or sliced", ctx);
+      std::optional<LoopInput> k = parse_loop_input(how);
+      if (!k) lex_.fail(fmt::format("unknown binding '{}' {} (invariant carried sliced)", how,
+                                    where), p.line);
+      RepeatInput in;
+      in.how = *k;
+      std::string outer = parse_name("a tensor name", ctx);
+      inputs.push_back(lookup(outer, p.line, ctx));
+      if (in.how == LoopInput::Sliced) {
+        if (!lex_.accept_ident("axis")) lex_.fail_expected("'axis'", ctx, lex_.peek());
+        in.axis = syntax::parse_int(lex_, ctx);
+      }
+      if (!lex_.accept_ident("as")) lex_.fail_expected("'as'", ctx, lex_.peek());
+      p.param = parse_name("a body tensor name", ctx);
+      if (in.how == LoopInput::Carried) {
+        if (!lex_.accept_ident("next")) lex_.fail_expected("'next'", ctx, lex_.peek());
+        p.next = parse_name("a body tensor name", ctx);
+      }
+      r.inputs.push_back(in);
+      pending_.push_back(std::move(p));
+      if (!lex_.accept(",")) break;
+    }
+    lex_.expect(")", ctx);
+    lex_.expect("->", ctx);
+    lex_.expect("(", ctx);
+    while (!lex_.peek().is(")")) {
+      Pending p;
+      p.line = lex_.peek().line;
+      std::string how = parse_name("last or stacked", ctx);
+      std::optional<LoopOutput> k = parse_loop_output(how);
+      if (!k) lex_.fail(fmt::format("unknown result '{}' {} (last stacked)", how, where),
+                        p.line);
+      RepeatOutput out;
+      out.how = *k;
+      p.param = parse_name("a body tensor name", ctx);
+      if (out.how == LoopOutput::Stacked) {
+        if (!lex_.accept_ident("axis")) lex_.fail_expected("'axis'", ctx, lex_.peek());
+        out.axis = syntax::parse_int(lex_, ctx);
+      }
+      r.outputs.push_back(out);
+      pending_.push_back(std::move(p));
+      if (!lex_.accept(",")) break;
+    }
+    lex_.expect(")", ctx);
+    return r;
+  }
+
+  void parse_repeat_body(RepeatOp& r, const std::string& owner) {
+    const std::string where = fmt::format("after the repeat op of '{}'", owner);
+    const syntax::Ctx ctx(where);
+    if (depth_ >= kMaxRepeatDepth)
+      lex_.fail(fmt::format("repeat bodies nest deeper than {}", kMaxRepeatDepth),
+                lex_.peek().line);
+    lex_.expect("{", ctx);
+    if (lex_.peek().kind != TokKind::Newline) lex_.fail_expected("end of line", ctx, lex_.peek());
+    std::vector<Pending> pending = std::move(pending_);
+    Graph body = Parser(lex_, g_.source, depth_ + 1).run();
+    auto find = [&](const std::string& name, int line) {
+      std::optional<TensorId> id = body.find_tensor(name);
+      if (!id)
+        lex_.fail(fmt::format("the body of repeat op '{}' has no tensor '{}'", owner, name), line);
+      return *id;
+    };
+    for (std::size_t k = 0; k < r.inputs.size(); ++k) {
+      r.inputs[k].param = find(pending[k].param, pending[k].line);
+      if (r.inputs[k].how == LoopInput::Carried)
+        r.inputs[k].next = find(pending[k].next, pending[k].line);
+    }
+    for (std::size_t k = 0; k < r.outputs.size(); ++k) {
+      const Pending& p = pending[r.inputs.size() + k];
+      r.outputs[k].value = find(p.param, p.line);
+    }
+    r.body = std::make_shared<const Graph>(std::move(body));
+  }
+
   // ---- move / opaque / unanalyzed ----
 
   MoveOp parse_move(const std::string& out_name, std::vector<TensorId>& inputs) {
@@ -689,7 +797,17 @@ class Parser {
     return u;
   }
 
-  Lexer lex_;
+  // The statements of a repeat op's binding lists, their names resolved against its body.
+  struct Pending {
+    std::string param, next;
+    int line = 0;
+  };
+  static constexpr int kMaxRepeatDepth = 16;
+
+  std::optional<Lexer> own_;
+  Lexer& lex_;
+  int depth_ = 0;
+  std::vector<Pending> pending_;
   Graph g_;
 };
 
@@ -778,6 +896,30 @@ std::string format_inputs(const Graph& g, const Op& op) {
   return fmt::format("({})", fmt::join(in, ", "));
 }
 
+std::string body_ref(const RepeatOp& r, TensorId id) {
+  return r.body && id.value < r.body->tensors().size() ? tensor_ref(*r.body, id) : "?";
+}
+
+std::string format_repeat(const Graph& g, const Op& op, const RepeatOp& r) {
+  std::vector<std::string> ins, outs;
+  for (std::size_t k = 0; k < r.inputs.size(); ++k) {
+    const RepeatInput& in = r.inputs[k];
+    std::string outer = k < op.inputs.size() ? tensor_ref(g, op.inputs[k]) : "?";
+    std::string s = fmt::format("{} {}", loop_input_name(in.how), outer);
+    if (in.how == LoopInput::Sliced) s += fmt::format(" axis {}", in.axis);
+    s += " as " + body_ref(r, in.param);
+    if (in.how == LoopInput::Carried) s += " next " + body_ref(r, in.next);
+    ins.push_back(std::move(s));
+  }
+  for (const RepeatOutput& out : r.outputs) {
+    std::string s = fmt::format("{} {}", loop_output_name(out.how), body_ref(r, out.value));
+    if (out.how == LoopOutput::Stacked) s += fmt::format(" axis {}", out.axis);
+    outs.push_back(std::move(s));
+  }
+  return fmt::format("repeat {}{} ({}) -> ({})", r.trips, r.reverse ? " reverse" : "",
+                     fmt::join(ins, ", "), fmt::join(outs, ", "));
+}
+
 std::string format_op(const Graph& g, const Op& op) {
   std::vector<std::string> names, types;
   for (TensorId id : op.outputs) {
@@ -814,6 +956,9 @@ std::string format_op(const Graph& g, const Op& op) {
                        format_inputs(g, op));
       break;
     }
+    case OpKind::Repeat:
+      s += format_repeat(g, op, op.repeat());
+      break;
   }
   if (op.kind() == OpKind::Einsum && op.einsum().hint != ContractionHint::None)
     s += " hint " + syntax::quote(contraction_hint_name(op.einsum().hint));
@@ -845,20 +990,25 @@ Graph parse_graph(std::string_view text, std::string_view file) {
   return g;
 }
 
-std::string print_graph(const Graph& g) {
-  std::string out;
-  out.reserve(64 * (g.tensors().size() + g.ops().size()) + 64);
-  out += "graph " + syntax::name_token(g.name);
-  if (g.frontend != "einsum") out += " {frontend=" + syntax::quote(g.frontend) + "}";
-  out += "\n";
-  for (const auto& [path, type] : g.module_types)
-    out += "module " + syntax::quote(path) + " " + syntax::quote(type) + "\n";
-  // Statements follow tensor-id order where the graph allows it (a source where it was
-  // declared, an op where its outputs start), so that parsing the text gives every tensor
-  // its original id. A graph whose tensor order does not fit (outputs of one op not
-  // consecutive) gets its remaining sources first, then its remaining ops, in order.
+namespace {
+
+// The statements of `g` in tensor-id order where the graph allows it (a source where it was
+// declared, an op where its outputs start), so that parsing the text gives every tensor its
+// original id. A graph whose tensor order does not fit (outputs of one op not consecutive)
+// gets its remaining sources first, then its remaining ops, in order. A repeat op's body
+// follows its statement, indented, up to a closing `}`.
+void print_statements(const Graph& g, std::string& out, const std::string& indent) {
   const auto& tensors = g.tensors();
   const auto& ops = g.ops();
+  auto op_line = [&](const Op& op) {
+    out += indent + format_op(g, op);
+    if (op.kind() == OpKind::Repeat && op.repeat().body) {
+      out += " {\n";
+      print_statements(*op.repeat().body, out, indent + "  ");
+      out += indent + "}";
+    }
+    out += "\n";
+  };
   std::size_t t = 0, o = 0;
   std::vector<bool> printed(tensors.size(), false);
   auto fits = [&](const Op& op) {
@@ -872,10 +1022,10 @@ std::string print_graph(const Graph& g) {
     if (t < tensors.size() && printed[t]) {
       ++t;
     } else if (t < tensors.size() && !g.producer(TensorId{static_cast<std::uint32_t>(t)})) {
-      out += format_source(tensors[t]) + "\n";
+      out += indent + format_source(tensors[t]) + "\n";
       printed[t++] = true;
     } else if (o < ops.size() && fits(ops[o])) {
-      out += format_op(g, ops[o]) + "\n";
+      op_line(ops[o]);
       for (TensorId id : ops[o].outputs) printed[id.value] = true;
       ++o;
     } else {
@@ -884,8 +1034,27 @@ std::string print_graph(const Graph& g) {
   }
   for (; t < tensors.size(); ++t)
     if (!printed[t] && !g.producer(TensorId{static_cast<std::uint32_t>(t)}))
-      out += format_source(tensors[t]) + "\n";
-  for (; o < ops.size(); ++o) out += format_op(g, ops[o]) + "\n";
+      out += indent + format_source(tensors[t]) + "\n";
+  for (; o < ops.size(); ++o) op_line(ops[o]);
+}
+
+}  // namespace
+
+std::string print_graph(const Graph& g) {
+  std::string out;
+  out.reserve(64 * (g.tensors().size() + g.ops().size()) + 64);
+  out += "graph " + syntax::name_token(g.name);
+  if (g.frontend != "einsum") out += " {frontend=" + syntax::quote(g.frontend) + "}";
+  out += "\n";
+  for (const auto& [path, type] : g.module_types)
+    out += "module " + syntax::quote(path) + " " + syntax::quote(type) + "\n";
+  print_statements(g, out, "");
+  return out;
+}
+
+std::string print_statements(const Graph& g) {
+  std::string out;
+  print_statements(g, out, "");
   return out;
 }
 

@@ -174,6 +174,7 @@ class Verifier {
         case OpKind::Move: why = check_move(op, op.move()); break;
         case OpKind::Opaque: why = check_opaque(op, op.opaque()); break;
         case OpKind::Unanalyzed: why = check_unanalyzed(op, op.unanalyzed()); break;
+        case OpKind::Repeat: why = check_repeat(op, op.repeat()); break;
       }
       if (why) return fail_op(*why);
     }
@@ -630,6 +631,95 @@ class Verifier {
   std::optional<std::string> check_unanalyzed(const Op& op, const UnanalyzedOp& u) {
     if (op.outputs.empty()) return std::string("an unanalyzed op needs at least one output");
     if (u.framework_op.empty()) return std::string("an unanalyzed op needs its framework op name");
+    return std::nullopt;
+  }
+
+  // ---- repeat ----
+
+  std::optional<std::string> check_repeat(const Op& op, const RepeatOp& r) {
+    if (r.trips < 1) return fmt::format("a repeat op runs its body at least once, not {} times", r.trips);
+    if (!r.body) return std::string("a repeat op needs a body");
+    const Graph& body = *r.body;
+    if (std::optional<Problem> p = Verifier(body).run())
+      return fmt::format("in its body: {}", p->message);
+    if (r.inputs.size() != op.inputs.size())
+      return fmt::format("{} inputs but {} bindings", op.inputs.size(), r.inputs.size());
+    if (r.outputs.size() != op.outputs.size())
+      return fmt::format("{} outputs but {} results", op.outputs.size(), r.outputs.size());
+    const std::size_t n = body.tensors().size();
+    auto valid = [&](TensorId id) { return id.value < n; };
+    auto name = [&](TensorId id) { return body.tensor(id).name; };
+    auto same_type = [&](const Tensor& a, const Tensor& b) {
+      return a.dtype == b.dtype && a.shape == b.shape;
+    };
+    auto type_str = [](const Tensor& t) {
+      return fmt::format("{}{}", dtype_name(t.dtype), shape_str(t.shape));
+    };
+    std::vector<bool> bound(n, false);
+    for (std::size_t k = 0; k < r.inputs.size(); ++k) {
+      const RepeatInput& b = r.inputs[k];
+      const Tensor& outer = in(op, k);
+      if (!valid(b.param)) return fmt::format("binding {} names no body tensor", k);
+      const Tensor& param = body.tensor(b.param);
+      if (!is_graph_source(param.role))
+        return fmt::format("'{}' binds body tensor '{}', which an op of the body produces",
+                           outer.name, param.name);
+      if (bound[b.param.value])
+        return fmt::format("body tensor '{}' is bound twice", param.name);
+      bound[b.param.value] = true;
+      if (b.how == LoopInput::Sliced) {
+        if (b.axis < 0 || b.axis >= static_cast<std::int64_t>(outer.shape.size()))
+          return fmt::format("'{}' is sliced along axis {}, outside its rank {}", outer.name,
+                             b.axis, outer.shape.size());
+        if (outer.shape[static_cast<std::size_t>(b.axis)] != r.trips)
+          return fmt::format("'{}' is sliced along axis {} of extent {}, but the body runs {} "
+                             "times",
+                             outer.name, b.axis, outer.shape[static_cast<std::size_t>(b.axis)],
+                             r.trips);
+        Tensor slice = outer;
+        slice.shape.erase(slice.shape.begin() + b.axis);
+        if (!same_type(slice, param))
+          return fmt::format("a slice of '{}' along axis {} is {}, but '{}' is {}", outer.name,
+                             b.axis, type_str(slice), param.name, type_str(param));
+        continue;
+      }
+      if (!same_type(outer, param))
+        return fmt::format("'{}' is {}, but the body tensor '{}' it binds is {}", outer.name,
+                           type_str(outer), param.name, type_str(param));
+      if (b.how != LoopInput::Carried) continue;
+      if (!valid(b.next)) return fmt::format("the carried '{}' names no next value", param.name);
+      const Tensor& next = body.tensor(b.next);
+      if (!same_type(next, param))
+        return fmt::format("the carried '{}' is {}, but its next value '{}' is {}", param.name,
+                           type_str(param), next.name, type_str(next));
+      if (!is_graph_source(next.role) && next.role != Role::Output)
+        return fmt::format("the next value '{}' of the carried '{}' is not marked {{output}} in "
+                           "the body",
+                           next.name, param.name);
+    }
+    for (const Tensor& t : body.tensors())
+      if (is_graph_source(t.role) && !bound[t.id.value])
+        return fmt::format("body tensor '{}' is {} but no input binds it", t.name,
+                           role_name(t.role));
+    for (std::size_t k = 0; k < r.outputs.size(); ++k) {
+      const RepeatOutput& o = r.outputs[k];
+      const Tensor& outer = g_.tensor(op.outputs[k]);
+      if (!valid(o.value)) return fmt::format("result {} names no body tensor", k);
+      const Tensor& value = body.tensor(o.value);
+      if (!is_graph_source(value.role) && value.role != Role::Output)
+        return fmt::format("the result '{}' is not marked {{output}} in the body", value.name);
+      Tensor expect = value;
+      if (o.how == LoopOutput::Stacked) {
+        if (o.axis < 0 || o.axis > static_cast<std::int64_t>(value.shape.size()))
+          return fmt::format("'{}' stacks along axis {}, outside 0..{}", outer.name, o.axis,
+                             value.shape.size());
+        expect.shape.insert(expect.shape.begin() + o.axis, r.trips);
+      }
+      if (!same_type(outer, expect))
+        return fmt::format("'{}' is {}, but {} '{}' gives {}", outer.name, type_str(outer),
+                           o.how == LoopOutput::Stacked ? "stacking" : "the last", name(o.value),
+                           type_str(expect));
+    }
     return std::nullopt;
   }
 

@@ -1016,7 +1016,7 @@ void Recognizer::backward_op(const ir::Op& op) {
       }
       return;
     }
-    case ir::OpKind::Opaque: case ir::OpKind::Unanalyzed:
+    case ir::OpKind::Opaque: case ir::OpKind::Unanalyzed: case ir::OpKind::Repeat:
       for (TensorId t : op.inputs) observe(t, {});
       return;
   }
@@ -1052,7 +1052,7 @@ MaskRecognition Recognizer::run(ir::Graph& g) {
           forward_einsum(op);
         break;
       case ir::OpKind::Move: forward_move(op); break;
-      case ir::OpKind::Opaque: forward_opaque(op); break;
+      case ir::OpKind::Opaque: case ir::OpKind::Repeat: forward_opaque(op); break;
       case ir::OpKind::Unanalyzed: break;
     }
   }

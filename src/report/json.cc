@@ -337,6 +337,10 @@ json to_json(const Report& r) {
         row["framework_op"] = op.unanalyzed().framework_op;
         row["reason"] = op.unanalyzed().reason;
         break;
+      case ir::OpKind::Repeat:
+        row["trips"] = op.repeat().trips;
+        row["body_ops"] = op.repeat().body->ops().size();
+        break;
       case ir::OpKind::Einsum:
         break;
     }

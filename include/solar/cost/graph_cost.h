@@ -19,6 +19,8 @@ struct GraphCost {
   int num_unanalyzed = 0;  // dead ops excluded
   int num_dead = 0;
   Work dead_total;  // the dead ops' counts summed: what the program computes and drops
+  // Indexed by TensorId: the compulsory bytes read of each graph source (0 for the others).
+  std::vector<Count> source_bytes_read;
   Count compulsory_bytes() const { return compulsory_bytes_read + compulsory_bytes_written; }
 };
 

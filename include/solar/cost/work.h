@@ -55,6 +55,11 @@ struct Work {
   // In the totals and bounds: analyzed and not dead.
   bool counted() const { return analyzed && !dead; }
   std::string note;     // the assumption behind data-dependent or opaque costs
+  // A repeat op's work as the ops that run (docs/cost.md, "Repeat"): one entry per body op
+  // (its work times the iterations that need it; a nested repeat's parts, flattened) and one
+  // per stacked output (the stacking copy). The counts above are their sum; the bounds price
+  // each part as an op of its own. Empty for every other op.
+  std::vector<Work> parts;
 
   Count total_macs() const;
   Count total_macs_2_4() const;  // the sum of macs_2_4 (<= total_macs())

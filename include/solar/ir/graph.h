@@ -15,10 +15,13 @@
 // - Data-movement ops copy or re-view data; a view is free (no bytes move).
 // - Opaque ops carry their own cost and the assumption behind it.
 // - Unanalyzed ops are framework ops no lowering table knows: kept, counted, reported.
+// - Repeat ops run a body graph `trips` times (RepeatOp below): a recurrence (LSTM, GRU, a
+//   JAX scan) stays one op with one body instead of `trips` copies of it.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -179,15 +182,65 @@ struct UnanalyzedOp {
   friend bool operator==(const UnanalyzedOp&, const UnanalyzedOp&) = default;
 };
 
-enum class OpKind { Einsum, Move, Opaque, Unanalyzed };
-std::string_view op_kind_name(OpKind k);  // einsum move opaque unanalyzed
+class Graph;
+
+// How an input of a repeat op reaches its body (docs/ir-text.md, "Repeat").
+enum class LoopInput {
+  Invariant,  // the same value every iteration (weights, constants)
+  Carried,    // the initial value of loop state; later iterations see `next` of the one before
+  Sliced,     // iteration i sees slice i along `axis` (the axis removed): a sequence input
+};
+std::string_view loop_input_name(LoopInput k);  // invariant carried sliced
+std::optional<LoopInput> parse_loop_input(std::string_view name);
+
+struct RepeatInput {
+  LoopInput how = LoopInput::Invariant;
+  TensorId param;         // the body tensor it binds (role input in the body)
+  std::int64_t axis = 0;  // Sliced: the op input's dimension walked by the iterations
+  TensorId next;          // Carried: the body tensor the param takes in the next iteration
+  friend bool operator==(const RepeatInput&, const RepeatInput&) = default;
+};
+
+// How an output of a repeat op is made from its body.
+enum class LoopOutput {
+  Last,     // the body tensor's value after the last iteration (final loop state)
+  Stacked,  // the body tensor of every iteration, iteration i at index i along `axis`
+};
+std::string_view loop_output_name(LoopOutput k);  // last stacked
+std::optional<LoopOutput> parse_loop_output(std::string_view name);
+
+struct RepeatOutput {
+  LoopOutput how = LoopOutput::Last;
+  TensorId value;         // the body tensor (role output in the body)
+  std::int64_t axis = 0;  // Stacked: the op output's dimension of the iterations
+  friend bool operator==(const RepeatOutput&, const RepeatOutput&) = default;
+};
+
+// A body graph run `trips` times, in order (iteration 0 first). With `reverse`, iteration i
+// reads slice trips-1-i of every sliced input and writes index trips-1-i of every stacked
+// output (a backward RNN direction, a reverse scan). The body is an ordinary graph whose
+// inputs are the params and whose outputs are the values the loop carries or stacks; it
+// holds no graph outputs of its own. Its cost is trips times the body's, plus stacking each
+// stacked output once (docs/cost.md, "Repeat"); ir/unroll.h gives the equivalent flat graph.
+struct RepeatOp {
+  std::int64_t trips = 0;  // >= 1
+  bool reverse = false;
+  std::shared_ptr<const Graph> body;
+  std::vector<RepeatInput> inputs;    // one per op input, same order
+  std::vector<RepeatOutput> outputs;  // one per op output, same order
+  // Bodies compare by their text form (print_graph): equal structure, names and origins.
+  friend bool operator==(const RepeatOp& a, const RepeatOp& b);
+};
+
+enum class OpKind { Einsum, Move, Opaque, Unanalyzed, Repeat };
+std::string_view op_kind_name(OpKind k);  // einsum move opaque unanalyzed repeat
 
 struct Op {
   OpId id;
   std::string name;  // unique within the graph; defaults to the first output's name
   std::vector<TensorId> inputs;
   std::vector<TensorId> outputs;
-  std::variant<EinsumOp, MoveOp, OpaqueOp, UnanalyzedOp> body;
+  std::variant<EinsumOp, MoveOp, OpaqueOp, UnanalyzedOp, RepeatOp> body;
   Origin origin;  // where it came from (framework file/line, framework op)
 
   OpKind kind() const { return static_cast<OpKind>(body.index()); }
@@ -195,6 +248,7 @@ struct Op {
   const MoveOp& move() const { return std::get<MoveOp>(body); }
   const OpaqueOp& opaque() const { return std::get<OpaqueOp>(body); }
   const UnanalyzedOp& unanalyzed() const { return std::get<UnanalyzedOp>(body); }
+  const RepeatOp& repeat() const { return std::get<RepeatOp>(body); }
 };
 
 // Owns tensors and ops; everything else refers to them by id.

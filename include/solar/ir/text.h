@@ -15,6 +15,10 @@ Graph parse_graph(std::string_view text, std::string_view file = "<text>");
 // Prints the canonical text form; parse_graph(print_graph(g)) == g.
 std::string print_graph(const Graph& g);
 
+// The statements of `g` without its header (the graph line and module classes): how a
+// repeat op's body is written, and what RepeatOp's equality compares.
+std::string print_statements(const Graph& g);
+
 // An affine expression as the text form writes it (`p*2+r-1`), naming indices by `indices`.
 std::string print_affine(const AffineExpr& e, const std::vector<IndexDim>& indices);
 
