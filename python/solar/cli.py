@@ -117,6 +117,9 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
                    help="with --train: add this optimizer's update step")
     p.add_argument("--no-crosscheck", action="store_true",
                    help="skip the FlopCounterMode cross-check")
+    p.add_argument("--unroll", action="store_true",
+                   help="PyTorch: capture nn.LSTM/GRU/RNN one aten op per time step (torch's "
+                        "CPU kernel) instead of one repeat op per layer and direction")
     if command == "analyze":
         p.add_argument("--validate", action="store_true",
                        help="also run the program and the graph and compare outputs")
@@ -189,7 +192,7 @@ def _run_program(command: str, args: List[str]) -> int:
     options = ProgramOptions(
         archs=archs, policy=ns.policy, cache_state=ns.cache_state, overrides=overrides,
         strict=ns.strict, real=ns.real, train=ns.train, optimizer=ns.optimizer,
-        eval_mode=ns.eval,
+        eval_mode=ns.eval, unroll=ns.unroll,
         validate=validate, crosscheck=not ns.no_crosscheck, mode=ns.mode,
         cache_aware=not ns.no_cache_aware, max_mappings=ns.max_mappings, reference=ns.reference)
     if ns.optimizer and not ns.train:

@@ -23,6 +23,7 @@ const detail::Table& table() {
         {"aten_pool.cc", register_pool_ops},           {"aten_attention.cc", register_attention_ops},
         {"aten_shape.cc", register_shape_ops},         {"aten_index.cc", register_index_ops},
         {"aten_random.cc", register_random_ops},       {"aten_loss.cc", register_loss_ops},
+        {"aten_rnn.cc", register_rnn_ops},
         {"aten_train.cc", register_training_ops}};
     TableBuilder b("aten");
     for (const auto& [file, hook] : kFamilies) b.add(file, hook);

@@ -594,6 +594,32 @@ void Context::opaque(std::vector<TensorId> inputs, std::vector<TensorId> outputs
   stage(std::move(op));
 }
 
+void Context::repeat(std::vector<TensorId> inputs, std::vector<TensorId> outputs, ir::RepeatOp body) {
+  for (TensorId& in : inputs) in = materialize(in);
+  ir::Op op;
+  op.inputs = std::move(inputs);
+  op.outputs = std::move(outputs);
+  op.body = std::move(body);
+  op.origin = origin();
+  stage(std::move(op));
+}
+
+TensorId Context::source(std::string name, std::vector<std::int64_t> shape, ir::DType dt) {
+  ir::Tensor t;
+  t.name = std::move(name);
+  t.shape = std::move(shape);
+  t.dtype = dt;
+  t.role = ir::Role::Input;
+  return stage(std::move(t));
+}
+
+void Context::mark_output(TensorId id) {
+  const std::size_t base = g_.tensors().size();
+  if (id.value < base || id.value - base >= tensors_.size())
+    throw InternalError("mark_output of a tensor that is not staged", __FILE__, __LINE__);
+  tensors_[id.value - base].role = ir::Role::Output;
+}
+
 void Context::unanalyzed(const std::string& reason) {
   ir::Op op;
   // Tensor arguments that some op produced or that are graph sources are its inputs.

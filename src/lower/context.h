@@ -86,6 +86,17 @@ class Context {
   void move(ir::MoveKind kind, std::vector<ir::TensorId> inputs, ir::TensorId out, ir::Attrs attrs = {});
   void opaque(std::vector<ir::TensorId> inputs, std::vector<ir::TensorId> outputs, ir::OpaqueOp body);
   void unanalyzed(const std::string& reason);
+  // A repeat op (its inputs' aliases materialized first, as for an opaque op).
+  void repeat(std::vector<ir::TensorId> inputs, std::vector<ir::TensorId> outputs, ir::RepeatOp body);
+
+  // --- building another graph (a repeat op's body, aten_rnn.cc) ---
+  // A Context over the body graph, begun at this Context's op, stages body ops with the same
+  // builders; these two make the body's params and results, which no trace tensor stands for.
+  // A graph input of the staged ops named `name` (uniquified like temps).
+  ir::TensorId source(std::string name, std::vector<std::int64_t> shape, ir::DType dt);
+  // Marks a staged tensor an output of the graph it is staged for.
+  void mark_output(ir::TensorId id);
+  const OpTrace& trace() const { return trace_; }
 
   // Elementwise over the broadcast of the inputs to `out`'s shape (numpy rules: aligned
   // right, size-1 dimensions broadcast). `mask` uses the output's index positions.

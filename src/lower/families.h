@@ -101,6 +101,7 @@ void register_shape_ops(const Register& reg);      // aten_shape.cc
 void register_index_ops(const Register& reg);      // aten_index.cc
 void register_random_ops(const Register& reg);     // aten_random.cc
 void register_loss_ops(const Register& reg);       // aten_loss.cc
+void register_rnn_ops(const Register& reg);        // aten_rnn.cc (LSTM/GRU/RNN as repeat ops)
 // aten_math.cc: rounding, remainders, bitwise ops, inverse trigonometry, interpolation
 // (linear to bicubic), k-th value selection and embedding_bag.
 void register_math_ops(const Register& reg);

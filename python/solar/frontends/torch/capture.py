@@ -555,6 +555,124 @@ class _Recorder(TorchDispatchMode):
         return out
 
 
+# Recurrent layers (docs/torch-frontend.md, "Recurrent layers"). nn.LSTM/GRU/RNN.forward call
+# torch._VF.lstm / gru / rnn_tanh / rnn_relu, whose CPU kernel runs every time step as its
+# own aten ops (thousands of ops for a long sequence). While capturing, those four _VF
+# functions are wrapped: a call with the dense-input overload is recorded as ONE trace op
+# (`aten::lstm.input`, ...) with the schema's arguments, and its outputs are made directly
+# (on fake tensors: empty tensors of the right shapes; on real tensors: torch's own result,
+# computed with no mode recording it); the aten table lowers the op to one repeat op per
+# layer and direction (src/lower/aten_rnn.cc). Anything else runs as before, one aten op per
+# step: PackedSequence inputs, dropout between layers in training mode, dtypes other than
+# f32/f64/f16/bf16, and any call that autograd records (--train), whose backward the repeat
+# form does not express. `unroll=True` (`--unroll`) wraps nothing.
+_RNN_FUNCTIONS = {"lstm": "aten::lstm.input", "gru": "aten::gru.input",
+                  "rnn_tanh": "aten::rnn_tanh.input", "rnn_relu": "aten::rnn_relu.input"}
+_RNN_ARGS = ("input", "hx", "params", "has_biases", "num_layers", "dropout", "train",
+             "bidirectional", "batch_first")
+_RNN_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+def _rnn_call(name: str, args: tuple, kwargs: dict) -> Optional[Dict[str, Any]]:
+    """The schema-named arguments of a _VF recurrent call this capture records as one op, or
+    None for a call it leaves to torch (run one aten op per step)."""
+    if kwargs or len(args) != len(_RNN_ARGS):
+        return None
+    named = dict(zip(_RNN_ARGS, args))
+    x, hx, params = named["input"], named["hx"], named["params"]
+    hx_list = list(hx) if isinstance(hx, (list, tuple)) else [hx]
+    if name == "lstm" and not isinstance(hx, (list, tuple)):
+        return None  # the PackedSequence overload (data, batch_sizes, hx, params, ...)
+    if name != "lstm" and not isinstance(params, (list, tuple)):
+        return None
+    tensors = [x] + hx_list + list(params)
+    if not all(isinstance(t, torch.Tensor) for t in tensors) or x.dim() != 3:
+        return None
+    if any(t.dtype != x.dtype for t in tensors) or x.dtype not in _RNN_DTYPES:
+        return None
+    if not all(isinstance(named[k], bool) for k in ("has_biases", "train", "bidirectional",
+                                                     "batch_first")):
+        return None
+    if named["train"] and named["dropout"] and named["num_layers"] > 1:
+        return None  # dropout between layers draws random masks: the per-step form has them
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return None  # autograd records it (--train): the per-step form has its backward
+    return named
+
+
+def _rnn_outputs(name: str, named: Dict[str, Any]) -> List[torch.Tensor]:
+    """Empty tensors shaped as the call's results (output, h_n[, c_n]), made under the
+    input's fake mode only (no recorder sees them)."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    x, params = named["input"], list(named["params"])
+    hx = list(named["hx"]) if name == "lstm" else [named["hx"]]
+    batch_first = named["batch_first"]
+    T, B = (x.shape[1], x.shape[0]) if batch_first else (x.shape[0], x.shape[1])
+    D = 2 if named["bidirectional"] else 1
+    h_shape = [int(n) for n in hx[0].shape]
+    P = h_shape[-1]
+    with _disable_current_modes(), x.fake_mode:
+        out = torch.empty((int(T), int(B), D * P), dtype=x.dtype, device=x.device)
+        if batch_first:
+            out = out.transpose(0, 1)
+        results = [out] + [torch.empty([int(n) for n in h.shape], dtype=x.dtype,
+                                       device=x.device) for h in hx]
+    del params
+    return results
+
+
+def _rnn_wrapper(name: str, original: Callable, trace: "_Trace") -> Callable:
+    def call(*args, **kwargs):
+        named = _rnn_call(name, args, kwargs)
+        if named is None:
+            return original(*args, **kwargs)
+        encoded = {k: trace.encode(v) for k, v in named.items()}
+        if _is_fake(named["input"]):
+            outs = _rnn_outputs(name, named)
+        else:
+            from torch.utils._python_dispatch import _disable_current_modes
+
+            with _disable_current_modes():
+                res = original(*args)
+            outs = [res[0]] + [t for t in res[1:]]
+        ids = [trace.new_tensor(o, "intermediate") for o in outs]
+        record = trace.record
+        if record is not None and record.values_mode == "all":
+            for tid, t in zip(ids, outs):
+                record.keep(tid, t)
+        entry: Dict[str, Any] = {"op": _RNN_FUNCTIONS[name], "args": encoded, "outputs": ids}
+        file, line = _source_location()
+        if file:
+            entry["file"] = file
+            entry["line"] = line
+        trace.tag_module(entry)
+        trace.ops.append(entry)
+        return tuple(outs)
+
+    return call
+
+
+@contextlib.contextmanager
+def _recurrent_ops_recorded(trace: "_Trace", enabled: bool):
+    """torch._VF's recurrent functions wrapped (see _RNN_FUNCTIONS) while capturing."""
+    vf = torch._VF
+    if not enabled:
+        yield
+        return
+    saved = {n: vf.__dict__.get(n) for n in _RNN_FUNCTIONS}
+    try:
+        for n in _RNN_FUNCTIONS:
+            setattr(vf, n, _rnn_wrapper(n, getattr(torch._C._VariableFunctions, n), trace))
+        yield
+    finally:
+        for n, f in saved.items():
+            if f is None:
+                vf.__dict__.pop(n, None)
+            else:
+                setattr(vf, n, f)
+
+
 def _flatten(v: Any) -> Iterable[torch.Tensor]:
     if isinstance(v, torch.Tensor):
         yield v
@@ -579,6 +697,7 @@ def capture(
     loss_fn: Optional[Callable] = None,
     optimizer: Optional[str] = None,
     record: Optional[CaptureRecord] = None,
+    unroll: bool = False,
     _fake_mode: Optional[FakeTensorMode] = None,
 ) -> Dict[str, Any]:
     """Runs `fn(*inputs)` (an nn.Module or a function) under the recorder and returns the
@@ -591,7 +710,10 @@ def capture(
     backward pass autograd runs, and with `optimizer` ("sgd", "adam", "adamw") the
     optimizer's update step. Gradients and updated parameters are program outputs.
 
-    record: a CaptureRecord to fill (tensor values on real tensors, FlopCounterMode's counts)."""
+    record: a CaptureRecord to fill (tensor values on real tensors, FlopCounterMode's counts).
+
+    unroll: nn.LSTM/GRU/RNN recorded one aten op per time step (torch's CPU kernel) instead
+    of one op per layer call (see _RNN_FUNCTIONS)."""
     if optimizer is not None and optimizer not in _OPTIMIZERS:
         raise ValueError(f"optimizer {optimizer!r}: expected one of {', '.join(_OPTIMIZERS)}")
     if optimizer is not None and not train:
@@ -719,7 +841,8 @@ def capture(
             mkldnn_off = torch.backends.mkldnn.flags(enabled=False)
             mkldnn_off.__enter__()
         try:
-            with torch_logging_silenced():  # a failing meta kernel logs ~180 lines
+            with torch_logging_silenced(), _recurrent_ops_recorded(trace, not unroll):
+                # (torch_logging_silenced: a failing meta kernel logs ~180 lines)
                 if mode is not None:
                     with mode:
                         result = run()
@@ -880,6 +1003,7 @@ def capture_program(
     optimizer: Optional[str] = None,
     record: Optional[CaptureRecord] = None,
     eval_mode: bool = False,
+    unroll: bool = False,
 ) -> Dict[str, Any]:
     """Captures a KernelBench-format file: Model(*get_init_inputs()) on get_inputs(), or a
     file's module-level forward(*get_inputs()), in the mode the program leaves its module
@@ -888,7 +1012,8 @@ def capture_program(
     train/optimizer: a training step (see capture); the file's own `loss_fn(output,
     *inputs)`, when it defines one, is the loss. record: see CaptureRecord (tensor values
     need fake=False)."""
-    step = {"train": train, "optimizer": optimizer, "record": record, "eval_mode": eval_mode}
+    step = {"train": train, "optimizer": optimizer, "record": record, "eval_mode": eval_mode,
+            "unroll": unroll}
     mod = load_program(path, overrides)
     check_program(mod, path)
     if fake:
@@ -932,15 +1057,15 @@ def build_program(mod: types.ModuleType, path: str, init: List[Any]) -> Any:
 def capture_loaded(
     mod: types.ModuleType, path: str, fake: bool, train: bool = False,
     optimizer: Optional[str] = None, record: Optional[CaptureRecord] = None,
-    eval_mode: bool = False,
+    eval_mode: bool = False, unroll: bool = False,
 ) -> Dict[str, Any]:
     """Captures a program load_program already loaded (see capture_program)."""
-    return _capture_loaded(mod, path, fake, train, optimizer, record, eval_mode)
+    return _capture_loaded(mod, path, fake, train, optimizer, record, eval_mode, unroll)
 
 
 def _capture_loaded(
     mod: types.ModuleType, path: str, fake: bool, train: bool, optimizer: Optional[str],
-    record: Optional[CaptureRecord] = None, eval_mode: bool = False,
+    record: Optional[CaptureRecord] = None, eval_mode: bool = False, unroll: bool = False,
 ) -> Dict[str, Any]:
     mode = fake_mode() if fake else None
     init = list(mod.get_init_inputs()) if hasattr(mod, "get_init_inputs") else []
@@ -959,4 +1084,4 @@ def _capture_loaded(
     name = os.path.splitext(os.path.basename(path))[0]
     return capture(model, *inputs, name=name, fake=fake, source=path, train=train,
                    loss_fn=getattr(mod, "loss_fn", None) if train else None,
-                   optimizer=optimizer, record=record, _fake_mode=mode)
+                   optimizer=optimizer, record=record, unroll=unroll, _fake_mode=mode)

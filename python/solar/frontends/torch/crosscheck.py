@@ -77,7 +77,7 @@ def _count_separately(result, load, options):
     record = CaptureRecord(flop_counter=True)
     source = result.trace.get("source", "")
     step = {"train": options.train, "optimizer": options.optimizer, "record": record,
-            "eval_mode": options.eval_mode}
+            "eval_mode": options.eval_mode, "unroll": options.unroll}
     try:
         trace = capture_loaded(load(), source, fake=True, **step)
     except (DataDependentOutputException, DynamicOutputShapeException):

@@ -25,7 +25,7 @@ def check_real_run(path: str, options: Any) -> Optional[Estimate]:
             check_program(mod, path)
             trace = capture_loaded(mod, path, fake=True, train=options.train,
                                    optimizer=options.optimizer, record=record,
-                                   eval_mode=options.eval_mode)
+                                   eval_mode=options.eval_mode, unroll=options.unroll)
         except Exception:
             if not first[0]:
                 raise  # a shrunk setting the program cannot run at (memory_limit bisects)

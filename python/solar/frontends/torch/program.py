@@ -32,7 +32,7 @@ def analyze_file(path: str, options: Optional[ProgramOptions] = None) -> Program
     if options.validate:
         return capture_and_validate(path, options)
     step = dict(fake=not options.real, train=options.train, optimizer=options.optimizer,
-                eval_mode=options.eval_mode)
+                eval_mode=options.eval_mode, unroll=options.unroll)
     record = CaptureRecord(flop_counter=True) if options.crosscheck else None
     try:
         trace = capture_program(path, options.overrides, record=record, **step)

@@ -84,7 +84,7 @@ def _capture_seeded(path: str, options, record) -> Dict[str, Any]:
     check_program(mod, path)
     return capture_loaded(mod, path, fake=False, train=options.train,
                           optimizer=options.optimizer, record=record,
-                          eval_mode=options.eval_mode)
+                          eval_mode=options.eval_mode, unroll=options.unroll)
 
 
 def _finite(x: float) -> Optional[float]:
