@@ -904,7 +904,9 @@ void Recognizer::forward_move(const ir::Op& op) {
 }
 
 void Recognizer::forward_opaque(const ir::Op& op) {
-  // arange / iota: start + i * step along the output's one dimension.
+  // arange / iota: start + i * step along the output's one dimension. (A repeat op's
+  // outputs have no known structure.)
+  if (op.kind() != ir::OpKind::Opaque) return;
   const ir::OpaqueOp& o = op.opaque();
   if (o.function != "arange" || op.outputs.size() != 1) return;
   const ir::Tensor& out = g_.tensor(op.outputs[0]);
