@@ -3,12 +3,16 @@
 
 The program is traced with `jax.make_jaxpr` on abstract values (shapes and dtypes, no data,
 any size). Nested jaxprs are inlined: `jit`/`pjit`, `closed_call`, `custom_jvp_call`,
-`custom_vjp_call`, `remat`/`checkpoint`, single-device `shard_map`. Loops are unrolled so
-that every iteration's work is in the graph exactly: `scan` (and `fori_loop`, which JAX
-turns into a scan when its bounds are static) emits its body `length` times; a
-`while_loop` whose condition can be evaluated at capture time (constant folding of small
-integer values: the loop counter of a `fori_loop` with traced bounds) is unrolled the same
-way. A `while_loop` whose trip count depends on data, and a `cond`/`switch` whose branch
+`custom_vjp_call`, `remat`/`checkpoint`, single-device `shard_map`. Loops are kept as
+loops: a `scan` (and `fori_loop`, which JAX turns into a scan when its bounds are static)
+and a `while_loop` whose trip count is known at capture (its condition and the part of the
+body it depends on evaluated by constant folding: the counter of a `fori_loop` with traced
+bounds) are one `jax::scan_repeat` op whose body is a nested trace walked once on fresh
+symbolic params (lowered to one repeat op). A body that needs per-iteration values (a
+`dynamic_slice` by the loop counter, a `cond` on it) is unrolled instead, the body emitted
+once per iteration, as every loop is with `unroll=True` (`--unroll`); the capture notes
+say which loops were kept and which unrolled, and why (docs/jax-frontend.md, "Loops").
+A `while_loop` whose trip count depends on data, and a `cond`/`switch` whose branch
 does, need real inputs: the capture is redone on the real values (`values=True`, every
 equation evaluated eagerly as it is recorded), or, with abstract inputs only, the loop or
 branch is recorded as one op that lowering reports as `unanalyzed` with the reason.
@@ -44,6 +48,9 @@ SCHEMA = "solar.optrace.v1"
 # Upper bound on the ops one capture emits by unrolling loops: past it a loop is recorded as
 # one op (unanalyzed, with the reason) instead of growing the trace without limit.
 UNROLL_CAP = int(os.environ.get("SOLAR_JAX_UNROLL_CAP", "200000"))
+# The most iterations capture counts by evaluating a while_loop's condition (and the part of
+# its body the condition depends on) to keep it as one repeat op; past it, the loop unrolls.
+_MAX_COUNTED_TRIPS = 1_000_000
 # Capture evaluates equations whose inputs are all known and whose outputs are at most this
 # many elements (loop counters, slice starts, iota), to resolve trip counts and offsets.
 _FOLD_ELEMENTS = 64
@@ -378,6 +385,11 @@ class Recorder:
         self.module = ""  # the module path of the equation being recorded (its name stack)
         self.expanding: List[str] = []  # shared with the Walker: RNG expansions under way
 
+    def note(self, text: str) -> None:
+        """A capture note, once (a loop inside an unrolled loop is met once per iteration)."""
+        if text not in self.notes:
+            self.notes.append(text)
+
     def where(self) -> str:
         """The program location of the equation being recorded ("file:line: " or "")."""
         f, line = self.file_line
@@ -488,6 +500,120 @@ class Recorder:
                 "tensors": self.tensors, "ops": self.ops}
 
 
+class _Unroll(Exception):
+    """A loop body that one symbolic walk cannot capture (the reason): the loop is unrolled."""
+
+
+# Operands whose value the lowering reads (dynamic_slice starts, a scatter's box indices, a
+# padding value): by op name, the operand positions from the operand count.
+_VALUE_OPERANDS = {
+    "dynamic_slice": lambda n: range(1, n),
+    "dynamic_update_slice": lambda n: range(2, n),
+    "pad": lambda n: [1],
+    "scatter": lambda n: [1],
+    "scatter-add": lambda n: [1],
+    "scatter_add": lambda n: [1],
+}
+# The loop op the recorder writes for a scan or while_loop kept as a loop.
+REPEAT_OP = "scan_repeat"
+
+
+class _BodyRecorder(Recorder):
+    """Records a loop body once, on fresh symbolic params (docs/jax-frontend.md, "Loops").
+
+    Its tensor ids are its own. Constants the body makes (a closed jaxpr's arrays, a literal
+    that must be a tensor) are hoisted: made in the outer recorder and bound to a body param
+    as an invariant input. Params of carried and sliced inputs are *varying*: their values
+    change per iteration, so an op whose lowering needs the value of an operand that derives
+    from them (a dynamic_slice by the loop counter) cannot be recorded once (_Unroll)."""
+
+    def __init__(self, outer: Recorder):
+        super().__init__(False, outer.unroll_cap, outer.name, outer.source)
+        self.outer = outer
+        self.expanding = outer.expanding
+        self.file_line = outer.file_line
+        self.module = outer.module
+        self.notes = outer.notes  # a nested loop's note is the program's
+        self.hoisted: List[Tuple[int, int]] = []  # (outer tensor, body param), invariants
+        self._param_of: Dict[int, int] = {}  # outer tensor -> its hoisted param
+        self.varying: set = set()  # body tensors whose value changes per iteration
+
+    def param(self, aval, varying: bool) -> int:
+        tid = self.tensor(aval, "input")
+        if varying:
+            self.varying.add(tid)
+        return tid
+
+    def bind_outer(self, outer_tid: int) -> int:
+        """The body param bound (invariant) to an outer tensor; its known value carried over."""
+        if outer_tid in self._param_of:
+            return self._param_of[outer_tid]
+        t = self.outer.tensors[outer_tid]
+        tid = len(self.tensors)
+        self.tensors.append({"id": tid, "shape": list(t["shape"]), "dtype": t["dtype"],
+                             "role": "input"})
+        if outer_tid in self.outer.known:
+            self.known[tid] = self.outer.known[outer_tid]
+        if outer_tid in self.outer.values:
+            self.values[tid] = self.outer.values[outer_tid]
+        self.hoisted.append((outer_tid, tid))
+        self._param_of[outer_tid] = tid
+        return tid
+
+    def source_tensor(self, value, role: str, name: Optional[str] = None) -> int:
+        return self.bind_outer(self.outer.source_tensor(value, role, name))
+
+    def ref_for_literal(self, ref, aval) -> int:
+        if not isinstance(ref, _Lit):
+            return ref
+        return self.bind_outer(self.outer.ref_for_literal(ref, aval))
+
+    def mark(self):
+        return super().mark() + (len(self.hoisted),)
+
+    def rollback(self, m) -> None:
+        super().rollback(m[:3])
+        nt = m[0]
+        for outer_tid, tid in self.hoisted[m[3]:]:
+            self._param_of.pop(outer_tid, None)
+        del self.hoisted[m[3]:]
+        self.varying = {t for t in self.varying if t < nt}
+
+    def is_varying(self, ref) -> bool:
+        return isinstance(ref, int) and ref in self.varying
+
+    def emit(self, name, in_refs, out_avals, params, extra=None, given=False):
+        if given:
+            raise _Unroll(f"jax::{name} draws random bits that validation is given per op")
+        which = _VALUE_OPERANDS.get(name)
+        if which is not None:
+            for k in which(len(in_refs)):
+                if k < len(in_refs) and self._value(in_refs[k]) is None \
+                        and self.is_varying(in_refs[k]):
+                    raise _Unroll(f"jax::{name} reads the value of operand {k}, which changes "
+                                  "per iteration (a loop counter)")
+        if name != REPEAT_OP and not _jax_op_known(name):
+            raise _Unroll(f"jax::{name} has no lowering (unanalyzed: unrolled so the rest of "
+                          "the body is counted)")
+        outs = super().emit(name, in_refs, out_avals, params, extra, given)
+        if any(self.is_varying(r) for r in in_refs):
+            self.varying.update(outs)
+        return outs
+
+    def body(self, outputs: Sequence[int]) -> Dict[str, Any]:
+        """The nested trace: body tensors produced by an op and read as loop outputs are
+        marked `output`."""
+        for o in outputs:
+            if self.tensors[o]["role"] == "intermediate":
+                self.tensors[o]["role"] = "output"
+        return {"tensors": self.tensors, "ops": self.ops}
+
+
+def _jax_op_known(name: str) -> bool:
+    fn = getattr(_core, "jax_op_known", None)
+    return True if fn is None else bool(fn(f"jax::{name}"))
+
+
 def _is_int(dtype) -> bool:
     try:
         return np.issubdtype(np.dtype(dtype), np.integer) or np.dtype(dtype) == np.bool_
@@ -566,8 +692,12 @@ def _sub_jaxpr(eqn):
 class Walker:
     """Walks a jaxpr into a Recorder, inlining and unrolling (see the module docstring)."""
 
-    def __init__(self, rec: Recorder, need_values_raises: bool):
+    def __init__(self, rec: Recorder, need_values_raises: bool, unroll: bool = False):
         self.rec = rec
+        # unroll: every loop unrolled (--unroll); else a scan or a while_loop with a static
+        # trip count is one repeat op when its body can be recorded once.
+        self.unroll = unroll
+        self.in_body = isinstance(rec, _BodyRecorder)
         self._iotas: Dict[int, int] = {}  # tensor id -> the dimension an iota counts along
         # With abstract inputs that could be made real, data-dependent control flow raises
         # NeedsValues (capture redoes the walk on values); otherwise it is recorded as one op.
@@ -821,12 +951,125 @@ class Walker:
         """Why a loop is refused: the graph has no repeat construct, loops are unrolled, and
         this one would pass the cap (docs/jax-frontend.md, "Loops")."""
         return (f"{self.rec.where()}{what} exceeds the unroll cap of {self.rec.unroll_cap} ops "
-                "per capture: the EinsumGraph has no repeat construct, so loops are analyzed "
-                "by unrolling them; analyze fewer iterations (--set a smaller trip count) or "
-                "raise the cap (SOLAR_JAX_UNROLL_CAP=N, or unroll_cap= in solar.analyze_jax)")
+                "per capture: this loop is analyzed by unrolling it (--unroll, or a body that "
+                "cannot be recorded once: the capture notes say why); analyze fewer "
+                "iterations (--set a smaller trip count) or raise the cap "
+                "(SOLAR_JAX_UNROLL_CAP=N, or unroll_cap= in solar.analyze_jax)")
 
-    # --- scan: the body once per iteration
+    # --- loops kept as loops: one repeat op over a body recorded once
+    def _body_walker(self, brec: "_BodyRecorder") -> "Walker":
+        w = Walker(brec, False, self.unroll)
+        w.in_body = True
+        w.budget = self.budget
+        w._one_device_mesh = self._one_device_mesh
+        return w
+
+    def repeat(self, eqn, ins, body, consts, carry, xs, trips: int, reverse: bool,
+               what: str, finals: Optional[Dict[int, Any]] = None) -> List[Any]:
+        """One `jax::scan_repeat` op: `body` (a closed jaxpr over consts + carry + x slices,
+        returning the next carry + `stacked` per-iteration values) walked once on fresh
+        params. Raises _Unroll when the body cannot be recorded that way."""
+        rec = self.rec
+        bj = body.jaxpr
+        nc, ncarry = len(consts), len(carry)
+        in_avals = [_physical_aval(v.aval) for v in bj.invars]
+        m = rec.mark()
+        budget = self.budget
+        try:
+            brec = _BodyRecorder(rec)
+            bw = self._body_walker(brec)
+            args: List[Any] = []
+            carried: List[Tuple[int, int]] = []  # (outer tensor, body param)
+            sliced: List[Tuple[int, int]] = []
+            for k, ref in enumerate(consts):
+                # A scalar literal stays a literal (a constant of the combine), as unrolled.
+                args.append(ref if isinstance(ref, _Lit) else brec.bind_outer(ref))
+            for k, ref in enumerate(carry):
+                outer = rec.ref_for_literal(ref, in_avals[nc + k])
+                pid = brec.param(in_avals[nc + k], varying=True)
+                carried.append((outer, pid))
+                args.append(pid)
+            for k, ref in enumerate(xs):
+                outer = rec.ref_for_literal(ref, _physical_aval(eqn.invars[-len(xs) + k].aval))
+                pid = brec.param(in_avals[nc + ncarry + k], varying=True)
+                sliced.append((outer, pid))
+                args.append(pid)
+            outs = bw.walk(bj, list(body.consts), args)
+            out_avals = [_physical_aval(v.aval) for v in bj.outvars]
+            outs = [brec.ref_for_literal(o, a) for o, a in zip(outs, out_avals)]
+            values = self._loop_values(eqn, ins)
+        except _Unroll:
+            rec.rollback(m)
+            self.budget = budget
+            raise
+        self.budget = bw.budget - 1
+        inputs, operands = [], []
+        for outer, pid in brec.hoisted:
+            operands.append(outer)
+            inputs.append({"how": "invariant", "param": pid})
+        for k, (outer, pid) in enumerate(carried):
+            operands.append(outer)
+            inputs.append({"how": "carried", "param": pid, "next": outs[k]})
+        for outer, pid in sliced:
+            operands.append(outer)
+            inputs.append({"how": "sliced", "param": pid, "axis": 0})
+        outputs = [{"how": "last", "value": o} for o in outs[:ncarry]]
+        outputs += [{"how": "stacked", "value": o, "axis": 0} for o in outs[ncarry:]]
+        avals = [_physical_aval(v.aval) for v in eqn.outvars]
+        res = rec.emit(REPEAT_OP, operands, avals, {},
+                       {"primitive": eqn.primitive.name, "trips": int(trips),
+                        "reverse": bool(reverse), "inputs": inputs, "outputs": outputs,
+                        "body": brec.body(outs)})
+        values = list(values or [None] * len(res))
+        for k, v in (finals or {}).items():
+            if values[k] is None:
+                values[k] = v
+        for tid, a, v in zip(res, avals, values):
+            if v is None:
+                continue
+            if rec.with_values:
+                rec.values[tid] = v
+            if math.prod(a.shape) <= _FOLD_ELEMENTS and _is_int(a.dtype):
+                rec.known[tid] = np.asarray(v)
+        rec.note(f"{rec.where()}jax::{eqn.primitive.name}{what}: kept as a loop (one repeat "
+                 f"op of {trips} iterations over a {len(brec.ops)}-op body)")
+        return res
+
+    def _loop_values(self, eqn, ins) -> Optional[List[Any]]:
+        """The loop's outputs evaluated on its inputs' values: every output in values mode
+        (else _Unroll), small integer ones (a counter's final value) when every input is
+        known; None otherwise."""
+        rec = self.rec
+        vals = [rec._value(r) for r in ins]
+        small = all(math.prod(v.aval.shape) <= _FOLD_ELEMENTS and _is_int(v.aval.dtype)
+                    for v in eqn.outvars)
+        if any(v is None for v in vals) or not (rec.with_values or small):
+            if rec.with_values:
+                raise _Unroll("values mode without every input's value")
+            return None
+        try:
+            res = eqn.primitive.bind(*vals, **eqn.params)
+        except Exception as e:  # noqa: BLE001 (typed keys and the like: unrolled instead)
+            if rec.with_values:
+                raise _Unroll(f"evaluating the loop failed: {e}") from None
+            return None
+        return [np.asarray(r) if not rec.with_values else r for r in res]
+
+    # --- scan: one repeat op, or the body once per iteration
     def scan(self, eqn, ins):
+        p = eqn.params
+        length = int(p["length"])
+        if not self.unroll and length > 0:
+            nc, ncarry = int(p["num_consts"]), int(p["num_carry"])
+            try:
+                return self.repeat(eqn, ins, p["jaxpr"], ins[:nc], ins[nc:nc + ncarry],
+                                   ins[nc + ncarry:], length, bool(p.get("reverse", False)), "")
+            except _Unroll as e:
+                self.rec.note(f"{self.rec.where()}jax::scan of {length} iterations "
+                              f"unrolled: {e}")
+        return self.scan_unrolled(eqn, ins)
+
+    def scan_unrolled(self, eqn, ins):
         p = eqn.params
         length = int(p["length"])
         body = p["jaxpr"]
@@ -910,7 +1153,80 @@ class Walker:
         return outs
 
     # --- while: unrolled when the condition is known each iteration
+    def _static_trips(self, eqn, ins) -> Optional[Tuple[int, Dict[int, Any]]]:
+        """A while_loop's trip count when the carries its condition depends on (and the
+        carries those depend on through the body) are known: the condition and that part of
+        the body (dead-code eliminated) evaluated iteration by iteration. Also the final
+        values of those carries. None when unknown (or past _MAX_COUNTED_TRIPS)."""
+        from jax._src import core as jcore
+        from jax._src.interpreters import partial_eval as pe
+
+        p = eqn.params
+        cn, bn = int(p["cond_nconsts"]), int(p["body_nconsts"])
+        ncarry = len(ins) - cn - bn
+        cond, body = p["cond_jaxpr"], p["body_jaxpr"]
+        try:
+            cj = pe.convert_constvars_jaxpr(cond.jaxpr)
+            bj0 = pe.convert_constvars_jaxpr(body.jaxpr)
+            ncc, nbc = len(cond.consts), len(body.consts)
+            cj, used_c = pe.dce_jaxpr(cj, [True])
+            need = [bool(used_c[ncc + cn + k]) for k in range(ncarry)]
+            while True:
+                bj, used_b = pe.dce_jaxpr(bj0, need)
+                new = [need[k] or bool(used_b[nbc + bn + k]) for k in range(ncarry)]
+                if new == need:
+                    break
+                need = new
+        except Exception:  # noqa: BLE001 (a JAX without these internals: unrolled)
+            return None
+        # Folded values only (literals, small integers): a trip count that real inputs
+        # decide (values mode) is a property of those inputs; that loop unrolls as before.
+        def folded(ref):
+            return ref.value if isinstance(ref, _Lit) else self.rec.known.get(ref)
+
+        cvals = list(cond.consts) + [folded(r) for r in ins[:cn]]
+        bvals = list(body.consts) + [folded(r) for r in ins[cn:cn + bn]]
+        state = {k: folded(ins[cn + bn + k]) for k in range(ncarry) if need[k]}
+        if any(v is None for v, u in zip(cvals, used_c) if u) or \
+                any(v is None for v, u in zip(bvals, used_b) if u) or \
+                any(v is None for v in state.values()):
+            return None
+        cargs = [v for v, u in zip(cvals, used_c) if u]
+        bargs = [v for v, u in zip(bvals, used_b) if u]
+        cread = [k for k in range(ncarry) if used_c[ncc + cn + k]]
+        bread = [k for k in range(ncarry) if used_b[nbc + bn + k]]
+        bout = [k for k in range(ncarry) if need[k]]
+        trips = 0
+        try:
+            while True:
+                (pred,) = jcore.eval_jaxpr(cj, [], *cargs, *[state[k] for k in cread])
+                if not bool(np.asarray(pred)):
+                    break
+                if trips >= _MAX_COUNTED_TRIPS:
+                    return None
+                outs = jcore.eval_jaxpr(bj, [], *bargs, *[state[k] for k in bread])
+                state.update(zip(bout, outs))
+                trips += 1
+        except Exception:  # noqa: BLE001
+            return None
+        return trips, {k: np.asarray(v) for k, v in state.items()}
+
     def while_loop(self, eqn, ins):
+        if not self.unroll:
+            static = self._static_trips(eqn, ins)
+            if static is not None and static[0] > 0:
+                trips, finals = static
+                p = eqn.params
+                cn, bn = int(p["cond_nconsts"]), int(p["body_nconsts"])
+                try:
+                    return self.repeat(eqn, ins, p["body_jaxpr"], ins[cn:cn + bn],
+                                       ins[cn + bn:], [], trips, False, "", finals)
+                except _Unroll as e:
+                    self.rec.note(f"{self.rec.where()}jax::while of {trips} iterations "
+                                  f"unrolled: {e}")
+        return self.while_unrolled(eqn, ins)
+
+    def while_unrolled(self, eqn, ins):
         p = eqn.params
         cn, bn = int(p["cond_nconsts"]), int(p["body_nconsts"])
         cconsts, bconsts, carry = ins[:cn], ins[cn:cn + bn], ins[cn + bn:]
@@ -925,6 +1241,9 @@ class Walker:
             if value is None:
                 self.rec.rollback(m)
                 self.budget = budget
+                if self.in_body:
+                    raise _Unroll("a while_loop in the body whose trip count is not known "
+                                  "when the body is recorded once")
                 if self.need_values_raises:
                     raise NeedsValues("while_loop whose trip count depends on data")
                 return self.opaque_loop(eqn, ins, "while_loop whose trip count is known only "
@@ -947,6 +1266,9 @@ class Walker:
         index, ops = ins[0], ins[1:]
         value = self.rec._value(index)
         if value is None:
+            if self.in_body:
+                raise _Unroll("a cond/switch in the body whose branch is not known when the "
+                              "body is recorded once (it depends on the iteration or on data)")
             if self.need_values_raises:
                 raise NeedsValues("cond/switch whose branch depends on data")
             sizes = ", ".join(f"branch {k}: {_count_equations(b.jaxpr)} equations"
@@ -1002,14 +1324,17 @@ def _leaves_with_names(tree, prefix: str, is_param: bool) -> Tuple[List[Any], Li
 
 def capture(fn, *args, values: Optional[bool] = None, name: Optional[str] = None,
             source: str = "", param_argnums: Sequence[int] = (),
-            unroll_cap: int = UNROLL_CAP, arg_names: Optional[Sequence[str]] = None) -> Capture:
+            unroll_cap: int = UNROLL_CAP, arg_names: Optional[Sequence[str]] = None,
+            unroll: bool = False) -> Capture:
     """Captures `fn(*args)` (args: pytrees of arrays or jax.ShapeDtypeStruct).
 
     values: None records on abstract values and redoes the walk on the real ones when the
     program has data-dependent control flow (and every argument is concrete); True records
     with values (needed for validation); False never evaluates (data-dependent loops and
     branches stay unanalyzed). param_argnums: arguments whose leaves are parameters
-    (role `parameter`, named by their pytree path) rather than inputs."""
+    (role `parameter`, named by their pytree path) rather than inputs. unroll: every loop
+    unrolled (`--unroll`); by default a scan or a while_loop with a static trip count whose
+    body can be recorded once is one `jax::scan_repeat` op (docs/jax-frontend.md, "Loops")."""
     import jax
 
     leaves, names, roles = [], [], []
@@ -1034,7 +1359,7 @@ def capture(fn, *args, values: Optional[bool] = None, name: Optional[str] = None
     def run(with_values: bool, raises: bool) -> Capture:
         rec = Recorder(with_values, unroll_cap, prog, source)
         ins = [rec.source_tensor(x, r, n) for x, r, n in zip(leaves, roles, names)]
-        w = Walker(rec, raises)
+        w = Walker(rec, raises, unroll)
         # Arrays the program closes over (its parameters, when forward() closes over them)
         # are weights named by position.
         const_refs = [w.const(v, "parameter", f"const{k}") for k, v in enumerate(closed.consts)]
@@ -1072,7 +1397,15 @@ def _with_modules(trace: Dict[str, Any], root: str) -> Dict[str, Any]:
     known class."""
     prefix = root + "."
     modules: Dict[str, str] = {}
-    for op in trace["ops"]:
+
+    def ops_of(ops):  # a loop body's ops too
+        for op in ops:
+            yield op
+            body = op.get("args", {}).get("body")
+            if op["op"] == f"jax::{REPEAT_OP}" and isinstance(body, dict):
+                yield from ops_of(body.get("ops", []))
+
+    for op in ops_of(trace["ops"]):
         path = op.get("module", "")
         if root and (path == root or path.startswith(prefix)):
             path = path[len(prefix):] if path != root else ""

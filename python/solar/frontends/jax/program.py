@@ -55,16 +55,17 @@ def analyze_file(path: str, options: Optional[ProgramOptions] = None) -> Program
         raise user_error(str(e), "usage") from None
     except cap.ProgramFormatError as e:
         raise user_error(str(e), "parse") from None
-    c = _capture(prog, path, values=None)
+    unroll = bool(getattr(options, "unroll", False))  # --unroll: every loop unrolled
+    c = _capture(prog, path, values=None, unroll=unroll)
     if not real and _data_dependent(c):
         # A loop or branch that depends on data: the real inputs decide it (as --real would).
         warnings.warn(f"solar: {path}: data-dependent control flow: captured again on the "
                       "real inputs", RuntimeWarning, stacklevel=2)
         with _seeded_generators():
             prog = cap.program_from_module(mod, path, abstract=False)
-        c = _capture(prog, path, values=None)
+        c = _capture(prog, path, values=None, unroll=unroll)
     if options.validate and _missing_given(c):
-        c = _capture(prog, path, values=True)
+        c = _capture(prog, path, values=True, unroll=unroll)
     for n in c.notes:
         warnings.warn(f"solar: {n}", RuntimeWarning, stacklevel=2)
     result = _analyze_capture(c, path, options)
@@ -100,14 +101,15 @@ def _missing_given(c: "cap.Capture") -> bool:
 
 
 def _capture(prog: "cap.Program", source: str, values,
-             unroll_cap: Optional[int] = None) -> "cap.Capture":
+             unroll_cap: Optional[int] = None, unroll: bool = False) -> "cap.Capture":
     n = len(prog.inputs)
     cap_ops = cap.UNROLL_CAP if unroll_cap is None else int(unroll_cap)
     if prog.params is None:
         return cap.capture(prog.fn, *prog.inputs, values=values, name=prog.name, source=source,
-                           arg_names=[f"x{k}" for k in range(n)], unroll_cap=cap_ops)
+                           arg_names=[f"x{k}" for k in range(n)], unroll_cap=cap_ops,
+                           unroll=unroll)
     return cap.capture(prog.fn, prog.params, *prog.inputs, values=values, name=prog.name,
-                       source=source, param_argnums=(0,), unroll_cap=cap_ops,
+                       source=source, param_argnums=(0,), unroll_cap=cap_ops, unroll=unroll,
                        arg_names=["params"] + [f"x{k}" for k in range(n)])
 
 
@@ -145,6 +147,15 @@ def _executor_array(value: Any) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
+def _kind_name(op) -> str:
+    """The op's kind by name; a kind the bindings' OpKind does not list yet (repeat) by
+    elimination: it is not unanalyzed."""
+    try:
+        return str(op.kind).rsplit(".", 1)[-1]
+    except ValueError:
+        return "repeat"
+
+
 def validate_capture(c: "cap.Capture", prog: "cap.Program", file: str) -> Dict[str, Any]:
     """The `validation` section: the program run by JAX (jax.jit) on the real inputs, the
     lowered graph run by Solar's executor on the same inputs, parameters and constants, and
@@ -160,7 +171,7 @@ def validate_capture(c: "cap.Capture", prog: "cap.Program", file: str) -> Dict[s
                                          for i in c.given_ops]}
     vtrace = validation_trace(c.trace, c.given_ops)
     graph, _, trace_ids = lower_trace(vtrace, file, False)
-    unanalyzed = [op for op in graph.ops if str(op.kind).rsplit(".", 1)[-1] == "unanalyzed"]
+    unanalyzed = [op for op in graph.ops if _kind_name(op) == "unanalyzed"]
     if unanalyzed:
         names = ", ".join(f"{op.framework_op} ({op.origin})" for op in unanalyzed)
         section["reason"] = (f"the graph is not executable: {len(unanalyzed)} unanalyzed "
@@ -243,7 +254,8 @@ def xla_crosscheck(report: Report, prog: "cap.Program", c: "cap.Capture") -> Dic
                                             "bytes_unfused", "bytes_fused")}
     xla = {"flops": ca.get("flops"), "transcendentals": ca.get("transcendentals"),
            "bytes_accessed": ca.get("bytes accessed")}
-    loops = [o for o in c.trace["ops"] if o["args"].get("synthetic")]
+    loops = [o for o in c.trace["ops"] if o["args"].get("synthetic")
+             or o["op"] == f"jax::{cap.REPEAT_OP}"]
     notes = [
         "1 MAC = 2 FLOP in both; XLA counts one FLOP per elementwise op and reduction step as "
         "Solar's vector_flops do, and its transcendentals are Solar's special_ops.",
@@ -281,13 +293,14 @@ def xla_crosscheck(report: Report, prog: "cap.Program", c: "cap.Capture") -> Dic
 def analyze_jax(fn, *args, arch="H100_SXM", policy: str = "pytorch-default",
                 cache_state: str = "cold", strict: bool = False, params=None,
                 validate: bool = False, crosscheck: bool = False,
-                unroll_cap: Optional[int] = None) -> Report:
+                unroll_cap: Optional[int] = None, unroll: bool = False) -> Report:
     """solar.analyze_jax: capture `fn(*args)` (or `fn(params, *args)`, whose leaves are
     parameters), lower, analyze. args: arrays or jax.ShapeDtypeStruct (abstract: any size,
     no data). validate: run `fn` and the graph on the (concrete) args and compare (section
     `validation`); crosscheck: XLA's cost analysis beside Solar's (section `xla`);
     unroll_cap: the most ops loop unrolling may emit (default cap.UNROLL_CAP, 200,000, or
-    SOLAR_JAX_UNROLL_CAP): a loop past it is refused (solar.UnsupportedError)."""
+    SOLAR_JAX_UNROLL_CAP): a loop past it is refused (solar.UnsupportedError); unroll: every
+    loop unrolled (`--unroll`) instead of a scan or static-trip while_loop as one repeat op."""
     archs = [arch] if isinstance(arch, str) else list(arch)
     options = ProgramOptions(archs=archs, policy=policy, cache_state=cache_state, strict=strict)
     name = getattr(fn, "__name__", "program")
@@ -295,9 +308,9 @@ def analyze_jax(fn, *args, arch="H100_SXM", policy: str = "pytorch-default",
     if validate and not all(cap._concrete(x) for x in jax_leaves(_args(prog))):
         raise user_error("analyze_jax(validate=True) runs the program: give arrays, not "
                          "jax.ShapeDtypeStruct", "usage")
-    c = _capture(prog, "", values=None, unroll_cap=unroll_cap)
+    c = _capture(prog, "", values=None, unroll_cap=unroll_cap, unroll=unroll)
     if validate and _missing_given(c):
-        c = _capture(prog, "", values=True, unroll_cap=unroll_cap)
+        c = _capture(prog, "", values=True, unroll_cap=unroll_cap, unroll=unroll)
     for n in c.notes:
         warnings.warn(f"solar: {n}", RuntimeWarning, stacklevel=2)
     result = _analyze_capture(c, "<jax>", options)
