@@ -56,7 +56,7 @@ std::string short_count(Count c) {
   return fmt::format("{}e{}", ms, e);
 }
 
-std::string in_ops(int ops) { return ops == 1 ? "" : fmt::format(" in {} ops", ops); }
+std::string in_ops(std::int64_t ops) { return ops == 1 ? "" : fmt::format(" in {} ops", ops); }
 
 std::optional<double> positive(const std::optional<hw::Sourced>& s) {
   if (s && s->value > 0) return s->value;
@@ -172,13 +172,14 @@ void accumulate(std::vector<Term>& sums, const Term& term) {
   sums.push_back(term);
 }
 
-// Work left unpriced, summed over ops for the level sentences.
+// Work left unpriced, summed over ops (an op that runs n times counts n ops).
 struct Unpriced {
   Count amount;
-  int ops = 0;
-  void add(Count c) {
-    amount += c;
-    ++ops;
+  std::int64_t ops = 0;
+  void add(Count c, Count runs) {
+    amount += c * runs;
+    ops += runs.fits_u64() && runs.to_u64() < INT64_MAX / 2 ? static_cast<std::int64_t>(runs.to_u64())
+                                                            : INT64_MAX / 2;
   }
 };
 
@@ -198,12 +199,17 @@ class Bounder {
     route_used_.assign(table_.size(), false);
   }
 
-  OpBound bound_op(const cost::Work& w) {
+  // The roofline of `w` run `runs` times, each run an op of its own (a repeat op's body op;
+  // an op that does not repeat runs once): its terms are one run's times `runs`, and so is
+  // what it adds to the graph-level sums.
+  OpBound bound_op(const cost::Work& w, Count runs = Count(1)) {
     OpBound ob;
     if (!w.counted()) {
       ob.bottleneck = w.dead ? "dead" : "unanalyzed";
       return ob;
     }
+    if (!w.parts.empty()) return bound_parts(w);
+    const double runs_d = runs.to_double();
     std::fill(unit_seconds_.begin(), unit_seconds_.end(), 0.0);
     for (std::vector<int>& r : unit_routes_) r.clear();
 
@@ -212,7 +218,7 @@ class Bounder {
       int id = table_.contraction(w.contraction, dtype);
       if (id < 0) {
         ob.unknown.push_back(contraction_unknown(macs, w.contraction, dtype, 1));
-        unknown_macs_[{w.contraction, dtype}].add(macs);
+        unknown_macs_[{w.contraction, dtype}].add(macs, runs);
         continue;
       }
       // 1 MAC = 2 FLOP. The 2:4-structured MACs run at the unit's sparse peak when it has
@@ -232,7 +238,7 @@ class Bounder {
       int id = table_.vector(dtype);
       if (id < 0) {
         ob.unknown.push_back(vector_unknown(flops, dtype, 1));
-        unknown_vector_[dtype_index(dtype)].add(flops);
+        unknown_vector_[dtype_index(dtype)].add(flops, runs);
         continue;
       }
       charge(id, flops.to_double());
@@ -241,7 +247,7 @@ class Bounder {
       int id = table_.special();
       if (id < 0) {
         ob.unknown.push_back(special_unknown(w.special_ops, 1));
-        unknown_special_.add(w.special_ops);
+        unknown_special_.add(w.special_ops, runs);
       } else {
         charge(id, w.special_ops.to_double());
       }
@@ -252,7 +258,7 @@ class Bounder {
       ob.terms.push_back(Term{kind_label(table_, unit_routes_[u]), unit_seconds_[u]});
       // Summed op by op, in op order, so that each fused unit term stays <= the unfused sum
       // under floating-point rounding too.
-      fused_unit_seconds_[u] += unit_seconds_[u];
+      fused_unit_seconds_[u] += unit_seconds_[u] * runs_d;
       for (int id : unit_routes_[u]) add_unique(fused_unit_routes_[u], id);
     }
 
@@ -265,21 +271,23 @@ class Bounder {
           l2_used_ = true;
         } else {
           ob.unknown.push_back(l2_unknown(bytes, 1));
-          unknown_l2_.add(bytes);
+          unknown_l2_.add(bytes, runs);
         }
       } else {
-        dram_bytes_ += bytes;
+        dram_bytes_ += bytes * runs;
         if (dram_bw_) {
           ob.terms.push_back(
               Term::of_memory(hw::MemoryLevel::Dram, bytes.to_double() / *dram_bw_));
           dram_used_ = true;
         } else {
           ob.unknown.push_back(dram_unknown(bytes, 1));
-          unknown_dram_.add(bytes);
+          unknown_dram_.add(bytes, runs);
         }
       }
     }
 
+    if (runs_d != 1)
+      for (Term& t : ob.terms) t.seconds *= runs_d;
     sort_terms(ob.terms);
     if (ob.terms.empty() || !(ob.terms[0].seconds > 0)) {
       ob.bottleneck = "none";
@@ -289,6 +297,28 @@ class Bounder {
     }
     return ob;
   }
+
+  // A repeat op (docs/bounds.md, "Repeat"): each run of each body op is an op of its own, so
+  // the seconds are the sum of the parts' rooflines and the terms their per-resource sums
+  // (seconds is then not the largest term); the bottleneck is the largest summed term.
+  // part_bottlenecks() holds the parts' seconds by their own bottlenecks.
+  OpBound bound_parts(const cost::Work& w) {
+    OpBound ob;
+    part_bottlenecks_.clear();
+    for (const cost::WorkPart& p : w.parts) {
+      OpBound pb = bound_op(p.work, p.runs);
+      ob.seconds += pb.seconds;
+      for (const Term& t : pb.terms) accumulate(ob.terms, t);
+      if (pb.seconds > 0) accumulate(part_bottlenecks_, Term{pb.bottleneck, pb.seconds});
+      for (std::string& u : pb.unknown)
+        if (std::find(ob.unknown.begin(), ob.unknown.end(), u) == ob.unknown.end())
+          ob.unknown.push_back(std::move(u));
+    }
+    sort_terms(ob.terms);
+    ob.bottleneck = ob.terms.empty() || !(ob.seconds > 0) ? "none" : ob.terms[0].resource;
+    return ob;
+  }
+  const std::vector<Term>& part_bottlenecks() const { return part_bottlenecks_; }
 
   // The whole graph as one kernel: per-unit sums of the work, compulsory bytes.
   LevelBound fused(const cost::GraphCost& cost, const LevelBound& unfused) {
@@ -446,6 +476,7 @@ class Bounder {
   std::optional<double> l2_capacity_;  // set only in warm state with a usable L2
   std::optional<double> l2_bw_;
 
+  std::vector<Term> part_bottlenecks_;  // of the last repeat op bounded
   // Scratch for one op: seconds and routes per unit kind.
   std::array<double, RouteTable::kNumKinds> unit_seconds_{};
   std::array<std::vector<int>, RouteTable::kNumKinds> unit_routes_;
@@ -486,7 +517,11 @@ DeviceBounds compute_bounds(const ir::Graph& g, const cost::GraphCost& cost,
     if (w.counted()) {
       db.unfused.seconds += ob.seconds;
       for (const Term& t : ob.terms) accumulate(unfused_terms, t);
-      if (ob.seconds > 0) accumulate(by_bottleneck, Term{ob.bottleneck, ob.seconds});
+      if (!w.parts.empty()) {
+        for (const Term& t : bounder.part_bottlenecks()) accumulate(by_bottleneck, t);
+      } else if (ob.seconds > 0) {
+        accumulate(by_bottleneck, Term{ob.bottleneck, ob.seconds});
+      }
     }
     db.per_op.push_back(std::move(ob));
   }

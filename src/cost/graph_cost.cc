@@ -43,7 +43,8 @@ void check_topological(const Graph& g) {
 
 // Per op, whether none of its results reaches a root (walking ops in reverse topological
 // order), and per tensor whether it reaches one. Roots: the tensors flagged in `roots`, or
-// when null the graph outputs; with no root at all every op and tensor is live.
+// when null the graph outputs; a graph that marks no output keeps every op and tensor live
+// (explicit roots that are all unset leave every op dead).
 struct Liveness {
   std::vector<char> dead_op;
   std::vector<char> live;
@@ -59,7 +60,7 @@ Liveness liveness(const Graph& g, const std::vector<char>* roots) {
       any_root = true;
     }
   l.dead_op.assign(g.ops().size(), 0);
-  if (!any_root) {
+  if (!any_root && !roots) {
     l.live.assign(g.tensors().size(), 1);
     return l;
   }
@@ -262,6 +263,10 @@ namespace detail {
 
 GraphCost graph_cost_from(const Graph& g, const std::vector<char>& roots) {
   return graph_cost_impl(g, &roots);
+}
+
+std::vector<char> live_tensors(const Graph& g, const std::vector<char>& roots) {
+  return liveness(g, &roots).live;
 }
 
 }  // namespace detail

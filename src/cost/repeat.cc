@@ -1,13 +1,16 @@
 // The work of a repeat op (docs/cost.md, "Repeat"): what its unrolled graph (ir/unroll.h)
 // counts, computed from one body.
 //
-// Iteration i < trips-1 must produce the carried state and the stacked rows the graph reads;
-// the last iteration the stacked rows and the final values the graph reads. So each body op
-// runs (trips - 1) times under the first set of roots and once under the second, and a body
-// op that neither needs (the update of state nobody reads after the loop) is dead there, as
-// it is in the unrolled graph. Each stacked output the graph reads is assembled once: its
-// rows read and the whole written (the concatenation the unrolled graph ends with).
+// The last iteration must produce the stacked rows and the final values the graph reads;
+// an earlier one the stacked rows and the carried state the iteration after it reads. A body
+// op no iteration's roots need is dead there (the update of state nobody reads after the
+// loop), as it is in the unrolled graph. Each stacked output the graph reads is assembled
+// once: its rows read and the whole written (the concatenation the unrolled graph ends with).
 #include <fmt/format.h>
+
+#include <map>
+#include <utility>
+#include <vector>
 
 #include "solar/util/errors.h"
 #include "work_detail.h"
@@ -27,7 +30,7 @@ Work scaled(const Work& w, Count n) {
   out.bytes_read *= n;
   out.bytes_written *= n;
   out.live_points *= n;
-  for (Work& p : out.parts) p = scaled(p, n);
+  for (WorkPart& p : out.parts) p.runs *= n;
   return out;
 }
 
@@ -37,9 +40,9 @@ namespace {
 void add_runs(Work& total, const Work& w, Count times) {
   if (times == Count(0) || !w.counted()) return;
   if (w.parts.empty()) {
-    total.parts.push_back(scaled(w, times));
+    total.parts.push_back({w, times});
   } else {
-    for (const Work& p : w.parts) total.parts.push_back(scaled(p, times));
+    for (const WorkPart& p : w.parts) total.parts.push_back({p.work, p.runs * times});
   }
   Work sum = scaled(w, times);
   sum.parts.clear();
@@ -54,38 +57,51 @@ Work repeat_work(const ir::Graph& g, const ir::Op& op, std::vector<Count>* input
   const ir::Graph& body = *r.body;
   auto live = [&](std::size_t k) { return !live_outputs || (*live_outputs)[k] != 0; };
 
-  // Roots of the middle iterations and of the last one.
-  std::vector<char> mid(body.tensors().size(), 0), last(body.tensors().size(), 0);
-  for (const ir::RepeatInput& in : r.inputs)
-    if (in.how == LoopInput::Carried) mid[in.next.value] = 1;
+  // Each iteration's roots, from the last back to the first: the stacked rows the graph
+  // reads, plus in the last iteration the final values it reads and in every other one the
+  // next values of the carried params the iteration after it reads. The sets repeat from
+  // some iteration on (usually at once), so few body costs are computed.
+  const std::size_t nt = body.tensors().size();
+  std::vector<char> stacked_roots(nt, 0), last_roots(nt, 0);
   for (std::size_t k = 0; k < r.outputs.size(); ++k) {
     if (!live(k)) continue;
     const ir::RepeatOutput& out = r.outputs[k];
-    last[out.value.value] = 1;
-    if (out.how == LoopOutput::Stacked) mid[out.value.value] = 1;
+    (out.how == LoopOutput::Stacked ? stacked_roots : last_roots)[out.value.value] = 1;
   }
-  const GraphCost last_cost = graph_cost_from(body, last);
-  const GraphCost mid_cost = r.trips > 1 ? graph_cost_from(body, mid) : GraphCost{};
+  for (std::size_t t = 0; t < nt; ++t) last_roots[t] |= stacked_roots[t];
+  std::map<std::vector<char>, Count> runs_by_roots;
+  std::vector<char> roots = last_roots;
+  for (std::int64_t it = r.trips - 1; it >= 0; --it) {
+    const std::vector<char> alive = live_tensors(body, roots);
+    std::vector<char> before = stacked_roots;
+    for (const ir::RepeatInput& in : r.inputs)
+      if (in.how == LoopInput::Carried && alive[in.param.value]) before[in.next.value] = 1;
+    runs_by_roots[roots] += Count(1);
+    if (before == roots && it > 0) {  // every earlier iteration has these roots too
+      runs_by_roots[roots] += Count::from_signed(it);
+      break;
+    }
+    roots = std::move(before);
+  }
+  std::vector<std::pair<GraphCost, Count>> costs;
+  for (const auto& [set, runs] : runs_by_roots) costs.emplace_back(graph_cost_from(body, set), runs);
 
   Work w;
-  if (last_cost.num_unanalyzed > 0 || mid_cost.num_unanalyzed > 0) {
+  for (const auto& [c, runs] : costs) {
+    if (c.num_unanalyzed == 0) continue;
     w.analyzed = false;
     for (const ir::Op& b : body.ops())
-      if (!last_cost.per_op[b.id.value].analyzed) {
+      if (!c.per_op[b.id.value].analyzed) {
         w.note = fmt::format("its body op '{}' is not analyzed: {}", b.name,
-                             last_cost.per_op[b.id.value].note);
+                             c.per_op[b.id.value].note);
         break;
       }
-    if (w.note.empty()) w.note = "an op of its body is not analyzed";
     if (input_bytes) input_bytes->assign(op.inputs.size(), Count(0));
     return w;
   }
 
-  const Count middle_runs = Count::from_signed(r.trips - 1);
-  for (const ir::Op& b : body.ops()) {
-    if (r.trips > 1) add_runs(w, mid_cost.per_op[b.id.value], middle_runs);
-    add_runs(w, last_cost.per_op[b.id.value], Count(1));
-  }
+  for (const ir::Op& b : body.ops())
+    for (const auto& [c, runs] : costs) add_runs(w, c.per_op[b.id.value], runs);
   for (std::size_t k = 0; k < r.outputs.size(); ++k) {
     if (!live(k) || r.outputs[k].how != LoopOutput::Stacked) continue;
     const ir::Tensor& out = g.tensor(op.outputs[k]);
@@ -94,7 +110,7 @@ Work repeat_work(const ir::Graph& g, const ir::Op& op, std::vector<Count>* input
     stack.bytes_written = stack.bytes_read;
     stack.note = fmt::format("stacking '{}': its {} rows read, the whole written", out.name,
                              r.trips);
-    w.parts.push_back(stack);
+    w.parts.push_back({stack, Count(1)});
     w += stack;
   }
   w.note = fmt::format("repeat: {} iterations of a {}-op body", r.trips, body.ops().size());
@@ -104,17 +120,20 @@ Work repeat_work(const ir::Graph& g, const ir::Op& op, std::vector<Count>* input
   // iteration reads its slice whole, else one slice's reads (the unrolled graph's rule for a
   // source read through slices, graph_cost.h).
   if (input_bytes) {
-    const GraphCost& reads = r.trips > 1 ? mid_cost : last_cost;
     input_bytes->assign(op.inputs.size(), Count(0));
     for (std::size_t k = 0; k < r.inputs.size(); ++k) {
       const ir::RepeatInput& in = r.inputs[k];
-      Count n = std::max(reads.source_bytes_read[in.param.value],
-                         last_cost.source_bytes_read[in.param.value]);
-      if (in.how == LoopInput::Sliced) {
-        const ir::Tensor& param = body.tensor(in.param);
+      const ir::Tensor& param = body.tensor(in.param);
+      const Count slice = tensor_bytes(param, param.num_elements());
+      Count n, whole;  // the largest read of one iteration; iterations reading it whole
+      for (const auto& [c, runs] : costs) {
+        const Count read = c.source_bytes_read[in.param.value];
+        n = std::max(n, read);
+        if (read >= slice) whole += runs;
+      }
+      if (in.how == LoopInput::Sliced && whole > Count(1)) {
         const ir::Tensor& outer = g.tensor(op.inputs[k]);
-        if (n >= tensor_bytes(param, param.num_elements()))
-          n = tensor_bytes(outer, outer.num_elements());
+        n = std::max(n, std::min(tensor_bytes(outer, outer.num_elements()), whole * slice));
       }
       (*input_bytes)[k] = n;
     }

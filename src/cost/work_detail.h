@@ -25,7 +25,10 @@ Work repeat_work(const ir::Graph& g, const ir::Op& op, std::vector<Count>* input
 // keep ops alive, in place of the tensors with role output.
 GraphCost graph_cost_from(const ir::Graph& g, const std::vector<char>& roots);
 
-// Every count of `w` (its parts too) times n.
+// Per tensor of `g`, whether it reaches a tensor flagged in `roots` (through any chain of ops).
+std::vector<char> live_tensors(const ir::Graph& g, const std::vector<char>& roots);
+
+// Every count of `w` times n (its parts run n times as often).
 Work scaled(const Work& w, Count n);
 
 // True for ops that move no bytes: views and non-copy slices.

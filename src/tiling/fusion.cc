@@ -142,6 +142,10 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
     u.read_bytes = w.bytes_read.raw();
     u.write_bytes = w.bytes_written.raw();
     u.own_bytes = w.bytes().raw();
+    if (op.kind() == ir::OpKind::Repeat) {
+      u.repeat = std::make_shared<const detail::RepeatModel>(op, o);
+      evaluated += u.repeat->model->mappings_evaluated();
+    }
     try {
       // A masked einsum (causal attention) is tiled by its live tiles, or where the model
       // cannot count them (a window, 2:4 operands) as its full box, attainable only; either
@@ -265,6 +269,7 @@ void GraphTrafficModel::Impl::order_units(const ir::Graph& g) {
 
 Wide GraphTrafficModel::Impl::alone(int u, Wide capacity) const {
   const detail::Unit& unit = units[u];
+  if (unit.repeat) return std::min(unit.own_bytes, unit.repeat->traffic(capacity, nullptr));
   if (!unit.has_curve) return unit.own_bytes;
   const TrafficCurve& c = unit.curve->curve;
   if (c.points().empty()) return unit.own_bytes;
@@ -294,6 +299,8 @@ detail::SegmentValue GraphTrafficModel::Impl::alone_value(int u, Wide s) const {
       v.buffer = std::prev(it)->buffer_bytes.raw();
       v.detail = "alone: its ski-slope";
     }
+  } else if (unit.repeat && v.traffic < unit.own_bytes) {
+    unit.repeat->traffic(s, &v.detail);
   } else {
     v.detail = unit.has_curve ? "alone: its own unfused bytes (streamed)"
                               : "alone: its own unfused bytes (no tiling curve)";

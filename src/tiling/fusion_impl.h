@@ -29,6 +29,21 @@ Wide mul_sat(Wide a, Wide b);
 std::string mib(Wide bytes);                     // "12.5 MiB"
 std::string problem_key(const TilingProblem& p);  // equal keys: equal problems
 
+// A repeat op's body as a graph of its own (fusion_repeat.cc; docs/cache-aware.md, "Repeat"):
+// alone, the op moves `trips` times the body's Q at a capacity, either re-reading its
+// invariant and carried inputs every iteration or keeping them on chip across iterations.
+struct RepeatModel {
+  RepeatModel(const ir::Op& op, const GraphCurveOptions& options);
+  Wide traffic(Wide capacity, std::string* detail) const;
+
+  Wide trips = 0;
+  cost::GraphCost cost;  // the body's (the model points into it)
+  std::unique_ptr<GraphTrafficModel> model;
+  Wide resident = 0;        // invariant and carried params: bytes kept on chip across iterations
+  Wide per_iteration = 0;   // what one iteration's compulsory traffic moves of them
+  Wide once = 0;            // kept on chip: read once (and the final state written once)
+};
+
 // One analyzed op that is not a free view: the unit of segmentation. Units are in graph order,
 // except that those computed from parameters alone come first (order_units).
 struct Unit {
@@ -59,6 +74,7 @@ struct Unit {
   std::vector<Wide> operand_bytes;       // Curve, can_reside: per input, its read bytes
   Wide read_bytes = 0, write_bytes = 0;  // from cost.per_op
   Wide own_bytes = 0;                    // read + write
+  std::shared_ptr<const RepeatModel> repeat;  // a repeat op's body (a bytes unit otherwise)
 };
 
 // A segment [a, b) of units, planned once (independent of the capacity).

@@ -14,7 +14,9 @@
 //   and memory: work on several routes of one kind (two dtypes, or units of one kind split
 //   by clock) adds up, in one term named by the route labels joined with '+'
 //   ("fp32_simt.f32+fp32_simt.bf16").
-// - Per-op roofline: max over terms (unit kinds and memory run concurrently).
+// - Per-op roofline: max over terms (unit kinds and memory run concurrently). A repeat op is
+//   the ops of its body, each run an op of its own (cost::Work::parts): its seconds are the
+//   sum of their rooflines, its terms their per-resource sums, exactly as its unrolled graph.
 // - Unfused SOL: the sum of the per-op rooflines of analyzed ops (the eager reference).
 // - Fused SOL: max over units of the whole graph's work, and the compulsory bytes over
 //   bandwidth (a hard lower bound for any implementation).

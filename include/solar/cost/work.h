@@ -25,6 +25,8 @@ enum class ContractionClass {
                 // run by the framework's fused attention kernels, not by its matmul library
 };
 
+struct WorkPart;
+
 struct Work {
   ContractionClass contraction = ContractionClass::None;
   // Tensor-unit MACs keyed by the dtype of the contraction's operands (the wider of the
@@ -56,10 +58,10 @@ struct Work {
   bool counted() const { return analyzed && !dead; }
   std::string note;     // the assumption behind data-dependent or opaque costs
   // A repeat op's work as the ops that run (docs/cost.md, "Repeat"): one entry per body op
-  // (its work times the iterations that need it; a nested repeat's parts, flattened) and one
-  // per stacked output (the stacking copy). The counts above are their sum; the bounds price
-  // each part as an op of its own. Empty for every other op.
-  std::vector<Work> parts;
+  // and per set of iterations that need it (a nested repeat's parts, flattened), and one per
+  // stacked output (the stacking copy). The counts above are the sum of every part's work
+  // times its runs; the bounds price each run as an op of its own. Empty for other ops.
+  std::vector<WorkPart> parts;
 
   Count total_macs() const;
   Count total_macs_2_4() const;  // the sum of macs_2_4 (<= total_macs())
@@ -69,6 +71,12 @@ struct Work {
   // Sums every count; the contraction class is kept when equal (None otherwise), analyzed
   // is the conjunction, and the note is left as it was.
   Work& operator+=(const Work& o);
+};
+
+// Work that runs `runs` times (a body op of a repeat op): `work` counts one run.
+struct WorkPart {
+  Work work;
+  Count runs;
 };
 
 // Elements of `tensor` an operand reads: its footprint (distinct in-range elements touched
