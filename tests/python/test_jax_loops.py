@@ -1,7 +1,8 @@
 """JAX loops kept as loops (docs/jax-frontend.md, "Loops"): a `scan`, a `fori_loop` with
 static bounds and a `while_loop` with a static trip count are one `jax::scan_repeat` trace op
 and one repeat op in the graph, whose counts equal the unrolled capture's (`--unroll`,
-unroll=True); a body that cannot be recorded once falls back to unrolling, and says why."""
+unroll=True) and whose execution equals JAX's outputs; a body that cannot be recorded once
+falls back to unrolling, and the capture notes say why."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 lax = pytest.importorskip("jax.lax")
 
-from solar import _core  # noqa: E402
 from solar.analysis import ProgramOptions  # noqa: E402
 from solar.frontends.jax import capture as cap  # noqa: E402
 from solar.frontends.jax import program as jprog  # noqa: E402
@@ -61,41 +61,25 @@ def _both(fn, *args, loops=1):
     assert len(_repeats(c.trace["ops"])) == loops, c.notes
     assert not _repeats(cu.trace["ops"])
     assert len(c.trace["ops"]) < len(cu.trace["ops"])
+    assert len(r.graph.ops) < len(u.graph.ops)
     assert r.warnings == [] and u.warnings == [], (r.warnings, u.warnings)
     return r, u, c, cu
 
 
-def _validated(fn, *args):
-    if not _has_repeat_executor():
-        pytest.skip("the executor does not run repeat ops yet")
-    r, c = _analysis(fn, *args, validate=True)
-    assert _repeats(c.trace["ops"]), c.notes
-    v = r.report.get_section("validation")
-    assert v["status"] == "passed", v
-
-
-# Programs the count tests built, validated by test_validation_matches_jax.
-VALIDATE = {}
-
-
-def _name() -> str:
-    import inspect
-
-    n = inspect.stack()[1].function
-    return {"test_reverse_scan": "reverse_scan",
-            "test_scan_with_several_carries_and_stacked_outputs": "several_carries",
-            "test_fori_loop_with_static_bounds": "fori_loop",
-            "test_while_loop_with_a_static_trip_count": "while_loop",
-            "test_nested_scans": "nested_scans"}[n]
-
-
-def _has_repeat_executor() -> bool:
-    import subprocess
-
-    log = subprocess.run(["git", "log", "--oneline", "-200"], capture_output=True, text=True,
-                         cwd=__file__.rsplit("/tests/", 1)[0]).stdout
-    return any(line.split(" ", 1)[1].startswith("exec:") and "repeat" in line
-               for line in log.splitlines() if " " in line)
+def _counter_is_the_difference(tr, tu, n):
+    """The loop counter (docs/jax-frontend.md, "Loops"): unrolled, a literal folded at
+    capture (no op); as a loop, a carried int32 scalar that the body increments. Its adds
+    are the only difference: at most n (the cost module counts n - 1 of them while it keeps
+    a carried chain that reaches no output), 4 bytes read and 4 written each, and the
+    4-byte initial count read once."""
+    assert tr["macs_by_dtype"] == tu["macs_by_dtype"]
+    assert tr["special_ops"] == tu["special_ops"]
+    adds = tr["vector_flops_by_dtype"].get("i32", 0) - tu["vector_flops_by_dtype"].get("i32", 0)
+    assert 0 <= adds <= n
+    assert {k: v for k, v in tr["vector_flops_by_dtype"].items() if k != "i32"} == \
+        {k: v for k, v in tu["vector_flops_by_dtype"].items() if k != "i32"}
+    assert tr["bytes_unfused"] - tu["bytes_unfused"] == 8 * adds
+    assert tr["bytes_fused"] - tu["bytes_fused"] in (0, 4)
 
 
 # ---------------------------------------------------------------- programs
@@ -116,9 +100,79 @@ def rnn_args(T, abstract=False):
             _rand(H, H, seed=3) * 0.3]
 
 
+def reverse_scan(xs, w):
+    def step(h, x):
+        h = jnp.tanh(h @ w + x)
+        return h, 2.0 * h
+
+    return lax.scan(step, jnp.zeros((B, H), np.float32), xs, reverse=True)
+
+
+def several_carries(xs, ys, w):
+    def step(carry, inp):
+        h, s = carry
+        x, y = inp
+        h = jnp.tanh(h @ w + x)
+        s = s + jnp.sum(h * y, axis=1)
+        return (h, s), (h, s, jnp.exp(y))
+
+    return lax.scan(step, (jnp.zeros((B, H), np.float32), jnp.zeros((B,), np.float32)),
+                    (xs, ys))
+
+
+N_FORI = 10
+
+
+def fori(x, w):
+    return lax.fori_loop(0, N_FORI, lambda i, h: jnp.tanh(h @ w), x)
+
+
+N_WHILE = 7
+
+
+def while_static(x, w):
+    def body(c):
+        i, h = c
+        return i + 1, jnp.tanh(h @ w)
+
+    return lax.while_loop(lambda c: c[0] < N_WHILE, body, (0, x))[1]
+
+
+def nested(xs, w):
+    def inner(h, x):
+        h = jnp.tanh(h @ w + x)
+        return h, h
+
+    def outer(h, xrow):
+        h, ys = lax.scan(inner, h, xrow)
+        return h, ys.sum(0)
+
+    return lax.scan(outer, jnp.zeros((B, H), np.float32), xs)
+
+
+T_REV, T_SEV, T1, T2 = 9, 6, 4, 5
+PROGRAMS = {
+    "rnn": (rnn, lambda: rnn_args(12)),
+    "reverse_scan": (reverse_scan, lambda: [_rand(T_REV, B, H), _rand(H, H, seed=1) * 0.3]),
+    "several_carries": (several_carries, lambda: [_rand(T_SEV, B, H), _rand(T_SEV, B, H, seed=1),
+                                                  _rand(H, H, seed=2) * 0.3]),
+    "fori_loop": (fori, lambda: [_rand(B, H), _rand(H, H, seed=1) * 0.3]),
+    "while_loop": (while_static, lambda: [_rand(B, H), _rand(H, H, seed=1) * 0.3]),
+    "nested_scans": (nested, lambda: [_rand(T1, T2, B, H), _rand(H, H, seed=1) * 0.3]),
+}
+
+
+def _run(name, **kw):
+    fn, args = PROGRAMS[name]
+    return _both(fn, *args(), **kw)
+
+
+# ---------------------------------------------------------------- counts
+
+
 def test_scan_rnn_is_one_repeat_with_the_unrolled_counts():
     T = 12
-    r, u, c, cu = _both(rnn, *rnn_args(T))
+    r, u, c, _ = _run("rnn")
     (op,) = _repeats(c.trace["ops"])
     assert op["args"]["trips"] == T and op["args"]["reverse"] is False
     assert [b["how"] for b in op["args"]["inputs"]] == ["invariant", "invariant", "carried",
@@ -126,108 +180,49 @@ def test_scan_rnn_is_one_repeat_with_the_unrolled_counts():
     assert [b["how"] for b in op["args"]["outputs"]] == ["last", "stacked"]
     assert len(op["args"]["body"]["ops"]) == 4  # two dot_generals, add, tanh: walked once
     assert any("kept as a loop" in n for n in c.notes)
-    t = _totals(r)
-    assert t == _totals(u)
-    assert t["macs"] == T * (B * D * H + B * H * H)
-    assert t["special_ops"] == T * B * H
     assert len(r.graph.ops) == 1  # the graph: one repeat op
     assert len(u.graph.ops) > 4 * T
+    t = _totals(r)
+    assert t == _totals(u)  # every total, compulsory bytes included
+    assert t["macs"] == T * (B * D * H + B * H * H)
+    assert t["special_ops"] == T * B * H
 
 
 def test_reverse_scan():
-    T = 9
-
-    def f(xs, w):
-        def step(h, x):
-            h = jnp.tanh(h @ w + x)
-            return h, 2.0 * h
-
-        return lax.scan(step, jnp.zeros((B, H), np.float32), xs, reverse=True)
-
-    args = [_rand(T, B, H), _rand(H, H, seed=1) * 0.3]
-    r, u, c, _ = _both(f, *args)
+    r, u, c, _ = _run("reverse_scan")
     assert _repeats(c.trace["ops"])[0]["args"]["reverse"] is True
     assert _totals(r) == _totals(u)
-    assert _totals(r)["macs"] == T * B * H * H
-    VALIDATE[_name()] = (f, args)
+    assert _totals(r)["macs"] == T_REV * B * H * H
 
 
 def test_scan_with_several_carries_and_stacked_outputs():
-    T = 6
-
-    def f(xs, ys, w):
-        def step(carry, inp):
-            h, s = carry
-            x, y = inp
-            h = jnp.tanh(h @ w + x)
-            s = s + jnp.sum(h * y, axis=1)
-            return (h, s), (h, s, jnp.exp(y))
-
-        return lax.scan(step, (jnp.zeros((B, H), np.float32), jnp.zeros((B,), np.float32)),
-                        (xs, ys))
-
-    args = [_rand(T, B, H), _rand(T, B, H, seed=1), _rand(H, H, seed=2) * 0.3]
-    r, u, c, _ = _both(f, *args)
+    r, u, c, _ = _run("several_carries")
     (op,) = _repeats(c.trace["ops"])
     assert [b["how"] for b in op["args"]["inputs"]].count("carried") == 2
     assert [b["how"] for b in op["args"]["inputs"]].count("sliced") == 2
     assert [b["how"] for b in op["args"]["outputs"]] == ["last", "last", "stacked", "stacked",
                                                         "stacked"]
     assert _totals(r) == _totals(u)
-    assert _totals(r)["special_ops"] == T * (B * H + B * H)  # tanh and exp
-    VALIDATE[_name()] = (f, args)
+    assert _totals(r)["special_ops"] == T_SEV * (B * H + B * H)  # tanh and exp
 
 
 def test_fori_loop_with_static_bounds():
-    N = 10
-
-    def f(x, w):
-        return lax.fori_loop(0, N, lambda i, h: jnp.tanh(h @ w), x)
-
-    args = [_rand(B, H), _rand(H, H, seed=1) * 0.3]
-    r, u, c, _ = _both(f, *args)
-    assert _repeats(c.trace["ops"])[0]["args"]["trips"] == N
+    r, u, c, _ = _run("fori_loop")
+    assert _repeats(c.trace["ops"])[0]["args"]["trips"] == N_FORI
     tr, tu = _totals(r), _totals(u)
-    assert tr["macs"] == tu["macs"] == N * B * H * H
-    assert tr["special_ops"] == tu["special_ops"] == N * B * H
-    _counter_is_the_difference(tr, tu, N)
-    VALIDATE[_name()] = (f, args)
-
-
-def _counter_is_the_difference(tr, tu, n):
-    """The loop counter (docs/jax-frontend.md, "Loops"): unrolled, a literal folded at
-    capture (no op); as a loop, a carried int32 scalar that the body increments. Its adds
-    are the only difference: at most n (the cost module counts n - 1 of them while it keeps
-    a carried chain that reaches no output), 4 bytes read and 4 written each, and the
-    4-byte initial count read once."""
-    assert tr["macs_by_dtype"] == tu["macs_by_dtype"]
-    assert tr["special_ops"] == tu["special_ops"]
-    adds = tr["vector_flops_by_dtype"].get("i32", 0) - tu["vector_flops_by_dtype"].get("i32", 0)
-    assert 0 <= adds <= n
-    assert {k: v for k, v in tr["vector_flops_by_dtype"].items() if k != "i32"} == \
-        {k: v for k, v in tu["vector_flops_by_dtype"].items() if k != "i32"}
-    assert tr["bytes_unfused"] - tu["bytes_unfused"] == 8 * adds
-    assert tr["bytes_fused"] - tu["bytes_fused"] in (0, 4)
+    assert tr["macs"] == tu["macs"] == N_FORI * B * H * H
+    assert tr["special_ops"] == tu["special_ops"] == N_FORI * B * H
+    _counter_is_the_difference(tr, tu, N_FORI)
 
 
 def test_while_loop_with_a_static_trip_count():
-    N = 7
-
-    def f(x, w):
-        def body(c):
-            i, h = c
-            return i + 1, jnp.tanh(h @ w)
-
-        return lax.while_loop(lambda c: c[0] < N, body, (0, x))[1]
-
-    args = [_rand(B, H), _rand(H, H, seed=1) * 0.3]
-    r, u, c, _ = _both(f, *args)
-    assert _repeats(c.trace["ops"])[0]["args"]["trips"] == N
+    r, u, c, _ = _run("while_loop")
+    (op,) = _repeats(c.trace["ops"])
+    assert op["args"]["trips"] == N_WHILE and op["args"]["primitive"] == "while"
     tr, tu = _totals(r), _totals(u)
-    assert tr["macs"] == tu["macs"] == N * B * H * H
-    assert tr["special_ops"] == tu["special_ops"] == N * B * H
-    _counter_is_the_difference(tr, tu, N)
-    VALIDATE[_name()] = (f, args)
+    assert tr["macs"] == tu["macs"] == N_WHILE * B * H * H
+    assert tr["special_ops"] == tu["special_ops"] == N_WHILE * B * H
+    _counter_is_the_difference(tr, tu, N_WHILE)
 
 
 def test_fori_loop_with_traced_bounds_known_at_capture():
@@ -243,21 +238,7 @@ def test_fori_loop_with_traced_bounds_known_at_capture():
 
 
 def test_nested_scans():
-    T1, T2 = 4, 5
-
-    def f(xs, w):
-        def inner(h, x):
-            h = jnp.tanh(h @ w + x)
-            return h, h
-
-        def outer(h, xrow):
-            h, ys = lax.scan(inner, h, xrow)
-            return h, ys.sum(0)
-
-        return lax.scan(outer, jnp.zeros((B, H), np.float32), xs)
-
-    args = [_rand(T1, T2, B, H), _rand(H, H, seed=1) * 0.3]
-    r, u, c, _ = _both(f, *args)
+    r, u, c, _ = _run("nested_scans")
     (op,) = _repeats(c.trace["ops"])
     assert op["args"]["trips"] == T1
     inner = _repeats(op["args"]["body"]["ops"])
@@ -270,8 +251,10 @@ def test_nested_scans():
     for k in ("bytes_fused", "bytes_fused_read"):
         tr.pop(k), tu.pop(k)
     assert tr == tu
-    assert _totals(r)["macs"] == T1 * T2 * B * H * H
-    VALIDATE[_name()] = (f, args)
+    assert tr["macs"] == T1 * T2 * B * H * H
+
+
+# ---------------------------------------------------------------- fallbacks and options
 
 
 def test_body_that_needs_the_counter_value_is_unrolled_and_says_why():
@@ -288,6 +271,16 @@ def test_body_that_needs_the_counter_value_is_unrolled_and_says_why():
     assert _totals(r)["special_ops"] == N * B * H
 
 
+def test_data_dependent_while_is_unrolled_on_real_inputs():
+    # Its trip count is a property of these inputs: the real-value capture unrolls it.
+    def f(x):
+        return lax.while_loop(lambda v: jnp.sum(v * v) > 1.0, lambda v: v * 0.5, x)
+
+    r, c = _analysis(f, 100.0 * np.ones((4,), np.float32))
+    assert not _repeats(c.trace["ops"])
+    assert r.warnings == []
+
+
 def test_unroll_option_reaches_the_jax_frontend(tmp_path):
     prog = tmp_path / "scan_prog.py"
     prog.write_text(
@@ -299,37 +292,37 @@ def test_unroll_option_reaches_the_jax_frontend(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         a = jprog.analyze_file(str(prog), options)
-        assert _repeats(a.trace["ops"])
-        if not hasattr(options, "unroll"):
-            pytest.skip("ProgramOptions has no unroll field yet")
         options.unroll = True
         b = jprog.analyze_file(str(prog), options)
+    assert _repeats(a.trace["ops"])
     assert not _repeats(b.trace["ops"])
     assert _totals(a) == _totals(b)
 
 
-def test_long_scan_is_fast_and_small():
+def test_long_scan_is_one_op_and_fast():
     T = 512
     t0 = time.perf_counter()
     r, c = _analysis(rnn, *rnn_args(T, abstract=True))
     elapsed = time.perf_counter() - t0
-    assert len(c.trace["ops"]) == 1
+    assert len(c.trace["ops"]) == 1 and len(r.graph.ops) == 1
     assert _totals(r)["macs"] == T * (B * D * H + B * H * H)
     assert elapsed < 10
 
 
-VALIDATE["rnn"] = (rnn, rnn_args(8))
-VALIDATE["rnn_reverse"] = (
-    lambda xs, h0, w, u: lax.scan(lambda h, x: (jnp.tanh(x @ w + h @ u),) * 2, h0, xs,
-                                  reverse=True),
-    rnn_args(5))
+# ---------------------------------------------------------------- validation
 
 
-@pytest.mark.parametrize("name", ["rnn", "rnn_reverse", "reverse_scan", "several_carries",
-                                  "fori_loop", "while_loop", "nested_scans"])
+@pytest.mark.parametrize("name", [*PROGRAMS, "rnn_reverse"])
 def test_validation_matches_jax(name):
     """The executed graph (repeat ops run by the executor) equals JAX's outputs."""
-    if name not in VALIDATE:  # a count test above registers its program when it runs
-        pytest.skip(f"{name}: its count test did not run")
-    fn, args = VALIDATE[name]
-    _validated(fn, *args)
+    if name == "rnn_reverse":
+        fn = lambda xs, h0, w, u: lax.scan(  # noqa: E731
+            lambda h, x: (jnp.tanh(x @ w + h @ u),) * 2, h0, xs, reverse=True)
+        args = rnn_args(5)
+    else:
+        fn, make = PROGRAMS[name]
+        args = make()
+    r, c = _analysis(fn, *args, validate=True)
+    assert _repeats(c.trace["ops"]), c.notes
+    v = r.report.get_section("validation")
+    assert v["status"] == "passed", v

@@ -1181,8 +1181,12 @@ class Walker:
             return None
         # Folded values only (literals, small integers): a trip count that real inputs
         # decide (values mode) is a property of those inputs; that loop unrolls as before.
-        def folded(ref):
-            return ref.value if isinstance(ref, _Lit) else self.rec.known.get(ref)
+        def folded(ref):  # what constant folding keeps: small integers, scalars
+            v = ref.value if isinstance(ref, _Lit) else self.rec.known.get(ref)
+            if v is None:
+                return None
+            a = np.asarray(v)
+            return v if (a.size <= _FOLD_ELEMENTS and _is_int(a.dtype)) or a.size == 1 else None
 
         cvals = list(cond.consts) + [folded(r) for r in ins[:cn]]
         bvals = list(body.consts) + [folded(r) for r in ins[cn:cn + bn]]
