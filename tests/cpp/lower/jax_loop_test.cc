@@ -69,7 +69,8 @@ OpTrace rnn_trace(bool reverse = false) {
           {{"how", "invariant"}, {"param", 1}},
           {{"how", "carried"}, {"param", 2}, {"next", 7}},
           {{"how", "sliced"}, {"param", 3}, {"axis", 0}}}},
-        {"outputs", {{{"how", "last"}, {"value", 7}}, {{"how", "stacked"}, {"value", 7}, {"axis", 0}}}},
+        {"outputs",
+         {{{"how", "last"}, {"value", 7}}, {{"how", "stacked"}, {"value", 7}, {"axis", 0}}}},
         {"body", rnn_body()}},
        {hT, ys});
   return t.build();
