@@ -221,31 +221,34 @@ void lower_rnn(Context& c, Cell kind) {
   };
 
   // Layer 0's input as (T, B, I): torch's at::linear folds a contiguous input into one
-  // addmm; a non-contiguous one (batch_first's transpose) is copied first (matmul's reshape).
+  // addmm; a non-contiguous one (batch_first's transpose) is copied first by matmul's
+  // reshape, once per direction (each direction's linear_ih copies it again).
   TensorId x = c.use(in_id);
+  bool copy_input = false;
   {
     const auto& st = c.tt(in_id).strides;
     std::vector<std::int64_t> shape{T, B, xs[2]}, strides;
     if (st.size() == 3) strides = batch_first ? std::vector<std::int64_t>{st[1], st[0], st[2]} : st;
-    const bool plain = !c.is_alias(x) && row_major(shape, strides) && row_major(xs, st);
-    if (!plain) {
-      TensorId xc = c.temp("input_copy", shape, dt);
-      Space s;
-      AffineExpr t = ix(s.add("t", T)), b = ix(s.add("b", B)), i = ix(s.add("i", xs[2]));
-      c.einsum({x}, xc, std::move(s), {batch_first ? std::vector<AffineExpr>{b, t, i}
-                                                   : std::vector<AffineExpr>{t, b, i}},
-               {t, b, i}, arg(0), Reduce::None);
-      x = xc;
-    } else if (batch_first) {
+    copy_input = c.is_alias(x) || !row_major(shape, strides) || !row_major(xs, st);
+    if (!copy_input && batch_first) {
       TensorId v = c.temp("input_tb", shape, dt);
       c.move(MoveKind::View, {x}, v);
       x = v;
     }
   }
+  auto input_copy = [&](TensorId in) {
+    TensorId xc = c.temp("input_copy", {T, B, xs[2]}, dt);
+    Space s;
+    AffineExpr t = ix(s.add("t", T)), b = ix(s.add("b", B)), i = ix(s.add("i", xs[2]));
+    c.einsum({in}, xc, std::move(s),
+             {batch_first ? std::vector<AffineExpr>{b, t, i} : std::vector<AffineExpr>{t, b, i}},
+             {t, b, i}, arg(0), Reduce::None);
+    return xc;
+  };
 
   std::vector<TensorId> h_last, c_last;
   for (std::int64_t l = 0; l < L; ++l) {
-    const std::int64_t I = c.t(x).shape[2];
+    const std::int64_t I = l == 0 ? xs[2] : c.t(x).shape[2];
     std::vector<TensorId> outs;
     for (std::int64_t d = 0; d < D; ++d) {
       const std::int64_t base = (l * D + d) * (per + (proj ? 1 : 0));
@@ -256,7 +259,7 @@ void lower_rnn(Context& c, Cell kind) {
       if (proj) w.w_hr = c.use(params[base + per]);
       // linear_ih over the whole sequence: view (T*B, I), addmm, view (T, B, G*H)
       TensorId x2 = c.temp("input_rows", {T * B, I}, dt);
-      c.move(MoveKind::View, {x}, x2);
+      c.move(MoveKind::View, {l == 0 && copy_input ? input_copy(x) : x}, x2);
       TensorId pre2 = c.temp("igates_rows", {T * B, G * H}, dt);
       linear(c, x2, w.w_ih, w.b_ih, pre2);
       TensorId pre = c.temp("igates", {T, B, G * H}, dt);

@@ -28,7 +28,7 @@ import warnings
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils.flop_counter import FlopCounterMode
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
@@ -603,22 +603,18 @@ def _rnn_call(name: str, args: tuple, kwargs: dict) -> Optional[Dict[str, Any]]:
 def _rnn_outputs(name: str, named: Dict[str, Any]) -> List[torch.Tensor]:
     """Empty tensors shaped as the call's results (output, h_n[, c_n]), made under the
     input's fake mode only (no recorder sees them)."""
-    from torch.utils._python_dispatch import _disable_current_modes
-
-    x, params = named["input"], list(named["params"])
+    x = named["input"]
     hx = list(named["hx"]) if name == "lstm" else [named["hx"]]
     batch_first = named["batch_first"]
     T, B = (x.shape[1], x.shape[0]) if batch_first else (x.shape[0], x.shape[1])
     D = 2 if named["bidirectional"] else 1
-    h_shape = [int(n) for n in hx[0].shape]
-    P = h_shape[-1]
+    P = int(hx[0].shape[-1])  # hidden size, or LSTM's proj_size
     with _disable_current_modes(), x.fake_mode:
         out = torch.empty((int(T), int(B), D * P), dtype=x.dtype, device=x.device)
         if batch_first:
             out = out.transpose(0, 1)
         results = [out] + [torch.empty([int(n) for n in h.shape], dtype=x.dtype,
                                        device=x.device) for h in hx]
-    del params
     return results
 
 
@@ -631,11 +627,9 @@ def _rnn_wrapper(name: str, original: Callable, trace: "_Trace") -> Callable:
         if _is_fake(named["input"]):
             outs = _rnn_outputs(name, named)
         else:
-            from torch.utils._python_dispatch import _disable_current_modes
-
             with _disable_current_modes():
                 res = original(*args)
-            outs = [res[0]] + [t for t in res[1:]]
+            outs = list(res)
         ids = [trace.new_tensor(o, "intermediate") for o in outs]
         record = trace.record
         if record is not None and record.values_mode == "all":
