@@ -20,6 +20,7 @@
 #include "solar/hw/database.h"
 #include "solar/interop/export.h"
 #include "solar/ir/json.h"
+#include "solar/ir/unroll.h"
 #include "solar/report/modules.h"
 #include "solar/report/report.h"
 #include "solar/tiling/fusion.h"
@@ -39,6 +40,7 @@ struct AnalyzeArgs {
   int depth = 3;              // module rows down to this depth
   std::string mode = "attainable";
   bool no_cache_aware = false;
+  bool unroll = false;         // repeat ops expanded into their unrolled graph first
   std::string ski_slope_path;  // empty: no chart
   std::uint64_t max_mappings = report::LevelOptions::kDefaultMaxMappings;
 };
@@ -143,6 +145,7 @@ int run_analyze(const AnalyzeArgs& a, std::ostream& out) {
   std::vector<const hw::Device*> devices = resolve_devices(db, a.archs, {"H100_SXM"});
 
   ir::Graph g = ir::load_graph_file(a.graph);
+  if (a.unroll) g = ir::unroll(g);
   report::Report r = report::analyze(g, devices, options, levels);
 
   // Files are written before anything is printed: when one cannot be written the run fails
@@ -366,6 +369,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       ->capture_default_str();
   analyze->add_flag("--no-cache-aware", analyze_args.no_cache_aware,
                     "Skip the cache-aware level and the ski-slope (huge graphs)");
+  analyze->add_flag("--unroll", analyze_args.unroll,
+                    "Expand every repeat op into its iterations first (the same counts, one op "
+                    "per iteration; docs/ir-text.md, \"Repeat\")");
   analyze->add_option("--ski-slope", analyze_args.ski_slope_path,
                       "Write the ski-slope chart (SVG, log-log Q(S)) to PATH");
   analyze

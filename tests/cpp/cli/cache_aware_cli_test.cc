@@ -184,3 +184,31 @@ TEST_F(CacheAwareCli, InverseUnknownDeviceAndMissingFile) {
 
 }  // namespace
 }  // namespace solar::cli
+
+namespace solar::cli {
+namespace {
+
+// `--unroll` expands the loop of examples/rnn.solar into its 128 steps: every count and the
+// unfused and fused levels stay the same (docs/cost.md, "Repeat").
+TEST(RepeatCli, UnrollGivesTheSameCountsAndLevels) {
+  harness::Result looped = harness::solar({"analyze", harness::example("rnn.solar"), "--json", "-",
+                                           "--no-cache-aware"});
+  harness::Result flat = harness::solar({"analyze", harness::example("rnn.solar"), "--json", "-",
+                                         "--no-cache-aware", "--unroll"});
+  ASSERT_EQ(looped.code, kOk) << looped.err;
+  ASSERT_EQ(flat.code, kOk) << flat.err;
+  const nlohmann::json a = nlohmann::json::parse(looped.out), b = nlohmann::json::parse(flat.out);
+  EXPECT_EQ(a["ops"].size(), 2u);
+  // The input projection, then per step a slice, a view and 2 einsums, then the stacking
+  // (a view per step and a concatenation) and the final state's view.
+  EXPECT_EQ(b["ops"].size(), 1u + 128u * 4u + 128u + 1u + 1u);
+  EXPECT_EQ(a["totals"], b["totals"]);
+  for (const char* level : {"unfused", "fused"}) {
+    const double x = a["devices"]["H100_SXM"][level]["seconds"].get<double>();
+    const double y = b["devices"]["H100_SXM"][level]["seconds"].get<double>();
+    EXPECT_NEAR(x, y, 1e-12 * y) << level;
+  }
+}
+
+}  // namespace
+}  // namespace solar::cli
