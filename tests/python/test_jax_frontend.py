@@ -578,13 +578,13 @@ def test_loop_past_the_unroll_cap_is_refused_with_its_location():
         return jax.lax.scan(lambda h, _: (jnp.tanh(h @ w), None), x, None, length=1000)[0]
 
     with pytest.raises(solar.UnsupportedError) as e:
-        solar.analyze_jax(f, _rand(2, 4), _rand(4, 4, seed=1), unroll_cap=500)
+        solar.analyze_jax(f, _rand(2, 4), _rand(4, 4, seed=1), unroll_cap=500, unroll=True)
     msg = str(e.value)
     assert "jax::scan of 1000 iterations" in msg and "unroll cap of 500" in msg
     assert "test_jax_frontend.py:" in msg  # the program location
     assert e.value.exit_code == 7  # unsupported
     # under the cap the same loop is unrolled exactly
-    r = analyze(f, _rand(2, 4), _rand(4, 4, seed=1), unroll_cap=1_000_000)
+    r = analyze(f, _rand(2, 4), _rand(4, 4, seed=1), unroll_cap=1_000_000, unroll=True)
     assert int(r.totals.macs) == 1000 * 2 * 4 * 4
     # a while loop (fori_loop with traced bounds) is refused once its iterations pass the cap
 
@@ -592,7 +592,8 @@ def test_loop_past_the_unroll_cap_is_refused_with_its_location():
         return jax.lax.fori_loop(0, n, lambda i, h: jnp.tanh(h @ w), x)
 
     with pytest.raises(solar.UnsupportedError, match=r"jax::while past \d+ iterations"):
-        solar.analyze_jax(g, _rand(2, 4), _rand(4, 4, seed=1), np.int32(1000), unroll_cap=500)
+        solar.analyze_jax(g, _rand(2, 4), _rand(4, 4, seed=1), np.int32(1000), unroll_cap=500,
+                          unroll=True)
 
 
 def test_cli_refuses_a_loop_past_the_cap(tmp_path, capsys, monkeypatch):
@@ -613,11 +614,14 @@ def test_cli_refuses_a_loop_past_the_cap(tmp_path, capsys, monkeypatch):
     from solar.frontends.jax import capture as cap
 
     monkeypatch.setattr(cap, "UNROLL_CAP", 100)  # what SOLAR_JAX_UNROLL_CAP=100 sets
-    code, _, err = _cli(capsys, "analyze", str(prog), "--no-crosscheck")
+    code, _, err = _cli(capsys, "analyze", str(prog), "--no-crosscheck", "--unroll")
     assert code == 7, err
     assert "jax::scan of 300 iterations" in err and "long_scan.py:11" in err  # the scan's line
-    code, _, err = _cli(capsys, "analyze", str(prog), "--no-crosscheck", "--set", "T=20")
+    code, _, err = _cli(capsys, "analyze", str(prog), "--no-crosscheck", "--unroll", "--set",
+                        "T=20")
     assert code == 0, err  # fewer iterations fit
+    code, _, err = _cli(capsys, "analyze", str(prog), "--no-crosscheck")
+    assert code == 0, err  # kept as a loop: no cap
 
 
 def _solar_env(env, *args):
