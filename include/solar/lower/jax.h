@@ -9,9 +9,10 @@
 
 namespace solar::lower {
 
-// Lowers every op of a trace whose frontend is "jax" in order. Loops and nested jaxprs were
-// inlined and unrolled by the recorder; an op the table does not know, or whose parameters
-// it cannot model, becomes an `unanalyzed` op with the reason (or, with `strict`, throws
+// Lowers every op of a trace whose frontend is "jax" in order. Nested jaxprs are inlined by
+// the recorder; a loop it kept as a loop (`jax::scan_repeat`, its body a nested trace) becomes
+// one repeat op, one it unrolled is its iterations' ops. An op the table does not know, or
+// whose parameters it cannot model, becomes an `unanalyzed` op with the reason (or, with `strict`, throws
 // Unsupported). The graph is verified before it is returned.
 LowerResult lower_jax(const OpTrace& trace, const LowerOptions& options = {});
 
