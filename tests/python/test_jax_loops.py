@@ -68,18 +68,13 @@ def _both(fn, *args, loops=1):
 
 def _counter_is_the_difference(tr, tu, n):
     """The loop counter (docs/jax-frontend.md, "Loops"): unrolled, a literal folded at
-    capture (no op); as a loop, a carried int32 scalar that the body increments. Its adds
-    are the only difference: at most n (the cost module counts n - 1 of them while it keeps
-    a carried chain that reaches no output), 4 bytes read and 4 written each, and the
-    4-byte initial count read once."""
-    assert tr["macs_by_dtype"] == tu["macs_by_dtype"]
-    assert tr["special_ops"] == tu["special_ops"]
-    adds = tr["vector_flops_by_dtype"].get("i32", 0) - tu["vector_flops_by_dtype"].get("i32", 0)
-    assert 0 <= adds <= n
-    assert {k: v for k, v in tr["vector_flops_by_dtype"].items() if k != "i32"} == \
-        {k: v for k, v in tu["vector_flops_by_dtype"].items() if k != "i32"}
-    assert tr["bytes_unfused"] - tu["bytes_unfused"] == 8 * adds
-    assert tr["bytes_fused"] - tu["bytes_fused"] in (0, 4)
+    capture (no op); as a loop, a carried int32 scalar that the body increments. Nothing
+    after the loop reads it, so its chain is dead in every iteration, as the unrolled
+    graph's folded literal costs nothing: every total is equal (n iterations)."""
+    assert n > 1
+    for key in ("macs_by_dtype", "special_ops", "vector_flops_by_dtype", "bytes_unfused",
+                "bytes_fused"):
+        assert tr[key] == tu[key], (key, tr[key], tu[key])
 
 
 # ---------------------------------------------------------------- programs
