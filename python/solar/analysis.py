@@ -36,7 +36,7 @@ class ProgramOptions:
     max_mappings: Optional[int] = None  # per-einsum tiling search cap; None: the default
     reference: Optional[str] = None  # loop programs: a PyTorch/JAX/NumPy program to compare with
     eval_mode: bool = False  # --eval: model.eval() first (default: the module's own mode)
-    unroll: bool = False  # --unroll: PyTorch RNN layers captured one aten op per time step
+    unroll: bool = False  # --unroll: RNN layers and JAX loops captured step by step
 
     def level_args(self) -> Dict[str, Any]:
         """The cache-aware keyword arguments of `_core.analyze`."""

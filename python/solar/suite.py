@@ -136,6 +136,30 @@ def _cpu_seconds() -> float:
     return t.user + t.system
 
 
+def _reset_peak_rss() -> None:
+    """Starts a new peak-memory (VmHWM) measurement for this process (Linux: writing 5 to
+    /proc/self/clear_refs); elsewhere the peak stays the worker's since it started."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def _peak_rss_bytes() -> int:
+    """The process's peak resident memory since the last _reset_peak_rss (VmHWM), in bytes;
+    the worker's lifetime peak (ru_maxrss) where /proc has no VmHWM: either way at least the
+    program's own peak."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def _analyze_task(task: Dict[str, Any], threads: int) -> Dict[str, Any]:
     import torch
 
@@ -147,8 +171,10 @@ def _analyze_task(task: Dict[str, Any], threads: int) -> Dict[str, Any]:
         train=o["train"], optimizer=o["optimizer"], validate=o["validate"],
         eval_mode=o.get("eval", False),
         crosscheck=o["crosscheck"], mode=o.get("mode", "attainable"),
+        unroll=o.get("unroll", False),
         cache_aware=o.get("cache_aware", True))
     cpu0 = _cpu_seconds()
+    _reset_peak_rss()
     shrink: Optional[Dict[str, Any]] = None
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -172,7 +198,8 @@ def _analyze_task(task: Dict[str, Any], threads: int) -> Dict[str, Any]:
             if line not in notes:
                 notes.append(line)
         return {"id": task["id"], "ok": True, "report": report, "notes": notes[:50],
-                "cpu_seconds": round(_cpu_seconds() - cpu0, 3), "shrink": shrink}
+                "cpu_seconds": round(_cpu_seconds() - cpu0, 3), "shrink": shrink,
+                "peak_rss_bytes": _peak_rss_bytes()}
     except BaseException as e:  # noqa: BLE001 - SystemExit from a program is its failure
         if isinstance(e, KeyboardInterrupt):
             raise
@@ -182,7 +209,7 @@ def _analyze_task(task: Dict[str, Any], threads: int) -> Dict[str, Any]:
                 "error": {"cause": cause, "message": f"{type(e).__name__}: {e}",
                           "exit_code": code, "traceback": tb[-_TAIL_CHARS:]},
                 "cpu_seconds": round(_cpu_seconds() - cpu0, 3),
-                "shrink": getattr(e, "solar_shrink", None)}
+                "shrink": getattr(e, "solar_shrink", None), "peak_rss_bytes": _peak_rss_bytes()}
     finally:
         reset_torch_state(torch, threads)
 
@@ -436,7 +463,8 @@ def run_suite(programs: List[Dict[str, Any]], options: Dict[str, Any], jobs: int
     failed = done
 
     def finish(worker: _Worker, entry: Dict[str, Any], notes: Sequence[str] = (),
-               cpu: Optional[float] = None, shrink: Optional[Dict[str, Any]] = None) -> None:
+               cpu: Optional[float] = None, shrink: Optional[Dict[str, Any]] = None,
+               peak: Optional[int] = None) -> None:
         nonlocal done, failed
         task = worker.task
         wall = time.monotonic() - worker.dispatched
@@ -453,6 +481,8 @@ def run_suite(programs: List[Dict[str, Any]], options: Dict[str, Any], jobs: int
                                         if shrink else None)
         if cpu is not None:
             entry["suite"]["cpu_seconds"] = cpu
+        if peak is not None:  # the worker's peak resident memory while it ran the program
+            entry["suite"]["peak_rss_bytes"] = peak
         if notes:
             entry["suite"]["notes"] = list(notes)
         results[task["id"]] = entry
@@ -511,10 +541,11 @@ def run_suite(programs: List[Dict[str, Any]], options: Dict[str, Any], jobs: int
                     elif w.task is not None and m.get("id") == w.task["id"]:
                         if m["ok"]:
                             finish(w, m["report"], m.get("notes", ()), m.get("cpu_seconds"),
-                                   m.get("shrink"))
+                                   m.get("shrink"), m.get("peak_rss_bytes"))
                         else:
                             finish(w, _failure(w.task["source"], **m["error"]),
-                                   cpu=m.get("cpu_seconds"), shrink=m.get("shrink"))
+                                   cpu=m.get("cpu_seconds"), shrink=m.get("shrink"),
+                                   peak=m.get("peak_rss_bytes"))
                 if eof:
                     try:
                         code = w.proc.wait(timeout=5)
@@ -613,7 +644,20 @@ def summarize(entries: List[Dict[str, Any]], skipped: List[Dict[str, str]],
         # CPU time of the workers on the programs that returned (not crashed or killed)
         "cpu_seconds": round(sum(e.get("suite", {}).get("cpu_seconds", 0.0)
                                  for e in entries), 3),
+        # the program that took longest (wall time in its worker) and the one whose worker
+        # held the most memory while it ran
+        "slowest": _largest(entries, "wall_seconds"),
+        "largest_memory": _largest(entries, "peak_rss_bytes"),
     }
+
+
+def _largest(entries: List[Dict[str, Any]], key: str) -> Optional[Dict[str, Any]]:
+    """{"source", key} of the entry with the largest suite[key], or None when none has it."""
+    best = max((e for e in entries if e.get("suite", {}).get(key) is not None),
+               key=lambda e: e["suite"][key], default=None)
+    if best is None:
+        return None
+    return {"source": best.get("program", {}).get("source", "?"), key: best["suite"][key]}
 
 
 def _fmt_counts(counts: Dict[str, int], first: Sequence[str]) -> str:
@@ -653,6 +697,12 @@ def summary_table(summary: Dict[str, Any], folder: str, archs: Sequence[str], jo
         w(f"    {cause:<40} {n:>5}\n")
     w(f"  wall time               {s['wall_seconds']:.1f} s  (worker CPU time on the "
       f"programs {s['cpu_seconds']:.1f} s)\n")
+    if s.get("slowest"):
+        w(f"  slowest program         {s['slowest']['wall_seconds']:.2f} s  "
+          f"{os.path.basename(s['slowest']['source'])}\n")
+    if s.get("largest_memory"):
+        w(f"  largest peak memory     {s['largest_memory']['peak_rss_bytes'] / 1e9:.2f} GB  "
+          f"{os.path.basename(s['largest_memory']['source'])}\n")
     return out.getvalue()
 
 
@@ -773,6 +823,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="run each program and its graph and compare outputs")
     p.add_argument("--no-crosscheck", action="store_true",
                    help="skip the FlopCounterMode cross-check")
+    p.add_argument("--unroll", action="store_true",
+                   help="capture loops (LSTM/GRU/RNN layers, JAX scans) step by step, not as "
+                        "repeat ops")
     p.add_argument("--memory-limit", type=float, metavar="GB",
                    help="address space per worker in GB (RLIMIT_AS; torch itself takes "
                         "1-2 GB): a program allocating past it fails with cause "
@@ -878,7 +931,7 @@ def main(args: List[str]) -> int:
                "strict": ns.strict, "real": ns.real, "eval": ns.eval, "train": ns.train,
                "optimizer": ns.optimizer, "validate": ns.validate,
                "crosscheck": not ns.no_crosscheck, "op_rows": not ns.no_ops,
-               "mode": ns.mode, "cache_aware": not ns.no_cache_aware}
+               "mode": ns.mode, "cache_aware": not ns.no_cache_aware, "unroll": ns.unroll}
     progress = Progress(len(programs), enabled=not ns.quiet)
 
     def terminated(signum, frame):  # SIGTERM: stop as on Ctrl-C, killing the workers

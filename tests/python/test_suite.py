@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import textwrap
 
 import pytest
@@ -173,6 +174,16 @@ def test_set_applies_only_where_assigned(suite_run):
     # measured, not a default: a number (a tiny program may round to 0.0 seconds)
     assert isinstance(e["a_mm.py"]["suite"]["cpu_seconds"], float)
     assert e["a_mm.py"]["suite"]["cpu_seconds"] >= 0
+    # the worker's peak memory while it ran the program: at least torch's own (> 100 MB),
+    # and the summary names the largest and the slowest of the programs that answered
+    peaks = {n: x["suite"]["peak_rss_bytes"] for n, x in e.items()
+             if "peak_rss_bytes" in x["suite"]}
+    assert peaks["a_mm.py"] > 100e6
+    largest = doc["summary"]["largest_memory"]
+    assert largest["peak_rss_bytes"] == max(peaks.values())
+    assert os.path.basename(largest["source"]) in peaks
+    slowest = doc["summary"]["slowest"]
+    assert slowest["wall_seconds"] == max(x["suite"]["wall_seconds"] for x in e.values())
 
 
 def test_failures_have_their_cause(suite_run):

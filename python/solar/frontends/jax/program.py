@@ -147,15 +147,6 @@ def _executor_array(value: Any) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def _kind_name(op) -> str:
-    """The op's kind by name; a kind the bindings' OpKind does not list yet (repeat) by
-    elimination: it is not unanalyzed."""
-    try:
-        return str(op.kind).rsplit(".", 1)[-1]
-    except ValueError:
-        return "repeat"
-
-
 def validate_capture(c: "cap.Capture", prog: "cap.Program", file: str) -> Dict[str, Any]:
     """The `validation` section: the program run by JAX (jax.jit) on the real inputs, the
     lowered graph run by Solar's executor on the same inputs, parameters and constants, and
@@ -171,7 +162,7 @@ def validate_capture(c: "cap.Capture", prog: "cap.Program", file: str) -> Dict[s
                                          for i in c.given_ops]}
     vtrace = validation_trace(c.trace, c.given_ops)
     graph, _, trace_ids = lower_trace(vtrace, file, False)
-    unanalyzed = [op for op in graph.ops if _kind_name(op) == "unanalyzed"]
+    unanalyzed = [op for op in graph.ops if op.kind == _core.OpKind.unanalyzed]
     if unanalyzed:
         names = ", ".join(f"{op.framework_op} ({op.origin})" for op in unanalyzed)
         section["reason"] = (f"the graph is not executable: {len(unanalyzed)} unanalyzed "
