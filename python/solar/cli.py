@@ -118,8 +118,9 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--no-crosscheck", action="store_true",
                    help="skip the FlopCounterMode cross-check")
     p.add_argument("--unroll", action="store_true",
-                   help="PyTorch: capture nn.LSTM/GRU/RNN one aten op per time step (torch's "
-                        "CPU kernel) instead of one repeat op per layer and direction")
+                   help="capture loops step by step: PyTorch nn.LSTM/GRU/RNN one aten op per "
+                        "time step (torch's CPU kernel), JAX scan/fori_loop/while_loop one "
+                        "copy of the body per iteration, instead of one repeat op each")
     if command == "analyze":
         p.add_argument("--validate", action="store_true",
                        help="also run the program and the graph and compare outputs")
