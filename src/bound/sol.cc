@@ -208,7 +208,7 @@ class Bounder {
       ob.bottleneck = w.dead ? "dead" : "unanalyzed";
       return ob;
     }
-    if (!w.parts.empty()) return bound_parts(w);
+    if (!w.parts.empty()) return bound_parts(w, nullptr);
     const double runs_d = runs.to_double();
     std::fill(unit_seconds_.begin(), unit_seconds_.end(), 0.0);
     for (std::vector<int>& r : unit_routes_) r.clear();
@@ -301,15 +301,15 @@ class Bounder {
   // A repeat op (docs/bounds.md, "Repeat"): each run of each body op is an op of its own, so
   // the seconds are the sum of the parts' rooflines and the terms their per-resource sums
   // (seconds is then not the largest term); the bottleneck is the largest summed term.
-  // part_bottlenecks() holds the parts' seconds by their own bottlenecks.
-  OpBound bound_parts(const cost::Work& w) {
+  // `by_bottleneck`, when given, gets the parts' seconds added by their own bottlenecks.
+  OpBound bound_parts(const cost::Work& w, std::vector<Term>* by_bottleneck) {
     OpBound ob;
-    part_bottlenecks_.clear();
     for (const cost::WorkPart& p : w.parts) {
       OpBound pb = bound_op(p.work, p.runs);
       ob.seconds += pb.seconds;
       for (const Term& t : pb.terms) accumulate(ob.terms, t);
-      if (pb.seconds > 0) accumulate(part_bottlenecks_, Term{pb.bottleneck, pb.seconds});
+      if (by_bottleneck && pb.seconds > 0)
+        accumulate(*by_bottleneck, Term{pb.bottleneck, pb.seconds});
       for (std::string& u : pb.unknown)
         if (std::find(ob.unknown.begin(), ob.unknown.end(), u) == ob.unknown.end())
           ob.unknown.push_back(std::move(u));
@@ -318,7 +318,6 @@ class Bounder {
     ob.bottleneck = ob.terms.empty() || !(ob.seconds > 0) ? "none" : ob.terms[0].resource;
     return ob;
   }
-  const std::vector<Term>& part_bottlenecks() const { return part_bottlenecks_; }
 
   // The whole graph as one kernel: per-unit sums of the work, compulsory bytes.
   LevelBound fused(const cost::GraphCost& cost, const LevelBound& unfused) {
@@ -476,7 +475,6 @@ class Bounder {
   std::optional<double> l2_capacity_;  // set only in warm state with a usable L2
   std::optional<double> l2_bw_;
 
-  std::vector<Term> part_bottlenecks_;  // of the last repeat op bounded
   // Scratch for one op: seconds and routes per unit kind.
   std::array<double, RouteTable::kNumKinds> unit_seconds_{};
   std::array<std::vector<int>, RouteTable::kNumKinds> unit_routes_;
@@ -513,15 +511,13 @@ DeviceBounds compute_bounds(const ir::Graph& g, const cost::GraphCost& cost,
   std::vector<Term> unfused_terms;
   std::vector<Term> by_bottleneck;  // op seconds grouped by each op's bottleneck
   for (const cost::Work& w : cost.per_op) {
-    OpBound ob = bounder.bound_op(w);
+    // A repeat op's seconds count under its parts' own bottlenecks (docs/bounds.md).
+    const bool parts = w.counted() && !w.parts.empty();
+    OpBound ob = parts ? bounder.bound_parts(w, &by_bottleneck) : bounder.bound_op(w);
     if (w.counted()) {
       db.unfused.seconds += ob.seconds;
       for (const Term& t : ob.terms) accumulate(unfused_terms, t);
-      if (!w.parts.empty()) {
-        for (const Term& t : bounder.part_bottlenecks()) accumulate(by_bottleneck, t);
-      } else if (ob.seconds > 0) {
-        accumulate(by_bottleneck, Term{ob.bottleneck, ob.seconds});
-      }
+      if (!parts && ob.seconds > 0) accumulate(by_bottleneck, Term{ob.bottleneck, ob.seconds});
     }
     db.per_op.push_back(std::move(ob));
   }

@@ -585,16 +585,15 @@ void Context::move(ir::MoveKind kind, std::vector<TensorId> inputs, TensorId out
 }
 
 void Context::opaque(std::vector<TensorId> inputs, std::vector<TensorId> outputs, ir::OpaqueOp body) {
-  for (TensorId& in : inputs) in = materialize(in);
-  ir::Op op;
-  op.inputs = std::move(inputs);
-  op.outputs = std::move(outputs);
-  op.body = std::move(body);
-  op.origin = origin();
-  stage(std::move(op));
+  stage_reading_whole(std::move(inputs), std::move(outputs), std::move(body));
 }
 
 void Context::repeat(std::vector<TensorId> inputs, std::vector<TensorId> outputs, ir::RepeatOp body) {
+  stage_reading_whole(std::move(inputs), std::move(outputs), std::move(body));
+}
+
+void Context::stage_reading_whole(std::vector<TensorId> inputs, std::vector<TensorId> outputs,
+                                  decltype(ir::Op::body) body) {
   for (TensorId& in : inputs) in = materialize(in);
   ir::Op op;
   op.inputs = std::move(inputs);

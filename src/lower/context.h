@@ -166,6 +166,10 @@ class Context {
   void read_through(ir::TensorId& in, std::vector<ir::AffineExpr>& sub, std::optional<double> pad);
   ir::TensorId stage(ir::Tensor t);
   void stage(ir::Op op);
+  // An op that reads its inputs whole, not through subscripts (opaque, repeat): aliases
+  // among them are materialized first.
+  void stage_reading_whole(std::vector<ir::TensorId> inputs, std::vector<ir::TensorId> outputs,
+                           decltype(ir::Op::body) body);
   std::vector<ir::Tensor> tensors_;    // staged
   std::vector<ir::Op> ops_;            // staged
   std::vector<std::int64_t> mapped_;   // trace ids mapped by the staged tensors

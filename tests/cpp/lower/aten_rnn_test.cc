@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lower/trace_builder.h"
 #include "solar/cost/graph_cost.h"
 #include "solar/ir/graph.h"
 #include "solar/ir/unroll.h"
@@ -16,19 +17,7 @@ namespace {
 using nlohmann::json;
 using Shape = std::vector<std::int64_t>;
 
-struct Trace {
-  json tensors = json::array();
-  json ops = json::array();
-  int tensor(Shape shape, const char* role = "intermediate") {
-    int id = static_cast<int>(tensors.size());
-    tensors.push_back({{"id", id}, {"shape", shape}, {"dtype", "float32"}, {"role", role}});
-    return id;
-  }
-  OpTrace build() const {
-    return optrace_from_json(
-        {{"schema", "solar.optrace.v1"}, {"name", "t"}, {"tensors", tensors}, {"ops", ops}});
-  }
-};
+struct Trace : testing::TraceBuilder {};
 json T(int id) { return {{"tensor", id}}; }
 
 struct Rnn {

@@ -1,3 +1,4 @@
+#include "lower/trace_builder.h"
 #include "solar/lower/aten.h"
 
 #include <cmath>
@@ -13,23 +14,7 @@ namespace {
 using nlohmann::json;
 
 // A trace builder for the tests: tensors by shape, ops by name and args.
-struct Trace {
-  json tensors = json::array();
-  json ops = json::array();
-  int tensor(std::vector<std::int64_t> shape, const char* role = "intermediate",
-             const char* dtype = "float32") {
-    int id = static_cast<int>(tensors.size());
-    tensors.push_back({{"id", id}, {"shape", shape}, {"dtype", dtype}, {"role", role}});
-    return id;
-  }
-  void op(const char* name, json args, std::vector<int> outs) {
-    ops.push_back({{"op", name}, {"args", args}, {"outputs", outs}});
-  }
-  OpTrace build() const {
-    return optrace_from_json(
-        {{"schema", "solar.optrace.v1"}, {"name", "t"}, {"tensors", tensors}, {"ops", ops}});
-  }
-};
+struct Trace : testing::TraceBuilder {};
 json T(int id) { return {{"tensor", id}}; }
 
 // Multiply-accumulates of the graph: product of index extents of every mul+sum einsum

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lower/trace_builder.h"
 #include "solar/ir/verify.h"
 #include "solar/lower/aten.h"
 #include "solar/util/errors.h"
@@ -14,22 +15,7 @@ namespace {
 using nlohmann::json;
 using Shape = std::vector<std::int64_t>;
 
-struct Trace {
-  json tensors = json::array();
-  json ops = json::array();
-  int tensor(Shape shape, const char* role = "intermediate", const char* dtype = "float32") {
-    int id = static_cast<int>(tensors.size());
-    tensors.push_back({{"id", id}, {"shape", shape}, {"dtype", dtype}, {"role", role}});
-    return id;
-  }
-  void op(const char* name, json args, std::vector<json> outs) {
-    ops.push_back({{"op", name}, {"args", args}, {"outputs", outs}});
-  }
-  OpTrace build() const {
-    return optrace_from_json(
-        {{"schema", "solar.optrace.v1"}, {"name", "t"}, {"tensors", tensors}, {"ops", ops}});
-  }
-};
+struct Trace : testing::TraceBuilder {};
 json T(int id) { return {{"tensor", id}}; }
 
 // Live points of an einsum, by enumerating its box (independent of the cost model's

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "lower/trace_builder.h"
 #include "solar/cost/graph_cost.h"
 #include "solar/ir/unroll.h"
 #include "solar/ir/verify.h"
@@ -14,23 +15,8 @@ namespace {
 
 using nlohmann::json;
 
-struct Trace {
-  json tensors = json::array();
-  json ops = json::array();
-  int tensor(std::vector<std::int64_t> shape, const char* role = "intermediate",
-             const char* dtype = "float32") {
-    int id = static_cast<int>(tensors.size());
-    tensors.push_back({{"id", id}, {"shape", shape}, {"dtype", dtype}, {"role", role}});
-    return id;
-  }
-  void op(const char* name, json args, std::vector<int> outs) {
-    ops.push_back({{"op", name}, {"args", args}, {"outputs", outs}});
-  }
-  json body() const { return {{"tensors", tensors}, {"ops", ops}}; }
-  OpTrace build() const {
-    return optrace_from_json({{"schema", "solar.optrace.v1"}, {"name", "t"}, {"frontend", "jax"},
-                              {"tensors", tensors}, {"ops", ops}});
-  }
+struct Trace : testing::TraceBuilder {
+  Trace() { frontend = "jax"; }
 };
 json T(int id) { return {{"tensor", id}}; }
 

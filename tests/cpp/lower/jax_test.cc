@@ -1,5 +1,6 @@
 // Tests of the jax dialect table (src/lower/jax.cc): hand-written traces in the recorder's
 // encoding (`operands` list + primitive parameters by name), counts as formulas.
+#include "lower/trace_builder.h"
 #include "solar/lower/jax.h"
 
 #include <cmath>
@@ -14,22 +15,8 @@ namespace {
 
 using nlohmann::json;
 
-struct Trace {
-  json tensors = json::array();
-  json ops = json::array();
-  int tensor(std::vector<std::int64_t> shape, const char* role = "intermediate",
-             const char* dtype = "float32") {
-    int id = static_cast<int>(tensors.size());
-    tensors.push_back({{"id", id}, {"shape", shape}, {"dtype", dtype}, {"role", role}});
-    return id;
-  }
-  void op(const char* name, json args, std::vector<int> outs) {
-    ops.push_back({{"op", name}, {"args", args}, {"outputs", outs}});
-  }
-  OpTrace build() const {
-    return optrace_from_json({{"schema", "solar.optrace.v1"}, {"name", "t"}, {"frontend", "jax"},
-                              {"tensors", tensors}, {"ops", ops}});
-  }
+struct Trace : testing::TraceBuilder {
+  Trace() { frontend = "jax"; }
 };
 json T(int id) { return {{"tensor", id}}; }
 
