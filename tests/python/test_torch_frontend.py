@@ -378,6 +378,33 @@ def test_programs_reading_values_fall_back_to_real_tensors(tmp_path):
     assert any(o["op"] == "aten::mul.Tensor" for o in t["ops"])
 
 
+def test_a_constructor_reading_values_is_built_real_and_captured_fake(tmp_path, recwarn):
+    from solar.frontends.torch import capture_program
+
+    # Swin's per-block drop rates: `.item()` in __init__. Only the build needs real tensors;
+    # the forward pass still runs on fake ones, whose activations take no memory.
+    prog = tmp_path / "rates.py"
+    prog.write_text(
+        "import torch\n"
+        "class Model(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.rates = [r.item() for r in torch.linspace(0, 0.5, 3)]\n"
+        "        self.fc = torch.nn.Linear(64, 32)\n"
+        "    def forward(self, x):\n"
+        "        return self.fc(x) * self.rates[2]\n"
+        "def get_inputs():\n"
+        "    return [torch.randn(4096, 64)]\n"
+        "def get_init_inputs():\n"
+        "    return []\n"
+    )
+    fake = capture_program(str(prog))
+    assert not [w for w in recwarn if "real tensors" in str(w.message)]
+    real = capture_program(str(prog), fake=False)
+    assert [o["op"] for o in fake["ops"]] == [o["op"] for o in real["ops"]]
+    assert any(o["op"] == "aten::mul.Tensor" for o in fake["ops"])
+
+
 def test_tril_and_arange():
     r = analyze(lambda x: (x.tril(), x.triu(1), torch.arange(x.shape[0]) + 1), torch.randn(5, 5))
     assert complete(r)

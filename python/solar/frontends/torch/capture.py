@@ -1048,6 +1048,18 @@ def build_program(mod: types.ModuleType, path: str, init: List[Any]) -> Any:
     return mod.forward
 
 
+def _build_fake_or_real(mod: types.ModuleType, path: str, init: List[Any],
+                        mode: FakeTensorMode) -> Any:
+    """The program built under the fake mode, or on real tensors when its constructor reads
+    tensor values (`[x.item() for x in torch.linspace(...)]` for per-layer rates): then
+    only its parameters hold data, and the capture still runs on fake tensors."""
+    try:
+        with mode:
+            return build_program(mod, path, init)
+    except (DataDependentOutputException, DynamicOutputShapeException):
+        return build_program(mod, path, init)
+
+
 def capture_loaded(
     mod: types.ModuleType, path: str, fake: bool, train: bool = False,
     optimizer: Optional[str] = None, record: Optional[CaptureRecord] = None,
@@ -1065,9 +1077,10 @@ def _capture_loaded(
     init = list(mod.get_init_inputs()) if hasattr(mod, "get_init_inputs") else []
     if mode is not None:
         # Built and fed under the fake mode: parameters and inputs allocate no data.
-        with mode, torch_logging_silenced():
-            model = build_program(mod, path, init)
-            inputs = list(mod.get_inputs())
+        with torch_logging_silenced():
+            model = _build_fake_or_real(mod, path, init, mode)
+            with mode:
+                inputs = list(mod.get_inputs())
     else:
         model = build_program(mod, path, init)
         inputs = list(mod.get_inputs())
