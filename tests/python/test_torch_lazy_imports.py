@@ -1,0 +1,101 @@
+"""The capture keeps torch's compiler stack unimported (solar/frontends/torch/lazy_torch.py)
+and gives the same trace whether or not that stack is already imported.
+
+Each case runs in a fresh interpreter: what a process has imported is the thing under test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A few ops with torch._refs decompositions on fake tensors (relu, softmax, layer_norm) and
+# a matmul, in KernelBench form: the paths that import torch._dynamo when nothing stands
+# in for it.
+PROGRAM = """
+import torch
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(16, 32)
+        self.norm = torch.nn.LayerNorm(32)
+
+    def forward(self, x):
+        return torch.softmax(self.norm(torch.relu(self.proj(x))), dim=-1)
+
+def get_inputs():
+    return [torch.randn(8, 16)]
+
+def get_init_inputs():
+    return []
+"""
+
+CAPTURE = """
+import json, sys
+from solar.frontends.torch.capture import capture_program
+trace = capture_program(sys.argv[1])
+print(json.dumps({"ops": [op["op"] for op in trace["ops"]],
+                  "tensors": trace["tensors"],
+                  "dynamo": "torch._dynamo" in sys.modules}))
+"""
+
+
+def _run(tmp_path: Path, script: str) -> dict:
+    """Runs `script` with the program's path as sys.argv[1]; its last line of output, read
+    as JSON."""
+    program = tmp_path / "small.py"
+    program.write_text(PROGRAM)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    done = subprocess.run([sys.executable, "-c", script, str(program)], cwd=ROOT, env=env,
+                          text=True, capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_capture_leaves_dynamo_unimported(tmp_path):
+    result = _run(tmp_path, CAPTURE)
+    assert result["dynamo"] is False
+    assert "aten::addmm.default" in result["ops"]
+
+
+@pytest.mark.parametrize("first", [
+    "import torch._dynamo",
+    "import torch.fx.experimental.symbolic_shapes",
+])
+def test_capture_after_the_real_modules_gives_the_same_trace(tmp_path, first):
+    alone = _run(tmp_path, CAPTURE)
+    after = _run(tmp_path, first + "\n" + CAPTURE)
+    assert after["ops"] == alone["ops"]
+    assert after["tensors"] == alone["tensors"]  # shapes, dtypes, strides, roles
+
+
+def test_dynamic_shapes_with_a_shape_env_after_a_capture(tmp_path):
+    # A capture first (stand-ins in place), then a program of torch's own using a ShapeEnv
+    # and torch._dynamo: both get the real modules.
+    script = CAPTURE + """
+import torch, torch._dynamo
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv, DimDynamic, StatelessSymbolicContext
+import torch.fx.experimental.symbolic_shapes as real
+assert ShapeEnv.__module__ == "torch.fx.experimental.symbolic_shapes"
+assert type(real) is type(sys)
+assert hasattr(torch._dynamo, "optimize")
+mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
+ctx = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC, DimDynamic.STATIC])
+fx = mode.from_tensor(torch.randn(5, 16), symbolic_context=ctx)
+with mode:
+    y = torch.relu(fx @ torch.randn(16, 4))
+assert isinstance(y.shape[0], torch.SymInt) and y.shape[1] == 4
+print(json.dumps({"ok": str(y.shape[0])}))
+"""
+    assert _run(tmp_path, script)["ok"].startswith("s")
