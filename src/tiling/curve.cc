@@ -1,9 +1,10 @@
 #include "solar/tiling/curve.h"
 
 #include <algorithm>
-#include <map>
+#include <array>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <utility>
 
 #include "hull.h"
@@ -147,6 +148,28 @@ void thin(std::vector<Candidate>& c) {
   c = std::move(out);
 }
 
+// The hulls of one window dimension by the tiles of its ranks (a convolution's output and
+// kernel positions), and the last one asked for: the odometer asks for it again until one of
+// those tiles changes. A dimension of more terms is not cached.
+struct HullCache {
+  static constexpr std::size_t kMaxTerms = 4;
+  using Key = std::array<std::int64_t, kMaxTerms>;
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const {
+      std::uint64_t h = 0;
+      for (std::int64_t v : k) h = (h ^ static_cast<std::uint64_t>(v)) * 0x9e3779b97f4a7c15ull;
+      return static_cast<std::size_t>(h ^ (h >> 29));
+    }
+  };
+  struct KeyEq {  // inline: std::array's == calls memcmp, a tenth of the search's time
+    bool operator()(const Key& a, const Key& b) const {
+      return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+    }
+  };
+  std::unordered_map<Key, detail::HullStats, KeyHash, KeyEq> seen;
+  const std::pair<const Key, detail::HullStats>* last = nullptr;  // node pointers are stable
+};
+
 struct Searcher {
   Searcher(const TilingProblem& problem, const CurveOptions& options) : q(problem), opt(options) {}
   const TilingProblem& q;
@@ -169,8 +192,9 @@ struct Searcher {
   std::vector<std::uint32_t> bypass_masks;  // non-empty sets of bypassable tensors
   std::vector<Wide> min_traffic, threshold;  // per bypass mask
   std::uint64_t threshold_generation = ~std::uint64_t{0};
-  // Window hulls by tile sizes, one map per (tensor, dim), flattened through dim_base.
-  std::vector<std::map<std::vector<std::int64_t>, detail::HullStats>> hull_cache;
+  // Window hulls by the tiles of their dimension's ranks, one cache per (tensor, dim),
+  // flattened through dim_base.
+  std::vector<HullCache> hull_cache;
   std::vector<std::size_t> dim_base;
   ParetoCollector pareto;
   std::uint64_t evaluated = 0;
@@ -181,56 +205,77 @@ struct Searcher {
   std::vector<std::int64_t> tile, T;
   std::vector<RankMask> mult_mask;  // per tensor
   RankMask active = 0;              // ranks with more than one tile
+  // Ranks whose tile changed since the last evaluation, and whether every tensor is to be
+  // repriced (a new order: a rankless tensor's bits included).
+  RankMask changed = 0;
+  bool refresh = true;
+  std::vector<Wide> kept_buf, kept_acc;  // per tensor: its bits at the current tiles
+
+  void set_tile(int r, const Candidate& c) {
+    if (tile[r] != c.tile) changed |= RankMask{1} << r;
+    tile[r] = c.tile;
+    T[r] = c.trips;
+  }
 
   detail::HullStats hull(std::size_t t, std::size_t d) {
     const DimAccess& dim = q.tensors[t].dims[d];
     const std::int64_t group = static_cast<int>(d) == q.tensors[t].group_dim ? detail::kGroup : 1;
-    if (dim.plain()) return detail::hull_stats(dim, tile, extent, group);
-    std::vector<std::int64_t> key;
-    for (const DimTerm& term : dim.terms) key.push_back(tile[term.rank]);
-    auto& cache = hull_cache[dim_base[t] + d];
-    auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
-    detail::HullStats s = detail::hull_stats(dim, tile, extent, group);
-    cache.emplace(std::move(key), s);
-    return s;
+    if (dim.plain() || dim.terms.size() > HullCache::kMaxTerms)
+      return detail::hull_stats(dim, tile, extent, group);
+    HullCache::Key key{};
+    for (std::size_t i = 0; i < dim.terms.size(); ++i) key[i] = tile[dim.terms[i].rank];
+    HullCache& cache = hull_cache[dim_base[t] + d];
+    if (cache.last && HullCache::KeyEq{}(cache.last->first, key)) return cache.last->second;
+    auto it = cache.seen.find(key);
+    if (it == cache.seen.end())
+      it = cache.seen.emplace(key, detail::hull_stats(dim, tile, extent, group)).first;
+    cache.last = &*it;
+    return it->second;
+  }
+
+  // Tensor t's buffer and traffic bits at the current tiles.
+  void price(std::size_t t) {
+    const TensorAccess& x = q.tensors[t];
+    Wide tile_el = 1, touched = 1;
+    for (std::size_t d = 0; d < x.dims.size(); ++d) {
+      const DimAccess& dim = x.dims[d];
+      if (dim.plain() && static_cast<int>(d) != x.group_dim) {
+        const int r = dim.terms[0].rank;
+        tile_el *= static_cast<Wide>(std::min(tile[r], dim.extent));
+        touched *= static_cast<Wide>(std::min(extent[r], dim.extent));
+      } else {
+        detail::HullStats s = hull(t, d);
+        tile_el *= static_cast<Wide>(s.max);
+        touched *= static_cast<Wide>(s.sum);
+      }
+    }
+    Wide acc;
+    if (live) {
+      // The loops that reload x: those outside its innermost one, and its own tiled ranks.
+      acc = detail::masked_access(*live, q, t, tile, T, mult_mask[t] | (x.ranks & active),
+                                  active);
+    } else {
+      Wide mult = 1;
+      for (RankMask m = mult_mask[t]; m; m &= m - 1) mult *= static_cast<Wide>(T[__builtin_ctz(m)]);
+      acc = x.output ? 2 * touched * mult - touched : touched * mult;
+    }
+    if (dense_bits[t] != 0) {  // the common case: a multiply each
+      kept_buf[t] = tile_el * dense_bits[t];
+      kept_acc[t] = acc * dense_traffic_bits[t];
+    } else {
+      kept_buf[t] = rule[t].bits(tile_el);
+      kept_acc[t] = rule[t].bits(acc * batch);
+    }
   }
 
   void evaluate() {
-    Wide kept_buf[64], kept_acc[64];
-    for (std::size_t t = 0; t < nt; ++t) {
-      const TensorAccess& x = q.tensors[t];
-      Wide tile_el = 1, touched = 1;
-      for (std::size_t d = 0; d < x.dims.size(); ++d) {
-        const DimAccess& dim = x.dims[d];
-        if (dim.plain() && static_cast<int>(d) != x.group_dim) {
-          const int r = dim.terms[0].rank;
-          tile_el *= static_cast<Wide>(std::min(tile[r], dim.extent));
-          touched *= static_cast<Wide>(std::min(extent[r], dim.extent));
-        } else {
-          detail::HullStats s = hull(t, d);
-          tile_el *= static_cast<Wide>(s.max);
-          touched *= static_cast<Wide>(s.sum);
-        }
-      }
-      Wide acc;
-      if (live) {
-        // The loops that reload x: those outside its innermost one, and its own tiled ranks.
-        acc = detail::masked_access(*live, q, t, tile, T, mult_mask[t] | (x.ranks & active),
-                                    active);
-      } else {
-        Wide mult = 1;
-        for (RankMask m = mult_mask[t]; m; m &= m - 1) mult *= static_cast<Wide>(T[__builtin_ctz(m)]);
-        acc = x.output ? 2 * touched * mult - touched : touched * mult;
-      }
-      if (dense_bits[t] != 0) {  // the common case: a multiply each
-        kept_buf[t] = tile_el * dense_bits[t];
-        kept_acc[t] = acc * dense_traffic_bits[t];
-      } else {
-        kept_buf[t] = rule[t].bits(tile_el);
-        kept_acc[t] = rule[t].bits(acc * batch);
-      }
-    }
+    // A tensor's bits depend on the tiles of its own ranks and the trip counts of the loops
+    // that reload it (a masked problem's live tiles: on every tile), so one changed rank
+    // reprices only the tensors it touches.
+    for (std::size_t t = 0; t < nt; ++t)
+      if (refresh || live || ((q.tensors[t].ranks | mult_mask[t]) & changed)) price(t);
+    changed = 0;
+    refresh = false;
     Wide buf0 = 0, acc0 = 0;
     for (std::size_t t = 0; t < nt; ++t) {
       buf0 += kept_buf[t];
@@ -283,24 +328,18 @@ struct Searcher {
       }
     }
     std::vector<std::size_t> idx(free_ranks.size(), 0);
-    for (std::size_t i = 0; i < free_ranks.size(); ++i) {
-      tile[free_ranks[i]] = (*list[i])[0].tile;
-      T[free_ranks[i]] = (*list[i])[0].trips;
-    }
+    for (std::size_t i = 0; i < free_ranks.size(); ++i) set_tile(free_ranks[i], (*list[i])[0]);
     while (true) {
       evaluate();
       std::size_t i = 0;
       for (; i < free_ranks.size(); ++i) {
-        const int r = free_ranks[i];
         const std::vector<Candidate>& c = *list[i];
         if (++idx[i] < c.size()) {
-          tile[r] = c[idx[i]].tile;
-          T[r] = c[idx[i]].trips;
+          set_tile(free_ranks[i], c[idx[i]]);
           break;
         }
         idx[i] = 0;
-        tile[r] = c[0].tile;
-        T[r] = c[0].trips;
+        set_tile(free_ranks[i], c[0]);
       }
       if (i == free_ranks.size()) return;
     }
@@ -393,7 +432,10 @@ struct Searcher {
     tile = extent;
     T.assign(n, 1);
     mult_mask.assign(nt, 0);
+    kept_buf.assign(nt, 0);
+    kept_acc.assign(nt, 0);
     for (const Plan& pl : plans) {
+      refresh = true;  // every tile reset
       for (int r = 0; r < n; ++r) {
         tile[r] = extent[r];
         T[r] = 1;
