@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -361,7 +364,10 @@ struct Searcher {
   static constexpr std::size_t kMaxOrderedLoops = 8;
   mutable bool truncated = false;  // plan() left some ranks untiled
 
-  std::vector<Plan> plan() const {
+  // The plans of this problem's loop orders. They depend only on the ranks each tensor reads,
+  // the affine and 2:4 group ranks and the ranks tiled, which every convolution of a network
+  // shares: they are made once per process for each such structure.
+  std::shared_ptr<const std::vector<Plan>> plan() const {
     std::vector<int> activatable;
     for (int r = 0; r < n; ++r)
       if (extent[r] > 1 && !cand[r].empty()) activatable.push_back(r);
@@ -375,6 +381,18 @@ struct Searcher {
       std::sort(activatable.begin(), activatable.end());
       truncated = true;
     }
+    std::vector<std::uint32_t> key{affine, grouped};
+    for (const TensorAccess& x : q.tensors) key.push_back(x.ranks);
+    key.insert(key.end(), activatable.begin(), activatable.end());
+    static std::mutex mutex;
+    static std::map<std::vector<std::uint32_t>, std::shared_ptr<const std::vector<Plan>>> made;
+    const std::lock_guard lock(mutex);
+    auto& plans = made[key];
+    if (!plans) plans = std::make_shared<const std::vector<Plan>>(orders(activatable));
+    return plans;
+  }
+
+  std::vector<Plan> orders(const std::vector<int>& activatable) const {
     const std::size_t k = activatable.size();
     std::vector<Plan> plans;
     for (std::uint32_t subset = 0; subset < (1u << k); ++subset) {
@@ -482,7 +500,8 @@ CurveResult attainable_curve(const TilingProblem& p, const CurveOptions& options
   }
   CurveResult result;
   // Bypass variants are mostly skipped by a comparison, so they are not counted here.
-  const std::vector<Searcher::Plan> plans = s.plan();
+  const std::shared_ptr<const std::vector<Searcher::Plan>> planned = s.plan();
+  const std::vector<Searcher::Plan>& plans = *planned;
   if (s.truncated) result.exhaustive = false;
   while (s.planned(plans) > static_cast<double>(options.max_evaluations)) {
     std::size_t longest = 0;
