@@ -1,5 +1,6 @@
-"""The capture keeps torch's compiler stack unimported (solar/frontends/torch/lazy_torch.py)
-and gives the same trace whether or not that stack is already imported.
+"""The capture keeps torch's compiler stack (torch._dynamo, torch.fx.experimental.symbolic_shapes,
+sympy) unimported (solar/frontends/torch/lazy_torch.py), gives the same trace whether or not
+that stack is already imported, and leaves torch's own use of it as it was.
 
 Each case runs in a fresh interpreter: what a process has imported is the thing under test.
 """
@@ -19,8 +20,8 @@ pytest.importorskip("torch")
 ROOT = Path(__file__).resolve().parents[2]
 
 # A few ops with torch._refs decompositions on fake tensors (relu, softmax, layer_norm) and
-# a matmul, in KernelBench form: the paths that import torch._dynamo when nothing stands
-# in for it.
+# a matmul, in KernelBench form: the paths that import torch._dynamo, symbolic_shapes and
+# sympy when nothing stands in for them.
 PROGRAM = """
 import torch
 
@@ -44,9 +45,12 @@ CAPTURE = """
 import json, sys
 from solar.frontends.torch.capture import capture_program
 trace = capture_program(sys.argv[1])
+shapes = vars(sys.modules.get("torch.fx.experimental.symbolic_shapes", sys))
 print(json.dumps({"ops": [op["op"] for op in trace["ops"]],
                   "tensors": trace["tensors"],
-                  "dynamo": "torch._dynamo" in sys.modules}))
+                  "dynamo": "torch._dynamo" in sys.modules,
+                  "sympy": "sympy.core" in sys.modules,  # the package's __init__ loads it
+                  "symbolic_shapes": "ShapeEnv" in shapes}))
 """
 
 
@@ -62,15 +66,18 @@ def _run(tmp_path: Path, script: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_capture_leaves_dynamo_unimported(tmp_path):
+def test_capture_leaves_the_compiler_stack_unimported(tmp_path):
     result = _run(tmp_path, CAPTURE)
     assert result["dynamo"] is False
+    assert result["sympy"] is False
+    assert result["symbolic_shapes"] is False
     assert "aten::addmm.default" in result["ops"]
 
 
 @pytest.mark.parametrize("first", [
     "import torch._dynamo",
     "import torch.fx.experimental.symbolic_shapes",
+    "import sympy",
 ])
 def test_capture_after_the_real_modules_gives_the_same_trace(tmp_path, first):
     alone = _run(tmp_path, CAPTURE)
@@ -83,12 +90,16 @@ def test_dynamic_shapes_with_a_shape_env_after_a_capture(tmp_path):
     # A capture first (stand-ins in place), then a program of torch's own using a ShapeEnv
     # and torch._dynamo: both get the real modules.
     script = CAPTURE + """
-import torch, torch._dynamo
+import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv, DimDynamic, StatelessSymbolicContext
-import torch.fx.experimental.symbolic_shapes as real
-assert ShapeEnv.__module__ == "torch.fx.experimental.symbolic_shapes"
-assert type(real) is type(sys)
+real = sys.modules["torch.fx.experimental.symbolic_shapes"]
+assert type(real) is type(sys) and ShapeEnv is vars(real)["ShapeEnv"]
+assert torch.fx.experimental.symbolic_shapes is real
+# torch.distributed.tensor, imported during the capture, holds the real exception class
+from torch.distributed.tensor import _decompositions
+assert _decompositions.GuardOnDataDependentSymNode is real.GuardOnDataDependentSymNode
+import torch._dynamo
 assert hasattr(torch._dynamo, "optimize")
 mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
 ctx = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC, DimDynamic.STATIC])
@@ -99,3 +110,19 @@ assert isinstance(y.shape[0], torch.SymInt) and y.shape[1] == 4
 print(json.dumps({"ok": str(y.shape[0])}))
 """
     assert _run(tmp_path, script)["ok"].startswith("s")
+
+
+def test_sympy_after_a_capture_is_sympy(tmp_path):
+    script = CAPTURE + """
+import sympy.core.numbers
+real = sys.modules["sympy"]
+assert type(real) is type(sys) and real.core.numbers is sys.modules["sympy.core.numbers"]
+assert sympy.core.numbers.__spec__.name == "sympy.core.numbers"
+x = real.Symbol("x")
+import torch
+import torch._prims_common as prims
+assert prims.elementwise_dtypes(torch.ones(2), x, type_promotion_kind=
+                                prims.ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)[1] is not None
+print(json.dumps({"ok": str(real.expand((x + 1) ** 2))}))
+"""
+    assert _run(tmp_path, script)["ok"] == "x**2 + 2*x + 1"

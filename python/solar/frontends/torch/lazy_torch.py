@@ -1,19 +1,32 @@
-"""Keeping torch's compiler stack out of a capture: torch imports `torch._dynamo` (2-3 s)
-lazily from places every fake-tensor capture reaches, and a capture uses none of it.
-fake_mode() makes the capture's FakeTensorMode without importing it (see below).
+"""Keeping torch's compiler stack out of a capture: stand-ins for the modules torch imports
+lazily from places every fake-tensor capture reaches, though a capture without a ShapeEnv
+uses none of them. Each is exact, and each gives way to the real module as soon as anything
+needs more than it answers.
+
+- `torch._dynamo` (2-3 s): its config module alone is loaded, and torch._disable_dynamo's
+  wrappers call their function directly while the package is not imported.
+- `torch.fx.experimental.symbolic_shapes` and `sympy` (0.7 s): the helpers torch imports on
+  every op answer plain (non-symbolic) values themselves.
+
+fake_mode() puts them in place and makes the capture's FakeTensorMode.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
+import importlib.abc
 import importlib.machinery
 import importlib.util
+import operator
 import sys
 import types
-from typing import Any, Callable
+import warnings
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils._ordered_set import OrderedSet
 
 
 # Capturing without torch._dynamo. Importing it (the compiler stack: sympy, inductor,
@@ -47,8 +60,10 @@ def fake_mode() -> FakeTensorMode:
     imports the whole package for that. So the config module alone is loaded, under its own
     name (the very module torch._dynamo's __init__ finds in sys.modules and keeps when
     something imports the package later), and torch's `_dynamo` attribute is a
-    _DynamoConfigOnly until then."""
+    _DynamoConfigOnly until then. The mode has no ShapeEnv, so torch's symbolic shapes and
+    sympy stand in too (_symbolic_shapes_on_demand)."""
     _dispatch_without_dynamo()
+    _symbolic_shapes_on_demand()
     if "torch._dynamo" in sys.modules or "_dynamo" in torch.__dict__:
         return FakeTensorMode(allow_non_fake_inputs=True)
     package = importlib.util.find_spec("torch._dynamo")  # finds it; runs nothing
@@ -115,3 +130,334 @@ def _disabled_once_loaded(fn: Callable, recursive: bool) -> Callable:
         return disabled(*args, **kwargs)
 
     return call
+
+
+# Capturing without sympy (0.5 s) and torch.fx.experimental.symbolic_shapes (0.2 s more).
+# FakeTensorMode (on every op it runs and caches), torch._refs and torch._prims_common (in
+# every decomposition), torch._check, and torch.distributed.tensor (at import: torch's C++
+# side imports it on the first __torch_dispatch__ that reaches a tensor subclass instead of a
+# mode, as a decomposition on FakeTensors does) import helpers of symbolic_shapes, which
+# imports sympy. On plain values (Python bools and ints, tensors whose sizes, strides and
+# offset are ints, which is all a capture without a ShapeEnv has) each of those helpers is a
+# type test and a return, the same code path as in the real module; a symbolic value (a
+# SymInt, SymBool, SymFloat: only a ShapeEnv, which lives in the real module, makes ones
+# with symbols) goes to the real function. Any other name, and any attribute a program sets,
+# imports the real module, which from then on is torch's own.
+_SYMBOLIC_SHAPES = "torch.fx.experimental.symbolic_shapes"
+_PLAIN_SCALARS = (int, float, bool, str, type(None))
+
+
+def _symbolic_shapes() -> types.ModuleType:
+    """The real torch.fx.experimental.symbolic_shapes, imported if only the stand-in is."""
+    module = sys.modules.get(_SYMBOLIC_SHAPES)
+    if module is None or isinstance(module, _SymbolicShapesOnDemand):
+        sys.modules.pop(_SYMBOLIC_SHAPES, None)
+        module = importlib.import_module(_SYMBOLIC_SHAPES)
+        torch.fx.experimental.symbolic_shapes = module
+        real_class = module.GuardOnDataDependentSymNode
+        for held in _guard_error_holders:
+            for name, value in list(held.items()):
+                if value is _GuardOnDataDependentSymNode:
+                    held[name] = real_class
+        _guard_error_holders.clear()
+    return module
+
+
+# The real helpers, each read from the real module the first time a stand-in helper needs it
+# (not on every call: a program that patches one of them and restores it puts the stand-in's
+# helper, the value it read, back on the real module).
+_real_helpers: Dict[str, Callable[..., Any]] = {}
+
+
+def _real(name: str) -> Callable[..., Any]:
+    helper = _real_helpers.get(name)
+    if helper is None:
+        module = _symbolic_shapes()
+        helper = getattr(module, name)
+        if not getattr(module.__spec__, "_initializing", False):
+            _real_helpers[name] = helper
+    return helper
+
+
+def _has_no_symbols(val: Any) -> bool:
+    """Whether symbolic_shapes._iterate_exprs and _iterate_nodes of `val` yield nothing,
+    told without sympy; False when it cannot tell (the real module decides then)."""
+    if type(val) in _PLAIN_SCALARS:
+        return True
+    if isinstance(val, (tuple, list)):
+        return all(_has_no_symbols(v) for v in val)
+    if type(val) is dict:
+        return all(_has_no_symbols(k) and _has_no_symbols(v) for k, v in val.items())
+    if isinstance(val, torch.Tensor):  # a sparse or nested one is the real module's
+        return val.layout == torch.strided and _has_no_symbols(val.size()) \
+            and _has_no_symbols(val.stride()) and type(val.storage_offset()) is int
+    return False
+
+
+def _plain_or_real(name: str, is_plain: Callable[..., bool],
+                   plain: Callable[..., Any]) -> Callable[..., Any]:
+    """symbolic_shapes.<name>: `plain(*args)` when `is_plain(*args)`, else the real one."""
+
+    def helper(*args, **kwargs):
+        try:
+            if not kwargs and is_plain(*args):
+                return plain(*args)
+        except TypeError:  # a call the real helper's signature rejects: it says how
+            pass
+        return _real(name)(*args, **kwargs)
+
+    helper.__name__ = helper.__qualname__ = name
+    return helper
+
+
+def _all_bools(*values: Any) -> bool:
+    return all(type(v) is bool for v in values)
+
+
+def _first(value: Any, *_: Any) -> Any:
+    return value
+
+
+def _int_trees_equal(x: Any, y: Any) -> Optional[bool]:
+    """sym_eq(x, y) for ints and (nested) tuples or lists of ints; None for anything else."""
+    if isinstance(x, (tuple, list)) and isinstance(y, (tuple, list)):
+        if len(x) != len(y):
+            return False
+        equal = True
+        for a, b in zip(x, y):
+            e = _int_trees_equal(a, b)
+            if e is None:
+                return None
+            equal = equal & e
+        return equal
+    if type(x) is int and type(y) is int:
+        return x == y
+    return None
+
+
+def expect_true(a: Any, skip: int = 0) -> bool:
+    if type(a) is bool:
+        return a
+    # The real one names the frame `skip + 1` levels up in the guard it records.
+    return _real("expect_true")(a, skip + 1)
+
+
+def sym_eq(x: Any, y: Any) -> Any:
+    equal = _int_trees_equal(x, y)
+    return equal if equal is not None else _real("sym_eq")(x, y)
+
+
+def guard_size_oblivious(expr: Any) -> bool:
+    # Deprecated in torch: its wrapper warns at the caller's line, as this does.
+    real = _real("guard_size_oblivious")
+    message = getattr(real, "__deprecated__", None)
+    if message is None or not hasattr(real, "__wrapped__"):
+        return real(expr)
+    warnings.warn(message, FutureWarning, stacklevel=2)
+    return real.__wrapped__(expr)
+
+
+def compute_unbacked_bindings(shape_env: Any, *args: Any, **kwargs: Any) -> Any:
+    if shape_env is None:
+        return None
+    return _real("compute_unbacked_bindings")(shape_env, *args, **kwargs)
+
+
+def _no_exprs(val: Any) -> Iterator[Any]:
+    return iter(())
+
+
+# name -> (are the arguments plain?, the real function's result on them)
+_PLAIN_HELPERS: Dict[str, tuple] = {
+    "guard_or_false": (_all_bools, _first),
+    "guard_or_true": (_all_bools, _first),
+    "statically_known_true": (_all_bools, _first),
+    "guard_bool": (_all_bools, _first),
+    "sym_and": (_all_bools, lambda x, *others: functools.reduce(operator.and_, others, x)),
+    "sym_or": (_all_bools, lambda x, *others: functools.reduce(operator.or_, others, x)),
+    "is_nested_int": (lambda s: not isinstance(s, torch.SymInt), lambda s: False),
+    "is_symbolic": (lambda v: isinstance(v, (int, float, bool)), lambda v: False),
+    "has_guarding_hint": (lambda a: type(a) in (int, float, bool), lambda a: True),
+    "guarding_hint_or_throw": (lambda a: type(a) in (int, bool), _first),
+    "free_symbols": (_has_no_symbols, lambda val: OrderedSet()),
+    "free_unbacked_symbols": (_has_no_symbols, lambda x: OrderedSet()),
+    "has_free_symbols": (_has_no_symbols, lambda val: False),
+    "has_free_unbacked_symbols": (_has_no_symbols, lambda x: False),
+    "_iterate_exprs": (_has_no_symbols, _no_exprs),
+    "_iterate_nodes": (_has_no_symbols, _no_exprs),
+}
+_EXACT_HELPERS = (expect_true, sym_eq, guard_size_oblivious, compute_unbacked_bindings)
+
+
+def _importers_of_guard_error() -> frozenset:
+    """The code of the one function given the stand-in's GuardOnDataDependentSymNode to
+    keep in a local: FakeTensorMode's cache-entry check imports the class on every cache
+    miss, to catch it around rebuilding an output from the entry. The class is raised only
+    by a ShapeEnv, on symbols a ShapeEnv made, so never while the stand-in is in place (the
+    real module, where ShapeEnv lives, replaces it as soon as anything uses one) and never
+    while that function's local copy of the name lives. A module that imports the class at
+    its top (torch.distributed.tensor._decompositions) gets the stand-in's too, and the real
+    class in its place when the real module is imported (_guard_error_holders); any other
+    function gets the real class."""
+    check = getattr(FakeTensorMode, "_get_output_info_for_cache_entry", None)
+    return frozenset((check.__code__,)) if isinstance(check, types.FunctionType) \
+        else frozenset()
+
+
+class _GuardOnDataDependentSymNode(RuntimeError):
+    pass
+
+
+# The globals of the modules given _GuardOnDataDependentSymNode at their top level.
+_guard_error_holders: List[Dict[str, Any]] = []
+
+
+class _SymbolicShapesOnDemand(types.ModuleType):
+    """torch.fx.experimental.symbolic_shapes (in sys.modules and as torch.fx.experimental's
+    attribute) until something needs the real module: the helpers above, and for any other
+    name the real module's attribute, which imports it in the stand-in's place."""
+
+    _guard_error_importers = frozenset()
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "__path__":  # the import system's probe: a module, not a package
+            raise AttributeError(name)
+        if name == "GuardOnDataDependentSymNode" and sys._getframe(1).f_code in \
+                type(self)._guard_error_importers:
+            return _GuardOnDataDependentSymNode
+        if name == "GuardOnDataDependentSymNode" \
+                and sys._getframe(1).f_code.co_name == "<module>":
+            _guard_error_holders.append(sys._getframe(1).f_globals)
+            return _GuardOnDataDependentSymNode
+        return getattr(_symbolic_shapes(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("__"):
+            super().__setattr__(name, value)
+        else:  # a program patching torch patches the real module
+            setattr(_symbolic_shapes(), name, value)
+
+
+def _symbolic_shapes_on_demand() -> None:
+    """Puts the stand-ins in place of torch.fx.experimental.symbolic_shapes and sympy while
+    nothing has imported the real modules (a ShapeEnv, torch._dynamo, a program)."""
+    experimental = sys.modules.get("torch.fx.experimental")
+    if _SYMBOLIC_SHAPES in sys.modules or experimental is None:
+        return
+    spec = importlib.util.find_spec(_SYMBOLIC_SHAPES)  # finds it; runs nothing
+    if spec is None:
+        return
+    _sympy_on_demand()
+    stand_in = _SymbolicShapesOnDemand(_SYMBOLIC_SHAPES)
+    stand_in.__spec__ = spec
+    stand_in.__file__ = spec.origin
+    stand_in.__loader__ = spec.loader
+    helpers = dict(stand_in.__dict__)
+    for name, (is_plain, plain) in _PLAIN_HELPERS.items():
+        helpers[name] = _plain_or_real(name, is_plain, plain)
+    for helper in _EXACT_HELPERS:
+        helpers[helper.__name__] = helper
+    stand_in.__dict__.update(helpers)
+    _SymbolicShapesOnDemand._guard_error_importers = _importers_of_guard_error()
+    sys.modules[_SYMBOLIC_SHAPES] = stand_in
+    experimental.symbolic_shapes = stand_in
+
+
+# sympy itself: torch imports it inside functions every capture runs, FakeTensorMode's
+# maybe_propagate_real_tensors (on every op's result; it uses sympy only on symbolic values)
+# and torch._prims_common.elementwise_dtypes (in every elementwise decomposition:
+# `isinstance(x, sympy.Basic)`). While sympy is not imported no object is a sympy.Basic,
+# so elementwise_dtypes is given a class no object is an instance of until sympy is
+# imported; every other attribute, from anyone, imports the real package in the stand-in's
+# place, and so does importing one of its submodules (_SympySubmodules).
+class _NoInstancesBeforeSympy(type):
+    """sympy.<name> for isinstance tests: False while sympy is not imported, then sympy's."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        real = sys.modules.get("sympy")
+        if real is None or isinstance(real, _SympyOnDemand):
+            return False
+        return isinstance(obj, getattr(real, cls.__name__))
+
+
+_SYMPY_CLASSES = {"Basic": _NoInstancesBeforeSympy("Basic", (), {})}
+
+
+class _SympyOnDemand(types.ModuleType):
+    """sympy (in sys.modules only) until something needs more than _SYMPY_CLASSES."""
+
+    _class_readers = frozenset()
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _SYMPY_CLASSES and sys.modules.get("sympy") is self \
+                and sys._getframe(1).f_code in type(self)._class_readers:
+            return _SYMPY_CLASSES[name]
+        return getattr(_sympy(), name)
+
+
+class _AlreadyLoaded(importlib.abc.Loader):
+    """Gives the import system a module that importing sympy has already loaded."""
+
+    def __init__(self, module: types.ModuleType):
+        self.module = module
+        self.spec = module.__spec__
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return self.module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        module.__spec__ = self.spec  # the import system set ours
+
+
+class _SympySubmodules(importlib.abc.MetaPathFinder):
+    """`import sympy.core...` while the stand-in is sys.modules["sympy"]: the import system
+    has read the stand-in (as the parent package) before asking the finders, so this
+    imports sympy, which loads its submodules, and answers with the one asked for."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if not fullname.startswith("sympy.") \
+                or not isinstance(sys.modules.get("sympy"), _SympyOnDemand):
+            return None
+        _sympy()
+        module = sys.modules.get(fullname)
+        if module is None:
+            return None  # not one sympy's __init__ imports: found as usual
+        # The import system answers a module that appeared while it was finding it with the
+        # module's __spec__, and loads that: so it is ours until _AlreadyLoaded puts it back.
+        spec = importlib.machinery.ModuleSpec(fullname, _AlreadyLoaded(module))
+        module.__spec__ = spec
+        return spec
+
+
+_SYMPY_SUBMODULES = _SympySubmodules()
+
+
+def _sympy() -> types.ModuleType:
+    """The real sympy, imported if only the stand-in is."""
+    module = sys.modules.get("sympy")
+    if module is None or isinstance(module, _SympyOnDemand):
+        sys.modules.pop("sympy", None)
+        if _SYMPY_SUBMODULES in sys.meta_path:
+            sys.meta_path.remove(_SYMPY_SUBMODULES)
+        module = importlib.import_module("sympy")
+    return module
+
+
+def _sympy_on_demand() -> None:
+    if "sympy" in sys.modules:
+        return
+    spec = importlib.util.find_spec("sympy")  # finds it; runs nothing
+    elementwise_dtypes = getattr(sys.modules.get("torch._prims_common"), "elementwise_dtypes",
+                                 None)
+    if spec is None or spec.submodule_search_locations is None \
+            or not isinstance(elementwise_dtypes, types.FunctionType):
+        return
+    stand_in = _SympyOnDemand("sympy")
+    stand_in.__spec__ = spec
+    stand_in.__file__ = spec.origin
+    stand_in.__loader__ = spec.loader
+    stand_in.__path__ = list(spec.submodule_search_locations)
+    stand_in.__package__ = "sympy"
+    _SympyOnDemand._class_readers = frozenset((elementwise_dtypes.__code__,))
+    sys.meta_path.insert(0, _SYMPY_SUBMODULES)
+    sys.modules["sympy"] = stand_in
