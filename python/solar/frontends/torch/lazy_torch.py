@@ -273,6 +273,8 @@ _PLAIN_HELPERS: Dict[str, tuple] = {
     "guard_or_true": (_all_bools, _first),
     "statically_known_true": (_all_bools, _first),
     "guard_bool": (_all_bools, _first),
+    "guard_int": (lambda a: type(a) is int, _first),
+    "guard_float": (lambda a: type(a) is float, _first),
     "sym_and": (_all_bools, lambda x, *others: functools.reduce(operator.and_, others, x)),
     "sym_or": (_all_bools, lambda x, *others: functools.reduce(operator.or_, others, x)),
     "is_nested_int": (lambda s: not isinstance(s, torch.SymInt), lambda s: False),
