@@ -33,11 +33,13 @@ def _threads():
 
 
 def program(tmp_path, kind: str, layers: int, bidirectional: bool, batch_first: bool,
-            nonlinearity: str = "tanh", proj: int = 0, bias: bool = True) -> str:
+            nonlinearity: str = "tanh", proj: int = 0, bias: bool = True,
+            returns: str = "out") -> str:
     extra = f", nonlinearity={nonlinearity!r}" if kind == "RNN" else ""
     extra += f", proj_size={proj}" if proj else ""
     shape = (B, T, I) if batch_first else (T, B, I)
-    path = tmp_path / f"{kind}_{nonlinearity}_{layers}_{bidirectional}_{batch_first}_{proj}.py"
+    path = tmp_path / (f"{kind}_{nonlinearity}_{layers}_{bidirectional}_{batch_first}_{proj}"
+                       f"_{returns.replace('[', '').replace(']', '')}.py")
     path.write_text(textwrap.dedent(f"""\
         import torch
         class Model(torch.nn.Module):
@@ -47,7 +49,7 @@ def program(tmp_path, kind: str, layers: int, bidirectional: bool, batch_first: 
                     bidirectional={bidirectional}, batch_first={batch_first}{extra})
             def forward(self, x):
                 out, state = self.rnn(x)
-                return out
+                return {returns}
         def get_inputs(): return [torch.randn{shape}]
         def get_init_inputs(): return []
         """))
@@ -122,6 +124,25 @@ def test_repeat_equals_unrolled(tmp_path, kind, nl, layers, bidi, bf, proj):
         Hs = H
         macs = T * B * 4 * Hs * (I + Hs) * D + (layers - 1) * T * B * 4 * Hs * (D * Hs + Hs) * D
         assert a["macs"] == macs
+
+
+def test_lstm_reading_only_c_n(tmp_path):
+    # Only c_n is read (KernelBench's 37_LSTMCn): the last step's h' = o*tanh(c') is dead,
+    # and so is its output gate sigmoid(o). The repeat form finds both dead; the per-step
+    # form keeps that one sigmoid_ live, since it wrote o into the gates buffer whose next
+    # version the c' update reads (docs/torch-frontend.md, "Recurrent layers").
+    layers = 2
+    path = program(tmp_path, "LSTM", layers, False, False, returns="state[1]")
+    rep, unr = analyze(path), analyze(path, unroll=True)
+    a, b = totals(rep), totals(unr)
+    rows = scatter_rows(unr)
+    assert len([o for o in rows if o["kind"] == "opaque"]) == 4 * T * layers
+    sigmoid_special, sigmoid_flops = 2 * B * H, B * H  # exp and reciprocal; one add
+    assert a["macs"] == b["macs"]
+    assert a["special_ops"] == b["special_ops"] - sigmoid_special
+    assert a["f32_vector_flops"] == b["f32_vector_flops"] - sigmoid_flops
+    assert a["bytes_unfused"] == b["bytes_unfused"] - sum(o["bytes"] for o in rows) - 8 * B * H
+    assert a["bytes_fused"] == b["bytes_fused"]
 
 
 @pytest.mark.parametrize("kind,nl,layers,bidi,bf,proj", [
