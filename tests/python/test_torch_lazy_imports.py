@@ -19,8 +19,10 @@ pytest.importorskip("torch")
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# A few ops with torch._refs decompositions on fake tensors (relu, softmax, layer_norm) and
-# a matmul, in KernelBench form: the paths that import torch._dynamo, symbolic_shapes and
+# A few ops with torch._refs decompositions on fake tensors (relu, softmax, layer_norm), a
+# matmul, a batch norm (its num_batches_tracked is a torch.tensor made under the fake mode)
+# and a constructor that reads a value (so the model is built on real tensors, made fake
+# one by one), in KernelBench form: the paths that import torch._dynamo, symbolic_shapes and
 # sympy when nothing stands in for them.
 PROGRAM = """
 import torch
@@ -28,11 +30,13 @@ import torch
 class Model(torch.nn.Module):
     def __init__(self):
         super().__init__()
+        self.rate = torch.linspace(0, 1, 3)[1].item()
         self.proj = torch.nn.Linear(16, 32)
+        self.bn = torch.nn.BatchNorm1d(32)
         self.norm = torch.nn.LayerNorm(32)
 
     def forward(self, x):
-        return torch.softmax(self.norm(torch.relu(self.proj(x))), dim=-1)
+        return torch.softmax(self.norm(torch.relu(self.bn(self.proj(x)))), dim=-1) * self.rate
 
 def get_inputs():
     return [torch.randn(8, 16)]
@@ -126,3 +130,23 @@ assert prims.elementwise_dtypes(torch.ones(2), x, type_promotion_kind=
 print(json.dumps({"ok": str(real.expand((x + 1) ** 2))}))
 """
     assert _run(tmp_path, script)["ok"] == "x**2 + 2*x + 1"
+
+
+def test_torch_dynamo_after_a_capture_is_the_real_one(tmp_path):
+    # The capture answered torch._dynamo.source's RandomValueSource and ConstantSource
+    # itself; importing torch._dynamo afterwards puts the real module in place, and a
+    # capture after that still gives the same trace.
+    script = CAPTURE + """
+import importlib, torch._dynamo
+from torch._dynamo.source import RandomValueSource, ConstantSource
+real = sys.modules["torch._dynamo.source"]
+assert type(real) is type(sys) and RandomValueSource is vars(real)["RandomValueSource"]
+assert torch._dynamo.source is real and ConstantSource.__module__ == "torch._dynamo.source"
+assert importlib.import_module("torch._dynamo.source") is real
+again = capture_program(sys.argv[1])
+print(json.dumps({"ops": [op["op"] for op in again["ops"]], "tensors": again["tensors"]}))
+"""
+    alone = _run(tmp_path, CAPTURE)
+    after = _run(tmp_path, script)
+    assert after["ops"] == alone["ops"]
+    assert after["tensors"] == alone["tensors"]

@@ -3,8 +3,9 @@ lazily from places every fake-tensor capture reaches, though a capture without a
 uses none of them. Each is exact, and each gives way to the real module as soon as anything
 needs more than it answers.
 
-- `torch._dynamo` (2-3 s): its config module alone is loaded, and torch._disable_dynamo's
-  wrappers call their function directly while the package is not imported.
+- `torch._dynamo` (2-3 s): its config module alone is loaded, torch._disable_dynamo's
+  wrappers call their function directly while the package is not imported, and
+  `torch._dynamo.source` answers the two names torch reads when it makes a real tensor fake.
 - `torch.fx.experimental.symbolic_shapes` and `sympy` (0.7 s): the helpers torch imports on
   every op answer plain (non-symbolic) values themselves.
 
@@ -13,6 +14,7 @@ fake_mode() puts them in place and makes the capture's FakeTensorMode.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 import importlib.abc
@@ -60,11 +62,13 @@ def fake_mode() -> FakeTensorMode:
     imports the whole package for that. So the config module alone is loaded, under its own
     name (the very module torch._dynamo's __init__ finds in sys.modules and keeps when
     something imports the package later), and torch's `_dynamo` attribute is a
-    _DynamoConfigOnly until then. The mode has no ShapeEnv, so torch's symbolic shapes and
-    sympy stand in too (_symbolic_shapes_on_demand)."""
+    _DynamoConfigOnly until then, and torch._dynamo.source a _DynamoSourceOnDemand. The
+    mode has no ShapeEnv, so torch's symbolic shapes and sympy stand in too
+    (_symbolic_shapes_on_demand)."""
     _dispatch_without_dynamo()
     _symbolic_shapes_on_demand()
     if "torch._dynamo" in sys.modules or "_dynamo" in torch.__dict__:
+        _dynamo_source_on_demand()
         return FakeTensorMode(allow_non_fake_inputs=True)
     package = importlib.util.find_spec("torch._dynamo")  # finds it; runs nothing
     config = sys.modules.get("torch._dynamo.config")
@@ -84,7 +88,106 @@ def fake_mode() -> FakeTensorMode:
     stand_in.__spec__ = package
     stand_in.config = config
     torch._dynamo = stand_in
+    _dynamo_source_on_demand()
     return FakeTensorMode(allow_non_fake_inputs=True)
+
+
+# torch._dynamo.source: every real tensor a capture makes fake goes through
+# FakeTensorConverter.from_real_tensor, which imports RandomValueSource from it (for an
+# isinstance test of the tensor's source) and, without a source, MetaConverter.meta_tensor,
+# which imports ConstantSource (to name the tensor). Importing that module imports all of
+# torch._dynamo, so a model built on real tensors, or one `torch.tensor(...)` under the fake
+# mode (BatchNorm's num_batches_tracked), costs 2-3 s and slows every later dispatch.
+# While torch._dynamo is not imported, the stand-in answers those two functions: no object
+# is a RandomValueSource (only torch._dynamo makes them), and a real tensor's name is a
+# source of its own (_RealTensorSource, what ConstantSource is to it). Anything else, and
+# any import of the torch._dynamo package, puts the real module in its place.
+_DYNAMO_SOURCE = "torch._dynamo.source"
+
+
+class _NoRandomValueSource:
+    """torch._dynamo.source.RandomValueSource before torch._dynamo exists: no instances."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _RealTensorSource(torch._guards.Source):
+    """torch._dynamo.source.ConstantSource as meta_tensor uses it: a name (no ShapeEnv
+    reads it), `__meta_utils_unknown_tensor<n>`."""
+
+    source_name: str
+
+    @property
+    def guard_source(self) -> torch._guards.GuardSource:
+        return torch._guards.GuardSource.CONSTANT
+
+    @property
+    def _name_template(self) -> str:
+        return self.source_name
+
+
+def _dynamo_source_readers() -> Dict[str, frozenset]:
+    """name -> the code of the functions given the stand-in's class for it."""
+    from torch._subclasses.fake_tensor import FakeTensorConverter
+    from torch._subclasses.meta_utils import MetaConverter
+
+    def code(fn: Any) -> frozenset:
+        return frozenset((fn.__code__,)) if isinstance(fn, types.FunctionType) else frozenset()
+
+    return {"RandomValueSource": code(FakeTensorConverter.from_real_tensor),
+            "ConstantSource": code(MetaConverter.meta_tensor)}
+
+
+class _DynamoSourceOnDemand(types.ModuleType):
+    """torch._dynamo.source (in sys.modules only) until torch._dynamo is imported."""
+
+    _answers = {"RandomValueSource": _NoRandomValueSource, "ConstantSource": _RealTensorSource}
+    _readers: Dict[str, frozenset] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "__path__":  # the import system's probe: a module, not a package
+            raise AttributeError(name)
+        if sys.modules.get(_DYNAMO_SOURCE) is self and \
+                sys._getframe(1).f_code in type(self)._readers.get(name, ()):
+            return type(self)._answers[name]
+        _dynamo_source_given_way()
+        return getattr(importlib.import_module(_DYNAMO_SOURCE), name)
+
+
+class _DynamoImported(importlib.abc.MetaPathFinder):
+    """Takes the stand-in out of sys.modules when the torch._dynamo package is imported, so
+    that its own modules import the real torch._dynamo.source; finds nothing itself."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname == "torch._dynamo":
+            _dynamo_source_given_way()
+        return None
+
+
+_DYNAMO_IMPORTED = _DynamoImported()
+
+
+def _dynamo_source_given_way() -> None:
+    if isinstance(sys.modules.get(_DYNAMO_SOURCE), _DynamoSourceOnDemand):
+        del sys.modules[_DYNAMO_SOURCE]
+    if _DYNAMO_IMPORTED in sys.meta_path:
+        sys.meta_path.remove(_DYNAMO_IMPORTED)
+
+
+def _dynamo_source_on_demand() -> None:
+    if "torch._dynamo" in sys.modules or _DYNAMO_SOURCE in sys.modules:
+        return
+    package = importlib.util.find_spec("torch._dynamo")  # finds it; runs nothing
+    spec = importlib.machinery.PathFinder.find_spec(  # not importing the package, as
+        _DYNAMO_SOURCE, package.submodule_search_locations)  # importlib.util's would
+    if spec is None:
+        return
+    stand_in = _DynamoSourceOnDemand(_DYNAMO_SOURCE)
+    stand_in.__spec__ = spec
+    stand_in.__file__ = spec.origin
+    stand_in.__loader__ = spec.loader
+    _DynamoSourceOnDemand._readers = _dynamo_source_readers()
+    sys.meta_path.insert(0, _DYNAMO_IMPORTED)
+    sys.modules[_DYNAMO_SOURCE] = stand_in
 
 
 # torch._disable_dynamo (on every TorchDispatchMode subclass's __torch_dispatch__: the fake
