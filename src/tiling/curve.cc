@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <array>
-#include <optional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -50,24 +50,25 @@ using Wide = unsigned __int128;
 // Keeps the non-dominated (buffer, traffic) pairs seen so far. New points are first tested
 // against the envelope of the last compaction (one binary search), so the pending list stays
 // short even when millions of mappings are evaluated.
+template <class W>
 class ParetoCollector {
  public:
-  void insert(Wide buffer, Wide traffic) {
+  void insert(W buffer, W traffic) {
     auto it = std::upper_bound(env_.begin(), env_.end(), buffer,
-                               [](Wide b, const std::pair<Wide, Wide>& e) { return b < e.first; });
+                               [](W b, const std::pair<W, W>& e) { return b < e.first; });
     if (it != env_.begin() && std::prev(it)->second <= traffic) return;
     pending_.emplace_back(buffer, traffic);
     if (pending_.size() >= 4096) compact();
   }
-  const std::vector<std::pair<Wide, Wide>>& envelope() {
+  const std::vector<std::pair<W, W>>& envelope() {
     compact();
     return env_;
   }
-  // The smallest buffer of a kept point whose traffic is <= `traffic` (none: max Wide).
-  Wide buffer_reaching(Wide traffic) const {
+  // The smallest buffer of a kept point whose traffic is <= `traffic` (none: max W).
+  W buffer_reaching(W traffic) const {
     auto it = std::lower_bound(env_.begin(), env_.end(), traffic,
-                               [](const std::pair<Wide, Wide>& e, Wide q) { return e.second > q; });
-    return it == env_.end() ? ~Wide{0} : it->first;
+                               [](const std::pair<W, W>& e, W q) { return e.second > q; });
+    return it == env_.end() ? ~W{0} : it->first;
   }
   std::uint64_t generation() const { return generation_; }
 
@@ -86,8 +87,8 @@ class ParetoCollector {
     ++generation_;
   }
   std::uint64_t generation_ = 0;
-  std::vector<std::pair<Wide, Wide>> env_;
-  std::vector<std::pair<Wide, Wide>> pending_;
+  std::vector<std::pair<W, W>> env_;
+  std::vector<std::pair<W, W>> pending_;
 };
 
 struct Candidate {
@@ -173,6 +174,7 @@ struct HullCache {
   const std::pair<const Key, detail::HullStats>* last = nullptr;  // node pointers are stable
 };
 
+template <class W>
 struct Searcher {
   Searcher(const TilingProblem& problem, const CurveOptions& options) : q(problem), opt(options) {}
   const TilingProblem& q;
@@ -183,23 +185,23 @@ struct Searcher {
   RankMask grouped = 0;  // ranks of 2:4 group dimensions
   std::vector<std::vector<Candidate>> cand;
   std::vector<std::int64_t> extent;
-  Wide points = 1;
-  Wide batch = 1;  // traffic of the reduced problem counts batch times (reduce_problem)
+  W points = 1;
+  W batch = 1;  // traffic of the reduced problem counts batch times (reduce_problem)
   std::vector<detail::StorageRule> rule;  // per tensor
   // Per dense tensor: bits per element, and per element of the reduced problem's traffic
   // (bits x batch); 0 for sparse tensors (their rule is not linear).
-  std::vector<Wide> dense_bits, dense_traffic_bits;
-  std::vector<Wide> bypass_access_bits;  // per tensor, when bypassed
+  std::vector<W> dense_bits, dense_traffic_bits;
+  std::vector<W> bypass_access_bits;  // per tensor, when bypassed
   std::vector<bool> can_bypass;
-  std::vector<Wide> compulsory_bits;  // per tensor: its whole-access traffic, 0 when affine
+  std::vector<W> compulsory_bits;  // per tensor: its whole-access traffic, 0 when affine
   std::vector<std::uint32_t> bypass_masks;  // non-empty sets of bypassable tensors
-  std::vector<Wide> min_traffic, threshold;  // per bypass mask
+  std::vector<W> min_traffic, threshold;  // per bypass mask
   std::uint64_t threshold_generation = ~std::uint64_t{0};
   // Window hulls by the tiles of their dimension's ranks, one cache per (tensor, dim),
   // flattened through dim_base.
   std::vector<HullCache> hull_cache;
   std::vector<std::size_t> dim_base;
-  ParetoCollector pareto;
+  ParetoCollector<W> pareto;
   std::uint64_t evaluated = 0;
   // A masked problem: its live tiles (nullopt without a mask).
   std::optional<detail::LiveTiles> live;
@@ -212,7 +214,7 @@ struct Searcher {
   // repriced (a new order: a rankless tensor's bits included).
   RankMask changed = 0;
   bool refresh = true;
-  std::vector<Wide> kept_buf, kept_acc;  // per tensor: its bits at the current tiles
+  std::vector<W> kept_buf, kept_acc;  // per tensor: its bits at the current tiles
 
   void set_tile(int r, const Candidate& c) {
     if (tile[r] != c.tile) changed |= RankMask{1} << r;
@@ -239,35 +241,35 @@ struct Searcher {
   // Tensor t's buffer and traffic bits at the current tiles.
   void price(std::size_t t) {
     const TensorAccess& x = q.tensors[t];
-    Wide tile_el = 1, touched = 1;
+    W tile_el = 1, touched = 1;
     for (std::size_t d = 0; d < x.dims.size(); ++d) {
       const DimAccess& dim = x.dims[d];
       if (dim.plain() && static_cast<int>(d) != x.group_dim) {
         const int r = dim.terms[0].rank;
-        tile_el *= static_cast<Wide>(std::min(tile[r], dim.extent));
-        touched *= static_cast<Wide>(std::min(extent[r], dim.extent));
+        tile_el *= static_cast<W>(std::min(tile[r], dim.extent));
+        touched *= static_cast<W>(std::min(extent[r], dim.extent));
       } else {
         detail::HullStats s = hull(t, d);
-        tile_el *= static_cast<Wide>(s.max);
-        touched *= static_cast<Wide>(s.sum);
+        tile_el *= static_cast<W>(s.max);
+        touched *= static_cast<W>(s.sum);
       }
     }
-    Wide acc;
+    W acc;
     if (live) {
       // The loops that reload x: those outside its innermost one, and its own tiled ranks.
-      acc = detail::masked_access(*live, q, t, tile, T, mult_mask[t] | (x.ranks & active),
-                                  active);
+      acc = static_cast<W>(detail::masked_access(*live, q, t, tile, T,
+                                                 mult_mask[t] | (x.ranks & active), active));
     } else {
-      Wide mult = 1;
-      for (RankMask m = mult_mask[t]; m; m &= m - 1) mult *= static_cast<Wide>(T[__builtin_ctz(m)]);
+      W mult = 1;
+      for (RankMask m = mult_mask[t]; m; m &= m - 1) mult *= static_cast<W>(T[__builtin_ctz(m)]);
       acc = x.output ? 2 * touched * mult - touched : touched * mult;
     }
     if (dense_bits[t] != 0) {  // the common case: a multiply each
       kept_buf[t] = tile_el * dense_bits[t];
       kept_acc[t] = acc * dense_traffic_bits[t];
     } else {
-      kept_buf[t] = rule[t].bits(tile_el);
-      kept_acc[t] = rule[t].bits(acc * batch);
+      kept_buf[t] = static_cast<W>(rule[t].bits(tile_el));
+      kept_acc[t] = static_cast<W>(rule[t].bits(acc * batch));
     }
   }
 
@@ -279,7 +281,7 @@ struct Searcher {
       if (refresh || live || ((q.tensors[t].ranks | mult_mask[t]) & changed)) price(t);
     changed = 0;
     refresh = false;
-    Wide buf0 = 0, acc0 = 0;
+    W buf0 = 0, acc0 = 0;
     for (std::size_t t = 0; t < nt; ++t) {
       buf0 += kept_buf[t];
       acc0 += kept_acc[t];
@@ -297,7 +299,7 @@ struct Searcher {
     }
     for (std::size_t i = 0; i < bypass_masks.size(); ++i) {
       const std::uint32_t b = bypass_masks[i];
-      Wide buf = 0, acc = 0;
+      W buf = 0, acc = 0;
       for (std::size_t t = 0; t < nt; ++t)
         if (!(b & (1u << t))) buf += kept_buf[t];
       if (buf >= threshold[i]) continue;
@@ -470,38 +472,71 @@ struct Searcher {
   }
 };
 
-}  // namespace
+// Whether every number the search forms fits in 64 bits (it then runs on uint64_t, about a
+// fifth faster than on 128 bits): a tensor's tile is at most its accessed box, and its
+// traffic at most twice its touched elements (each dimension: at most one hull of the
+// dimension's extent per tile of its ranks) times the trips of the loops that reload it
+// (the ranks it does not read), as bits of the reduced problem times its batch; a bypassed
+// tensor moves at most twice the points. Masked and sparse problems take 128 bits.
+bool fits_in_64_bits(const TilingProblem& q, Wide batch) {
+  if (!q.mask.empty()) return false;
+  auto mul = [](Wide a, Wide b) {  // saturating: ~0 fails the test below
+    Wide r;
+    return __builtin_mul_overflow(a, b, &r) ? ~Wide{0} : r;
+  };
+  auto add = [](Wide a, Wide b) {
+    Wide r;
+    return __builtin_add_overflow(a, b, &r) ? ~Wide{0} : r;
+  };
+  Wide points = 1;
+  for (const Rank& r : q.ranks) points = mul(points, static_cast<Wide>(r.extent));
+  Wide bound = 0;
+  for (const TensorAccess& x : q.tensors) {
+    if (!detail::StorageRule(x).dense()) return false;
+    Wide box = 1;
+    for (const DimAccess& d : x.dims) {
+      box = mul(box, static_cast<Wide>(d.extent));
+      for (const DimTerm& term : d.terms)
+        box = mul(box, static_cast<Wide>(q.ranks[term.rank].extent));
+    }
+    Wide reloads = 1;
+    for (std::size_t r = 0; r < q.ranks.size(); ++r)
+      if (!(x.ranks & (RankMask{1} << r)))
+        reloads = mul(reloads, static_cast<Wide>(q.ranks[r].extent));
+    const Wide elements = add(add(mul(mul(2, box), reloads), mul(2, points)), box);
+    bound = add(bound, mul(elements, mul(static_cast<Wide>(x.bits), batch)));
+  }
+  return bound < (Wide{1} << 63);
+}
 
-CurveResult attainable_curve(const TilingProblem& p, const CurveOptions& options) {
-  p.check();
-  if (p.tensors.size() > 16)
-    throw Unsupported("the tiling search handles at most 16 tensors per einsum");
-  ReducedProblem red = reduce_problem(p, options.merge_ranks && options.tiles == TileMode::Ceil);
+template <class W>
+CurveResult search(const TilingProblem& p, const ReducedProblem& red,
+                   const CurveOptions& options) {
   const TilingProblem& q = red.problem;
-  Searcher s(q, options);
+  Searcher<W> s(q, options);
   s.n = static_cast<int>(q.ranks.size());
   s.nt = q.tensors.size();
   s.affine = affine_ranks(q);
   s.grouped = detail::grouped_ranks(q);
-  s.batch = red.batch.raw();
+  s.batch = static_cast<W>(red.batch.raw());
   if (!q.mask.empty()) s.live.emplace(q);
   for (const TensorAccess& x : q.tensors) {
     s.rule.emplace_back(x);
-    const Wide w = s.rule.back().dense() ? static_cast<Wide>(x.bits) : 0;
+    const W w = s.rule.back().dense() ? static_cast<W>(x.bits) : 0;
     s.dense_bits.push_back(w);
     s.dense_traffic_bits.push_back(w * s.batch);
   }
   for (const Rank& r : q.ranks) {
     s.extent.push_back(r.extent);
-    s.points *= static_cast<Wide>(r.extent);
+    s.points *= static_cast<W>(r.extent);
     s.cand.push_back(candidates(
         r.extent, options.tiles,
         s.grouped & (RankMask{1} << static_cast<int>(s.cand.size()))));
   }
   CurveResult result;
   // Bypass variants are mostly skipped by a comparison, so they are not counted here.
-  const std::shared_ptr<const std::vector<Searcher::Plan>> planned = s.plan();
-  const std::vector<Searcher::Plan>& plans = *planned;
+  const auto planned = s.plan();
+  const auto& plans = *planned;
   if (s.truncated) result.exhaustive = false;
   while (s.planned(plans) > static_cast<double>(options.max_evaluations)) {
     std::size_t longest = 0;
@@ -516,20 +551,20 @@ CurveResult attainable_curve(const TilingProblem& p, const CurveOptions& options
     // A sparse tensor is read as its compressed tiles, never element by element; a masked
     // problem's tensors move as live tiles.
     s.can_bypass.push_back(x.plain() && s.rule[t].dense() && q.mask.empty());
-    Wide touched = 1;
+    W touched = 1;
     for (const DimAccess& d : x.dims)
-      touched *= static_cast<Wide>(
+      touched *= static_cast<W>(
           d.plain() ? std::min(s.extent[d.terms[0].rank], d.extent) : d.extent);
-    const Wide el = x.output ? 2 * s.points - touched : s.points;
-    s.bypass_access_bits.push_back(el * s.batch * static_cast<Wide>(x.bits));
-    s.compulsory_bits.push_back(x.plain() ? s.rule[t].bits(touched * s.batch) : 0);
+    const W el = x.output ? 2 * s.points - touched : s.points;
+    s.bypass_access_bits.push_back(el * s.batch * static_cast<W>(x.bits));
+    s.compulsory_bits.push_back(x.plain() ? static_cast<W>(s.rule[t].bits(touched * s.batch)) : 0);
     s.dim_base.push_back(s.hull_cache.size());
     s.hull_cache.resize(s.hull_cache.size() + x.dims.size());
   }
   if (options.bypass && s.nt <= 12)
     for (std::uint32_t b = 1; b < (1u << s.nt); ++b) {
       bool ok = true;
-      Wide lo = 0;
+      W lo = 0;
       for (std::size_t t = 0; t < s.nt; ++t) {
         if ((b & (1u << t)) && !s.can_bypass[t]) ok = false;
         lo += (b & (1u << t)) ? s.bypass_access_bits[t] : s.compulsory_bits[t];
@@ -554,6 +589,19 @@ CurveResult attainable_curve(const TilingProblem& p, const CurveOptions& options
   result.compulsory_bytes = p.compulsory_bits.ceil_div(8);
   result.evaluated = s.evaluated;
   return result;
+}
+
+}  // namespace
+
+CurveResult attainable_curve(const TilingProblem& p, const CurveOptions& options) {
+  p.check();
+  if (p.tensors.size() > 16)
+    throw Unsupported("the tiling search handles at most 16 tensors per einsum");
+  const ReducedProblem red =
+      reduce_problem(p, options.merge_ranks && options.tiles == TileMode::Ceil);
+  return !options.wide_numbers && fits_in_64_bits(red.problem, red.batch.raw())
+             ? search<std::uint64_t>(p, red, options)
+             : search<Wide>(p, red, options);
 }
 
 }  // namespace solar::tiling

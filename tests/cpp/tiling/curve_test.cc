@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "solar/ir/text.h"
@@ -209,6 +210,40 @@ TEST(Curve, InvariantsOnRandomEinsums) {
       EXPECT_EQ(r.curve.floor().traffic_bytes, r.compulsory_bytes) << "problem " << i;
     }
   }
+}
+
+// The search counts on 64 bits where its bound allows (fits_in_64_bits) and on 128 bits
+// otherwise: on the same problems both give the same curve, the same evaluations.
+TEST(Curve, SixtyFourAndOneTwentyEightBitSearchesAgree) {
+  std::mt19937 rng(17);
+  CurveOptions narrow_options, wide;
+  narrow_options.max_evaluations = wide.max_evaluations = 1 << 12;
+  wide.wide_numbers = true;
+  std::vector<TilingProblem> problems = {gemm_problem(4096, 4096, 4096, ir::DType::F32),
+                                         gemm_problem(16384, 1024, 1024, ir::DType::BF16)};
+  for (int i = 0; i < 40; ++i)
+    problems.push_back(testing::random_problem(rng, /*window=*/i % 2, /*max_extent=*/16));
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    const CurveResult narrow = attainable_curve(problems[i], narrow_options);
+    const CurveResult r = attainable_curve(problems[i], wide);
+    EXPECT_EQ(narrow.curve.points(), r.curve.points()) << "problem " << i;
+    EXPECT_EQ(narrow.evaluated, r.evaluated) << "problem " << i;
+    EXPECT_EQ(narrow.compulsory_bytes, r.compulsory_bytes) << "problem " << i;
+  }
+}
+
+// 2^21 x 2^21 x 2^21 f32: 2^63 points, past 64-bit counts, so searched on 128 bits; its
+// floor is still the three matrices once each.
+TEST(Curve, GemmPastSixtyFourBitsIsSearchedWide) {
+  const std::uint64_t n = std::uint64_t{1} << 21;
+  CurveOptions o;
+  o.max_evaluations = 4096;
+  const CurveResult r = attainable_curve(gemm_problem(n, n, n, ir::DType::F32), o);
+  EXPECT_EQ(r.compulsory_bytes, Count(kWord * 3 * n * n));
+  EXPECT_EQ(r.curve.floor().traffic_bytes, r.compulsory_bytes);
+  // The smallest buffer's traffic: each of the n^3 products reads its operands and
+  // accumulates its output, far past 2^64 bits.
+  EXPECT_GT(r.curve.points().front().traffic_bytes.to_double(), std::pow(2.0, 64));
 }
 
 // A 4096^3 bf16 GEMM with a 2:4 weight: its floor is the compulsory traffic with the weight
