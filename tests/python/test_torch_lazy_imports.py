@@ -17,6 +17,8 @@ import pytest
 
 pytest.importorskip("torch")
 
+import solar  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # A few ops with torch._refs decompositions on fake tensors (relu, softmax, layer_norm), a
@@ -63,7 +65,9 @@ def _run(tmp_path: Path, script: str) -> dict:
     as JSON."""
     program = tmp_path / "small.py"
     program.write_text(PROGRAM)
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    # The solar this test imports: the installed package (a fresh clone's python/ has no
+    # built core) or the working tree's, as the caller's path has it.
+    env = dict(os.environ, PYTHONPATH=str(Path(solar.__file__).resolve().parents[1]))
     done = subprocess.run([sys.executable, "-c", script, str(program)], cwd=ROOT, env=env,
                           text=True, capture_output=True, timeout=300)
     assert done.returncode == 0, done.stderr
