@@ -11,11 +11,13 @@ repetitions, the target, and median/target.
 | `python -c "import solar.cli"` | the same, without printing | 0.3 s |
 | `solar analyze` one PyTorch op | + torch, the capture, the cross-check, the exit | 2.5 s |
 | `solar analyze` one JAX op | + jax, the trace, the exit | 2.5 s |
-| `python -c "import torch"` | torch's own import, the floor of the torch rows | none |
+| `python -c "import torch"` | torch's own import and the interpreter's teardown | none |
+| the same, ending with `os._exit` | torch's own import: the floor of the torch rows | none |
 
 The machine is shared: `import torch` alone moves between about 2.1 and 3.7 s with the
 host's load, and every torch row with it; the last column of the torch rows is also given
-over that floor (what Solar adds).
+over that floor (what Solar adds). `solar` ends without the interpreter's teardown
+(solar.cli.exit_without_teardown), which after `import torch` costs 0.8-1.5 s.
 
     .venv/bin/python bench/startup.py                 # 5 repetitions
     .venv/bin/python bench/startup.py --reps 9 --check  # exit 1 when a median misses
@@ -33,6 +35,9 @@ from typing import Dict, List, Optional, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAMS = os.path.join(ROOT, "bench", "programs")
+# The floor of the torch rows: torch's import and nothing else, the process ending as
+# `solar` ends it (without the interpreter's teardown, which a plain `import torch` pays).
+FLOOR = "import torch, no teardown"
 
 
 def commands(python: str) -> List[Tuple[str, List[str], Optional[float]]]:
@@ -46,6 +51,7 @@ def commands(python: str) -> List[Tuple[str, List[str], Optional[float]]]:
          solar + ["analyze", os.path.join(PROGRAMS, "relu_torch.py"), "--no-crosscheck"], 2.5),
         ("analyze 1 JAX op", solar + ["analyze", os.path.join(PROGRAMS, "relu_jax.py")], 2.5),
         ("import torch", [python, "-c", "import torch"], None),
+        (FLOOR, [python, "-c", "import os, torch; os._exit(0)"], None),
     ]
 
 
@@ -73,7 +79,7 @@ def main() -> int:
         for label, argv, _ in cmds:
             times[label].append(run_once(argv, env))
     width = max(len(label) for label, _, _ in cmds)
-    torch_floor = statistics.median(times["import torch"]) if "import torch" in times else None
+    torch_floor = statistics.median(times[FLOOR]) if FLOOR in times else None
     print(f"{'command':<{width}}  median s  min s  target s  median/target  over torch s")
     missed = False
     for label, _, target in cmds:

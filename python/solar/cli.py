@@ -13,12 +13,12 @@ from __future__ import annotations
 import argparse
 import ast
 import atexit
-import gc
 import importlib
 import json
 import os
 import sys
-from typing import List, Optional, Sequence
+import threading
+from typing import List, NoReturn, Optional, Sequence
 
 from . import _core, cli_usage, models, programs
 from .analysis import ProgramOptions
@@ -402,20 +402,8 @@ def _run_export(args: List[str]) -> int:
     return codes["ok"]
 
 
-def _freeze_at_exit() -> None:
-    """At interpreter exit, moves every live object out of the collector's reach
-    (gc.freeze): the shutdown's collections otherwise walk all of torch's objects, about
-    0.5-1 s after a program's analysis. Only garbage in reference cycles goes uncollected
-    (the process is ending), and atexit handlers registered later (torch's, Dask's) still
-    run first."""
-    if not getattr(_freeze_at_exit, "registered", False):
-        _freeze_at_exit.registered = True
-        atexit.register(gc.freeze)
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs `solar` with argv (sys.argv by default); returns the exit code."""
-    _freeze_at_exit()
     args = list(sys.argv if argv is None else argv)
     if not args:
         args = ["solar"]
@@ -447,5 +435,34 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return _core.cli_run(args)
 
 
+def run(argv: Optional[Sequence[str]] = None) -> NoReturn:
+    """The console script and `python -m solar`: main(argv), then the process ends without
+    the interpreter's teardown (exit_without_teardown)."""
+    exit_without_teardown(main(argv))
+
+
+def exit_without_teardown(code: int) -> NoReturn:
+    """Ends the process with `code` as the interpreter's exit would, minus its finalization.
+
+    After a PyTorch program's analysis that finalization (module teardown, collections over
+    torch's objects, libtorch's static destructors) takes 0.8-1.5 s, a third of a small
+    program's whole run (bench/startup.py). What an exit must still do is done here: the
+    atexit handlers run (torch's, logging's, multiprocessing's, Dask's), then stdout and
+    stderr are flushed. When another non-daemon thread is still alive, or a flush fails
+    (a closed pipe), the normal exit takes over, which waits for the thread and reports
+    the broken pipe as usual."""
+    others = [t for t in threading.enumerate()
+              if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+    if others:
+        sys.exit(code)
+    atexit._run_exitfuncs()  # pylint: disable=protected-access
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        sys.exit(code)
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -157,3 +157,48 @@ def test_main_returns_the_exit_code(capfd):
 
     assert main(["solar", "analyze", str(ROOT / "nope.solar")]) == 3
     assert "solar: error:" in capfd.readouterr().err
+
+
+def _run_python(code: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    """`code` in a fresh interpreter importing this solar, stdout a buffered pipe (no
+    PYTHONUNBUFFERED: what the process holds unflushed at exit must still arrive)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(solar.__file__).parent.parent),
+                                         env.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, env=env, timeout=300)
+
+
+def test_the_exit_without_teardown_still_runs_atexit_and_flushes(tmp_path):
+    # solar.cli.run ends with os._exit: atexit handlers must still run, buffered output
+    # (Python's and the C++ side's) must arrive whole, and the exit code must be main's.
+    r = _run_python(
+        "import atexit, sys\n"
+        "atexit.register(lambda: sys.stdout.write('atexit ran\\n'))\n"
+        "from solar.cli import run\n"
+        "sys.stdout.write('python side\\n')\n"
+        "run(['solar', 'analyze', 'examples/transformer_block.solar', '--json', '-'])\n",
+        tmp_path)
+    assert r.returncode == 0, r.stderr
+    head, tail = "python side\n", "atexit ran\n"
+    assert r.stdout.startswith(head) and r.stdout.endswith(tail)
+    assert json.loads(r.stdout[len(head):-len(tail)])["schema"] == "solar.report.v1"
+    bad = _run_python("from solar.cli import run\nrun(['solar', 'analyze', 'nope.solar'])\n",
+                      tmp_path)
+    assert bad.returncode == 3 and bad.stderr.startswith("solar: error: ")
+
+
+def test_the_exit_waits_for_a_live_thread(tmp_path):
+    # A non-daemon thread still running at the end gets the normal exit, which joins it.
+    marker = tmp_path / "thread.txt"
+    r = _run_python(
+        "import threading, time\n"
+        "def late():\n"
+        "    time.sleep(0.5)\n"
+        f"    open({str(marker)!r}, 'w').write('done')\n"
+        "threading.Thread(target=late).start()\n"
+        "from solar.cli import run\n"
+        "run(['solar', '--version'])\n",
+        tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("solar ") and marker.read_text() == "done"
