@@ -35,6 +35,7 @@ from torch._subclasses.fake_tensor import (
 
 from ...program_source import OverrideError  # noqa: F401  (re-exported)
 from ...program_source import ProgramFormatError, inject_overrides
+from . import fake_shortcuts
 from .lazy_torch import _dispatch_without_dynamo, fake_mode
 from .quiet import torch_logging_silenced
 
@@ -398,7 +399,9 @@ class _Recorder(TorchDispatchMode):
         if undeclared and named.get("training"):
             written.extend(undeclared)
         before = self._counted() if self.counter is not None else 0
-        out = func(*args, **kwargs)
+        out = fake_shortcuts.result(func, args, kwargs)  # none counts FLOPs: not counted
+        if out is None:
+            out = func(*args, **kwargs)
         counted = self._counted() - before if self.counter is not None else 0
         outs: List[Optional[torch.Tensor]] = []
         if isinstance(out, torch.Tensor):
@@ -951,7 +954,7 @@ def _build_fake_or_real(mod: types.ModuleType, path: str, init: List[Any],
     tensor values (`[x.item() for x in torch.linspace(...)]` for per-layer rates): then
     only its parameters hold data, and the capture still runs on fake tensors."""
     try:
-        with mode:
+        with mode, fake_shortcuts.FakeShortcuts():
             return build_program(mod, path, init)
     except (DataDependentOutputException, DynamicOutputShapeException):
         return build_program(mod, path, init)
