@@ -196,6 +196,10 @@ struct Searcher {
   std::vector<W> compulsory_bits;  // per tensor: its whole-access traffic, 0 when affine
   std::vector<std::uint32_t> bypass_masks;  // non-empty sets of bypassable tensors
   std::vector<W> min_traffic, threshold;  // per bypass mask
+  // The least traffic any mapping moves (without bypass; 0: not known), and the envelope's
+  // smallest buffer reaching it: a mapping needing as much buffer is dominated.
+  W floor = 0;
+  W floor_buffer = ~W{0};
   std::uint64_t threshold_generation = ~std::uint64_t{0};
   // Window hulls by the tiles of their dimension's ranks, one cache per (tensor, dim),
   // flattened through dim_base.
@@ -273,7 +277,10 @@ struct Searcher {
     }
   }
 
-  void evaluate() {
+  // Evaluates the mapping at the current tiles and its bypass variants; returns whether all
+  // of them needed at least the buffer at which the envelope reaches their least possible
+  // traffic (then so does every mapping with larger tiles: see enumerate).
+  bool evaluate() {
     // A tensor's bits depend on the tiles of its own ranks and the trip counts of the loops
     // that reload it (a masked problem's live tiles: on every tile), so one changed rank
     // reprices only the tensors it touches.
@@ -288,26 +295,29 @@ struct Searcher {
     }
     ++evaluated;
     pareto.insert(buf0, acc0);
-    if (bypass_masks.empty()) return;
     // A bypass variant moves at least min_traffic[B]; once the envelope reaches that traffic
     // at buffer threshold[B], variants needing as much buffer are dominated and skipped
     // (thresholds only fall as the envelope improves, so skipping stays exact).
     if (threshold_generation != pareto.generation()) {
+      if (floor != 0) floor_buffer = pareto.buffer_reaching(floor);
       for (std::size_t i = 0; i < bypass_masks.size(); ++i)
         threshold[i] = pareto.buffer_reaching(min_traffic[i]);
       threshold_generation = pareto.generation();
     }
+    bool dominated = buf0 >= floor_buffer;
     for (std::size_t i = 0; i < bypass_masks.size(); ++i) {
       const std::uint32_t b = bypass_masks[i];
       W buf = 0, acc = 0;
       for (std::size_t t = 0; t < nt; ++t)
         if (!(b & (1u << t))) buf += kept_buf[t];
       if (buf >= threshold[i]) continue;
+      dominated = false;
       for (std::size_t t = 0; t < nt; ++t)
         acc += (b & (1u << t)) ? bypass_access_bits[t] : kept_acc[t];
       ++evaluated;
       pareto.insert(buf, acc);
     }
+    return dominated && opt.skip_dominated;
   }
 
   // The candidates of rank r of at most one 2:4 group (tiles 1 to 4).
@@ -318,8 +328,12 @@ struct Searcher {
     return c;
   }
 
-  // Enumerates tiles of `free_ranks` (odometer) with the other ranks fixed in `tile`/`T`;
-  // rank `small` (-1: none) takes only tiles of at most one group.
+  // Enumerates tiles of `free_ranks` (odometer, the first rank fastest; each rank's tiles in
+  // increasing order) with the other ranks fixed in `tile`/`T`; rank `small` (-1: none)
+  // takes only tiles of at most one group. A larger tile of any rank never shrinks a
+  // tensor's tile (nor a bypass variant's buffer), so when a mapping is dominated by its
+  // buffer alone (evaluate), so is every later tile of the ranks it is the first of: those
+  // are skipped.
   void enumerate(const std::vector<int>& free_ranks, int small) {
     const std::vector<Candidate> own = small >= 0 ? small_candidates(small)
                                                   : std::vector<Candidate>{};
@@ -335,8 +349,17 @@ struct Searcher {
     std::vector<std::size_t> idx(free_ranks.size(), 0);
     for (std::size_t i = 0; i < free_ranks.size(); ++i) set_tile(free_ranks[i], (*list[i])[0]);
     while (true) {
-      evaluate();
       std::size_t i = 0;
+      if (evaluate()) {
+        // Ranks 0..j-1 are at their first tile: every later tile of ranks 0..j is dominated.
+        std::size_t j = 0;
+        while (j + 1 < free_ranks.size() && idx[j] == 0) ++j;
+        for (std::size_t k = 0; k <= j && k < free_ranks.size(); ++k) {
+          idx[k] = 0;
+          set_tile(free_ranks[k], (*list[k])[0]);
+        }
+        i = j + 1;
+      }
       for (; i < free_ranks.size(); ++i) {
         const std::vector<Candidate>& c = *list[i];
         if (++idx[i] < c.size()) {
@@ -346,7 +369,7 @@ struct Searcher {
         idx[i] = 0;
         set_tile(free_ranks[i], c[0]);
       }
-      if (i == free_ranks.size()) return;
+      if (i >= free_ranks.size()) return;
     }
   }
 
@@ -472,6 +495,34 @@ struct Searcher {
   }
 };
 
+// How many positions of `d` (within 0..extent-1) its terms reach: a lower bound on the
+// in-range length its tiles' hulls add up to, whatever the tiles. Past 2^22 combinations of
+// the terms' ranks it is not counted, and 1 is returned.
+std::int64_t distinct_positions(const DimAccess& d, const std::vector<std::int64_t>& extent) {
+  std::int64_t combinations = 1;
+  for (const DimTerm& term : d.terms) {
+    combinations *= extent[term.rank];
+    if (combinations > (std::int64_t{1} << 22)) return 1;
+  }
+  std::vector<char> hit(static_cast<std::size_t>(d.extent), 0);
+  std::vector<std::int64_t> idx(d.terms.size(), 0);
+  std::int64_t count = 0;
+  while (true) {
+    std::int64_t pos = d.constant;
+    for (std::size_t i = 0; i < d.terms.size(); ++i) pos += d.terms[i].coef * idx[i];
+    if (pos >= 0 && pos < d.extent && !hit[static_cast<std::size_t>(pos)]) {
+      hit[static_cast<std::size_t>(pos)] = 1;
+      ++count;
+    }
+    std::size_t i = 0;
+    for (; i < d.terms.size(); ++i) {
+      if (++idx[i] < extent[d.terms[i].rank]) break;
+      idx[i] = 0;
+    }
+    if (i == d.terms.size()) return std::max<std::int64_t>(count, 1);
+  }
+}
+
 // Whether every number the search forms fits in 64 bits (it then runs on uint64_t, about a
 // fifth faster than on 128 bits): a tensor's tile is at most its accessed box, and its
 // traffic at most twice its touched elements (each dimension: at most one hull of the
@@ -574,6 +625,18 @@ CurveResult search(const TilingProblem& p, const ReducedProblem& red,
       s.min_traffic.push_back(lo);
     }
   s.threshold.assign(s.bypass_masks.size(), 0);
+  // The least traffic of any mapping: each tensor moves at least the positions its
+  // dimensions reach, once (price() counts every dimension's in-range hulls, times the
+  // reloads). A masked problem moves only its live tiles: not bounded so.
+  if (!s.live)
+    for (std::size_t t = 0; t < s.nt; ++t) {
+      W least = 1;
+      for (const DimAccess& d : q.tensors[t].dims)
+        least *= static_cast<W>(d.plain() ? std::min(s.extent[d.terms[0].rank], d.extent)
+                                          : distinct_positions(d, s.extent));
+      s.floor += s.dense_bits[t] != 0 ? least * s.dense_traffic_bits[t]
+                                      : static_cast<W>(s.rule[t].bits(least * s.batch));
+    }
   s.run(plans);
 
   // Round bits up to bytes (the traffic already counts the batch: storage is not linear in
