@@ -122,6 +122,15 @@ struct SegmentPlan {
     Wide accumulator_bytes = 0;            // outputs reduced over the rows, held across the
                                            //   row loop (one batch slice)
     const std::vector<std::int64_t>* tiles = nullptr;  // candidate tile sizes p, increasing
+    // Per variant, [tile index * units + unit]: the sub-curves of a full tile and of the last
+    // one, found on first use (every capacity a search answers asks for the same ones).
+    // Written under the model's lock, as every fused() runs.
+    struct SubCurves {
+      bool known = false;
+      const TrafficCurve* full = nullptr;
+      const TrafficCurve* last = nullptr;
+    };
+    mutable std::vector<SubCurves> curves[2];
   };
   // One per output rank of the first unit that every unit shares, and per such rank one
   // key-tiled (flash-style) variant when a key rank exists.

@@ -280,12 +280,19 @@ SegmentValue GraphTrafficModel::Impl::fused(const SegmentPlan& pl, int a, int b,
           const Wide res = reserve(i);
           const int key = flash ? tl.key_rank[i] : -1;
           const std::int64_t k = tl.scale[i];
-          const TrafficCurve* c =
-              sub_curve(a + i, tl.drop[v][i], tl.rank[i], p * k, tl.batch_rank[i], key);
-          const TrafficCurve* c_last =
-              last == p ? c
-                        : sub_curve(a + i, tl.drop[v][i], tl.rank[i], last * k,
-                                    tl.batch_rank[i], key);
+          std::vector<SegmentPlan::Tiled::SubCurves>& memo = tl.curves[v];
+          if (memo.empty()) memo.resize(tiles.size() * static_cast<std::size_t>(len));
+          const auto tile_index = static_cast<std::size_t>(tiles.rend() - pt) - 1;
+          SegmentPlan::Tiled::SubCurves& sc = memo[tile_index * static_cast<std::size_t>(len) + i];
+          if (!sc.known) {
+            sc.full = sub_curve(a + i, tl.drop[v][i], tl.rank[i], p * k, tl.batch_rank[i], key);
+            sc.last = last == p ? sc.full
+                                : sub_curve(a + i, tl.drop[v][i], tl.rank[i], last * k,
+                                            tl.batch_rank[i], key);
+            sc.known = true;
+          }
+          const TrafficCurve* c = sc.full;
+          const TrafficCurve* c_last = sc.last;
           if (!c || !c_last) {
             total = kInfinite;
             break;
