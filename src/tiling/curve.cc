@@ -497,12 +497,12 @@ struct Searcher {
 
 // How many positions of `d` (within 0..extent-1) its terms reach: a lower bound on the
 // in-range length its tiles' hulls add up to, whatever the tiles. Past 2^22 combinations of
-// the terms' ranks it is not counted, and 1 is returned.
+// the terms' ranks they are not counted, and 0 (a bound too) is returned.
 std::int64_t distinct_positions(const DimAccess& d, const std::vector<std::int64_t>& extent) {
   std::int64_t combinations = 1;
   for (const DimTerm& term : d.terms) {
     combinations *= extent[term.rank];
-    if (combinations > (std::int64_t{1} << 22)) return 1;
+    if (combinations > (std::int64_t{1} << 22)) return 0;
   }
   std::vector<char> hit(static_cast<std::size_t>(d.extent), 0);
   std::vector<std::int64_t> idx(d.terms.size(), 0);
@@ -519,7 +519,7 @@ std::int64_t distinct_positions(const DimAccess& d, const std::vector<std::int64
       if (++idx[i] < extent[d.terms[i].rank]) break;
       idx[i] = 0;
     }
-    if (i == d.terms.size()) return std::max<std::int64_t>(count, 1);
+    if (i == d.terms.size()) return count;
   }
 }
 
