@@ -399,7 +399,9 @@ class _Recorder(TorchDispatchMode):
         if undeclared and named.get("training"):
             written.extend(undeclared)
         before = self._counted() if self.counter is not None else 0
-        out = fake_shortcuts.result(func, args, kwargs)  # none counts FLOPs: not counted
+        # A few ops' fake results are made directly (fake_shortcuts); FlopCounterMode, below
+        # this mode, has a formula for none of them.
+        out = fake_shortcuts.result(func, args, kwargs)
         if out is None:
             out = func(*args, **kwargs)
         counted = self._counted() - before if self.counter is not None else 0
