@@ -290,6 +290,9 @@ def bytes_indexing(m):
 
 # name -> (MAC formula, compulsory-bytes formula). Buffers BatchNorm keeps but eval never
 # reads (num_batches_tracked) are left out.
+# Examples whose every op with MACs is one FlopCounterMode cannot count.
+UNCOUNTED = {"recurrent"}
+
 EXPECTED = {
     "matmuls": (macs_matmuls, compulsory),
     "convs": (macs_convs, bytes_convs),
@@ -363,8 +366,11 @@ def test_example_lowers_completely_with_formula_macs_and_bytes(name):
     assert r.totals.macs == macs(mod)
     assert r.totals.bytes_fused == fused_bytes(mod)
     # The formula's independent witness: FlopCounterMode agrees, or differs by exactly the
-    # work it is known to over-count (causal masks, cropped transposed-conv taps).
-    assert r.crosscheck["status"] in ("agree", "explained"), r.crosscheck
+    # work it is known to over-count (causal masks, cropped transposed-conv taps). It has no
+    # formula for a recurrent layer recorded as one op: that example compares nothing here
+    # (test_torch_rnn.py compares its unrolled capture).
+    expected = ("not_compared",) if name in UNCOUNTED else ("agree", "explained")
+    assert r.crosscheck["status"] in expected, r.crosscheck
 
 
 @pytest.mark.parametrize("name,cls", [

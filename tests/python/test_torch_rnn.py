@@ -213,3 +213,17 @@ def test_kernelbench_lstm_in_seconds(tmp_path):
     lstm_macs = Tn * Bn * 4 * Hn * (In + Hn) + 5 * Tn * Bn * 4 * Hn * (Hn + Hn)
     assert r.report.to_dict()["totals"]["macs"] == lstm_macs + Bn * Hn * 10
     assert elapsed < 30, elapsed
+
+
+def test_the_cross_check_says_when_it_compared_nothing(tmp_path):
+    # FlopCounterMode has no formula for an LSTM recorded as one op: a program of LSTM layers
+    # alone is "not_compared", not an agreement; with the unrolled capture its per-step mm
+    # and addmm are compared and agree.
+    path = program(tmp_path, "LSTM", layers=2, bidirectional=True, batch_first=False)
+    repeat = analyze_file(path, ProgramOptions(cache_aware=False)).report.to_dict()["crosscheck"]
+    assert repeat["status"] == "not_compared"
+    assert repeat["compared_ops"] == 0 and repeat["not_compared_ops"] >= 1
+    unrolled = analyze_file(path, ProgramOptions(cache_aware=False, unroll=True))
+    steps = unrolled.report.to_dict()["crosscheck"]
+    assert steps["status"] == "agree" and steps["compared_ops"] >= 1
+    assert steps["solar_macs"] == steps["counter_macs"] == repeat["solar_macs"]

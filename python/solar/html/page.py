@@ -153,7 +153,8 @@ def summary(report: Dict[str, Any]) -> str:
     for name in ("validation", "crosscheck"):
         sec = report.get(name)
         if isinstance(sec, dict) and sec.get("status"):
-            bad = sec["status"] not in ("passed", "agree", "explained", "skipped")
+            bad = sec["status"] not in ("passed", "agree", "explained", "skipped",
+                                        "not_compared")
             extra += (f'<p>{name}: <b class="{"warn" if bad else ""}">'
                       f'{escape(str(sec["status"]))}</b></p>')
     return (f'<section id="summary"><h2>Summary</h2>{cov_row}{opts}'
