@@ -10,7 +10,8 @@ initialisation runs (`uniform_`, `normal_`: a fresh random tensor copied in). Th
 follow from the arguments' metadata alone, and `result` makes them so; anything outside the
 cases below, or with real tensors, returns None and runs as usual. tests/python/
 test_fake_shortcuts.py checks every case against torch's own fake result (shape, strides,
-dtype, device, version counters) and that the errors torch raises still come.
+dtype, device, version counters), and that the arguments refused here run as torch runs
+them (an error where torch's fake path raises one).
 """
 
 from __future__ import annotations
@@ -47,10 +48,10 @@ def _batch_norm(args: Sequence[Any], kwargs: Dict[str, Any]) -> Optional[Any]:
     """native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
     eps) -> (output, save_mean, save_invstd), as torch's decomposition
     (torch._decomp.decompositions.native_batch_norm_helper) makes it on the CPU device:
-    the output has the input's dtype and, for a dense input, its strides; save_mean and save_invstd
-    have the input's dtype and C elements when training, none otherwise. Training updates
-    the running statistics in place, below the dispatcher's version counting (their
-    counters stay), which on fake tensors changes nothing else."""
+    the output has the input's dtype and, for a dense input, its strides; save_mean and
+    save_invstd have the input's dtype and C elements when training, none otherwise.
+    Training updates the running statistics in place, below the dispatcher's version
+    counting (their counters stay), which on fake tensors changes nothing else."""
     if kwargs or len(args) != 8:
         return None
     x, weight, bias, running_mean, running_var, training, _, _ = args
@@ -92,7 +93,7 @@ def _fill_arguments(args: Sequence[Any],
 def _uniform(args: Sequence[Any], kwargs: Dict[str, Any]) -> Optional[Any]:
     """uniform_(self, from, to) on a floating fake tensor is `self`, its metadata unchanged
     (the dispatcher has already moved its version counter); from > to, or a range wider
-    than the dtype holds, runs as usual (torch's error)."""
+    than the dtype holds, runs as torch runs it."""
     fill = _fill_arguments(args, kwargs)
     if fill is None:
         return None
@@ -101,7 +102,7 @@ def _uniform(args: Sequence[Any], kwargs: Dict[str, Any]) -> Optional[Any]:
 
 
 def _normal(args: Sequence[Any], kwargs: Dict[str, Any]) -> Optional[Any]:
-    """normal_(self, mean, std): as uniform_; std < 0 runs as usual (torch's error)."""
+    """normal_(self, mean, std): as uniform_; std < 0 runs as torch runs it."""
     fill = _fill_arguments(args, kwargs)
     return fill[0] if fill is not None and fill[2] >= 0 else None
 
