@@ -36,7 +36,7 @@ from torch._subclasses.fake_tensor import (
 from ...program_source import OverrideError  # noqa: F401  (re-exported)
 from ...program_source import ProgramFormatError, inject_overrides
 from . import fake_shortcuts
-from .lazy_torch import _dispatch_without_dynamo, fake_mode
+from .lazy_torch import dispatch_without_dynamo, fake_mode
 from .quiet import torch_logging_silenced
 
 OPTRACE_SCHEMA = "solar.optrace.v1"
@@ -617,7 +617,7 @@ def capture(
     # torch.compile wrappers: analyze the program they compile.
     fn = getattr(fn, "_orig_mod", fn)
     fn = getattr(fn, "_torchdynamo_orig_callable", fn)
-    _dispatch_without_dynamo()
+    dispatch_without_dynamo()
     mode = _fake_mode or (fake_mode() if fake else None)
     if record is not None:
         record.reset()

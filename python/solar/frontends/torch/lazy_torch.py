@@ -65,7 +65,7 @@ def fake_mode() -> FakeTensorMode:
     _DynamoConfigOnly until then, and torch._dynamo.source a _DynamoSourceOnDemand. The
     mode has no ShapeEnv, so torch's symbolic shapes and sympy stand in too
     (_symbolic_shapes_on_demand)."""
-    _dispatch_without_dynamo()
+    dispatch_without_dynamo()
     _symbolic_shapes_on_demand()
     if "torch._dynamo" in sys.modules or "_dynamo" in torch.__dict__:
         _dynamo_source_on_demand()
@@ -199,7 +199,7 @@ _LAZY_DISABLE_CODE = getattr(torch._disable_dynamo(lambda: None), "__code__", No
 _dispatch_scanned = False
 
 
-def _dispatch_without_dynamo() -> None:
+def dispatch_without_dynamo() -> None:
     """Gives each function torch._disable_dynamo has wrapped so far a `__dynamo_disable`
     that calls it directly while torch._dynamo is not imported (no frame can be compiling
     then, so the disable would do nothing) and, on its first call after torch._dynamo is
