@@ -183,6 +183,10 @@ struct Searcher {
   std::size_t nt = 0;
   RankMask affine = 0;
   RankMask grouped = 0;  // ranks of 2:4 group dimensions
+  // Ranks read only through plain dimensions (no window, no 2:4 group): a larger tile of one
+  // never shrinks a tensor's tile. A window's largest in-range hull can shrink (a larger tile
+  // meets the padding at both ends), and so can a group dimension's largest cover.
+  RankMask monotone = 0;
   std::vector<std::vector<Candidate>> cand;
   std::vector<std::int64_t> extent;
   W points = 1;
@@ -279,7 +283,7 @@ struct Searcher {
 
   // Evaluates the mapping at the current tiles and its bypass variants; returns whether all
   // of them needed at least the buffer at which the envelope reaches their least possible
-  // traffic (then so does every mapping with larger tiles: see enumerate).
+  // traffic (then so does every mapping with larger tiles of monotone ranks: enumerate).
   bool evaluate() {
     // A tensor's bits depend on the tiles of its own ranks and the trip counts of the loops
     // that reload it (a masked problem's live tiles: on every tile), so one changed rank
@@ -317,7 +321,7 @@ struct Searcher {
       ++evaluated;
       pareto.insert(buf, acc);
     }
-    return dominated && opt.skip_dominated;
+    return dominated;
   }
 
   // The candidates of rank r of at most one 2:4 group (tiles 1 to 4).
@@ -328,13 +332,17 @@ struct Searcher {
     return c;
   }
 
-  // Enumerates tiles of `free_ranks` (odometer, the first rank fastest; each rank's tiles in
-  // increasing order) with the other ranks fixed in `tile`/`T`; rank `small` (-1: none)
-  // takes only tiles of at most one group. A larger tile of any rank never shrinks a
-  // tensor's tile (nor a bypass variant's buffer), so when a mapping is dominated by its
-  // buffer alone (evaluate), so is every later tile of the ranks it is the first of: those
-  // are skipped.
-  void enumerate(const std::vector<int>& free_ranks, int small) {
+  // Enumerates tiles of `free_ranks` (odometer; each rank's tiles in increasing order) with
+  // the other ranks fixed in `tile`/`T`; rank `small` (-1: none) takes only tiles of at most
+  // one group. The monotone ranks go fastest: when a mapping is dominated by its buffer
+  // alone (evaluate), so is every later tile of the monotone ranks it is the first of (their
+  // larger tiles only grow buffers), and those are skipped.
+  void enumerate(std::vector<int> free_ranks, int small) {
+    std::stable_partition(free_ranks.begin(), free_ranks.end(),
+                          [&](int r) { return (monotone >> r) & 1; });
+    std::size_t skippable = 0;
+    while (skippable < free_ranks.size() && ((monotone >> free_ranks[skippable]) & 1))
+      ++skippable;
     const std::vector<Candidate> own = small >= 0 ? small_candidates(small)
                                                   : std::vector<Candidate>{};
     std::vector<const std::vector<Candidate>*> list(free_ranks.size());
@@ -350,11 +358,11 @@ struct Searcher {
     for (std::size_t i = 0; i < free_ranks.size(); ++i) set_tile(free_ranks[i], (*list[i])[0]);
     while (true) {
       std::size_t i = 0;
-      if (evaluate()) {
+      if (evaluate() && skippable > 0) {
         // Ranks 0..j-1 are at their first tile: every later tile of ranks 0..j is dominated.
         std::size_t j = 0;
-        while (j + 1 < free_ranks.size() && idx[j] == 0) ++j;
-        for (std::size_t k = 0; k <= j && k < free_ranks.size(); ++k) {
+        while (j + 1 < skippable && idx[j] == 0) ++j;
+        for (std::size_t k = 0; k <= j; ++k) {
           idx[k] = 0;
           set_tile(free_ranks[k], (*list[k])[0]);
         }
@@ -569,6 +577,15 @@ CurveResult search(const TilingProblem& p, const ReducedProblem& red,
   s.nt = q.tensors.size();
   s.affine = affine_ranks(q);
   s.grouped = detail::grouped_ranks(q);
+  if (options.skip_dominated) {
+    RankMask windowed = 0;
+    for (const TensorAccess& x : q.tensors)
+      for (std::size_t d = 0; d < x.dims.size(); ++d)
+        if (!x.dims[d].plain() || static_cast<int>(d) == x.group_dim)
+          for (const DimTerm& term : x.dims[d].terms) windowed |= RankMask{1} << term.rank;
+    for (int r = 0; r < s.n; ++r)
+      if (!(windowed & (RankMask{1} << r))) s.monotone |= RankMask{1} << r;
+  }
   s.batch = static_cast<W>(red.batch.raw());
   if (!q.mask.empty()) s.live.emplace(q);
   for (const TensorAccess& x : q.tensors) {

@@ -57,8 +57,9 @@ struct CurveOptions {
   // a fifth faster): the tests compare the two.
   bool wide_numbers = false;
   // Skips the mappings whose buffer alone shows them dominated (the envelope already reaches
-  // the least traffic any mapping has at a smaller buffer, and larger tiles only grow the
-  // buffer): the same curve, fewer evaluations. The tests compare with the full search.
+  // the least traffic any mapping has at a smaller buffer, and larger tiles of the ranks read
+  // only through plain dimensions only grow the buffer): the same curve, fewer evaluations.
+  // The tests compare with the full search.
   bool skip_dominated = true;
 };
 

@@ -324,8 +324,10 @@ TEST(Curve, ConvolutionFromGraph) {
 
 // Skipping the mappings dominated by their buffer alone (CurveOptions::skip_dominated)
 // leaves every curve as the full search makes it, with fewer evaluations: on random plain,
-// window and 2:4 problems, with and without bypass, and on strided and dilated convolutions
-// (positions their windows leave out: the floor counts only those reached).
+// window and 2:4 problems, with and without bypass, and on strided, dilated and padded
+// convolutions (positions their windows leave out: the floor counts only those reached;
+// padding makes a window's largest hull shrink for some larger tiles, so window ranks are
+// never skipped).
 TEST(Curve, SkippingDominatedMappingsKeepsTheCurve) {
   std::mt19937 rng(23);
   std::vector<TilingProblem> problems;
@@ -341,7 +343,18 @@ TEST(Curve, SkippingDominatedMappingsKeepsTheCurve) {
            "mul($0,$1) (x[n,c,2*p+r,2*q+s], w[k,c,r,s]) -> [n,k,p,q]",
            "x = f32[1,4,20,20] input\n w = f32[8,4,3,3] weight\n"
            "y = f32[1,8,16,16]{output} einsum [n=1,k=8,p=16,q=16,c=4,r=3,s=3] sum "
-           "mul($0,$1) (x[n,c,p+2*r,q+2*s], w[k,c,r,s]) -> [n,k,p,q]"}) {
+           "mul($0,$1) (x[n,c,p+2*r,q+2*s], w[k,c,r,s]) -> [n,k,p,q]",
+           // Padding: a larger tile of p can meet it at both ends, and its largest hull
+           // shrink (11 rows in tiles of 5: 13 positions; of 6: 12).
+           "x = f32[2,8,24] input\n w = f32[16,8,1] weight\n"
+           "y = f32[2,16,11]{output} einsum [n=2,k=16,p=11,c=8,r=1] sum "
+           "mul($0,$1) (x[n,c,3*p+2*r-4] pad 0, w[k,c,r]) -> [n,k,p]",
+           "x = f32[2,8,56] input\n w = f32[16,8,4] weight\n"
+           "y = f32[2,16,20]{output} einsum [n=2,k=16,p=20,c=8,r=4] sum "
+           "mul($0,$1) (x[n,c,3*p+2*r-4] pad 0, w[k,c,r]) -> [n,k,p]",
+           "x = f32[1,4,14,14] input\n w = f32[8,4,5,5] weight\n"
+           "y = f32[1,8,9,9]{output} einsum [n=1,k=8,p=9,q=9,c=4,r=5,s=5] sum "
+           "mul($0,$1) (x[n,c,2*p+r-4,2*q+s-4] pad 0, w[k,c,r,s]) -> [n,k,p,q]"}) {
     const ir::Graph g = ir::parse_graph(conv);
     problems.push_back(problem_from_einsum(g, g.op(ir::OpId{0})));
   }
