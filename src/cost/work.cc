@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "solar/cost/affine_values.h"
 #include "solar/util/errors.h"
 #include "affine_count.h"
 #include "work_detail.h"
@@ -107,15 +108,13 @@ void shift_or(std::vector<std::uint64_t>& bits, I128 shift, I128 nbits) {
   if (tail != 0) bits.back() &= (std::uint64_t{1} << tail) - 1;
 }
 
-// Distinct in-range values [0, size) of one dimension's affine expression over the box.
-// Exact except for huge irregular multi-term expressions, where it returns a lower bound.
-I128 count_dim(const AffineExpr& expr, const std::vector<std::int64_t>& ext, std::int64_t size) {
+// Distinct in-range values [0, size) of c + sum a_k * i_k (distinct_values_in_range).
+I128 count_values(const std::vector<ValueTerm>& raw, I128 c, std::int64_t size) {
   // Normalize to positive coefficients: a*i with a < 0 equals a*(E-1) + |a|*(E-1-i), and
   // i -> E-1-i is a bijection of [0, E). Extent-1 indices contribute a constant 0.
-  I128 c = expr.constant_term();
   std::vector<PosTerm> terms;
-  for (const ir::AffineTerm& t : expr.terms()) {
-    const std::int64_t e = ext[t.index];
+  for (const ValueTerm& t : raw) {
+    const std::int64_t e = t.extent;
     if (e == 1) continue;
     I128 a = t.coef;
     if (a < 0) {
@@ -227,6 +226,13 @@ I128 count_dim(const AffineExpr& expr, const std::vector<std::int64_t>& ext, std
     }
   }
   return best;
+}
+
+// Distinct in-range values [0, size) of one dimension's affine expression over the box.
+I128 count_dim(const AffineExpr& expr, const std::vector<std::int64_t>& ext, std::int64_t size) {
+  std::vector<ValueTerm> terms;
+  for (const ir::AffineTerm& t : expr.terms()) terms.push_back({t.coef, ext[t.index]});
+  return count_values(terms, expr.constant_term(), size);
 }
 
 // Joint footprint of tensor dimensions that share iteration indices (a diagonal a[i,i], or
@@ -836,5 +842,10 @@ Work op_work(const Graph& g, const Op& op, std::vector<Count>* input_bytes,
 }  // namespace detail
 
 Work op_work(const Graph& g, const Op& op) { return detail::op_work(g, op, nullptr); }
+
+std::int64_t distinct_values_in_range(const std::vector<ValueTerm>& terms, std::int64_t constant,
+                                      std::int64_t size) {
+  return static_cast<std::int64_t>(count_values(terms, constant, size));
+}
 
 }  // namespace solar::cost

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "hull.h"
+#include "solar/cost/affine_values.h"
 #include "live.h"
 #include "solar/util/errors.h"
 #include "storage.h"
@@ -504,31 +505,11 @@ struct Searcher {
 };
 
 // How many positions of `d` (within 0..extent-1) its terms reach: a lower bound on the
-// in-range length its tiles' hulls add up to, whatever the tiles. Past 2^22 combinations of
-// the terms' ranks they are not counted, and 0 (a bound too) is returned.
+// in-range length its tiles' hulls add up to, whatever the tiles.
 std::int64_t distinct_positions(const DimAccess& d, const std::vector<std::int64_t>& extent) {
-  std::int64_t combinations = 1;
-  for (const DimTerm& term : d.terms) {
-    combinations *= extent[term.rank];
-    if (combinations > (std::int64_t{1} << 22)) return 0;
-  }
-  std::vector<char> hit(static_cast<std::size_t>(d.extent), 0);
-  std::vector<std::int64_t> idx(d.terms.size(), 0);
-  std::int64_t count = 0;
-  while (true) {
-    std::int64_t pos = d.constant;
-    for (std::size_t i = 0; i < d.terms.size(); ++i) pos += d.terms[i].coef * idx[i];
-    if (pos >= 0 && pos < d.extent && !hit[static_cast<std::size_t>(pos)]) {
-      hit[static_cast<std::size_t>(pos)] = 1;
-      ++count;
-    }
-    std::size_t i = 0;
-    for (; i < d.terms.size(); ++i) {
-      if (++idx[i] < extent[d.terms[i].rank]) break;
-      idx[i] = 0;
-    }
-    if (i == d.terms.size()) return count;
-  }
+  std::vector<cost::ValueTerm> terms;
+  for (const DimTerm& term : d.terms) terms.push_back({term.coef, extent[term.rank]});
+  return cost::distinct_values_in_range(terms, d.constant, d.extent);
 }
 
 // Whether every number the search forms fits in 64 bits (it then runs on uint64_t, about a
