@@ -12,7 +12,7 @@ import importlib
 import json
 import os
 from types import ModuleType
-from typing import Optional
+from typing import Dict, Optional
 
 from .analysis import ProgramAnalysis, ProgramOptions, analyze_trace
 from .errors import user_error
@@ -79,6 +79,20 @@ def model_phases() -> ModuleType:
     """solar.models.phases (torch, transformers): a model's prefill, decode and training
     steps."""
     return importlib.import_module("solar.models.phases")
+
+
+def preload() -> Dict[str, str]:
+    """Imports the PyTorch and JAX frontends with their frameworks, as `solar server` does
+    once before it forks a child per command (solar.server). Returns, per framework,
+    "imported" or why it could not be (not installed: its programs import it themselves)."""
+    done = {}
+    for name, load in (("torch", torch_program), ("jax", jax_program)):
+        try:
+            load().preload()
+            done[name] = "imported"
+        except ImportError as e:
+            done[name] = f"not imported: {e}"
+    return done
 
 
 def analyze_file(path: str, options: Optional[ProgramOptions] = None) -> ProgramAnalysis:

@@ -8,7 +8,8 @@ order of layers, and only heavy optional dependencies are imported inside functi
     2  frontends: frontends.torch, frontends.jax, frontends.loopir (never each other)
     3  programs: the dispatch (programs.py, the one place that loads frontends lazily), the
        package facade (solar), the loop language (solar.loopir) and Hugging Face models
-    4  features: suite, bench, headroom, sweep, translate, html.cli, insight, program_worker
+    4  features: suite, bench, headroom, sweep, translate, html.cli, insight, program_worker,
+       server (the command line's forwarding to a server, and the server itself)
     5  the command line: cli, cli_usage, __main__ (cli imports the feature behind a command
        when that command runs, so that `solar --help` starts fast)
 
@@ -36,6 +37,7 @@ LAYERS = {
     "solar.programs": 3, "solar": 3, "solar.loopir": 3, "solar.models": 3,
     "solar.suite": 4, "solar.bench": 4, "solar.headroom": 4, "solar.sweep": 4,
     "solar.translate": 4, "solar.html.cli": 4, "solar.insight": 4, "solar.program_worker": 4,
+    "solar.server": 4,
     "solar.cli": 5, "solar.cli_usage": 5, "solar.__main__": 5,
 }
 FRONTENDS = ("solar.frontends.torch", "solar.frontends.jax", "solar.frontends.loopir")

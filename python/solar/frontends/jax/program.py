@@ -37,6 +37,12 @@ def _analyze_capture(c: "cap.Capture", file: str, options: ProgramOptions) -> Pr
     return ProgramAnalysis(analyze_graph(graph, options), notes, c.trace, graph, trace_ids)
 
 
+def preload() -> None:
+    """Imports jax now (solar.server, before it forks): a capture imports it on first use."""
+    import jax  # noqa: F401  pylint: disable=import-outside-toplevel
+    import jax.numpy  # noqa: F401  pylint: disable=import-outside-toplevel
+
+
 def analyze_file(path: str, options: Optional[ProgramOptions] = None) -> ProgramAnalysis:
     """Captures the JAX program at `path` (forward/get_inputs or a Flax Model) and analyzes
     it. options.validate: captured on the real inputs, run, and its graph executed and

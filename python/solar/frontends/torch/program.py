@@ -22,6 +22,16 @@ __all__ = ["ProgramAnalysis", "ProgramOptions", "analyze_file", "analyze_trace",
            "attach_crosscheck", "lower_trace"]
 
 
+def preload() -> None:
+    """Imports now what a capture's first fake-tensor op imports (solar.server, before it
+    forks): torch's C++ dispatch fetches the DTensor class, importing torch.distributed.tensor
+    (0.3-0.5 s), the first time a tensor subclass reaches it."""
+    import torch.distributed  # pylint: disable=import-outside-toplevel
+
+    if torch.distributed.is_available():
+        import torch.distributed.tensor  # noqa: F401  pylint: disable=import-outside-toplevel
+
+
 def analyze_file(path: str, options: Optional[ProgramOptions] = None) -> ProgramAnalysis:
     """Captures the KernelBench-format program at `path` and analyzes it; with
     options.validate it is captured on real tensors, run, and its graph executed and

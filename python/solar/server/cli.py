@@ -1,0 +1,185 @@
+"""`solar server start|run|status|stop` (docs/server.md).
+
+    solar server start [--idle MIN]   a server in the background; returns once it listens
+    solar server run [--idle MIN]     the same in the foreground (its log on stderr)
+    solar server status [--all]       this environment's server (exit 0), or none (exit 1)
+    solar server stop [--all]         ends it once its running commands have ended
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import subprocess
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from .. import _core
+from ..errors import command, parse_args
+from . import client, daemon, place, wire
+
+_NOT_RUNNING = 1  # `status` and `stop` when no server runs
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:  # also NaN
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="solar server",
+        description="Keep Solar, torch and JAX imported in a server that runs later `solar` "
+                    "commands of this installation and environment (docs/server.md).")
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, help_text in (("start", "start a server in the background"),
+                            ("run", "run a server in the foreground")):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--idle", type=_positive, default=30.0, metavar="MIN",
+                       help="end after MIN minutes without a command (default 30)")
+        if name == "start":
+            p.add_argument("--wait", type=_positive, default=300.0, metavar="SEC",
+                           help="how long to wait for it to listen (default 300)")
+    for name, help_text in (("status", "show this environment's server"),
+                            ("stop", "end this environment's server")):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--all", action="store_true",
+                       help="every server of this user, whatever its environment")
+    return parser
+
+
+def _ask(path: str, op: str, timeout: float = 10.0) -> Optional[Dict[str, Any]]:
+    sock = client.connect(path, timeout)
+    if sock is None:
+        return None
+    with sock:
+        try:
+            wire.send(sock, {"op": op})
+            return wire.receive(sock)[0]
+        except (OSError, wire.WireError):
+            return None
+
+
+def _describe(s: Dict[str, Any]) -> str:
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s["started"]))
+    imported = ", ".join(k for k, v in s["preloaded"].items() if v == "imported") or "nothing"
+    return (f"pid {s['pid']}, started {started}, {s['served']} command(s) served, "
+            f"{s['running']} running, imported {imported}, ends after "
+            f"{s['idle_limit'] / 60:g} min idle; socket {s['socket']}")
+
+
+def _sockets(everyone: bool) -> List[str]:
+    try:
+        directory = place.checked_folder(create=False)
+    except FileNotFoundError:
+        return []
+    if everyone:
+        return sorted(glob.glob(os.path.join(directory, "*.sock")))
+    path = place.socket_path(place.key(), directory)
+    return [path] if path else []
+
+
+def _status(everyone: bool) -> int:
+    found = 0
+    for path in _sockets(everyone):
+        s = _ask(path, "status")
+        if s is not None:
+            found += 1
+            print(f"solar server: running ({_describe(s)})")
+    if not found:
+        print("solar server: none running for this installation and environment"
+              if not everyone else "solar server: none running")
+    return 0 if found else _NOT_RUNNING
+
+
+def _stop(everyone: bool) -> int:
+    stopped = 0
+    for path in _sockets(everyone):
+        s = _ask(path, "stop")
+        if s is not None:
+            stopped += 1
+            left = f"; it ends when its {s['running']} running command(s) end" \
+                if s["running"] else ""
+            print(f"solar server: stopping pid {s['pid']}{left}")
+    if not stopped:
+        print("solar server: none running")
+    return 0 if stopped else _NOT_RUNNING
+
+
+def _run(idle_minutes: float, run_command: Callable[[List[str]], int],
+         preload: Callable[[], Dict[str, str]]) -> int:
+    t0 = time.perf_counter()
+    try:
+        server = daemon.bind(idle_minutes * 60, preload)
+    except daemon.AlreadyRunning as e:
+        print(f"solar server: one is already running or starting for this environment ({e})")
+        return 0
+    imported = [k for k, v in server.preloaded.items() if v == "imported"]
+    sys.stderr.write(f"solar server: pid {os.getpid()} listening on {server.path}; imported "
+                     f"{', '.join(imported) or 'nothing'} in {time.perf_counter() - t0:.1f} s\n")
+    sys.stderr.flush()
+    daemon.serve(server, run_command)
+    sys.stderr.write(f"solar server: pid {os.getpid()} ended after {server.served} command(s)\n")
+    return 0
+
+
+def _start(idle_minutes: float, wait: float) -> int:
+    directory = place.checked_folder(create=True)
+    path = place.socket_path(place.key(), directory)
+    if path is None:
+        raise place.PlaceError(f"{directory} is too long a folder for a socket's path; set "
+                               f"{place.DIR_ENV} to a shorter one")
+    s = _ask(path, "status")
+    if s is not None:
+        print(f"solar server: already running ({_describe(s)})")
+        return 0
+    log_path = path[: -len(".sock")] + ".log"
+    with open(log_path, "ab") as log:
+        # The interpreter's flags are part of the key: the server starts with the same.
+        argv = [sys.executable, *subprocess._args_from_interpreter_flags(),  # noqa: SLF001
+                "-m", "solar", "server", "run", "--idle", str(idle_minutes)]
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True, env=dict(os.environ))
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        s = _ask(path, "status")
+        if s is not None:
+            print(f"solar server: started ({_describe(s)})")
+            return 0
+        code = proc.poll()
+        if code:  # (0: another start's server holds the lock; its socket comes soon)
+            sys.stderr.write(f"solar server: error: the server ended with code {code}; its "
+                             f"log, {log_path}:\n{_tail(log_path)}")
+            return code
+        time.sleep(0.05)
+    sys.stderr.write(f"solar server: error: no server listened within {wait:g} s; its log: "
+                     f"{log_path}\n")
+    return _core.EXIT_CODES["internal"]
+
+
+def _tail(path: str, lines: int = 20) -> str:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return "".join(f.readlines()[-lines:])
+
+
+@command("solar server")
+def main(args: Sequence[str], run_command: Callable[[List[str]], int],
+         preload: Callable[[], Dict[str, str]]) -> int:
+    """`solar server ACTION ...`; the server's children run run_command(argv) (the console
+    script's main), after preload() (solar.programs.preload)."""
+    ns = parse_args(_parser(), args)
+    try:
+        if ns.action == "start":
+            return _start(ns.idle, ns.wait)
+        if ns.action == "run":
+            return _run(ns.idle, run_command, preload)
+        if ns.action == "status":
+            return _status(ns.all)
+        return _stop(ns.all)
+    except place.PlaceError as e:
+        sys.stderr.write(f"solar server: error: {e}\n")
+        return _core.EXIT_CODES["io"]

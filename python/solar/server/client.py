@@ -1,0 +1,129 @@
+"""forward(argv): a `solar` command run by the server of this installation and environment.
+
+The client hands its stdin, stdout and stderr to the server with the command, so the child
+writes straight to them (a terminal, a pipe, a file); it keeps the connection open while
+the child runs, passes on the signals that would have ended the command (Ctrl-C), and ends
+with the child's exit code. When no server serves this key, or the server does not answer
+before starting the command, nothing has run and forward returns None: the caller runs the
+command itself. Only stdlib imports: this runs before anything else of a command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import sys
+from typing import Dict, Iterator, List, Optional, Sequence
+
+from . import place, wire
+
+# The exit code of a command whose server ended while it ran (the EXIT_CODES "internal").
+LOST = 70
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def served(argv: Sequence[str]) -> bool:
+    """Whether `argv` may go to a server: not when SOLAR_NO_SERVER is set, nor the server's
+    own commands."""
+    return not os.environ.get(place.OFF_ENV) and not (len(argv) > 1 and argv[1] == "server")
+
+
+def connect(path: str, timeout: Optional[float] = None) -> Optional[socket.socket]:
+    """A connection to the socket at `path`, or None when nothing listens there."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(path)
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def server_socket() -> Optional[str]:
+    """The socket of this installation and environment's server, if the file exists."""
+    try:
+        directory = place.checked_folder(create=False)
+    except (OSError, place.PlaceError):
+        return None
+    path = place.socket_path(place.key(), directory)
+    return path if path is not None and os.path.exists(path) else None
+
+
+def _streams() -> List[Dict[str, str]]:
+    out = []
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
+        out.append({"encoding": getattr(stream, "encoding", None) or "utf-8",
+                    "errors": getattr(stream, "errors", None) or "strict"})
+    return out
+
+
+def _umask() -> int:
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def _signals_to(pid: int) -> Iterator[None]:
+    """While the child runs, the signals that end a command are sent on to it."""
+
+    def pass_on(signum, _frame):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+
+    # A signal this process ignores (SIGINT in a shell script's background job) stays ignored.
+    saved = {s: signal.signal(s, pass_on) for s in _FORWARDED
+             if signal.getsignal(s) is not signal.SIG_IGN}
+    try:
+        yield
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+
+
+def _ended_by_signal(signum: int) -> int:
+    """Ends this process by the signal that ended the child (a shell shows the same)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    return 128 + signum  # the signal is ignored or blocked here: its conventional code
+
+
+def forward(argv: Sequence[str]) -> Optional[int]:
+    """Runs `solar argv[1:]` in the server's child; its exit code, or None when no server
+    started it (nothing ran)."""
+    if not served(argv):
+        return None
+    path = server_socket()
+    sock = connect(path) if path else None
+    if sock is None:
+        return None
+    with sock:
+        request = {"op": "run", "argv": list(argv), "sys_argv": list(sys.argv),
+                   "cwd": os.getcwd(), "env": dict(os.environ), "path": list(sys.path),
+                   "umask": _umask(), "streams": _streams()}
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            wire.send(sock, request, fds=[0, 1, 2])
+            started, _ = wire.receive(sock)
+        except (OSError, ValueError, wire.WireError):
+            return None  # the server ended or refused before starting anything
+        pid = started.get("pid")
+        if not isinstance(pid, int) or pid <= 0:
+            return None
+        with _signals_to(pid):
+            try:
+                done, _ = wire.receive(sock)
+            except (OSError, wire.WireError):
+                done = {}
+    code = done.get("exit")
+    if not isinstance(code, int):
+        sys.stderr.write(f"solar: error: the Solar server ended while it ran this command "
+                         f"(pid {pid}); `SOLAR_NO_SERVER=1 solar ...` runs it without\n")
+        return LOST
+    return _ended_by_signal(-code) if code < 0 else code

@@ -1,0 +1,114 @@
+"""Where a server listens: one socket per installation and environment (docs/server.md).
+
+A server serves a command only when the command would behave in its forked child exactly
+as in a fresh process: the same interpreter started with the same flags, the same Solar
+files, the same installed packages and the same environment variables. All of that is
+hashed into a key, and the key names the socket, so a command from anywhere else finds no
+socket and runs in its own process as before. Editing a Solar file, installing a package
+(which changes its site-packages folder) or exporting a variable changes the key; a server
+of an old key ends when it has been idle long enough (daemon.py).
+
+A few variables a shell changes between commands (VOLATILE) are left out of the key; the
+child still gets the client's values of them. sys.path[0] is left out too: it is the
+folder `python -m solar` starts in (or the console script's), and the child gets the
+client's.
+
+The sockets live in a folder only this user may enter: $SOLAR_SERVER_DIR, else
+$XDG_RUNTIME_DIR/solar, else /tmp/solar-UID. A folder that another user owns, or that
+others may write to, is never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import sys
+from typing import Dict, List, Optional
+
+DIR_ENV = "SOLAR_SERVER_DIR"  # the sockets' folder (tests, or several setups side by side)
+OFF_ENV = "SOLAR_NO_SERVER"   # set (non-empty): every command runs in its own process
+
+# Set by a shell or a terminal, different from one command to the next, and read by none
+# of the server's imports.
+VOLATILE = frozenset({
+    "PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES", "WINDOWID", "TERM_SESSION_ID",
+    "SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY", "TMUX_PANE", "STY", "WINDOW",
+    "PS1", "PROMPT_COMMAND", "HISTFILE", "HISTSIZE",
+})
+
+# Python's own limit on a Unix socket's path (sun_path), less the terminating zero.
+_MAX_SOCKET_PATH = 107
+
+
+class PlaceError(Exception):
+    """The sockets' folder cannot be used safely (its owner or its permissions)."""
+
+
+def folder(environ: Optional[Dict[str, str]] = None) -> str:
+    """The folder of this user's server sockets (created 0700 when missing, not checked)."""
+    env = os.environ if environ is None else environ
+    if env.get(DIR_ENV):
+        return os.path.abspath(env[DIR_ENV])
+    runtime = env.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isdir(runtime):
+        return os.path.join(runtime, "solar")
+    return f"/tmp/solar-{os.getuid()}"
+
+
+def checked_folder(create: bool) -> str:
+    """folder(), made (mode 0700) when `create` and missing; raises PlaceError when it
+    exists but another user owns it or others may write to it, FileNotFoundError when it
+    is missing and not created."""
+    path = folder()
+    if create:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise PlaceError(f"{path} is not a folder of this user's")
+    if st.st_mode & 0o022:
+        raise PlaceError(f"{path} may be written by other users (mode "
+                         f"{stat.S_IMODE(st.st_mode):o}); `chmod 700 {path}`")
+    return path
+
+
+def _package_files() -> List[str]:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    files = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        files += [os.path.join(dirpath, f) for f in sorted(filenames)]
+    return files
+
+
+def _stamp(path: str) -> List[int]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return [-1, -1]
+    return [st.st_mtime_ns, st.st_size]
+
+
+def key(environ: Optional[Dict[str, str]] = None) -> str:
+    """The key of this process's installation and environment: 24 hex digits."""
+    env = os.environ if environ is None else environ
+    paths = sys.path[1:]
+    facts = {
+        "python": [os.path.realpath(sys.executable), sys.version, list(sys.flags),
+                   sorted(sys._xoptions.items()), sys.warnoptions],  # noqa: SLF001
+        "path": paths,
+        # A package installed or removed changes its site-packages folder's time.
+        "path_stamps": [_stamp(p) for p in paths],
+        "solar": [[f, *_stamp(f)] for f in _package_files()],
+        "env": sorted((k, v) for k, v in env.items() if k not in VOLATILE),
+    }
+    blob = json.dumps(facts, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:24]
+
+
+def socket_path(server_key: str, directory: str) -> Optional[str]:
+    """The socket of the server with this key, or None when the path is too long for a
+    Unix socket (then there is no server)."""
+    path = os.path.join(directory, f"{server_key}.sock")
+    return path if len(os.fsencode(path)) <= _MAX_SOCKET_PATH else None
