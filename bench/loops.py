@@ -8,7 +8,8 @@ Prints, measured in one run:
   which the step-by-step capture records as as_strided_scatter ops (4 per step, layer and
   direction, each B*H i64 FLOPs and 24*B*H unfused bytes: docs/torch-frontend.md,
   "Recurrent layers");
-- startup (bench/startup.py): `solar --help` and a one-op `solar analyze`;
+- startup (bench/startup.py): `solar --help` and a one-op `solar analyze`, in a fresh
+  process and with a server running (docs/server.md);
 - with --suite DIR (KernelBench's level1..level3 folders, or any folder of programs):
   `solar suite DIR --jobs 2` at default options, its wall time and its slowest program and
   largest peak memory against the targets (120 s; 10 s and 2 GB per program).
@@ -118,7 +119,7 @@ def main() -> int:
     parser.add_argument("--check", action="store_true",
                         help="exit 1 when the totals differ or a target is missed")
     args = parser.parse_args()
-    env = dict(os.environ)
+    env = dict(os.environ, SOLAR_NO_SERVER="1")  # each command in its own process
     ok = lstm_table(args.python, args.reps, env)
     print()
     startup = subprocess.run([args.python, os.path.join(ROOT, "bench", "startup.py"), "--reps",

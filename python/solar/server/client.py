@@ -22,6 +22,7 @@ from . import place, wire
 # The exit code of a command whose server ended while it ran (the EXIT_CODES "internal").
 LOST = 70
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_ANSWER_SECONDS = 30.0  # a server answers a request at once (it forks): else it is stuck
 
 
 def served(argv: Sequence[str]) -> bool:
@@ -109,8 +110,16 @@ def forward(argv: Sequence[str]) -> Optional[int]:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
+            sock.settimeout(_ANSWER_SECONDS)
             wire.send(sock, request, fds=[0, 1, 2])
             started, _ = wire.receive(sock)
+            sock.settimeout(None)
+        except socket.timeout:
+            # It may still start the command: running it here too could run it twice.
+            sys.stderr.write(f"solar: error: the Solar server at {path} did not answer in "
+                             f"{_ANSWER_SECONDS:g} s; `SOLAR_NO_SERVER=1 solar ...` runs "
+                             "without it\n")
+            return LOST
         except (OSError, ValueError, wire.WireError):
             return None  # the server ended or refused before starting anything
         pid = started.get("pid")

@@ -8,8 +8,9 @@ socket and runs in its own process as before. Editing a Solar file, installing a
 (which changes its site-packages folder) or exporting a variable changes the key; a server
 of an old key ends when it has been idle long enough (daemon.py).
 
-A few variables a shell changes between commands (VOLATILE) are left out of the key; the
-child still gets the client's values of them. sys.path[0] is left out too: it is the
+The process's resource limits, CPU affinity and niceness are in the key too: a child has
+the server's. A few variables a shell changes between commands (VOLATILE) are left out of
+the key; the child still gets the client's values of them. sys.path[0] is left out too: it is the
 folder `python -m solar` starts in (or the console script's), and the child gets the
 client's.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
 import stat
 import sys
 from typing import Dict, List, Optional
@@ -37,6 +39,10 @@ VOLATILE = frozenset({
     "SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY", "TMUX_PANE", "STY", "WINDOW",
     "PS1", "PROMPT_COMMAND", "HISTFILE", "HISTSIZE",
 })
+
+# The resource limits a memory estimate (solar.memory_limit) or a program could meet.
+_LIMITS = (resource.RLIMIT_AS, resource.RLIMIT_DATA, resource.RLIMIT_STACK,
+           resource.RLIMIT_NOFILE, resource.RLIMIT_CPU, resource.RLIMIT_FSIZE)
 
 # Python's own limit on a Unix socket's path (sun_path), less the terminating zero.
 _MAX_SOCKET_PATH = 107
@@ -102,6 +108,10 @@ def key(environ: Optional[Dict[str, str]] = None) -> str:
         "path_stamps": [_stamp(p) for p in paths],
         "solar": [[f, *_stamp(f)] for f in _package_files()],
         "env": sorted((k, v) for k, v in env.items() if k not in VOLATILE),
+        # What a child inherits from the server's process rather than the client's.
+        "limits": [resource.getrlimit(r) for r in _LIMITS],
+        "cpus": sorted(os.sched_getaffinity(0)),
+        "nice": os.getpriority(os.PRIO_PROCESS, 0),
     }
     blob = json.dumps(facts, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:24]
