@@ -25,12 +25,6 @@ _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _ANSWER_SECONDS = 30.0  # a server answers a request at once (it forks): else it is stuck
 
 
-def served(argv: Sequence[str]) -> bool:
-    """Whether `argv` may go to a server: not when SOLAR_NO_SERVER is set, nor the server's
-    own commands."""
-    return not os.environ.get(place.OFF_ENV) and not (len(argv) > 1 and argv[1] == "server")
-
-
 def connect(path: str, timeout: Optional[float] = None) -> Optional[socket.socket]:
     """A connection to the socket at `path`, or None when nothing listens there."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -96,8 +90,8 @@ def _ended_by_signal(signum: int) -> int:
 
 def forward(argv: Sequence[str]) -> Optional[int]:
     """Runs `solar argv[1:]` in the server's child; its exit code, or None when no server
-    started it (nothing ran)."""
-    if not served(argv):
+    started it (nothing ran, or SOLAR_NO_SERVER is set)."""
+    if os.environ.get(place.OFF_ENV):
         return None
     path = server_socket()
     sock = connect(path) if path else None
