@@ -173,6 +173,8 @@ def test_only_commands_of_this_environment_that_read_programs_are_served(server_
     assert r.returncode == 0, r.stderr
     assert _status(server_env)["served"] == before
     assert _status(other) == {}  # no server for that key
+    assert "(1 of another installation or environment" in _solar(
+        other, "server", "status").stdout
     # A graph's analysis imports no framework: it runs in its own process.
     r = _solar(server_env, "analyze", str(EXAMPLES / "gemm.solar"))
     assert r.returncode == 0 and _status(server_env)["served"] == before
@@ -196,6 +198,21 @@ def test_ctrl_c_ends_the_command_as_in_a_fresh_process(server_env, tmp_path):
         results.append((proc.returncode, err.strip().splitlines()[-1]))
     assert results[0] == results[1] == (-signal.SIGINT, "KeyboardInterrupt")
     assert _status(server_env)["running"] == 0
+
+
+def test_commands_run_side_by_side(server_env, tmp_path):
+    """Two commands at once, each in its own child; the second does not wait for the
+    first, which sleeps until the second has ended."""
+    before = _status(server_env)["served"]
+    slow = subprocess.Popen([sys.executable, "-m", "solar", "analyze",
+                             str(_program(tmp_path, SLOW))], cwd=ROOT, env=server_env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for(lambda: _status(server_env)["running"] == 1)
+    quick = _solar(server_env, "analyze", str(EXAMPLES / "torch" / "activations.py"))
+    assert quick.returncode == 0 and slow.poll() is None
+    assert _status(server_env) | {"pid": 0} == {"pid": 0, "served": before + 2, "running": 1}
+    slow.send_signal(signal.SIGTERM)
+    assert slow.wait(timeout=60) == -signal.SIGTERM
 
 
 def test_a_client_that_is_killed_takes_its_command_with_it(server_env, tmp_path):

@@ -91,8 +91,12 @@ def _status(everyone: bool) -> int:
             found += 1
             print(f"solar server: running ({_describe(s)})")
     if not found:
-        print("solar server: none running for this installation and environment"
-              if not everyone else "solar server: none running")
+        others = 0 if everyone else sum(
+            _ask(p, "status") is not None for p in _sockets(True))
+        print("solar server: none running" if everyone else
+              "solar server: none running for this installation and environment" +
+              (f" ({others} of another installation or environment: `solar server status "
+               "--all`)" if others else ""))
     return 0 if found else _NOT_RUNNING
 
 
