@@ -103,7 +103,8 @@ def _status(server: Server, running: int) -> Dict[str, Any]:
             "stopping": server.stopping}
 
 
-def _open_stream(fd: int, mode: str, spec: Dict[str, str], always_lines: bool) -> io.TextIOWrapper:
+def _open_stream(fd: int, mode: str, spec: Dict[str, str],
+                 always_lines: bool) -> io.TextIOWrapper:
     lines = always_lines or os.isatty(fd)
     return open(fd, mode, buffering=1 if lines and mode == "w" else -1,  # noqa: SIM115
                 encoding=spec.get("encoding"), errors=spec.get("errors"), closefd=False)
@@ -161,8 +162,11 @@ def _child(run_command: RunCommand, request: Dict[str, Any], fds: Sequence[int])
     code, signum = _INTERNAL, 0
     try:
         code = run_command(_become(request, fds))
-    except SystemExit as e:
+    except SystemExit as e:  # as the interpreter ends on it: an int, None (0), else printed
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if not isinstance(e.code, int) and e.code is not None:
+            with contextlib.suppress(BaseException):
+                print(e.code, file=sys.stderr)
     except BaseException as e:  # pylint: disable=broad-except
         with contextlib.suppress(BaseException):
             traceback.print_exc()
