@@ -28,7 +28,6 @@ from .frontends.loopir.provenance import unvalidated_note
 from .html import cli as html_cli
 from .program_source import OverrideError, ProgramFormatError, parse_literal, parse_overrides
 from .program_worker import analyze_with_ladder
-from .server import cli as server_cli
 from .server import client as server_client
 from .shrink import int_constants, shrink_ladder
 
@@ -432,7 +431,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if len(args) > 1 and args[1] in _COMMANDS:
         return _COMMANDS[args[1]]().main(args[2:])
     if len(args) > 1 and args[1] == "server":  # its children run this main
-        return server_cli.main(args[2:], main, programs.preload)
+        return importlib.import_module("solar.server.cli").main(args[2:], main,
+                                                                programs.preload)
     # The C++ side writes to the process's stdout: flush ours first to keep the order.
     sys.stdout.flush()
     sys.stderr.flush()
