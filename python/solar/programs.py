@@ -82,13 +82,17 @@ def model_phases() -> ModuleType:
 
 
 def preload() -> Dict[str, str]:
-    """Imports the PyTorch and JAX frontends with their frameworks, as `solar server` does
-    once before it forks a child per command (solar.server). Returns, per framework,
-    "imported" or why it could not be (not installed: its programs import it themselves)."""
+    """Imports the PyTorch and JAX frontends with their frameworks, and the Hugging Face
+    model phases with transformers, as `solar server` does once before it forks a child per
+    command (solar.server). Returns, per framework, "imported" or why it could not be (not
+    installed: its programs import it themselves)."""
     done = {}
-    for name, load in (("torch", torch_program), ("jax", jax_program)):
+    loads = (("torch", lambda: torch_program().preload()),
+             ("jax", lambda: jax_program().preload()),
+             ("transformers", model_phases))
+    for name, load in loads:
         try:
-            load().preload()
+            load()
             done[name] = "imported"
         except ImportError as e:
             done[name] = f"not imported: {e}"

@@ -448,7 +448,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       "  sweep SPEC           programs x devices x --set grids on a Dask cluster (Parquet/CSV)\n"
       "  translate SOURCE     any source into the loop language by a language model\n"
       "  analyze hf:NAME      a Hugging Face model from its configuration (--phase decode)\n"
-      "  server start         keep torch and JAX imported: later commands skip the imports\n"
+      "  server start         keep the frameworks imported: later commands skip the imports\n"
       "See docs/cli.md.");
 
   if (std::optional<std::string> message = unknown_command(app, args)) {

@@ -1,14 +1,15 @@
-"""The Solar server: `solar` commands run in a process that has already imported torch and
-JAX (docs/server.md).
+"""The Solar server: `solar` commands run in a process that has already imported torch, JAX
+and transformers (docs/server.md).
 
 Importing torch takes 2.4-2.7 s on a 2-core machine, more than the rest of a small
 program's analysis; a user who analyzes a model again after each edit pays it every time.
-`solar server start` starts a process that imports Solar, torch and JAX once and then
-waits on a Unix socket. While it runs, each `solar` command of the same installation and
-environment is forwarded to it (client.forward): the server forks, the child takes over the
-command's standard streams, working folder, environment and argv, runs the command as the
-`solar` process would, and its exit code becomes the command's. A fork starts from the
-server's imports, so the child imports only the program itself, afresh each time.
+`solar server start` starts a process that imports Solar and the frameworks once and then
+waits on a Unix socket. While it runs, each `solar` command that reads a program, of the
+same installation and environment, is forwarded to it (client.forward): the server forks,
+the child takes over the command's standard streams, working folder, environment and argv,
+runs the command as the `solar` process would, and its exit code becomes the command's. A
+fork starts from the server's imports, so the child imports only the program itself,
+afresh each time.
 
     place.py    where a server listens: a socket per installation and environment (a key)
     wire.py     the messages between client and server (JSON, with file descriptors)

@@ -33,8 +33,9 @@ def _positive(text: str) -> float:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="solar server",
-        description="Keep Solar, torch and JAX imported in a server that runs later `solar` "
-                    "commands of this installation and environment (docs/server.md).")
+        description="Keep Solar, torch, JAX and transformers imported in a server that runs "
+                    "later `solar` commands of this installation and environment "
+                    "(docs/server.md).")
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     for name, help_text in (("start", "start a server in the background"),
                             ("run", "run a server in the foreground")):
