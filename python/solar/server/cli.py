@@ -84,16 +84,17 @@ def _sockets(everyone: bool) -> List[str]:
     return [path] if path else []
 
 
+def _answers(op: str, everyone: bool) -> List[Dict[str, Any]]:
+    """The replies to `op` of this environment's server (or of every server of this user)."""
+    return [s for s in (_ask(p, op) for p in _sockets(everyone)) if s is not None]
+
+
 def _status(everyone: bool) -> int:
-    found = 0
-    for path in _sockets(everyone):
-        s = _ask(path, "status")
-        if s is not None:
-            found += 1
-            print(f"solar server: running ({_describe(s)})")
+    found = _answers("status", everyone)
+    for s in found:
+        print(f"solar server: running ({_describe(s)})")
     if not found:
-        others = 0 if everyone else sum(
-            _ask(p, "status") is not None for p in _sockets(True))
+        others = 0 if everyone else len(_answers("status", True))
         print("solar server: none running" if everyone else
               "solar server: none running for this installation and environment" +
               (f" ({others} of another installation or environment: `solar server status "
@@ -102,14 +103,11 @@ def _status(everyone: bool) -> int:
 
 
 def _stop(everyone: bool) -> int:
-    stopped = 0
-    for path in _sockets(everyone):
-        s = _ask(path, "stop")
-        if s is not None:
-            stopped += 1
-            left = f"; it ends when its {s['running']} running command(s) end" \
-                if s["running"] else ""
-            print(f"solar server: stopping pid {s['pid']}{left}")
+    stopped = _answers("stop", everyone)
+    for s in stopped:
+        left = f"; it ends when its {s['running']} running command(s) end" \
+            if s["running"] else ""
+        print(f"solar server: stopping pid {s['pid']}{left}")
     if not stopped:
         print("solar server: none running")
     return 0 if stopped else _NOT_RUNNING

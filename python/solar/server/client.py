@@ -5,7 +5,7 @@ writes straight to them (a terminal, a pipe, a file); it keeps the connection op
 the child runs, passes on the signals that would have ended the command (Ctrl-C), and ends
 with the child's exit code. When no server serves this key, or the server does not answer
 before starting the command, nothing has run and forward returns None: the caller runs the
-command itself. Only stdlib imports: this runs before anything else of a command.
+command itself.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ import socket
 import sys
 from typing import Dict, Iterator, List, Optional, Sequence
 
+from .. import _core
 from . import place, wire
 
-# The exit code of a command whose server ended while it ran (the EXIT_CODES "internal").
-LOST = 70
+# The exit code of a command whose server ended while it ran, or did not answer.
+LOST = _core.EXIT_CODES["internal"]
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _ANSWER_SECONDS = 30.0  # a server answers a request at once (it forks): else it is stuck
 

@@ -30,14 +30,15 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Sequence
 
+from .. import _core
 from . import place, wire
 
 RunCommand = Callable[[List[str]], int]
 _REQUEST_SECONDS = 5.0  # the longest a client may take to send its request
 _TICK = 1.0             # how often the loop looks at the idle time and the socket file
-_INTERNAL = 70          # EXIT_CODES["internal"]: the child failed outside the command
+_INTERNAL = _core.EXIT_CODES["internal"]  # the child failed outside the command
 
 
 class AlreadyRunning(Exception):
