@@ -269,6 +269,18 @@ def macs_attention(m):
             + B * T * D * D)  # output projection
 
 
+def macs_einops_vit(m):
+    B, C, P, D, H, K = m.batch_size, m.channels, m.patch, m.d_model, m.n_heads, m.n_classes
+    N = (m.image // P) ** 2  # patches
+    T = N + 1  # + the class token
+    return (B * N * (P * P * C) * D  # patch embedding
+            + B * T * D * 3 * D  # qkv
+            + 2 * B * H * T * T * (D // H)  # q k^T and p v, einops.einsum
+            + B * T * D * D  # output projection
+            + 2 * B * T * D * 4 * D  # MLP
+            + B * D * K)  # classifier on the pooled tokens
+
+
 def no_macs(m):
     return 0  # no contraction: vector work and data movement only
 
@@ -319,6 +331,7 @@ EXPECTED = {
     "mlp": (macs_mlp, compulsory),
     "conv_block": (macs_conv_block, lambda m: compulsory(m, unread=("num_batches_tracked",))),
     "attention": (macs_attention, compulsory),
+    "einops_vit": (macs_einops_vit, compulsory),
     # + the 0-d f32 constant torch makes of the Python scalar in `sliced[:, 0] = 0.0`
     # (aten::lift_fresh, read by fill_.Tensor): 4 bytes.
     "inplace_writes": (no_macs, lambda m: compulsory(m) + 4),
