@@ -256,6 +256,13 @@ def test_a_folder_others_may_write_is_refused(tmp_path):
     assert ok.returncode == 0, ok.stderr
 
 
+def test_a_folder_too_long_for_a_socket_is_refused(tmp_path):
+    folder = tmp_path / ("x" * 120)  # past a Unix socket's 107-byte path
+    r = _solar(_env(folder), "server", "start")
+    assert r.returncode == 3 and "too long a folder" in r.stderr, r.stderr
+    assert not list(folder.iterdir())
+
+
 def test_the_key_follows_the_environment_not_the_shell(tmp_path):
     base = {"PATH": "/usr/bin", "HOME": "/root"}
     key = place.key(base)

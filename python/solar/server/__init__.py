@@ -1,8 +1,9 @@
 """The Solar server: `solar` commands run in a process that has already imported torch, JAX
 and transformers (docs/server.md).
 
-Importing torch takes 2.4-2.7 s on a 2-core machine, more than the rest of a small
-program's analysis; a user who analyzes a model again after each edit pays it every time.
+Importing torch takes 1.0-2.7 s on a 2-core machine, by the host, more than the rest of a
+small program's analysis; a user who analyzes a model again after each edit pays it every
+time.
 `solar server start` starts a process that imports Solar and the frameworks once and then
 waits on a Unix socket. While it runs, each `solar` command that reads a program, of the
 same installation and environment, is forwarded to it (client.forward): the server forks,

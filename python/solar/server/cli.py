@@ -132,10 +132,7 @@ def _run(idle_minutes: float, run_command: Callable[[List[str]], int],
 
 def _start(idle_minutes: float, wait: float) -> int:
     directory = place.checked_folder(create=True)
-    path = place.socket_path(place.key(), directory)
-    if path is None:
-        raise place.PlaceError(f"{directory} is too long a folder for a socket's path; set "
-                               f"{place.DIR_ENV} to a shorter one")
+    path = place.usable_socket_path(place.key(), directory)
     s = _ask(path, "status")
     if s is not None:
         print(f"solar server: already running ({_describe(s)})")

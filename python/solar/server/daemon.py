@@ -74,10 +74,7 @@ def bind(idle: float, preload: Callable[[], Dict[str, str]]) -> Server:
     themselves. Raises AlreadyRunning, place.PlaceError."""
     directory = place.checked_folder(create=True)
     key = place.key()
-    path = place.socket_path(key, directory)
-    if path is None:
-        raise place.PlaceError(f"{directory} is too long a folder for a socket's path; set "
-                               f"{place.DIR_ENV} to a shorter one")
+    path = place.usable_socket_path(key, directory)
     try:  # the loop waits on its children's pidfds (Linux 5.3)
         os.close(os.pidfd_open(os.getpid()))
     except (AttributeError, OSError) as e:

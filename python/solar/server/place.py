@@ -122,3 +122,12 @@ def socket_path(server_key: str, directory: str) -> Optional[str]:
     Unix socket (then there is no server)."""
     path = os.path.join(directory, f"{server_key}.sock")
     return path if len(os.fsencode(path)) <= _MAX_SOCKET_PATH else None
+
+
+def usable_socket_path(server_key: str, directory: str) -> str:
+    """socket_path(), or PlaceError saying how to get a usable one (where a server starts)."""
+    path = socket_path(server_key, directory)
+    if path is None:
+        raise PlaceError(f"{directory} is too long a folder for a socket's path; set "
+                         f"{DIR_ENV} to a shorter one")
+    return path

@@ -25,7 +25,7 @@ __all__ = ["ProgramAnalysis", "ProgramOptions", "analyze_file", "analyze_trace",
 def preload() -> None:
     """Imports now what a capture's first fake-tensor op imports (solar.server, before it
     forks): torch's C++ dispatch fetches the DTensor class, importing torch.distributed.tensor
-    (0.3-0.5 s), the first time a tensor subclass reaches it."""
+    (0.2-0.5 s), the first time a tensor subclass reaches it."""
     import torch.distributed  # pylint: disable=import-outside-toplevel
 
     if torch.distributed.is_available():
