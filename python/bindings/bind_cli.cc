@@ -1,15 +1,27 @@
 // solar._core: the CLI entry shared with the C++ executable.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
 #include "solar/cli/cli.h"
+#include "solar/util/output_file.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace solar::python {
+namespace {
+
+// [(what, path)] -> NamedPath (the argument adapter of check_outputs).
+std::vector<NamedPath> named_paths(const std::vector<std::pair<std::string, std::string>>& v) {
+  std::vector<NamedPath> out;
+  for (const auto& [what, path] : v) out.push_back({what, path});
+  return out;
+}
+
+}  // namespace
 
 void bind_cli(nb::module_& m) {
   m.attr("__version__") = cli::kVersion;
@@ -20,6 +32,16 @@ void bind_cli(nb::module_& m) {
         return cli::run(args);
       },
       "args"_a, "Runs `solar` with argv-style args (args[0] is the program name); returns the exit code.");
+  m.def(
+      "check_outputs",
+      [](const std::vector<std::pair<std::string, std::string>>& inputs,
+         const std::vector<std::pair<std::string, std::string>>& outputs) {
+        check_outputs(named_paths(inputs), named_paths(outputs));
+      },
+      "inputs"_a, "outputs"_a,
+      "Checks a command's outputs before any work, each (what, path): none replaces an input "
+      "or another output, each can be written (solar/util/output_file.h); raises "
+      "UserError(io).");
 
   nb::dict codes;
   codes["ok"] = int(cli::kOk);

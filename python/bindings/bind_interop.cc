@@ -22,19 +22,37 @@ interop::Format format_arg(const std::string& name) {
                   "unknown --format '" + name + "' (expected accelforge or timeloop)");
 }
 
+// [(what, path)] -> NamedPath: the files the command reads.
+std::vector<NamedPath> named_paths(const std::vector<std::pair<std::string, std::string>>& v) {
+  std::vector<NamedPath> out;
+  for (const auto& [what, path] : v) out.push_back({what, path});
+  return out;
+}
+
 }  // namespace
 
 void bind_interop(nb::module_& m) {
   m.def(
       "export_graph",
-      [](const ir::Graph& g, const std::string& format, const std::string& out) {
+      [](const ir::Graph& g, const std::string& format, const std::string& out,
+         const std::vector<std::pair<std::string, std::string>>& inputs) {
         interop::Format f = format_arg(format);
+        std::vector<NamedPath> in = named_paths(inputs);
         nb::gil_scoped_release release;
-        return interop::export_summary(interop::export_to(g, f, out), f, out);
+        return interop::export_summary(interop::export_to(g, f, out, in), f, out);
       },
-      "graph"_a, "format"_a, "out"_a,
+      "graph"_a, "format"_a, "out"_a, "inputs"_a = std::vector<std::pair<std::string, std::string>>{},
       "Writes the graph's einsums as an AccelForge or Timeloop workload under folder `out` "
-      "(docs/export.md); returns the lines `solar export` prints.");
+      "(docs/export.md), never over one of `inputs` [(what, path)]; returns the lines "
+      "`solar export` prints.");
+  m.def(
+      "check_export_folder",
+      [](const std::string& out, const std::vector<std::pair<std::string, std::string>>& inputs) {
+        interop::check_export_folder(out, named_paths(inputs));
+      },
+      "out"_a, "inputs"_a = std::vector<std::pair<std::string, std::string>>{},
+      "Checks before any work that folder `out` can take an export (new, empty, or an earlier "
+      "export's: docs/export.md); raises UserError(io).");
   m.def(
       "read_timeloop_problems",
       [](const std::vector<std::pair<std::string, std::string>>& files, const std::string& name) {

@@ -25,6 +25,7 @@
 #include "solar/report/report.h"
 #include "solar/tiling/fusion.h"
 #include "solar/util/errors.h"
+#include "solar/util/output_file.h"
 
 namespace solar::cli {
 namespace {
@@ -143,6 +144,9 @@ int run_analyze(const AnalyzeArgs& a, std::ostream& out) {
   // before any work is done or any output written.
   hw::DeviceDb db = hw::DeviceDb::load_default();
   std::vector<const hw::Device*> devices = resolve_devices(db, a.archs, {"H100_SXM"});
+  // So is every output, before the graph is read: none may replace the graph or another
+  // output, and each must be writable (exit 3 otherwise, with nothing written).
+  check_outputs({{"GRAPH", a.graph}}, {{"--json", a.json_path}, {"--ski-slope", a.ski_slope_path}});
 
   ir::Graph g = ir::load_graph_file(a.graph);
   if (a.unroll) g = ir::unroll(g);
@@ -198,6 +202,7 @@ int run_inverse(const InverseArgs& a, std::ostream& out) {
   for (const std::string& id : db.ids())
     if (lower(id) != "host") all.push_back(id);
   std::vector<const hw::Device*> devices = resolve_devices(db, a.archs, all);
+  check_outputs({{"GRAPH", a.graph}}, {{"--json", a.json_path}});
 
   ir::Graph g = ir::load_graph_file(a.graph);
   cost::GraphCost cost = cost::graph_cost(g);
@@ -221,8 +226,11 @@ int run_export(const ExportArgs& a, std::ostream& out) {
   if (!format)
     throw UserError(UserError::Kind::BadArgument,
                     fmt::format("unknown --format '{}' (expected accelforge or timeloop)", a.format));
+  // The folder is checked before the graph is read: new, empty, or an earlier export's.
+  const std::vector<NamedPath> inputs = {{"GRAPH", a.graph}};
+  interop::check_export_folder(a.out, inputs);
   ir::Graph g = ir::load_graph_file(a.graph);
-  out << interop::export_summary(interop::export_to(g, *format, a.out), *format, a.out);
+  out << interop::export_summary(interop::export_to(g, *format, a.out, inputs), *format, a.out);
   return kOk;
 }
 

@@ -2,14 +2,14 @@
 #include "solar/interop/export.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
+#include <sys/stat.h>
 
 #include "common.h"
 #include "solar/interop/accelforge.h"
@@ -31,6 +31,93 @@ nlohmann::json count_json(Count c) {
 
 UserError io_error(const std::string& path, const std::string& why) {
   return UserError(UserError::Kind::Io, fmt::format("cannot write '{}': {}", path, why));
+}
+
+// The folder `dir` names (`out/` is `out`).
+fs::path folder_path(const std::string& dir) {
+  fs::path root(dir);
+  return root.has_filename() ? root : root.parent_path();
+}
+
+// Whether `path` lies strictly inside `root` (both resolved).
+bool is_under(const fs::path& path, const fs::path& root) {
+  auto [r, p] = std::mismatch(root.begin(), root.end(), path.begin(), path.end());
+  return r == root.end() && p != path.end();
+}
+
+// Whether relative `rel` stays inside its folder on its own: not empty, not absolute, no `..`.
+bool stays_inside(const std::string& rel) {
+  fs::path p(rel);
+  if (rel.empty() || p.is_absolute() || p.has_root_name()) return false;
+  for (const fs::path& part : p.lexically_normal())
+    if (part == "..") return false;
+  return true;
+}
+
+std::string normal(const std::string& rel) { return fs::path(rel).lexically_normal().generic_string(); }
+
+// The files an earlier export's manifest lists (normalized), or UserError(Io) saying why the
+// manifest is none of ours.
+std::vector<std::string> manifest_files(const fs::path& manifest, const std::string& dir) {
+  auto refuse = [&](const std::string& why) {
+    return io_error(dir, fmt::format("its {} is not a Solar export manifest ({}); give an empty "
+                                     "or new folder",
+                                     kManifestName, why));
+  };
+  std::ifstream in(manifest, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) throw refuse("it cannot be read");
+  nlohmann::json m = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (m.is_discarded() || !m.is_object()) throw refuse("not a JSON object");
+  if (!m.contains("schema") || m["schema"] != kExportSchema)
+    throw refuse(fmt::format("its schema is not {}", kExportSchema));
+  if (!m.contains("files") || !m["files"].is_array()) throw refuse("no `files` list");
+  std::vector<std::string> files;
+  for (const nlohmann::json& f : m["files"]) {
+    if (!f.is_string()) throw refuse("a `files` entry is not a path");
+    const std::string rel = f.get<std::string>();
+    if (!stays_inside(rel) || normal(rel) == kManifestName || normal(rel) == ".")
+      throw io_error(dir, fmt::format("its {} lists '{}', which is not a file inside the folder; "
+                                      "give an empty or new folder",
+                                      kManifestName, rel));
+    files.push_back(normal(rel));
+  }
+  return files;
+}
+
+// The input of `inputs` that `target` (an existing file) is, or nullptr.
+const NamedPath* input_at(const fs::path& target, const std::vector<NamedPath>& inputs) {
+  struct stat st;
+  if (::stat(target.c_str(), &st) != 0) return nullptr;
+  for (const NamedPath& in : inputs) {
+    struct stat si;
+    if (!in.path.empty() && ::stat(in.path.c_str(), &si) == 0 && same_file(target, in.path))
+      return &in;
+  }
+  return nullptr;
+}
+
+UserError replaces_input(const fs::path& target, const NamedPath& in) {
+  return io_error(target.string(),
+                  fmt::format("the export would replace the input {}{}; give another folder",
+                              in.what,
+                              fs::path(in.path) == target
+                                  ? ""
+                                  : fmt::format(" '{}' (the same file)", in.path)));
+}
+
+// Removes an earlier export's file the new one does not write (a file or link; a folder
+// there is the user's), then the folders below `root` that this leaves empty.
+bool remove_stale(const fs::path& root, const std::string& rel) {
+  fs::path target = root / rel;
+  std::error_code ec;
+  fs::file_status st = fs::symlink_status(target, ec);
+  if (!fs::is_regular_file(st) && !fs::is_symlink(st)) return false;
+  if (!fs::remove(target, ec)) return false;
+  for (fs::path p = target.parent_path(); p != root && is_under(p, root); p = p.parent_path())
+    if (!fs::is_empty(p, ec) || ec || !fs::remove(p, ec)) break;
+  return true;
 }
 
 }  // namespace
@@ -133,7 +220,8 @@ std::vector<ExportFile> export_files(const Workload& w, Format f) {
   }
   std::vector<std::string> paths;
   for (const ExportFile& file : files) paths.push_back(file.path);
-  files.push_back({"solar-export.json", export_manifest(w, f, paths, skipped).dump(2) + "\n"});
+  files.push_back(
+      {std::string(kManifestName), export_manifest(w, f, paths, skipped).dump(2) + "\n"});
   return files;
 }
 
@@ -141,11 +229,12 @@ std::vector<ExportFile> export_graph(const ir::Graph& g, Format f) {
   return export_files(build_workload(g, cost::graph_cost(g)), f);
 }
 
-ExportResult export_to(const ir::Graph& g, Format f, const std::string& dir) {
+ExportResult export_to(const ir::Graph& g, Format f, const std::string& dir,
+                       const std::vector<NamedPath>& inputs) {
   ExportResult r;
   r.workload = build_workload(g, cost::graph_cost(g));
   r.files = export_files(r.workload, f);
-  write_export(dir, r.files);
+  r.removed = write_export(dir, r.files, inputs);
   return r;
 }
 
@@ -158,6 +247,15 @@ std::string export_summary(const ExportResult& r, Format f, const std::string& d
                                 format_name(f), dir);
   for (const ExportFile& file : r.files) out += " " + file.path;
   out += "\n";
+  if (!r.removed.empty()) {
+    // A few names, then the count: a 30-einsum Timeloop export replaced is one line.
+    constexpr std::size_t kNamed = 4;
+    out += fmt::format("removed {} file{} of the earlier export that this one does not write:",
+                       r.removed.size(), r.removed.size() == 1 ? "" : "s");
+    for (std::size_t i = 0; i < r.removed.size() && i < kNamed; ++i) out += " " + r.removed[i];
+    if (r.removed.size() > kNamed) out += fmt::format(" and {} more", r.removed.size() - kNamed);
+    out += "\n";
+  }
   if (!w.left_out.empty())
     out += fmt::format("left out: {} op{} (data movement, opaque, unanalyzed or dead), each "
                        "with its reason in solar-export.json\n",
@@ -165,51 +263,127 @@ std::string export_summary(const ExportResult& r, Format f, const std::string& d
   return out;
 }
 
-void write_export(const std::string& dir, const std::vector<ExportFile>& files) {
-  fs::path root(dir);
-  std::error_code ec;
+std::vector<std::string> check_export_folder(const std::string& dir,
+                                             const std::vector<NamedPath>& inputs) {
   if (dir.empty()) throw io_error(dir, "no output folder given");
-  if (fs::exists(root, ec) && !fs::is_directory(root, ec))
-    throw io_error(dir, "it exists and is not a folder");
-  fs::path parent = root.parent_path();
-  if (!fs::exists(root, ec) && !parent.empty() && !fs::is_directory(parent, ec))
-    throw io_error(dir, fmt::format("folder '{}' does not exist", parent.string()));
+  const fs::path root = folder_path(dir);
+  std::error_code ec;
+  fs::file_status st = fs::status(root, ec);
+  if (fs::exists(st) && !fs::is_directory(st)) throw io_error(dir, "it exists and is not a folder");
+  if (!fs::exists(st)) {
+    fs::path parent = root.parent_path().empty() ? fs::path(".") : root.parent_path();
+    fs::file_status ps = fs::status(parent, ec);
+    if (!fs::exists(ps))
+      throw io_error(dir, fmt::format("folder '{}' does not exist", parent.string()));
+    if (!fs::is_directory(ps)) throw io_error(dir, fmt::format("'{}' is not a folder", parent.string()));
+    if (std::optional<std::string> why = why_folder_refuses_files(parent.string()))
+      throw io_error(dir, fmt::format("folder '{}' does not accept a new folder ({})",
+                                      parent.string(), *why));
+    return {};
+  }
+  if (std::optional<std::string> why = why_folder_refuses_files(root.string()))
+    throw io_error(dir, fmt::format("the folder does not accept new files ({})", *why));
+  fs::directory_iterator it(root, ec);
+  if (ec) throw io_error(dir, ec.message());
+  if (it == fs::directory_iterator()) return {};
+  const fs::path manifest = root / kManifestName;
+  if (!fs::is_regular_file(fs::symlink_status(manifest, ec)))
+    throw io_error(dir, fmt::format("the folder is not empty and holds no Solar export (no {}); "
+                                    "an export replaces only an earlier export's files: give "
+                                    "an empty or new folder",
+                                    kManifestName));
+  std::vector<std::string> listed = manifest_files(manifest, dir);
+  listed.push_back(std::string(kManifestName));
+  const fs::path real_root = fs::canonical(root, ec);
+  if (ec) throw io_error(dir, ec.message());
+  for (const std::string& rel : listed) {
+    const fs::path target = root / rel;
+    // A link (or a linked subfolder) that leads out of the folder is not the export's.
+    fs::path real = fs::weakly_canonical(target, ec);
+    if (ec || !is_under(real, real_root))
+      throw io_error(dir, fmt::format("its {} lists '{}', which leads outside the folder; give "
+                                      "an empty or new folder",
+                                      kManifestName, rel));
+    if (!fs::exists(fs::symlink_status(target, ec))) continue;  // gone already
+    if (const NamedPath* in = input_at(target, inputs)) throw replaces_input(target, *in);
+    if (std::optional<std::string> why = why_not_writable(target.string()))
+      throw io_error(target.string(), *why);
+  }
+  return listed;
+}
 
-  std::vector<std::pair<fs::path, fs::path>> staged;  // (temporary, target)
-  auto remove_staged = [&]() {
-    for (const auto& [temp, target] : staged) {
-      std::error_code ignored;
-      fs::remove(temp, ignored);
+std::vector<std::string> write_export(const std::string& dir, const std::vector<ExportFile>& files,
+                                      const std::vector<NamedPath>& inputs) {
+  const std::vector<std::string> earlier = check_export_folder(dir, inputs);
+  const std::set<std::string> earlier_set(earlier.begin(), earlier.end());
+  const fs::path root = folder_path(dir);
+
+  // The manifest is renamed last: until then the folder still describes the earlier export.
+  std::vector<const ExportFile*> order;
+  const ExportFile* manifest = nullptr;
+  std::set<std::string> written;
+  for (const ExportFile& file : files) {
+    if (!stays_inside(file.path))
+      throw InternalError(fmt::format("export file path '{}' leaves the folder", file.path),
+                          __FILE__, __LINE__);
+    const std::string rel = normal(file.path);
+    written.insert(rel);
+    if (rel == kManifestName) {
+      manifest = &file;
+      continue;
+    }
+    order.push_back(&file);
+  }
+  if (manifest) order.push_back(manifest);
+  for (const ExportFile* file : order) {
+    const fs::path target = root / file->path;
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(target, ec)) && !earlier_set.count(normal(file->path)))
+      throw io_error(target.string(),
+                     fmt::format("it is not a file of the earlier export ({} does not list it); "
+                                 "remove it or give another folder",
+                                 kManifestName));
+    if (const NamedPath* in = input_at(target, inputs)) throw replaces_input(target, *in);
+  }
+
+  std::vector<fs::path> created;  // folders made here, outermost first
+  auto make_folder = [&](const fs::path& folder) {
+    std::vector<fs::path> missing;
+    std::error_code ec;
+    for (fs::path p = folder; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+      missing.push_back(p);
+      if (p == p.parent_path()) break;
+    }
+    for (auto m = missing.rbegin(); m != missing.rend(); ++m) {
+      if (!fs::create_directory(*m, ec) && ec) throw io_error(m->string(), ec.message());
+      created.push_back(*m);
     }
   };
+  std::vector<StagedFile> staged;
+  staged.reserve(order.size());
   try {
-    for (const ExportFile& file : files) {
-      fs::path rel(file.path);
-      if (rel.empty() || rel.is_absolute() || rel.lexically_normal().string().starts_with(".."))
-        throw InternalError(fmt::format("export file path '{}' leaves the folder", file.path),
-                            __FILE__, __LINE__);
-      fs::path target = root / rel;
-      fs::create_directories(target.parent_path(), ec);
-      if (ec) throw io_error(target.string(), ec.message());
-      if (fs::is_directory(target, ec)) throw io_error(target.string(), "it is a folder");
-      // Beside the target, so that the rename stays on one file system (and is atomic).
-      fs::path temp = target.parent_path() /
-                      fmt::format(".{}.{}.tmp", target.filename().string(), ::getpid());
-      staged.emplace_back(temp, target);
-      std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-      if (!out) throw io_error(target.string(), std::strerror(errno));
-      out.write(file.contents.data(), static_cast<std::streamsize>(file.contents.size()));
-      out.close();
-      if (!out) throw io_error(target.string(), "write failed (disk full?)");
-    }
-    for (const auto& [temp, target] : staged) {
-      fs::rename(temp, target, ec);
-      if (ec) throw io_error(target.string(), ec.message());
+    make_folder(root);
+    for (const ExportFile* file : order) {
+      const fs::path target = root / file->path;
+      make_folder(target.parent_path());
+      staged.emplace_back(target.string(), file->contents);
     }
   } catch (...) {
-    remove_staged();
+    staged.clear();  // removes the temporaries
+    for (auto c = created.rbegin(); c != created.rend(); ++c) {
+      std::error_code ignored;
+      fs::remove(*c, ignored);  // only an empty folder goes
+    }
     throw;
   }
+  const std::size_t last = manifest ? staged.size() - 1 : staged.size();
+  for (std::size_t i = 0; i < last; ++i) staged[i].commit();
+  std::vector<std::string> removed;
+  for (const std::string& rel : earlier)
+    if (rel != kManifestName && !written.count(rel) && remove_stale(root, rel))
+      removed.push_back(rel);
+  if (manifest) staged.back().commit();
+  return removed;
 }
 
 }  // namespace solar::interop

@@ -62,8 +62,9 @@ std::string device_text(const hw::Device& d);
 std::string device_list_table(const hw::DeviceDb& db);
 
 // Writes `contents` to `path` atomically: into a temporary file in the same folder, renamed
-// over `path` only when complete (removed on failure), so no partial file is ever left.
-// Throws UserError(Io) when the folder is missing or not writable.
+// over `path` only when complete (removed on failure), so no partial file is ever left. An
+// existing `path` keeps its mode; a read-only one is refused. Throws UserError(Io) when the
+// folder is missing or not writable (solar/util/output_file.h, StagedFile).
 void write_file_atomically(const std::string& path, const std::string& contents);
 
 }  // namespace solar::cli

@@ -11,6 +11,7 @@
 
 #include "solar/interop/workload.h"
 #include "solar/ir/graph.h"
+#include "solar/util/output_file.h"
 
 namespace solar::interop {
 
@@ -18,8 +19,9 @@ enum class Format { AccelForge, Timeloop };
 std::string_view format_name(Format f);  // accelforge timeloop
 std::optional<Format> parse_format(std::string_view name);
 
-// The manifest's schema name (solar-export.json).
+// The manifest's schema name, and its file name in the export folder.
 inline constexpr std::string_view kExportSchema = "solar.export.v1";
+inline constexpr std::string_view kManifestName = "solar-export.json";
 
 // The files of an export, paths relative to the output folder:
 //   accelforge: workload.yaml, solar-export.json
@@ -38,24 +40,43 @@ std::vector<ExportFile> export_graph(const ir::Graph& g, Format f);
 struct ExportResult {
   Workload workload;
   std::vector<ExportFile> files;
+  std::vector<std::string> removed;  // the earlier export's files this one does not write
 };
 
 // Costs `g`, builds its workload, formats it and writes it under `dir` (write_export): the
 // whole of `solar export GRAPH`, shared by the C++ CLI and the Python console script.
-ExportResult export_to(const ir::Graph& g, Format f, const std::string& dir);
+ExportResult export_to(const ir::Graph& g, Format f, const std::string& dir,
+                       const std::vector<NamedPath>& inputs = {});
 
-// The lines `solar export` prints: einsums, operations and MACs exported, the files, and
-// how many ops were left out.
+// The lines `solar export` prints: einsums, operations and MACs exported, the files, the
+// earlier export's files removed, and how many ops were left out.
 std::string export_summary(const ExportResult& r, Format f, const std::string& dir);
 
 // The manifest of `w` as written in solar-export.json (`files`: the other files' paths).
 nlohmann::json export_manifest(const Workload& w, Format f, const std::vector<std::string>& files,
                                const std::vector<std::string>& skipped);
 
+// The files of the earlier export in `dir`, paths relative to it (the manifest's `files`,
+// then the manifest itself), after checking that `dir` can take an export without losing
+// anything of the user's: it is missing (its parent must exist and accept a new folder),
+// empty, or holds an earlier Solar export (solar-export.json, schema solar.export.v1, whose
+// listed paths stay inside the folder); the folder accepts new files; and no file the
+// manifest lists is read-only or one of `inputs` (the files the command reads). Throws
+// UserError(Io) saying why; writes nothing. Any other non-empty folder is refused: it is
+// not ours to fill.
+std::vector<std::string> check_export_folder(const std::string& dir,
+                                             const std::vector<NamedPath>& inputs = {});
+
 // Writes the files under `dir` (created, with its subfolders, when missing; its parent must
-// exist). Every file is first written to a temporary file beside its target and only then
-// renamed over it, all renames after all writes, so a failure leaves no partial file and
-// no earlier export half-replaced. Throws UserError(Io) naming the path.
-void write_export(const std::string& dir, const std::vector<ExportFile>& files);
+// exist) after check_export_folder: a file of the new export that exists already must be
+// one the earlier export wrote. Every file is first written to a temporary file beside its
+// target (keeping the mode of the file it replaces), and only after all were written are
+// they renamed over their targets, the manifest last; the earlier export's files that the
+// new one does not write are removed before the manifest is renamed (with the folders that
+// removal empties), and nothing else in `dir` is touched. A failure before the renames
+// leaves no partial file, no earlier export half-replaced and no folder it created. Returns
+// the earlier export's files it removed. Throws UserError(Io) naming the path.
+std::vector<std::string> write_export(const std::string& dir, const std::vector<ExportFile>& files,
+                                      const std::vector<NamedPath>& inputs = {});
 
 }  // namespace solar::interop

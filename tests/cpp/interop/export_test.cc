@@ -74,7 +74,8 @@ TEST(WriteExport, WritesEveryFileAndCreatesTheFolder) {
 
 TEST(WriteExport, AFailureLeavesTheEarlierExportWhole) {
   fs::path d = fresh_dir("fail");
-  write_export(d.string(), {{"workload.yaml", "old\n"}});
+  const std::string manifest = R"({"schema": "solar.export.v1", "files": ["workload.yaml"]})";
+  write_export(d.string(), {{"workload.yaml", "old\n"}, {"solar-export.json", manifest}});
   // The second file cannot be written (its path is a folder): nothing is replaced.
   fs::create_directories(d / "taken.json");
   try {
@@ -82,13 +83,40 @@ TEST(WriteExport, AFailureLeavesTheEarlierExportWhole) {
     FAIL() << "expected UserError";
   } catch (const UserError& e) {
     EXPECT_EQ(e.kind(), UserError::Kind::Io);
-    EXPECT_NE(std::string(e.what()).find("it is a folder"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("taken.json': it is not a file of the earlier export"),
+              std::string::npos)
+        << e.what();
   }
   EXPECT_EQ(read(d / "workload.yaml"), "old\n");
   int entries = 0;
   for (const auto& entry : fs::directory_iterator(d)) entries += !entry.path().empty();
-  EXPECT_EQ(entries, 2);  // workload.yaml and the folder: no temporary left
+  EXPECT_EQ(entries, 3);  // workload.yaml, the manifest and the folder: no temporary left
   fs::remove_all(d);
+}
+
+TEST(WriteExport, AReExportRemovesTheEarlierFilesItNoLongerWritesAndNothingElse) {
+  fs::path d = fresh_dir("again");
+  write_export(d.string(), export_graph(mlp(), Format::Timeloop));
+  std::ofstream(d / "notes.txt") << "mine\n";
+  std::vector<std::string> removed = write_export(d.string(), export_graph(mlp(), Format::AccelForge));
+  // The three einsums' classic problems (h, a, y) are removed, then their emptied folder.
+  EXPECT_EQ(removed, (std::vector<std::string>{"problems/h.yaml", "problems/a.yaml",
+                                               "problems/y.yaml"}));
+  EXPECT_FALSE(fs::exists(d / "problems"));
+  EXPECT_EQ(read(d / "notes.txt"), "mine\n");
+  EXPECT_EQ(nlohmann::json::parse(read(d / "solar-export.json"))["format"], "accelforge");
+  fs::remove_all(d);
+}
+
+TEST(WriteExport, AFailedExportRemovesTheFolderItCreated) {
+  fs::path d = fresh_dir("created");
+  try {
+    write_export(d.string(), {{"a/b.yaml", "x"}, {"a", "y"}});  // `a` is a folder by then
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.kind(), UserError::Kind::Io);
+  }
+  EXPECT_FALSE(fs::exists(d));
 }
 
 TEST(WriteExport, AMissingParentFolderIsAnIoError) {
