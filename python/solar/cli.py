@@ -22,8 +22,9 @@ from typing import List, NoReturn, Optional, Sequence
 
 from . import _core, cli_usage, models, programs
 from .analysis import ProgramOptions
+from . import atomic_write
 from .atomic_write import write_atomically
-from .errors import CommandExit, command, fail, failing_line, parse_args
+from .errors import command, fail, failing_line, parse_args
 from .frontends.loopir.provenance import unvalidated_note
 from .html import cli as html_cli
 from .program_source import OverrideError, ProgramFormatError, parse_literal, parse_overrides
@@ -213,8 +214,10 @@ def _run_program(command: str, args: List[str]) -> int:
         if given:
             raise fail(f"{', '.join(given)}: for Python programs only, not {ns.program}",
                         "usage")
-    _check_before_capture(archs, ns.json_path, ns.save_trace, ns.ski_slope)
     html_cli.check_folder(getattr(ns, "html", None))  # before the capture, not after it
+    _check_before_capture(archs, [("PROGRAM", ns.program), ("--reference", ns.reference)],
+                          [("--json", ns.json_path), ("--save-trace", ns.save_trace),
+                           ("--ski-slope", ns.ski_slope), ("--html", getattr(ns, "html", None))])
     model = command == "analyze" and models.is_model_ref(ns.program)
     if model:
         if ns.shrink is not None:
@@ -251,16 +254,14 @@ def _run_program(command: str, args: List[str]) -> int:
     return codes["ok"]
 
 
-def _check_before_capture(archs: Sequence[str], *outputs: Optional[str]) -> None:
+def _check_before_capture(archs: Sequence[str], inputs, outputs) -> None:
     """The devices and the output paths, checked before a program is captured (minutes, for
     a large one), as the C++ CLI checks a graph's: exit 6 for an unknown device, 3 for an
-    output that cannot be written."""
+    output that cannot be written or that names an input (the program, its --reference) or
+    another output (atomic_write.check)."""
     for a in archs:
         _core.device(a)  # an unknown id raises with the known ids (exit 6)
-    for path in outputs:
-        code = cli_usage.check_output(path)
-        if code is not None:
-            raise CommandExit(code)
+    atomic_write.check(inputs, outputs)
 
 
 def _note_translation(path: str, report) -> None:
@@ -343,13 +344,14 @@ def _run_inverse(args: List[str]) -> int:
         return codes["usage"]
     overrides = parse_overrides(ns.set)
     archs = _archs(ns.arch) or [i for i in _core.device_ids() if i.lower() != "host"]
-    _check_before_capture(archs, ns.json_path)  # before the program runs
+    html_cli.check_folder(ns.html)
+    _check_before_capture(archs, [("PROGRAM", ns.program)],  # before the program runs
+                          [("--json", ns.json_path), ("--html", ns.html)])
     # The capture's own analysis needs one device; the comparison is the inverse's.
     options = ProgramOptions(
         archs=archs[:1], policy=ns.policy, overrides=overrides, strict=ns.strict,
         real=ns.real, train=ns.train, optimizer=ns.optimizer, eval_mode=ns.eval, validate=False,
         crosscheck=False, cache_aware=False)  # the inverse builds its own traffic model
-    html_cli.check_folder(ns.html)
     result = _load_program(ns, options)
     for n in result.warnings:
         sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
@@ -388,9 +390,9 @@ def _run_export(args: List[str]) -> int:
     ns = parse_args(_export_parser(), args)
     if ns.optimizer and not ns.train:
         raise fail("--optimizer needs --train", "usage")
-    out_parent = os.path.dirname(os.path.normpath(ns.out)) or "."
-    if not os.path.isdir(out_parent):  # --out is created, its parent must exist
-        raise fail(f"cannot write '{ns.out}': folder '{out_parent}' does not exist", "io")
+    # --out is new, empty or an earlier export's (docs/export.md), checked before the capture.
+    inputs = [("PROGRAM", ns.program)]
+    _core.check_export_folder(ns.out, inputs)
     # The capture's own analysis is the cheapest one; the export needs only the graph.
     options = ProgramOptions(
         overrides=parse_overrides(ns.set), strict=ns.strict, real=ns.real, eval_mode=ns.eval,
@@ -399,7 +401,7 @@ def _run_export(args: List[str]) -> int:
     result = _load_program(ns, options)
     for n in result.warnings:
         sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
-    sys.stdout.write(_core.export_graph(result.graph, ns.format, ns.out))
+    sys.stdout.write(_core.export_graph(result.graph, ns.format, ns.out, inputs))
     return codes["ok"]
 
 

@@ -1,8 +1,10 @@
 """Command-line checks and help pages of the `solar` console script that apply before any
 work, whichever side (the C++ CLI for graphs, the Python frontends for programs) then runs
-the command: a mistyped command gets the close match, a negative --top a usage error, an
-output file in a missing folder an io error before a capture, and `solar CMD --help` one
-page with the graph options and the program options.
+the command: a mistyped command gets the close match, a negative --top a usage error, and
+`solar CMD --help` one page with the graph options and the program options; `graph_argument`
+finds the GRAPH of a C++ command line (its outputs are checked before the C++ CLI runs when
+the console script adds one of its own, `--html`). The outputs themselves are checked by
+solar.atomic_write.check.
 
 Imports nothing heavy (no torch, no jax): `solar --help` stays fast.
 """
@@ -60,20 +62,34 @@ def negative_top(args: Sequence[str]) -> Optional[int]:
     return None
 
 
-def check_output(path: Optional[str]) -> Optional[int]:
-    """Exit code (io) when `path` cannot be written (its folder is missing or not writable,
-    or it is a folder), else None; `-` (stdout) and None pass. Checked before a capture, as
-    the C++ CLI checks a graph's outputs before it reads the graph."""
-    if not path or path == "-":
-        return None
-    folder = os.path.dirname(path) or "."
-    if not os.path.isdir(folder):
-        return _error(f"cannot write '{path}': folder '{folder}' does not exist", "io")
-    if os.path.isdir(path):
-        return _error(f"cannot write '{path}': it is a folder", "io")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return _error(f"cannot write '{path}': folder '{folder}' is not writable", "io")
+# The options of the C++ CLI's analyze and inverse that take a value (src/cli/cli.cc).
+_CXX_VALUED = {"--arch", "--json", "--policy", "--cache-state", "--top", "--by", "--depth",
+               "--mode", "--ski-slope", "--max-mappings", "--target-ms", "--rate-hz",
+               "--bandwidth", "--format", "--out"}
+
+
+def graph_argument(args: Sequence[str]) -> Optional[str]:
+    """The GRAPH of `solar CMD GRAPH ...` (args with the program name), or None."""
+    skip = False
+    for arg in args[2:]:
+        if skip:
+            skip = False
+        elif arg in _CXX_VALUED:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
     return None
+
+
+def option_value(args: Sequence[str], name: str) -> Optional[str]:
+    """The last value of option `name` in args (`--name V` or `--name=V`), or None."""
+    value = None
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg[len(name) + 1:]
+    return value
 
 
 def _cxx_help(args: List[str]) -> str:

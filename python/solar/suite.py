@@ -39,6 +39,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from . import _core, headroom, programs
 from .analysis import ProgramOptions
 from .atomic_write import atomic_file, write_atomically
+from .atomic_write import check as check_outputs
 from .errors import command, parse_args
 from .html import write as write_html
 from .program_source import imports_loopir, module_constants, parse_overrides
@@ -927,6 +928,13 @@ def main(args: List[str]) -> int:
 
     start = time.monotonic()
     programs, skipped = discover(ns.dir)
+    # No output may replace a file the suite reads (a program of DIR, any .py it looked at,
+    # the timings) or another output, and each must be writable: checked before any work.
+    plots = [f"{ns.plot}.{ext}" for ext in ("svg", "png")] if ns.plot else []
+    check_outputs([("PROGRAM", p["source"]) for p in programs + skipped]
+                  + [("--timings", ns.timings)],
+                  [("--json", ns.json_path), ("--csv", ns.csv_path), ("--html", ns.html_path)]
+                  + [("--plot", p) for p in plots])
     options = {"archs": archs, "policy": ns.policy, "cache_state": ns.cache_state,
                "strict": ns.strict, "real": ns.real, "eval": ns.eval, "train": ns.train,
                "optimizer": ns.optimizer, "validate": ns.validate,
@@ -967,6 +975,9 @@ def main(args: List[str]) -> int:
                 write_atomically(ns.csv_path, to_csv(entries, archs))
             if ns.html_path:
                 write_html({**head, "programs": entries, "summary": summary}, ns.html_path)
+            # The plots too are written before anything is printed: on an error stdout
+            # stays empty.
+            plotted = headroom.plot(joined, ns.plot) if joined is not None and ns.plot else []
         except OSError as e:
             sys.stderr.write(f"solar suite: error: {e}\n")
             return codes["io"]
@@ -978,15 +989,7 @@ def main(args: List[str]) -> int:
     sys.stdout.write(failure_lines(entries))
     if joined is not None:
         sys.stdout.write(headroom.format_summary(joined))
-        if ns.plot:
-            try:
-                for path in headroom.plot(joined, ns.plot):
-                    sys.stdout.write(f"wrote {path}\n")
-            except _core.Error as e:
-                sys.stderr.write(f"solar suite: error: {e}\n")
-                return getattr(e, "exit_code", codes["usage"])
-            except OSError as e:
-                sys.stderr.write(f"solar suite: error: {e}\n")
-                return codes["io"]
+        for path in plotted:
+            sys.stdout.write(f"wrote {path}\n")
     sys.stdout.flush()
     return codes["ok"]

@@ -2,9 +2,11 @@
 
 Programs, suites and the inverse roofline of a program are handled by the console script's
 own commands, which call `check_folder` before any capture and `write` at the end. A graph
-file goes to the C++ CLI as always; `run_graph` takes `--html PATH` out of its arguments,
-lets the C++ CLI write the JSON report to a temporary file (or to the user's `--json PATH`),
-and renders the page from it: the C++ CLI keeps every option, check, message and exit code.
+file goes to the C++ CLI as always; `run_graph` checks every output first (the page's
+among them: solar.atomic_write.check), takes `--html PATH` out of the arguments, lets the
+C++ CLI write the JSON report to a temporary file (or to the user's `--json PATH`), renders
+the page from it, and only then prints what the C++ CLI printed: on an error stdout stays
+empty. The C++ CLI keeps every other option, check, message and exit code.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import sys
 import tempfile
 from typing import List, Optional, Sequence, Tuple
 
-from .. import _core
+from .. import _core, cli_usage
+from ..atomic_write import check as check_outputs
 from ..errors import command, fail, user_error
 from ..html import write as write_html
 
@@ -60,22 +63,21 @@ def _json_option(args: List[str]) -> Tuple[Optional[str], int]:
     return None, -1
 
 
-def _run_cxx(args: List[str], quiet: bool) -> int:
-    """The C++ CLI on args; quiet: its stdout goes to /dev/null (the table that `--json -`
-    replaces; the JSON is printed from the file instead)."""
+def _run_cxx(args: List[str]) -> Tuple[int, str]:
+    """The C++ CLI on args: (its exit code, what it printed on stdout), held back so that
+    nothing is printed before the page is written."""
     sys.stdout.flush()
     sys.stderr.flush()
-    if not quiet:
-        return _core.cli_run(args)
     saved = os.dup(1)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        return _core.cli_run(args)
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(devnull)
+    with tempfile.TemporaryFile() as held:
+        try:
+            os.dup2(held.fileno(), 1)
+            rc = _core.cli_run(args)
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        held.seek(0)
+        return rc, held.read().decode("utf-8", "replace")
 
 
 def _asks_help(args: Sequence[str]) -> bool:
@@ -91,6 +93,10 @@ def run_graph(argv: Sequence[str]) -> int:
         raise fail("--html needs a PATH", "usage")
     check_folder(html_path)
     user_json, at = _json_option(args)
+    if not _asks_help(args):
+        ski_slope = cli_usage.option_value(args, "--ski-slope")
+        check_outputs([("GRAPH", cli_usage.graph_argument(args))],
+                      [("--json", user_json), ("--ski-slope", ski_slope), ("--html", html_path)])
     with tempfile.TemporaryDirectory(prefix="solar-html-") as tmp:
         json_path = user_json
         to_stdout = user_json == "-"
@@ -100,16 +106,14 @@ def run_graph(argv: Sequence[str]) -> int:
                 args = args[:at] + ["--json", json_path] + args[at + (1 if "=" in args[at] else 2):]
             else:
                 args = args + ["--json", json_path]
-        rc = _run_cxx(args, quiet=to_stdout and not _asks_help(args))
+        rc, printed = _run_cxx(args)
         if rc != codes["ok"] or not os.path.exists(json_path):
-            return rc  # an error, or `--help` (nothing analyzed, nothing to write)
+            sys.stdout.write(printed)  # `--help`; after an error the C++ CLI printed nothing
+            return rc
         with open(json_path, encoding="utf-8") as f:
             text = f.read()
-        try:
-            write(json.loads(text), html_path)
-        except OSError as e:
-            raise fail(f"{html_path}: {e.strerror or e}", "io") from None
-        if to_stdout:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+        write(json.loads(text), html_path)
+        # The page is written: now the table (or, for `--json -`, the JSON instead of it).
+        sys.stdout.write(text if to_stdout else printed)
+        sys.stdout.flush()
     return codes["ok"]
