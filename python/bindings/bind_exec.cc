@@ -101,6 +101,7 @@ std::vector<std::int64_t> shape_of(const Array& a) {
 }
 
 bool c_contiguous(const Array& a) {
+  if (a.size() == 0) return true;  // an empty array has no layout to get wrong
   std::int64_t want = 1;
   for (std::size_t d = a.ndim(); d-- > 0;) {
     if (a.shape(d) != 1 && a.stride(d) != want) return false;

@@ -1,6 +1,7 @@
 // run_einsum: dispatch between the GEMM path (einsum_gemm.cc) and the loop nest (loop_nest.cc).
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 
@@ -91,6 +92,12 @@ void run_einsum(const ir::EinsumOp& e, std::span<const Buffer* const> inputs, Bu
   spec.reduce = e.reduce;
   spec.mask = e.mask;
   const int threads = ctx.threads > 0 ? ctx.threads : omp_get_max_threads();
+  if (std::find(spec.extents.begin(), spec.extents.end(), 0) != spec.extents.end()) {
+    // An empty iteration space (a reduction over nothing): every element is the identity.
+    fill_storage(output.raw_data(), output.storage(), output.num_elements(),
+                 reduce_identity(e.reduce, output.dtype()), threads);
+    return;
+  }
 
   std::vector<Storage> storages;
   std::vector<std::optional<double>> pads;

@@ -334,6 +334,13 @@ Workload build_workload(const ir::Graph& g, const cost::GraphCost& cost) {
       continue;
     }
     const ir::EinsumOp& e = op.einsum();
+    if (std::any_of(e.indices.begin(), e.indices.end(),
+                    [](const ir::IndexDim& d) { return d.extent == 0; })) {
+      w.left_out.push_back({op.name, "einsum",
+                            "an empty iteration space (an index of extent 0): no operation; "
+                            "its output, written once, is a workload input"});
+      continue;
+    }
     WorkloadEinsum we;
     we.op = op.id;
     we.solar_name = op.name;
@@ -418,7 +425,7 @@ Workload build_workload(const ir::Graph& g, const cost::GraphCost& cost) {
   if (w.einsums.empty())
     throw UserError(UserError::Kind::InvalidGraph,
                     fmt::format("graph '{}' has no live einsum to export (only data movement, "
-                                "opaque or unanalyzed ops, or dead einsums)",
+                                "opaque or unanalyzed ops, or dead or empty einsums)",
                                 g.name),
                     Origin{g.source, 0, ""});
 

@@ -214,10 +214,13 @@ class Verifier {
                            i, d.name);
       if (lookup.find(d.name) != static_cast<IndexPos>(i))
         return fmt::format("index '{}' is declared twice", d.name);
-      if (d.extent < 1)
-        return fmt::format("index '{}' has extent {}; extents must be >= 1", d.name, d.extent);
+      if (d.extent < 0)
+        return fmt::format("index '{}' has extent {}; extents must be >= 0", d.name, d.extent);
     }
     const std::vector<std::int64_t> extents = e.extents();
+    // An empty iteration space (an index of extent 0) reads no element: no subscript can
+    // leave its tensor's bounds.
+    const bool empty = std::find(extents.begin(), extents.end(), 0) != extents.end();
     std::vector<bool> used(n_idx, false);
     // Checks one subscript expression against a tensor dimension.
     // k: the operand number, or -1 for the output. Messages are formatted only on failure.
@@ -242,7 +245,7 @@ class Verifier {
                              e.indices[*p].name, extents[*p], what(), d, size);
         return std::nullopt;
       }
-      if (has_pad) return std::nullopt;
+      if (has_pad || empty) return std::nullopt;
       std::int64_t lo = a.min_value(extents), hi = a.max_value(extents);
       if (lo < 0 || hi >= size)
         return fmt::format("{} subscript {} '{}' ranges over [{}, {}], outside [0, {}); give "

@@ -211,7 +211,10 @@ void lower_as_strided_scatter(Context& c) {
   const std::int64_t n = numel(st.shape), m = numel(size);
   if (stride.size() != size.size() || c.t(src).shape != size)
     throw Unsupported("as_strided_scatter: src's shape differs from size, or stride's rank");
-  if (m == 0 || n == 0) throw Unsupported("an empty (size-0) tensor");
+  if (m == 0) {  // nothing scattered: self as it is
+    c.elementwise({self}, c.def(0), arg(0));
+    return;
+  }
   std::int64_t lo = offset, hi = offset;
   for (std::size_t d = 0; d < size.size(); ++d)
     (stride[d] < 0 ? lo : hi) += (size[d] - 1) * stride[d];
@@ -360,7 +363,6 @@ void lower_flip(Context& c) {
   Space s;
   std::vector<AffineExpr> si, so;
   for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 0) throw Unsupported("an empty (size-0) tensor");
     ir::IndexPos i = s.add(fmt::format("i{}", d), shape[d]);
     so.push_back(ix(i));
     si.push_back(flipped[d] ? AffineExpr::make({AffineTerm{i, -1}}, shape[d] - 1) : ix(i));
@@ -390,7 +392,7 @@ void lower_roll(Context& c) {
   std::vector<std::int64_t> shift(shape.size(), 0);
   for (std::size_t k = 0; k < dims.size(); ++k) {
     std::int64_t d = norm_dim(dims[k], shape.size());
-    if (shape[d] == 0) throw Unsupported("an empty (size-0) tensor");
+    if (shape[d] == 0) continue;  // nothing to roll
     shift[d] = ((shift[d] + shifts[k]) % shape[d] + shape[d]) % shape[d];
   }
   Space s;

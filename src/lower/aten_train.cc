@@ -45,7 +45,6 @@ void bcast(Context& c, std::vector<TensorId> ins, TensorId out, const Shape& ful
   Space s;
   std::vector<AffineExpr> pos;
   for (std::size_t d = 0; d < full.size(); ++d) {
-    if (full[d] == 0) throw Unsupported("an empty (size-0) tensor");
     pos.push_back(ix(s.add(fmt::format("{}{}", red[d] ? "r" : "i", d), full[d])));
   }
   std::vector<std::vector<AffineExpr>> subs;

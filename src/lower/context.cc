@@ -323,9 +323,17 @@ TensorId Context::alias_output(std::size_t k, TensorId in, Strided s) {
   const auto& shape = t(out).shape;
   if (s.strides.size() != shape.size())
     throw InternalError("alias strides do not match the view's rank", __FILE__, __LINE__);
+  if (numel(shape) == 0) {  // an empty view reads nothing: a slice of no element
+    if (t(out).dtype != t(flat).dtype) throw Unsupported("a strided view that reinterprets the dtype");
+    TensorId none = temp("empty", {0}, t(out).dtype);
+    move(ir::MoveKind::Slice, {flat}, none,
+         {{"starts", std::vector<std::int64_t>{0}}, {"ends", std::vector<std::int64_t>{0}},
+          {"steps", std::vector<std::int64_t>{1}}});
+    move(ir::MoveKind::View, {none}, out);
+    return out;
+  }
   std::int64_t lo = s.offset, hi = s.offset;
   for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 0) throw Unsupported("an empty (size-0) view");
     const std::int64_t span = (shape[d] - 1) * s.strides[d];
     (span < 0 ? lo : hi) += span;
   }
@@ -658,7 +666,7 @@ void Context::elementwise(std::vector<TensorId> inputs, TensorId out, ir::Expr c
   Space s;
   std::vector<AffineExpr> out_sub;
   for (std::size_t d = 0; d < r; ++d) {
-    out_sub.push_back(ix(s.add(fmt::format("i{}", d), std::max<std::int64_t>(oshape[d], 1))));
+    out_sub.push_back(ix(s.add(fmt::format("i{}", d), oshape[d])));
   }
   std::vector<std::vector<AffineExpr>> subs;
   for (TensorId in : inputs) {
@@ -676,8 +684,6 @@ void Context::elementwise(std::vector<TensorId> inputs, TensorId out, ir::Expr c
     }
     subs.push_back(std::move(sub));
   }
-  for (std::size_t d = 0; d < r; ++d)
-    if (oshape[d] == 0) throw Unsupported("an empty (size-0) tensor");
   einsum(std::move(inputs), out, std::move(s), std::move(subs), std::move(out_sub),
          std::move(combine), ir::Reduce::None, std::move(mask));
 }
@@ -693,7 +699,6 @@ void Context::reduce(TensorId in, TensorId out, const std::vector<std::int64_t>&
   std::vector<AffineExpr> sub, out_sub;
   std::size_t kept = 0;
   for (std::size_t d = 0; d < ishape.size(); ++d) {
-    if (ishape[d] == 0) throw Unsupported("an empty (size-0) tensor");
     ir::IndexPos p = s.add(fmt::format("{}{}", red[d] ? "r" : "i", d), ishape[d]);
     sub.push_back(ix(p));
     if (!red[d]) out_sub.push_back(ix(p)), ++kept;
@@ -713,7 +718,6 @@ void Context::channelwise(std::vector<TensorId> inputs, TensorId out, ir::Expr c
   Space s;
   std::vector<AffineExpr> out_sub;
   for (std::size_t d = 0; d < oshape.size(); ++d) {
-    if (oshape[d] == 0) throw Unsupported("an empty (size-0) tensor");
     out_sub.push_back(ix(s.add(fmt::format("i{}", d), oshape[d])));
   }
   std::vector<std::vector<AffineExpr>> subs;

@@ -369,7 +369,6 @@ void reverse_into(Context& c, TensorId x, TensorId out, std::int64_t axis) {
   Space s;
   std::vector<AffineExpr> sx, so;
   for (std::size_t d = 0; d < xs.size(); ++d) {
-    if (xs[d] == 0) throw Unsupported("an empty (size-0) tensor");
     ir::IndexPos i = s.add(fmt::format("i{}", d), xs[d]);
     so.push_back(ix(i));
     sx.push_back(static_cast<std::int64_t>(d) == axis
@@ -450,8 +449,6 @@ void lower_dot_general(Context& c) {
     sa[da] = i, sb[db] = i;
   }
   if (so.size() != c.t(out).shape.size()) throw Unsupported("dot_general output rank mismatch");
-  for (const auto& d : s.dims)
-    if (d.extent == 0) throw Unsupported("an empty (size-0) tensor");
   c.einsum({a, b}, out, std::move(s), {sa, sb}, so, mul(arg(0), arg(1)), Reduce::Sum);
 }
 
@@ -546,8 +543,6 @@ void lower_conv(Context& c) {
       mask.push_back({AffineExpr::make(t, pad[d].first)});
     }
   }
-  for (const auto& d : s.dims)
-    if (d.extent == 0) throw Unsupported("an empty (size-0) tensor");
   c.einsum({x, w}, out, std::move(s), {sx, sw}, so, mul(arg(0), arg(1)), Reduce::Sum, mask,
            {padded ? std::optional<double>(0.0) : std::nullopt, std::nullopt});
 }
@@ -574,7 +569,6 @@ Fn reduce_window(Reduce r) {
     const double identity = r == Reduce::Max ? -kInf : r == Reduce::Min ? kInf : 0;
     for (std::size_t d = 0; d < rank; ++d) {
       if (bd[d] < 1) throw Unsupported("reduce_window with base dilation below 1");
-      if (c.t(x).shape[d] == 0) throw Unsupported("an empty (size-0) tensor");
       if (bd[d] > 1 && c.t(x).shape[d] > 1) x = interior_pad(c, x, d, bd[d] - 1, identity);
     }
     const Shape xs = c.t(x).shape;
@@ -596,8 +590,6 @@ Fn reduce_window(Reduce r) {
       sx.push_back(a);
       so.push_back(ix(ps[d]));
     }
-    for (std::int64_t e : ext)
-      if (e == 0) throw Unsupported("an empty (size-0) tensor");
     c.einsum({x}, out, std::move(s), {sx}, so, arg(0), r, {},
              {needs_pad ? std::optional<double>(identity) : std::nullopt});
   };
@@ -663,7 +655,6 @@ void lower_rev(Context& c) {
   Space s;
   std::vector<AffineExpr> sx, so;
   for (std::size_t d = 0; d < xs.size(); ++d) {
-    if (xs[d] == 0) throw Unsupported("an empty (size-0) tensor");
     ir::IndexPos i = s.add(fmt::format("i{}", d), xs[d]);
     so.push_back(ix(i));
     bool rev = false;
@@ -847,7 +838,6 @@ void lower_pad(Context& c) {
     if (t.size() != 3) throw Unsupported("padding_config entries are (low, high, interior)");
     if (t[2] < 0) throw Unsupported("negative interior padding");
     if (t[2] > 0 && xs[d] > 1) cur = interior_pad(c, cur, d, t[2], *value);
-    else if (t[2] > 0 && xs[d] == 0) throw Unsupported("an empty (size-0) tensor");
     pads.push_back(t[0]);
     pads.push_back(t[1]);
     edges = edges || t[0] != 0 || t[1] != 0;

@@ -268,6 +268,10 @@ TilingProblem problem_from_einsum(const ir::Graph& g, const ir::Op& op, MaskedEi
     throw Unsupported("einsum has more than " + std::to_string(kMaxRanks) + " indices",
                       op.origin);
   if (op.outputs.size() != 1) throw Unsupported("einsum with several outputs", op.origin);
+  for (const ir::IndexDim& d : e.indices)
+    if (d.extent == 0)  // nothing to tile: it reads nothing and writes its output once
+      throw Unsupported("an empty iteration space (index '" + d.name + "' has extent 0)",
+                        op.origin);
   TilingProblem p;
   for (const ir::IndexDim& d : e.indices) p.ranks.push_back({d.name, d.extent});
 
@@ -445,7 +449,8 @@ std::optional<TilingProblem> permuted_problem(const ir::Graph& g, const ir::Tens
   std::vector<bool> seen(n, false);
   for (int d = 0; d < n; ++d) {
     const std::int64_t j = perm[d];
-    if (j < 0 || j >= n || seen[j] || in.shape[j] != out.shape[d]) return std::nullopt;
+    if (j < 0 || j >= n || seen[j] || in.shape[j] != out.shape[d] || out.shape[d] < 1)
+      return std::nullopt;
     seen[j] = true;
     p.ranks.push_back({fmt::format("i{}", d), out.shape[d]});
     w.dims.push_back(DimAccess{{{d, 1}}, 0, out.shape[d]});
@@ -489,7 +494,8 @@ std::optional<TilingProblem> gather_problem(const ir::Graph& g, const ir::Tensor
   TensorAccess w = access_of(g, out, true);
   const int along = n;  // the data's axis
   for (int i = 0; i < n; ++i) {
-    if (out.shape[i] < 1 || (i != *axis && data.shape[i] != out.shape[i])) return std::nullopt;
+    if (out.shape[i] < 1 || data.shape[i] < 1 || (i != *axis && data.shape[i] != out.shape[i]))
+      return std::nullopt;
     p.ranks.push_back({fmt::format("i{}", i), out.shape[i]});
     for (TensorAccess* t : {&x, &w}) {
       t->dims.push_back(DimAccess{{{i, 1}}, 0, out.shape[i]});
@@ -529,7 +535,7 @@ std::optional<TilingProblem> concat_problem(const ir::Graph& g, const ir::Op& op
     if (static_cast<int>(in.shape.size()) != n || in.dtype != out.dtype) return std::nullopt;
     TensorAccess a = access_of(g, in, false);
     for (int d = 0; d < n; ++d) {
-      if (d != *axis && in.shape[d] != out.shape[d]) return std::nullopt;
+      if ((d != *axis && in.shape[d] != out.shape[d]) || in.shape[d] < 1) return std::nullopt;
       a.dims.push_back(DimAccess{{{d, 1}}, d == *axis ? -offset : 0, in.shape[d]});
       a.ranks |= RankMask{1} << d;
     }

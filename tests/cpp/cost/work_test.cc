@@ -52,6 +52,22 @@ TEST(EinsumWork, MatmulIsTwoMNK) {
   EXPECT_EQ(w.live_points, Count(10 * 30 * 5));
 }
 
+TEST(EinsumWork, AnEmptyIterationSpaceIsZeroWorkAndWritesOnlyItsOutput) {
+  Graph g = parse_graph(R"(
+    a = f32[10,0] input
+    b = f32[0,30] input
+    c = f32[10,30] einsum "mk,kn->mn" (a, b)
+    e = f32[10,0] einsum [m=10,k=0] none exp($0) (a[m,k]) -> [m,k])");
+  Work w = work_of(g, "c");  // a matmul over K = 0: every element is the sum of nothing
+  EXPECT_EQ(at(w.macs, DType::F32), Count(0));
+  EXPECT_EQ(w.flops(), Count(0));
+  EXPECT_EQ(w.bytes_read, Count(0));
+  EXPECT_EQ(w.bytes_written, Count(4 * 10 * 30));  // C, written once (zeros)
+  Work e = work_of(g, "e");  // an empty tensor: nothing at all
+  EXPECT_EQ(e.special_ops, Count(0));
+  EXPECT_EQ(e.bytes(), Count(0));
+}
+
 TEST(EinsumWork, BatchedMatmulWithBroadcastOperandUsesIterationExtents) {
   // The first operand has no batch index: it is read once at its own size, and the MACs
   // still count every batch (B*M*N*K), not the first operand's extents.

@@ -52,6 +52,20 @@ TEST(Einsum, IdentityMatmulIsExact) {
   for (std::int64_t i = 0; i < c.num_elements(); ++i) ASSERT_EQ(c.value(i), b.value(i)) << i;
 }
 
+TEST(Einsum, AReductionOverNothingIsItsIdentity) {
+  Parsed p = parse(R"(
+    a = f32[3,0] input
+    s = f32[3]{output} einsum [i=3,j=0] sum $0 (a[i,j]) -> [i]
+    m = f32[3]{output} einsum [i=3,j=0] max $0 (a[i,j]) -> [i])");
+  Buffer a = Buffer::zeros(DType::F32, {3, 0});
+  Buffer s = run(p.g.ops()[0].einsum(), {&a}, DType::F32, {3});
+  Buffer m = run(p.g.ops()[1].einsum(), {&a}, DType::F32, {3});
+  for (std::int64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(s.value(i), 0.0);  // the empty sum
+    EXPECT_EQ(m.value(i), -INFINITY);  // the empty max, as the identity of max
+  }
+}
+
 TEST(Einsum, OnesMatmulSumsK) {
   Parsed p = parse(R"(
     a = f32[3,40,96] input

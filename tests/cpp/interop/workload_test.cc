@@ -48,6 +48,20 @@ TEST(BuildWorkload, GemmIsOneEinsumOfMNKOperations) {
   EXPECT_EQ(w.total_macs(), Count(10 * 30 * 5));
 }
 
+TEST(BuildWorkload, AnEmptyIterationSpaceIsLeftOutWithItsReason) {
+  ir::Graph g = ir::parse_graph(R"(
+    a = f32[10,0] input
+    b = f32[0,30] weight
+    c = f32[10,30]{output} einsum "mk,kn->mn" (a, b)
+    d = f32[10,30]{output} einsum [m=10,n=30] none exp($0) (c[m,n]) -> [m,n])");
+  Workload w = workload_of(g);
+  ASSERT_EQ(w.einsums.size(), 1u);
+  EXPECT_EQ(w.einsums[0].solar_name, "d");
+  ASSERT_EQ(w.left_out.size(), 1u);
+  EXPECT_EQ(w.left_out[0].op, "c");
+  EXPECT_NE(w.left_out[0].reason.find("empty iteration space"), std::string::npos);
+}
+
 TEST(BuildWorkload, StridedPaddedConvolutionKeepsItsAffineProjection) {
   ir::Graph g = ir::parse_graph(R"(
     x = f32[2,8,32,32] input

@@ -59,9 +59,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadGraph{"two_outputs",
                  "x = f32[4] input\na, b = f32[4], f32[4] einsum [i] none $0 (x[i]) -> [i]",
                  "op 'a': an einsum has exactly one output, found 2"},
-        BadGraph{"zero_extent",
-                 "x = f32[4] input\ny = f32[4] einsum [i=4,j=0] sum $0 (x[i+j]) -> [i]",
-                 "op 'y': index 'j' has extent 0; extents must be >= 1"},
+        BadGraph{"negative_extent",
+                 "x = f32[4] input\ny = f32[4] einsum [i=4,j=-1] sum $0 (x[i+j]) -> [i]",
+                 "op 'y': index 'j' has extent -1; extents must be >= 0"},
         BadGraph{"plain_extent_mismatch",
                  "a = f32[4,5] input\nb = f32[1,6] input\n"
                  "c = f32[4,6] einsum [m,n,k] sum mul($0,$1) (a[m,k], b[k,n]) -> [m,n]",
@@ -234,6 +234,16 @@ TEST(Verify, ValidGraphHasNoReason) {
   Graph g = parse_graph(kChain);
   EXPECT_EQ(why_invalid(g), std::nullopt);
   EXPECT_NO_THROW(verify(g));
+}
+
+TEST(Verify, ZeroExtentsAreLegal) {
+  // An empty tensor, and a reduction over nothing: no element read, so no subscript checked
+  Graph g = parse_graph(R"(
+    x = f32[4,0] input
+    y = f32[4,0] einsum [i=4,j=0] none $0 (x[i,j]) -> [i,j]
+    s = f32[4] einsum [i=4,j=0] sum $0 (x[i,j]) -> [i]
+    z = f32[4] einsum [i=4,j=0] sum $0 (x[i,j+7]) -> [i])");
+  EXPECT_EQ(why_invalid(g), std::nullopt);
 }
 
 TEST(Verify, DanglingInput) {
