@@ -202,3 +202,182 @@ def test_the_exit_waits_for_a_live_thread(tmp_path):
         tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("solar ") and marker.read_text() == "done"
+
+
+# ---- output files lose nothing (docs/cli.md, "Output files") ------------------------------
+
+# A program that must never be captured: every refusal below comes before any work.
+NEVER_CAPTURED = """import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        raise SystemExit("captured")
+def get_inputs():
+    return [torch.randn(2)]
+"""
+
+
+def _snapshot(folder: Path):
+    """Every entry under `folder`: its contents (files), mode and link count."""
+    seen = {}
+    for p in sorted(folder.rglob("*")):
+        st = p.lstat()
+        seen[str(p.relative_to(folder))] = (p.read_bytes() if p.is_file() else None,
+                                            st.st_mode, st.st_nlink)
+    return seen
+
+
+def _folder_with_inputs(tmp_path: Path) -> Path:
+    (tmp_path / "g.solar").write_text(GOOD_TEXT)
+    (tmp_path / "p.py").write_text(NEVER_CAPTURED)
+    os.link(tmp_path / "p.py", tmp_path / "hard.py")
+    os.symlink("g.solar", tmp_path / "link.solar")
+    return tmp_path
+
+
+# (id, args run in the folder, stderr substring): the C++ CLI (graphs) and the console
+# script (programs, and --html for either) refuse alike.
+ALIASED_OUTPUTS = [
+    ("program --json", ["analyze", "p.py", "--json", "p.py"],
+     "cannot write 'p.py': --json would replace the input PROGRAM"),
+    ("program --html", ["analyze", "p.py", "--html", "p.py"], "--html would replace the input"),
+    ("program --save-trace by a hard link", ["analyze", "p.py", "--save-trace", "hard.py"],
+     "--save-trace would replace the input PROGRAM 'p.py' (the same file)"),
+    ("validate --ski-slope", ["validate", "p.py", "--ski-slope", "p.py"], "would replace"),
+    ("inverse program --html", ["inverse", "p.py", "--target-ms", "1", "--html", "p.py"],
+     "--html would replace the input PROGRAM"),
+    ("graph --ski-slope", ["analyze", "g.solar", "--ski-slope", "g.solar"],
+     "cannot write 'g.solar': --ski-slope would replace the input GRAPH"),
+    ("graph --json by a symlink", ["analyze", "g.solar", "--json", "link.solar"],
+     "--json would replace the input GRAPH 'g.solar' (the same file)"),
+    ("graph --html", ["analyze", "g.solar", "--html", "g.solar"], "--html would replace"),
+    ("inverse graph --json", ["inverse", "g.solar", "--target-ms", "1", "--json", "g.solar"],
+     "--json would replace the input GRAPH"),
+    ("graph --json and --html", ["analyze", "g.solar", "--json", "r.out", "--html", "r.out"],
+     "--json and --html name the same file"),
+    ("program --json and --ski-slope", ["analyze", "p.py", "--json", "r.out", "--ski-slope",
+                                        "sub/../r.out"], "--json and --ski-slope name the same"),
+]
+
+
+@pytest.mark.parametrize("args,message", [c[1:] for c in ALIASED_OUTPUTS],
+                         ids=[c[0] for c in ALIASED_OUTPUTS])
+def test_no_output_replaces_an_input_or_another_output(tmp_path, monkeypatch, args, message):
+    monkeypatch.setenv("SOLAR_NO_SERVER", "1")  # this working tree, not a server's
+    folder = _folder_with_inputs(tmp_path)
+    (folder / "sub").mkdir()
+    before = _snapshot(folder)
+    r = run_solar(*args, cwd=folder)
+    assert r.returncode == solar._core.EXIT_CODES["io"], r.stderr
+    assert r.stderr.startswith("solar: error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert message in r.stderr
+    assert r.stdout == ""
+    assert _snapshot(folder) == before
+
+
+@pytest.mark.parametrize("args", [
+    ["analyze", "g.solar", "--json", "r.out"],                 # the C++ CLI
+    ["analyze", "g.solar", "--html", "r.out"],                 # the console script's page
+    ["inverse", "g.solar", "--target-ms", "1", "--json", "r.out"],
+    ["analyze", "p.py", "--save-trace", "r.out"],              # a program, before its capture
+], ids=["graph-json", "graph-html", "inverse-json", "program-save-trace"])
+def test_a_read_only_output_is_refused_even_for_root(tmp_path, monkeypatch, args):
+    monkeypatch.setenv("SOLAR_NO_SERVER", "1")
+    folder = _folder_with_inputs(tmp_path)
+    (folder / "r.out").write_text("earlier\n")
+    (folder / "r.out").chmod(0o444)
+    before = _snapshot(folder)
+    r = run_solar(*args, cwd=folder)
+    assert r.returncode == 3, r.stderr
+    assert "cannot write 'r.out': the file is read-only (mode 0444)" in r.stderr
+    assert r.stderr.count("\n") == 1 and r.stdout == ""
+    assert _snapshot(folder) == before
+
+
+def test_an_existing_output_keeps_its_mode(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOLAR_NO_SERVER", "1")
+    modes = {"g.json": 0o640, "g.svg": 0o600, "g.html": 0o604, "p.json": 0o640, "p.trace": 0o600}
+    for name, mode in modes.items():
+        (tmp_path / name).write_text("earlier\n")
+        (tmp_path / name).chmod(mode)
+    # A graph: the C++ CLI writes the JSON and the chart, the console script the page.
+    r = run_solar("analyze", str(EXAMPLES / "gemm.solar"), "--json", str(tmp_path / "g.json"),
+                  "--ski-slope", str(tmp_path / "g.svg"), "--html", str(tmp_path / "g.html"))
+    assert r.returncode == 0, r.stderr
+    # A program: the console script writes them all.
+    r = run_solar("analyze", str(EXAMPLES / "loops" / "gemm.py"), "--json",
+                  str(tmp_path / "p.json"), "--save-trace", str(tmp_path / "p.trace"))
+    assert r.returncode == 0, r.stderr
+    for name, mode in modes.items():
+        assert (tmp_path / name).read_text() != "earlier\n", name
+        assert (tmp_path / name).stat().st_mode & 0o7777 == mode, name
+    assert json.loads((tmp_path / "g.json").read_text())["totals"]["macs"] == 4096**3
+    assert sorted(os.listdir(tmp_path)) == sorted(modes)  # no temporary left
+
+
+def _solar_unprivileged(*args: str, cwd: Path):
+    """(exit code, stdout, stderr) of `solar ARGS...` run by the unprivileged user in a fork
+    of this process (conftest.run_unprivileged), with sys.stdout and sys.stderr bound to
+    file descriptors 1 and 2 in the child: under pytest they are pytest's own buffers, and
+    what Python writes would otherwise never reach the captured descriptors."""
+    import io
+
+    import solar.cli
+    from conftest import run_unprivileged
+
+    def main():
+        sys.stdout = io.TextIOWrapper(open(1, "wb", closefd=False), write_through=True)
+        sys.stderr = io.TextIOWrapper(open(2, "wb", closefd=False), write_through=True)
+        return solar.cli.main(["solar", *args])
+
+    return run_unprivileged(main, cwd=cwd)
+
+
+def _unwritable_folder(unprivileged_dir: Path) -> Path:
+    """A folder the unprivileged user may read but not write (root's, 0755), with a graph and
+    a program in it."""
+    folder = unprivileged_dir / "theirs"
+    folder.mkdir(mode=0o755)
+    (folder / "g.solar").write_text(GOOD_TEXT)
+    (folder / "p.py").write_text(NEVER_CAPTURED)
+    return folder
+
+
+@pytest.mark.parametrize("args,path", [
+    (["analyze", "g.solar", "--html", "r.html"], "r.html"),  # the table came first, then errno
+    (["analyze", "g.solar", "--json", "r.json"], "r.json"),  # the C++ CLI in this process
+    (["analyze", "p.py", "--html", "r.html"], "r.html"),
+    (["inverse", "g.solar", "--target-ms", "1", "--html", "r.html"], "r.html"),
+], ids=["graph-html", "graph-json", "program-html", "inverse-html"])
+def test_an_unwritable_folder_prints_nothing_and_names_the_path(unprivileged_dir, args, path):
+    folder = _unwritable_folder(unprivileged_dir)
+    code, out, err = _solar_unprivileged(*args, cwd=folder)
+    assert code == 3, err
+    assert out == ""
+    assert err == (f"solar: error: cannot write '{path}': folder '.' does not accept new files "
+                   "(Permission denied)\n")
+    assert sorted(os.listdir(folder)) == ["g.solar", "p.py"]
+
+
+def test_the_cxx_executable_refuses_an_unwritable_folder_alike(unprivileged_dir):
+    exe = ROOT / "build" / "cpp" / "solar"
+    if not exe.exists():
+        pytest.skip("the C++ executable is not built (build/cpp/solar)")
+    folder = _unwritable_folder(unprivileged_dir)
+    r = subprocess.run([str(exe), "analyze", "g.solar", "--json", "r.json"], cwd=folder,
+                       capture_output=True, text=True, user=65534, group=65534, timeout=120)
+    assert r.returncode == 3 and r.stdout == ""
+    assert "cannot write 'r.json': folder '.' does not accept new files" in r.stderr
+
+
+def test_another_users_file_is_not_replaced(unprivileged_dir):
+    """The unprivileged user may create files in its folder, and so could rename over root's
+    file there: it must not, since it could not write that file in place."""
+    (unprivileged_dir / "g.solar").write_text(GOOD_TEXT)
+    theirs = unprivileged_dir / "r.json"
+    theirs.write_text("root's\n")
+    theirs.chmod(0o644)
+    code, out, err = _solar_unprivileged("analyze", "g.solar", "--json", "r.json",
+                                         cwd=unprivileged_dir)
+    assert code == 3 and out == ""
+    assert "cannot write 'r.json': the file is not writable by this user" in err
+    assert theirs.read_text() == "root's\n" and theirs.stat().st_uid == 0

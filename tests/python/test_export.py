@@ -348,5 +348,75 @@ def test_a_program_that_raises_is_a_program_error(tmp_path, capsys):
     assert not (tmp_path / "x").exists()
 
 
+# ---- writing into a folder (docs/export.md, "Writing into a folder") ---------------------
+
+def _tree(folder: Path) -> dict:
+    """Every file under `folder` (relative path -> contents)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+def test_a_re_export_replaces_exactly_the_earlier_exports_files(tmp_path, capsys):
+    out = tmp_path / "out"
+    # A 30-einsum Timeloop export (the C++ CLI), then the user's own notes beside it.
+    assert cli.main(["solar", "export", str(ROOT / "examples/transformer_block.solar"),
+                     "--format", "timeloop", "--out", str(out)]) == 0
+    problems = _manifest(out)["totals"]["einsums"]
+    assert len(list((out / "problems").glob("*.yaml"))) == problems == 30
+    (out / "notes.txt").write_text("mine\n")
+    (out / "problems" / "mine.yaml").write_text("mine\n")
+    capsys.readouterr()
+    # A program's AccelForge export into the same folder (the console script's capture).
+    assert cli.main(["solar", "export", str(ROOT / "examples/loops/gemm.py"), "--format",
+                     "accelforge", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    # workload.yaml is written by both: replaced; every problem is gone; the user's stay.
+    assert f"removed {problems} files of the earlier export that this one does not write" \
+        in printed
+    assert sorted(_tree(out)) == ["notes.txt", "problems/mine.yaml", "solar-export.json",
+                                  "workload.yaml"]
+    assert (out / "notes.txt").read_text() == "mine\n"
+    m = _manifest(out)
+    assert m["format"] == "accelforge" and m["files"] == ["workload.yaml"]
+    assert m["totals"]["macs"] == 512 * 1024 * 256  # examples/loops/gemm.py
+
+
+@pytest.mark.parametrize("source", ["examples/gemm.solar", "program"])
+def test_a_folder_that_holds_no_export_is_refused_before_any_work(tmp_path, capfd, source):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "thesis.tex").write_text("years of work\n")
+    program = tmp_path / "never.py"  # raises if it is ever captured
+    program.write_text("import torch\nclass Model(torch.nn.Module):\n"
+                       "    def forward(self, x):\n        raise SystemExit('captured')\n"
+                       "def get_inputs():\n    return [torch.randn(2)]\n")
+    path = str(program) if source == "program" else str(ROOT / source)
+    before = _tree(tmp_path)
+    rc = cli.main(["solar", "export", path, "--format", "timeloop", "--out", str(out)])
+    captured = capfd.readouterr()
+    assert rc == _core.EXIT_CODES["io"], captured.err
+    assert (f"cannot write '{out}': the folder is not empty and holds no Solar export "
+            "(no solar-export.json)") in captured.err
+    assert captured.out == "" and "captured" not in captured.err
+    assert _tree(tmp_path) == before
+
+
+def test_an_export_never_replaces_its_program(tmp_path, capsys):
+    """A manifest that lists the program itself (a hand-edited one, or a folder shared with
+    the sources): a re-export would remove it as a file of the earlier export that it no
+    longer writes. The program is an input of the command, so the export is refused."""
+    out = tmp_path / "out"
+    out.mkdir()
+    program = out / "workload.yaml.py"
+    program.write_text((ROOT / "examples/loops/gemm.py").read_text())
+    (out / "solar-export.json").write_text(json.dumps(
+        {"schema": "solar.export.v1", "files": ["workload.yaml.py"]}))
+    before = _tree(tmp_path)
+    rc = cli.main(["solar", "export", str(program), "--format", "accelforge", "--out", str(out)])
+    assert rc == _core.EXIT_CODES["io"]
+    assert "the export would replace the input PROGRAM" in capsys.readouterr().err
+    assert _tree(tmp_path) == before
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))

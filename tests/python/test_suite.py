@@ -260,6 +260,33 @@ def test_usage_and_io_errors(tmp_path):
     assert r.returncode == 2 and "not a folder" in r.stderr
 
 
+@pytest.mark.parametrize("args,message", [
+    (["--json", "{dir}/a_mm.py"], "--json would replace the input PROGRAM"),
+    (["--csv", "{dir}/notes.py"], "--csv would replace the input PROGRAM"),  # not a program,
+    # yet a file the suite reads
+    (["--html", "{tmp}/t.json", "--timings", "{tmp}/t.json"], "--html would replace the input "
+                                                             "--timings"),
+    (["--json", "{tmp}/r.out", "--csv", "{tmp}/r.out"], "--json and --csv name the same file"),
+    (["--plot", "{dir}/a_mm", "--timings", "{tmp}/t.json", "--csv", "{dir}/a_mm.svg"],
+     "--csv and --plot name the same file"),
+], ids=["json-is-a-program", "csv-is-a-file-of-dir", "html-is-the-timings", "json-and-csv",
+        "csv-and-plot"])
+def test_no_output_replaces_a_file_the_suite_reads(tmp_path, args, message):
+    """Refused before any program runs (the one here would take the timeout), nothing
+    written."""
+    d = tmp_path / "progs"
+    write(d, "a_mm.py", HANGS)
+    write(d, "notes.py", "# not a program\n")
+    (tmp_path / "t.json").write_text("{}")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    args = [a.format(dir=d, tmp=tmp_path) for a in args]
+    r = run_solar("suite", str(d), "--timeout", "60", *args)
+    assert r.returncode == 3, r.stderr
+    assert r.stderr.startswith("solar suite: error: cannot write ") and message in r.stderr
+    assert r.stderr.count("\n") == 1 and r.stdout == ""
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
 def test_validate_and_crosscheck(tmp_path):
     write(tmp_path, "a_mm.py", GOOD_MM)
     write(tmp_path, "sub/b_mm_relu.py", GOOD_MM.replace("a @ b", "torch.relu(a @ b)"))
