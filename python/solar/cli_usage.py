@@ -1,10 +1,8 @@
 """Command-line checks and help pages of the `solar` console script that apply before any
 work, whichever side (the C++ CLI for graphs, the Python frontends for programs) then runs
 the command: a mistyped command gets the close match, a negative --top a usage error, and
-`solar CMD --help` one page with the graph options and the program options; `graph_argument`
-finds the GRAPH of a C++ command line (its outputs are checked before the C++ CLI runs when
-the console script adds one of its own, `--html`). The outputs themselves are checked by
-solar.atomic_write.check.
+`solar CMD --help` one page with the graph options and the program options. Output paths
+are checked by solar.atomic_write.check.
 
 Imports nothing heavy (no torch, no jax): `solar --help` stays fast.
 """
@@ -60,36 +58,6 @@ def negative_top(args: Sequence[str]) -> Optional[int]:
             return _error(f"--top {value}: expected 0 or more rows (0 hides the top-ops "
                           "table)", "usage")
     return None
-
-
-# The options of the C++ CLI's analyze and inverse that take a value (src/cli/cli.cc).
-_CXX_VALUED = {"--arch", "--json", "--policy", "--cache-state", "--top", "--by", "--depth",
-               "--mode", "--ski-slope", "--max-mappings", "--target-ms", "--rate-hz",
-               "--bandwidth", "--format", "--out"}
-
-
-def graph_argument(args: Sequence[str]) -> Optional[str]:
-    """The GRAPH of `solar CMD GRAPH ...` (args with the program name), or None."""
-    skip = False
-    for arg in args[2:]:
-        if skip:
-            skip = False
-        elif arg in _CXX_VALUED:
-            skip = True
-        elif not arg.startswith("-"):
-            return arg
-    return None
-
-
-def option_value(args: Sequence[str], name: str) -> Optional[str]:
-    """The last value of option `name` in args (`--name V` or `--name=V`), or None."""
-    value = None
-    for i, arg in enumerate(args):
-        if arg == name and i + 1 < len(args):
-            value = args[i + 1]
-        elif arg.startswith(name + "="):
-            value = arg[len(name) + 1:]
-    return value
 
 
 def _cxx_help(args: List[str]) -> str:

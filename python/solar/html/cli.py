@@ -17,7 +17,7 @@ import sys
 import tempfile
 from typing import List, Optional, Sequence, Tuple
 
-from .. import _core, cli_usage
+from .. import _core
 from ..atomic_write import check as check_outputs
 from ..errors import command, fail, user_error
 from ..html import write as write_html
@@ -51,6 +51,36 @@ def html_option(args: Sequence[str]) -> Tuple[Optional[str], List[str]]:
             rest.append(a)
         i += 1
     return value, rest
+
+
+# The options of the C++ CLI's analyze and inverse that take a value (src/cli/cli.cc).
+_CXX_VALUED = {"--arch", "--json", "--policy", "--cache-state", "--top", "--by", "--depth",
+               "--mode", "--ski-slope", "--max-mappings", "--target-ms", "--rate-hz",
+               "--bandwidth", "--format", "--out"}
+
+
+def _graph_argument(args: Sequence[str]) -> Optional[str]:
+    """The GRAPH of `solar CMD GRAPH ...` (args with the program name), or None."""
+    skip = False
+    for arg in args[2:]:
+        if skip:
+            skip = False
+        elif arg in _CXX_VALUED:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def _option_value(args: Sequence[str], name: str) -> Optional[str]:
+    """The last value of option `name` in args (`--name V` or `--name=V`), or None."""
+    value = None
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg[len(name) + 1:]
+    return value
 
 
 def _json_option(args: List[str]) -> Tuple[Optional[str], int]:
@@ -94,8 +124,8 @@ def run_graph(argv: Sequence[str]) -> int:
     check_folder(html_path)
     user_json, at = _json_option(args)
     if not _asks_help(args):
-        ski_slope = cli_usage.option_value(args, "--ski-slope")
-        check_outputs([("GRAPH", cli_usage.graph_argument(args))],
+        ski_slope = _option_value(args, "--ski-slope")
+        check_outputs([("GRAPH", _graph_argument(args))],
                       [("--json", user_json), ("--ski-slope", ski_slope), ("--html", html_path)])
     with tempfile.TemporaryDirectory(prefix="solar-html-") as tmp:
         json_path = user_json
