@@ -176,7 +176,8 @@ def _load_program(ns, options, shrink: Optional[int] = None):
         raise
     except (OverrideError, ProgramFormatError) as e:
         raise fail(str(e), "usage" if isinstance(e, OverrideError) else "parse") from None
-    except Exception as e:  # the program itself failed: not a Solar bug
+    except (Exception, SystemExit) as e:  # the program itself failed: not a Solar bug
+        # (a program's own exit() too: its code must not pass for one of Solar's)
         if ns.debug:
             raise
         raise fail(f"{failing_line(e, ns.program)}: the program failed: "
