@@ -126,6 +126,7 @@ def run(path: str, set: Optional[Mapping[str, Any]] = None,  # noqa: A002
 
     validation = programs.loop_validation()
     lp = programs.loop_program().load(path, _overrides(set))
+    programs.loop_program().check_runnable(path, _overrides(set), lp, "running it")
     sources = validation.make_inputs(lp)
     by_name = {t["name"]: t for t in validation.source_tensors(lp.trace)}
     for name, value in (inputs or {}).items():
@@ -146,5 +147,6 @@ def validate(path: str, reference: Optional[str] = None,
     """The `validation` section of `solar validate prog.py [--reference ref.py]`."""
     program = programs.loop_program()
     lp = program.load(path, _overrides(set))
+    program.check_runnable(path, _overrides(set), lp)
     graph, trace_ids = program.lift(lp)
     return programs.loop_validation().validate(lp, graph, trace_ids, reference)

@@ -336,11 +336,12 @@ def shrink_settings(path: str, overrides: Dict[str, str]) -> List[Tuple[int, Dic
 
 
 def _largest_fitting(settings: List[Tuple[int, Dict[str, str]]], avail: int,
-                     estimate_at: Callable[[Dict[str, str]], Optional[Estimate]]
-                     ) -> Optional[Tuple[int, Estimate]]:
-    """(N, estimate) of the largest setting whose estimate fits `avail`, by bisection over
-    the settings (estimates grow with N); a setting the program cannot be captured at counts
-    as not fitting. None when none fits."""
+                     estimate_at: Callable[[Dict[str, str]], Any],
+                     total: Callable[[Any], int] = lambda est: est.total
+                     ) -> Optional[Tuple[int, Any]]:
+    """(N, estimate) of the largest setting whose estimate (its `total`) fits `avail`, by
+    bisection over the settings (estimates grow with N); a setting the program cannot be
+    captured at counts as not fitting. None when none fits."""
     lo, hi, best = 0, len(settings) - 1, None
     while lo <= hi:
         mid = (lo + hi) // 2
@@ -349,7 +350,7 @@ def _largest_fitting(settings: List[Tuple[int, Dict[str, str]]], avail: int,
             est = estimate_at(ov)
         except Exception:  # the shrunk program raised: too small to run
             est = None
-        if est is not None and est.total <= avail:
+        if est is not None and total(est) <= avail:
             best = (n, est)
             lo = mid + 1
         else:
@@ -387,3 +388,40 @@ def check_fits(path: str, overrides: Dict[str, str],
         f"{path}: {what} would need about {format_bytes(est.total)} of memory ("
         f"{est.describe()}), more than the {format_bytes(avail)} available ({where}); "
         f"{hint}. Nothing was allocated (docs/validation.md, \"Memory\")", "too_large")
+
+
+# --------------------------------------------------------------------------- the time check
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} minutes"
+    return f"{seconds / 3600:.1f} hours"
+
+
+def check_work(path: str, overrides: Dict[str, str], points_at: Callable[[Dict[str, str]], int],
+               budget: int, rate: float, what: str) -> int:
+    """Refuses (UserError, kind "too_large") a run of the loop interpreter whose work, in
+    iteration points (points_at(overrides), the program recorded with these `--set`
+    overrides), exceeds `budget`, naming its time at `rate` points per second and the
+    largest `--shrink N` that fits, as check_fits does for memory. Returns the points."""
+    points = points_at(dict(overrides))
+    if points <= budget:
+        return points
+    settings = shrink_settings(path, overrides)
+    fit = _largest_fitting(settings, budget, points_at, total=lambda p: p) if settings else None
+    if fit is not None:
+        n, small = fit
+        hint = (f"run it smaller: --shrink {n} fits ({small:,} points), or choose sizes with "
+                "--set NAME=VALUE")
+    elif settings:
+        hint = "even --shrink 1 does not make it fit: choose smaller sizes with --set NAME=VALUE"
+    else:
+        hint = ("its sizes are no module-level integer constants --shrink can reduce: choose "
+                "smaller sizes with --set NAME=VALUE or in the program")
+    raise user_error(
+        f"{path}: {what} would evaluate {points:,} iteration points with the loop interpreter "
+        f"(about {_duration(points / rate)}), more than its budget of {budget:,}; {hint}. "
+        "Nothing was run (docs/loop-language.md, \"Limits\")", "too_large")

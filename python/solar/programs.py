@@ -8,15 +8,17 @@ the whole list).
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import os
+import re
 from types import ModuleType
 from typing import Dict, Optional
 
 from .analysis import ProgramAnalysis, ProgramOptions, analyze_trace
 from .errors import user_error
-from .program_source import is_jax_program, is_loop_program
+from .program_source import is_jax_program
 
 __all__ = ["ProgramAnalysis", "ProgramOptions", "analyze_file", "analyze_trace_file",
            "is_optrace"]
@@ -99,12 +101,42 @@ def preload() -> Dict[str, str]:
     return done
 
 
+# An import of solar.loopir on a line of its own, for a file Python cannot parse.
+_LOOPIR_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+solar\.loopir[ \t]+import\b|"
+                            r"import[ \t]+(?:[\w.]+[ \t]*(?:as[ \t]+\w+[ \t]*)?,[ \t]*)*"
+                            r"solar\.loopir\b)", re.MULTILINE)
+
+
+def is_loop_file(path: str) -> bool:
+    """Whether the file at `path` is a loop program: it imports solar.loopir (anywhere in
+    it). Such a file is one whatever else is wrong with it: one Python cannot parse (a
+    syntax error, nesting its parser gives up on) is a loop program when a line of it
+    imports solar.loopir, and the loop frontend refuses it with file:line; it is never
+    handed to the PyTorch frontend, which would run it."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    if "solar.loopir" not in text:
+        return False
+    try:
+        tree = ast.parse(text, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _LOOPIR_IMPORT.search(text) is not None
+    return any(
+        (isinstance(n, ast.ImportFrom) and n.module == "solar.loopir" and not n.level) or
+        (isinstance(n, ast.Import) and any(a.name == "solar.loopir" for a in n.names))
+        for n in ast.walk(tree))
+
+
 def analyze_file(path: str, options: Optional[ProgramOptions] = None) -> ProgramAnalysis:
     """Analyzes the Python program at `path` with the frontend that reads it: the loop one
-    when it imports solar.loopir, the JAX one when it imports jax or flax and not torch, the
-    PyTorch one otherwise (each decided from the file's imports, nothing run)."""
+    when it imports solar.loopir (is_loop_file), the JAX one when it imports jax or flax and
+    not torch, the PyTorch one otherwise (each decided from the file's imports, nothing
+    run)."""
     options = options or ProgramOptions()
-    if is_loop_program(path):  # imports solar.loopir: the loop language, never executed
+    if is_loop_file(path):  # imports solar.loopir: the loop language, never executed
         return analyze_loop_file(path, options)
     if options.reference:
         raise user_error("--reference applies to loop programs (docs/loop-language.md)", "usage")

@@ -194,6 +194,27 @@ json node(const std::string& f, std::vector<json> args) {
   return json{{"fn", f}, {"args", std::move(args)}};
 }
 
+// The sum of signed terms [lo, hi) as a balanced tree of add, sub and neg: depth log2(n), so
+// that a sum of many terms stays within the IR's expression depth (the recorder's
+// trees.signed_sum builds the same tree). Returns (sign, tree).
+std::pair<int, json> signed_sum(const std::vector<std::pair<int, json>>& terms, std::size_t lo,
+                                std::size_t hi) {
+  if (hi - lo == 1) return terms[lo];
+  const std::size_t mid = (lo + hi) / 2;
+  auto [sa, a] = signed_sum(terms, lo, mid);
+  auto [sb, b] = signed_sum(terms, mid, hi);
+  if (sa > 0) return {1, node(sb > 0 ? "add" : "sub", {std::move(a), std::move(b)})};
+  if (sb > 0) return {1, node("sub", {std::move(b), std::move(a)})};
+  return {-1, node("add", {std::move(a), std::move(b)})};
+}
+
+// A chain of one associative function over xs [lo, hi) as a balanced tree (trees.chain).
+json balanced(const std::string& f, const std::vector<json>& xs, std::size_t lo, std::size_t hi) {
+  if (hi - lo == 1) return xs[lo];
+  const std::size_t mid = (lo + hi) / 2;
+  return node(f, {balanced(f, xs, lo, mid), balanced(f, xs, mid, hi)});
+}
+
 struct Statement {
   Reduce reduce = Reduce::None;
   json body;  // the value without the target's own read
@@ -217,12 +238,9 @@ Statement recognize(const json& value, Same same) {
     bool clean = selfs == 1 && self_sign > 0 && same(self["index"]);
     for (auto& [s, t] : rest) clean = clean && !has_self(t);
     if (clean) {
-      json body = 0.0;
-      for (std::size_t k = 0; k < rest.size(); ++k) {
-        const auto& [s, t] = rest[k];
-        body = k == 0 ? (s > 0 ? t : node("neg", {t})) : node(s > 0 ? "add" : "sub", {body, t});
-      }
-      return {Reduce::Sum, body};
+      if (rest.empty()) return {Reduce::Sum, json(0.0)};
+      auto [sign, body] = signed_sum(rest, 0, rest.size());
+      return {Reduce::Sum, sign > 0 ? std::move(body) : node("neg", {std::move(body)})};
     }
   }
   static const std::map<std::string, std::pair<Reduce, double>> kChains{
@@ -240,11 +258,9 @@ Statement recognize(const json& value, Same same) {
     }
     bool clean = selfs == 1 && same(self["index"]);
     for (const json& x : rest) clean = clean && !has_self(x);
-    if (clean) {
-      json body = rest.empty() ? json(it->second.second) : rest[0];
-      for (std::size_t k = 1; k < rest.size(); ++k) body = node(f, {body, rest[k]});
-      return {it->second.first, body};
-    }
+    if (clean)
+      return {it->second.first,
+              rest.empty() ? json(it->second.second) : balanced(f, rest, 0, rest.size())};
   }
   return {Reduce::None, value};
 }

@@ -7,10 +7,43 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING, Any, Dict, List
+from typing import TYPE_CHECKING, Any, Dict, List, Tuple
 
+from .trees import affine_form
 if TYPE_CHECKING:
     import numpy as np
+
+
+def nest_box(loops: List[Dict[str, Any]]) -> List[int]:
+    """The number of values of each loop of a nest over its box: a bound affine in outer
+    loops takes its widest value over them (the interpreter's iteration space, which a
+    triangular bound masks)."""
+    counts: List[int] = []
+    lo_hi: Dict[str, Tuple[int, int]] = {}
+
+    def extreme(tree: Any, pick) -> int:
+        terms, const = affine_form(tree) or ({}, 0)
+        return const + sum(pick(k * lo_hi[v][0], k * lo_hi[v][1]) for v, k in terms.items()
+                           if v in lo_hi)
+
+    for lp in loops:
+        start, stop, step = extreme(lp["start"], min), extreme(lp["stop"], max), lp["step"]
+        count = max(0, -(-(stop - start) // max(1, step)))
+        counts.append(count)
+        lo_hi[lp["var"]] = (start, start + max(0, count - 1) * step)
+    return counts
+
+
+def work_points(trace: Dict[str, Any]) -> int:
+    """Iteration points the loop interpreter evaluates to run a trace: each statement of a
+    nest sweeps the nest's whole box (docs/loop-language.md, "Limits"). An upper bound of
+    the points a triangular or guarded nest keeps, and the measure of the interpreter's time."""
+    total = 0
+    for op in trace["ops"]:
+        if op["op"] == "loopir::nest":
+            args = op.get("args") or {}
+            total += math.prod(nest_box(args.get("loops") or [])) * len(args.get("statements") or [])
+    return total
 
 
 def source_tensors(trace: Dict[str, Any]) -> List[Dict[str, Any]]:

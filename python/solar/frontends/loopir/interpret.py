@@ -12,10 +12,12 @@ bool tensors) rounded to each tensor's dtype at every write.
 from __future__ import annotations
 
 import math
+import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ...errors import user_error
 from .language import is_integer_dtype, refusal
 from .trees import affine_form, has_self, reduction_of
 
@@ -111,7 +113,8 @@ class _Chunk:
 
 class _Nest:
     def __init__(self, op: Dict[str, Any], values: Dict[int, np.ndarray],
-                 tensors: Dict[int, Dict[str, Any]], file: str):
+                 tensors: Dict[int, Dict[str, Any]], file: str, clock: "_Clock"):
+        self.clock = clock
         self.op = op
         self.args = op["args"]
         self.values = values
@@ -264,6 +267,7 @@ class _Nest:
                                 "e`: a loop-carried dependence")
             self.check_assignment(index, line, st["target"]["name"])
         for chunk in self.chunks():
+            self.clock.check(self.file, line)
             mask = self.live(chunk, st["guards"])
             if mask is not None and not mask.any():
                 continue
@@ -411,9 +415,28 @@ _INTRINSICS: Dict[str, Callable[[Callable[[Any], np.ndarray], Dict[str, Any]], n
 }
 
 
-def run_trace(trace: Dict[str, Any], sources: Dict[int, np.ndarray]) -> Dict[int, np.ndarray]:
+class _Clock:
+    """The interpreter's wall-clock limit: checked before each chunk of points."""
+
+    def __init__(self, seconds: Optional[float]):
+        self.seconds = seconds
+        self.deadline = None if seconds is None else time.monotonic() + seconds
+
+    def check(self, file: str, line: int) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            where = f"{file}:{line}" if line else file
+            raise user_error(f"{where}: the loop interpreter ran past its time limit of "
+                             f"{self.seconds:g} s here (docs/loop-language.md, \"Limits\"): "
+                             "validate at smaller sizes (--shrink N, --set NAME=VALUE)",
+                             "too_large")
+
+
+def run_trace(trace: Dict[str, Any], sources: Dict[int, np.ndarray],
+              seconds: Optional[float] = None) -> Dict[int, np.ndarray]:
     """Runs a loopir trace on `sources` (trace id -> array for every tensor no op writes);
-    returns every tensor's value by trace id."""
+    returns every tensor's value by trace id. Past `seconds` of wall-clock time (None: no
+    limit) it stops with solar.UserError, kind too_large."""
+    clock = _Clock(seconds)
     tensors = {t["id"]: t for t in trace["tensors"]}
     values: Dict[int, np.ndarray] = {
         k: round_to(v, tensors[k]["dtype"]) for k, v in sources.items()}
@@ -421,7 +444,7 @@ def run_trace(trace: Dict[str, Any], sources: Dict[int, np.ndarray]) -> Dict[int
     for op in trace["ops"]:
         name = op["op"]
         if name == "loopir::nest":
-            results = _Nest(op, values, tensors, op.get("file", file)).run()
+            results = _Nest(op, values, tensors, op.get("file", file), clock).run()
         elif name == "loopir::fill":
             t = tensors[op["outputs"][0]]
             results = [np.full(tuple(t["shape"]), _number(op["args"]["value"]))]
@@ -430,6 +453,7 @@ def run_trace(trace: Dict[str, Any], sources: Dict[int, np.ndarray]) -> Dict[int
         else:
             raise refusal("outside_language", op.get("file", file), op.get("line", 0),
                           f"the trace holds an op the loop language does not have: {name}")
+        clock.check(op.get("file", file), op.get("line", 0))
         for out_id, r in zip(op["outputs"], results):
             values[out_id] = round_to(np.asarray(r), tensors[out_id]["dtype"])
     return values

@@ -72,3 +72,24 @@ def refusal(kind: str, file: str, line: int, message: str):
     exit code of its rule (docs/loop-language.md, "Refusals")."""
     where = f"{file}:{line}" if line else file
     return user_error(f"{where}: {RULES[kind]}: {message}", kind)
+
+
+# Limits (docs/loop-language.md, "Limits"). Language limits are refusals `outside the
+# language` (exit 11); budgets are kind `too_large` (exit 2, docs/cli.md), whose fix is the
+# sizes or the program's length.
+INT_LIMIT = 2 ** 63  # every integer a program writes or computes is within ±(INT_LIMIT - 1)
+MAX_DEPTH = 100  # statements and expressions nest at most this deep (a chain of + - or * is one level)
+MAX_TERMS = 2_000  # leaves (numbers, element reads) of one statement's value, locals inlined
+MAX_STEPS = 1_000_000  # statements, loop iterations and kernel statements model() runs
+MAX_TRACE_NODES = 1_000_000  # ops, tensors and expression nodes of the recorded trace
+# Validation (the interpreter evaluates every point of every nest's box, statement by statement).
+MAX_VALIDATION_POINTS = 200_000_000
+INTERPRETER_POINTS_PER_S = 1e7  # a round figure of its speed, for the estimate a refusal names
+VALIDATION_SECONDS = 600.0  # the interpreter's wall-clock limit; SOLAR_LOOP_VALIDATION_SECONDS
+
+
+def too_large(file: str, line: int, message: str):
+    """The solar.UserError of a program past one of the budgets above: `file:line: message`,
+    kind too_large (exit 2)."""
+    where = f"{file}:{line}" if line else file
+    return user_error(f"{where}: {message} (docs/loop-language.md, \"Limits\")", "too_large")

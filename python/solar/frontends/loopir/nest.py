@@ -13,8 +13,9 @@ from ... import _core
 from . import language as lang
 from .language import refusal
 from .scope import Handle, Recorder, Scope, fill_value, range_args, skip
-from .syntax import assignments, is_tensor_call, tensor_decl
-from .trees import affine_form, fn, has_var, is_number, number
+from .syntax import assignments, is_tensor_call, tensor_decl, text_of
+from .trees import (affine_form, chain, fn, has_var, int_in_range, is_number, measure, number,
+                    signed_sum)
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
            ast.Mod: "mod"}
@@ -39,6 +40,7 @@ class KernelScope(Scope):
         for stmt in self.kernel.body:
             if skip(stmt):
                 continue
+            self.rec.step(stmt.lineno)
             if isinstance(stmt, ast.Assign):
                 for n, v in assignments(stmt, self.path):
                     if is_tensor_call(v):  # named after its kernel: `attention.scores`
@@ -81,6 +83,8 @@ class Nest:
         self.reads: List[Tuple[Handle, int]] = []  # (tensor, line) of every non-self read
         self.current: Optional[Handle] = None  # the target of the statement being read
         self.locals: Dict[str, Any] = {}  # the scalar locals in scope (data, not indices)
+        self.sizes: Dict[int, Any] = {}  # trees.measure's memo
+        self.size = 1 + len(node.body)  # trace nodes of the op (Recorder.grow)
 
     def fail(self, kind: str, node: Any, message: str):
         return refusal(kind, self.path, getattr(node, "lineno", 0), message)
@@ -101,7 +105,7 @@ class Nest:
             outputs.append(self.rec.new_version(h))
         args = {"kernel": self.k.kernel.name, "call_line": self.k.call_line,
                 "nest": self.k.nests, "loops": self.loops, "statements": self.statements}
-        self.rec.emit("loopir::nest", args, outputs, self.node.lineno)
+        self.rec.emit("loopir::nest", args, outputs, self.node.lineno, self.size)
 
     def loop(self, node: ast.For, guards: List[Dict[str, Any]], scope: Dict[str, Any]) -> None:
         if node.orelse:
@@ -126,6 +130,7 @@ class Nest:
                             "a loop with bounds that depend on outer loops has step 1")
         self.loops.append({"var": var, "start": start, "stop": stop, "step": step,
                            "line": node.lineno})
+        self.size += 4
         self.vars.add(var)
         self.block(node.body, guards, scope)
 
@@ -166,13 +171,14 @@ class Nest:
                                     f"the local `{name}` shadows another name")
                 self.locals = scope
                 scope[name] = self.value(s.value, scope)
+                self.limit(scope[name], s, f"the local `{name}`")
             elif isinstance(s, ast.Assign) and len(s.targets) == 1 and \
                     isinstance(s.targets[0], ast.Subscript):
                 self.statement(s.targets[0], s, guards, scope, None)
             elif isinstance(s, ast.AugAssign):
                 if isinstance(s.target, ast.Name):
                     raise self.fail("outside_language", s,
-                                    f"`{s.target.id} {ast.unparse(s).split()[1]} ...`: "
+                                    f"`{s.target.id} {text_of(s).split()[1]} ...`: "
                                     "accumulate into a tensor element, not a scalar local")
                 if type(s.op) not in _AUG:
                     raise self.fail("outside_language", s,
@@ -205,11 +211,29 @@ class Nest:
         value = self.value(s.value, scope)
         if aug is not None:
             value = fn(aug, {"self": True, "index": index}, value)
+        self.limit(value, s, f"the value written to `{h.decl.name}`")
+        self.size += 2 * measure(value, self.sizes)[1] + 4 * len(guards)
         self.current = None
         self.targets.append(h)
         self.statements.append({"line": s.lineno, "target": {"name": h.decl.name,
                                                              "index": index},
                                 "value": value, "guards": list(guards)})
+
+    def limit(self, tree: Any, node: ast.stmt, what: str) -> None:
+        """Refuses a value (scalar locals inlined) past the language's limits: MAX_DEPTH
+        levels, MAX_TERMS leaves."""
+        depth, leaves = measure(tree, self.sizes)
+        if leaves > lang.MAX_TERMS:
+            raise self.fail("outside_language", node,
+                            f"{what} holds {leaves:,} terms (numbers and element reads, its "
+                            f"scalar locals written out), more than the language's limit of "
+                            f"{lang.MAX_TERMS:,} (docs/loop-language.md, \"Limits\"): split "
+                            "it into statements that accumulate (`+=`)")
+        if depth > lang.MAX_DEPTH:
+            raise self.fail("outside_language", node,
+                            f"{what} nests {depth} levels deep (its scalar locals written "
+                            f"out), deeper than the language's limit of {lang.MAX_DEPTH} "
+                            "(docs/loop-language.md, \"Limits\")")
 
     # -- expressions
 
@@ -227,18 +251,25 @@ class Nest:
     def index(self, node: ast.expr, what: str) -> Any:
         """An affine index tree: integers, loop variables, + - and * by a constant."""
         tree = self.index_tree(node, what)
-        if affine_form(tree) is None:
+        form = affine_form(tree)
+        if form is None:
             raise self.fail("not_affine", node,
-                            f"{what} `{ast.unparse(node)}` is not affine in the loop variables")
+                            f"{what} `{text_of(node)}` is not affine in the loop variables")
+        if not all(abs(k) < 2 ** 62 for k in [form[1], *form[0].values()]):
+            raise lang.too_large(self.path, node.lineno,
+                                 f"{what} `{text_of(node)}` has a coefficient or constant "
+                                 "outside ±2^62, the range of index arithmetic")
         return tree
 
     def index_tree(self, node: ast.expr, what: str) -> Any:
         if isinstance(node, ast.Constant) and is_number(node.value):
-            return node.value
+            return self.literal(node)
+        if isinstance(node, ast.BinOp) and isinstance(node.left, ast.BinOp):
+            return self.spine(node, lambda x: self.index_tree(x, what), self.index_step(what))
         if isinstance(node, ast.Subscript) or (isinstance(node, ast.Name)
                                                and node.id in self.locals):
             raise self.fail("data_dependent", node,
-                            f"{what} reads tensor data (`{ast.unparse(node)}`): index by loop "
+                            f"{what} reads tensor data (`{text_of(node)}`): index by loop "
                             "variables, or use gather/scatter")
         if isinstance(node, ast.Name):
             if node.id in self.vars:
@@ -256,16 +287,70 @@ class Nest:
                       self.index_tree(node.right, what))
         if isinstance(node, ast.BinOp) and type(node.op) in _CONSTANT_ONLY:
             a, b = self.index_tree(node.left, what), self.index_tree(node.right, what)
-            if is_number(a) and is_number(b):
-                try:
-                    return _CONSTANT_ONLY[type(node.op)](a, b)
-                except ArithmeticError as e:
-                    raise self.fail("not_affine", node, f"{what}: {e}") from None
+            return self.index_step(what)(node, a, b)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                 node.func.id not in lang.ALL_NAMES:
             raise self.fail("unknown_intrinsic", node, f"`{node.func.id}` is not an intrinsic")
         raise self.fail("not_affine", node,
-                        f"{what} `{ast.unparse(node)}` is not affine in the loop variables")
+                        f"{what} `{text_of(node)}` is not affine in the loop variables")
+
+    def index_step(self, what: str):
+        """One operator of an index expression over trees a and b (index_tree's rules)."""
+
+        def step(node: ast.BinOp, a: Any, b: Any) -> Any:
+            if type(node.op) in (ast.Add, ast.Sub, ast.Mult):
+                return fn(_BINOPS[type(node.op)], a, b)
+            if type(node.op) in _CONSTANT_ONLY and is_number(a) and is_number(b):
+                try:
+                    r = _CONSTANT_ONLY[type(node.op)](a, b)
+                except (ArithmeticError, ValueError) as e:
+                    raise self.fail("not_affine", node, f"{what}: {e}") from None
+                if r is None or isinstance(r, complex) or not int_in_range(r):
+                    raise lang.too_large(self.path, node.lineno,
+                                         f"{what} `{text_of(node)}` leaves the 64-bit range")
+                return r
+            raise self.fail("not_affine", node,
+                            f"{what} `{text_of(node)}` is not affine in the loop variables")
+
+        return step
+
+    def spine(self, node: ast.BinOp, leaf, step) -> Any:
+        """A chain of binary operators `a + b - c * d ...`, walked along its left operands
+        (never recursed, however long), with runs of + and - and runs of * built as balanced
+        trees (depth log2 of their length: the IR's expressions nest at most 256 deep)."""
+        spine = []
+        while isinstance(node, ast.BinOp):
+            spine.append(node)
+            node = node.left
+        run_kind, run = None, [(1, leaf(node))]
+
+        def close() -> Any:
+            if run_kind == "mul":
+                return chain("mul", [t for _, t in run])
+            return signed_sum(run) if run_kind == "sum" else run[0][1]
+
+        for b in reversed(spine):
+            kind = "sum" if isinstance(b.op, (ast.Add, ast.Sub)) else (
+                "mul" if isinstance(b.op, ast.Mult) else None)
+            right = leaf(b.right)
+            if kind is not None and kind == run_kind or (run_kind is None and len(run) == 1
+                                                         and kind is not None):
+                run_kind = kind
+                run.append((-1 if isinstance(b.op, ast.Sub) else 1, right))
+                continue
+            left = close()
+            if kind is None:
+                run_kind, run = None, [(1, step(b, left, right))]
+            else:
+                run_kind = kind
+                run = [(1, left), (-1 if isinstance(b.op, ast.Sub) else 1, right)]
+        return close()
+
+    def literal(self, node: ast.Constant) -> Any:
+        if not int_in_range(node.value):
+            raise lang.too_large(self.path, node.lineno,
+                                 f"the integer {text_of(node, 40)} is outside the 64-bit range")
+        return number(node.value)
 
     def bound(self, node: ast.expr) -> Any:
         """A loop bound: a constant integer, or affine in the enclosing loops' variables."""
@@ -277,7 +362,7 @@ class Nest:
             tree = None
         if tree is None or affine_form(tree) is None:
             raise self.fail("non_constant_bound", node,
-                            f"the loop bound `{ast.unparse(node)}` is not a constant (nor "
+                            f"the loop bound `{text_of(node)}` is not a constant (nor "
                             "affine in the enclosing loops' variables)")
         return tree
 
@@ -291,11 +376,11 @@ class Nest:
             if any(isinstance(n, ast.Subscript) or (isinstance(n, ast.Name) and n.id in scope)
                    for n in ast.walk(p)):
                 raise self.fail("data_dependent", p,
-                                f"`if {ast.unparse(p)}:` branches on tensor data: compute "
+                                f"`if {text_of(p)}:` branches on tensor data: compute "
                                 "both values and pick with where(cond, a, b)")
             if not isinstance(p, ast.Compare):
                 raise self.fail("outside_language", p,
-                                f"`if {ast.unparse(p)}:`: a guard is comparisons of affine "
+                                f"`if {text_of(p)}:`: a guard is comparisons of affine "
                                 "expressions joined by `and` (one convex region: no `or`, `not`)")
             trees = [self.index(t, "a guard") for t in [p.left] + list(p.comparators)]
             for op, a, b in zip(p.ops, trees, trees[1:]):
@@ -313,8 +398,8 @@ class Nest:
             if isinstance(node.value, bool):
                 return float(node.value)
             if is_number(node.value):
-                return number(node.value)
-            raise self.fail("outside_language", node, f"{node.value!r} is not a number")
+                return self.literal(node)
+            raise self.fail("outside_language", node, f"{text_of(node, 40)} is not a number")
         if isinstance(node, ast.Name):
             if node.id in scope:
                 return scope[node.id]
@@ -337,22 +422,15 @@ class Nest:
                 return self.value(node.operand, scope)
             raise self.fail("outside_language", node, "`not` and `~`: use comparisons and where()")
         if isinstance(node, ast.BinOp):
-            a, b = self.value(node.left, scope), self.value(node.right, scope)
-            if isinstance(node.op, ast.FloorDiv):
-                return fn("floor", fn("div", a, b))
-            if type(node.op) not in _BINOPS:
-                raise self.fail("outside_language", node,
-                                f"the operator `{ast.unparse(node)}` (use + - * / ** // %)")
-            return fn(_BINOPS[type(node.op)], a, b)
+            return self.spine(node, lambda x: self.value(x, scope), self.value_step)
         if isinstance(node, ast.Compare):
             terms = [self.value(t, scope) for t in [node.left] + list(node.comparators)]
-            out = None
+            tests = []
             for op, a, b in zip(node.ops, terms, terms[1:]):
                 if type(op) not in _CMPOPS:
                     raise self.fail("outside_language", node, "compare with < <= > >= == !=")
-                c = fn(_CMPOPS[type(op)], a, b)
-                out = c if out is None else fn("mul", out, c)
-            return out
+                tests.append(fn(_CMPOPS[type(op)], a, b))
+            return chain("mul", tests)
         if isinstance(node, ast.IfExp):
             return self.select(node.test, node.body, node.orelse, scope, node)
         if isinstance(node, ast.Call):
@@ -361,7 +439,16 @@ class Nest:
             raise self.fail("outside_language", node,
                             "`and`/`or` on values: multiply comparisons, or use where()")
         raise self.fail("outside_language", node,
-                        f"`{ast.unparse(node)}` is not an expression of the loop language")
+                        f"`{text_of(node)}` is not an expression of the loop language")
+
+    def value_step(self, node: ast.BinOp, a: Any, b: Any) -> Any:
+        """One operator of a value expression over trees a and b (not + - *: spine's)."""
+        if isinstance(node.op, ast.FloorDiv):
+            return fn("floor", fn("div", a, b))
+        if type(node.op) not in _BINOPS:
+            raise self.fail("outside_language", node,
+                            f"the operator `{text_of(node)}` (use + - * / ** // %)")
+        return fn(_BINOPS[type(node.op)], a, b)
 
     def select(self, test, a, b, scope, node) -> Any:
         if not any(isinstance(n, ast.Subscript) or (isinstance(n, ast.Name) and n.id in scope)
@@ -405,11 +492,8 @@ class Nest:
         if ir_name == "select":
             return self.select(node.args[0], node.args[1], node.args[2], scope, node)
         args = [self.value(a, scope) for a in node.args]
-        out = args[0]
         if arity is None:  # min/max of several: a chain
-            for a in args[1:]:
-                out = fn(ir_name, out, a)
-            return out
+            return chain(ir_name, args)
         return fn(ir_name, *args)
 
     def load(self, node: ast.Subscript) -> Dict[str, Any]:

@@ -14,8 +14,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ...analysis import ProgramAnalysis, ProgramOptions, analyze_graph, lower_trace
 from ...errors import user_error
-from ...memory_limit import check_fits, loop_estimate
+from ...memory_limit import check_fits, check_work, loop_estimate
+from . import language as lang
 from . import record, syntax
+from .checks import work_points
 from .provenance import provenance_of
 
 
@@ -60,6 +62,22 @@ def _gc_paused():
             gc.enable()
 
 
+def check_runnable(path: str, overrides: Optional[Dict[str, str]], lp: LoopProgram,
+                   what: str = "validating it") -> None:
+    """Refuses (kind too_large) a run of the program, recorded as `lp` with these overrides,
+    that would not fit in memory (the interpreter and the executor allocate) or would take
+    the interpreter past its work budget (docs/loop-language.md, "Limits"), before anything
+    runs; each refusal names the `--shrink N` that fits."""
+    overrides = dict(overrides or {})
+
+    def at(ov: Dict[str, str]) -> LoopProgram:
+        return lp if ov == overrides else load(path, ov)
+
+    check_fits(path, overrides, lambda ov: loop_estimate(at(ov).trace), what)
+    check_work(path, overrides, lambda ov: work_points(at(ov).trace),
+               lang.MAX_VALIDATION_POINTS, lang.INTERPRETER_POINTS_PER_S, what)
+
+
 def lift(lp: LoopProgram):
     """(graph, {graph tensor name: trace id}) by the C++ loopir table."""
     graph, _notes, trace_ids = lower_trace(lp.trace, lp.path, True)
@@ -75,9 +93,8 @@ def analyze_file(path: str, options: Optional[ProgramOptions] = None,
     if options.train or options.optimizer:
         raise user_error("--train/--optimizer do not apply to loop programs", "usage")
     lp = load(path, options.overrides)
-    if options.validate:  # the interpreter and the executor allocate: too large, refused first
-        check_fits(path, options.overrides, lambda ov: loop_estimate(load(path, ov).trace),
-                   "validating it")
+    if options.validate:
+        check_runnable(path, options.overrides, lp)
     graph, trace_ids = lift(lp)
     report = analyze_graph(graph, options)
     result = ProgramAnalysis(report, [], lp.trace, graph, trace_ids)

@@ -26,7 +26,7 @@ from .intrinsics import Intrinsics
 from .language import refusal
 from .nest import KernelScope
 from .scope import Handle, Recorder, Scope, range_args, skip
-from .syntax import Program, assignments, is_tensor_call, tensor_decl
+from .syntax import Program, assignments, is_tensor_call, tensor_decl, text_of
 
 
 def record(program: Program) -> Tuple[Dict[str, Any], Dict[int, int], List[Tuple[str, int]]]:
@@ -49,6 +49,8 @@ class ModelScope(Scope):
         for stmt in body:
             if skip(stmt):
                 continue
+            self.rec.step(stmt.lineno)
+            self.rec.model_line = stmt.lineno
             if isinstance(stmt, ast.Assign):
                 self.assign(stmt)
             elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
@@ -95,7 +97,7 @@ class ModelScope(Scope):
                               f"({', '.join(lang.COMPOSITION_INTRINSICS)})")
             return Intrinsics(self, node.lineno, name or f).call(f, node)
         raise refusal("outside_language", self.path, getattr(node, "lineno", 0),
-                      f"`{ast.unparse(node)}` is not a tensor expression")
+                      f"`{text_of(node)}` is not a tensor expression")
 
     def call_statement(self, call: ast.Call) -> None:
         if not isinstance(call.func, ast.Name):
@@ -146,6 +148,15 @@ class ModelScope(Scope):
         if not all(isinstance(v, int) for v in values):
             raise refusal("non_constant_bound", self.path, stmt.lineno,
                           "model()'s loop bounds are integer constants")
-        for i in range(*values):
+        if len(values) == 3 and values[2] == 0:
+            raise refusal("non_constant_bound", self.path, stmt.lineno,
+                          "a loop step is a non-zero integer")
+        iterations = range(*values)
+        # Each iteration is a step: a loop past the budget is refused before it starts.
+        count = max(0, -(-(iterations.stop - iterations.start) // iterations.step))
+        if self.rec.steps + count > lang.MAX_STEPS:
+            self.rec.step(stmt.lineno, count)
+        for i in iterations:
+            self.rec.step(stmt.lineno)
             self.bind(stmt.target.id, i, stmt.lineno)
             self.block(stmt.body)

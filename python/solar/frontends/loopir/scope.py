@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import language as lang
 from .language import refusal
-from .syntax import Program, TensorDecl, constant_value
+from .syntax import Program, TensorDecl, constant_value, text_of
 from .trees import is_number, number
 
 TRACE_SCHEMA = "solar.optrace.v1"
@@ -45,6 +45,29 @@ class Recorder:
         # Trace ids of tensors used as gather/scatter indices -> exclusive bound of their
         # values (validation draws index data below it).
         self.index_bounds: Dict[int, int] = {}
+        self.steps = 0  # what model() has run (step)
+        self.nodes = 0  # the size of the trace (grow)
+        self.model_line = 0  # the statement of model() running now
+
+    # -- budgets (docs/loop-language.md, "Limits")
+
+    def step(self, line: int, n: int = 1) -> None:
+        """Counts n steps of model() (a statement, a loop iteration, a kernel statement);
+        past MAX_STEPS the program is refused at `line`."""
+        self.steps += n
+        if self.steps > lang.MAX_STEPS:
+            raise lang.too_large(self.path, line,
+                                 f"model() runs more than {lang.MAX_STEPS:,} steps (statements, "
+                                 "loop iterations and kernel statements), its step budget")
+
+    def grow(self, n: int) -> None:
+        """Counts n nodes (ops, tensors, expression terms) of the trace; past
+        MAX_TRACE_NODES the program is refused at the statement of model() running."""
+        self.nodes += n
+        if self.nodes > lang.MAX_TRACE_NODES:
+            raise lang.too_large(self.path, self.model_line,
+                                 f"the recorded trace grows past {lang.MAX_TRACE_NODES:,} nodes "
+                                 "(ops, tensors and expression terms), its size limit")
 
     # -- tensors and versions
 
@@ -90,7 +113,10 @@ class Recorder:
         self.emit("loopir::fill", {"value": fill_value(d)}, [out], line)
         return out
 
-    def emit(self, op: str, args: Dict[str, Any], outputs: List[int], line: int) -> None:
+    def emit(self, op: str, args: Dict[str, Any], outputs: List[int], line: int,
+             size: int = 1) -> None:
+        """Appends an op of `size` trace nodes (a nest: its loops and expression terms)."""
+        self.grow(size + len(outputs))
         self.ops.append({"op": op, "args": args, "outputs": outputs, "file": self.path,
                          "line": line})
 
@@ -169,7 +195,7 @@ class Scope:
             if isinstance(v, Handle):
                 return v
         raise refusal("outside_language", self.path, getattr(node, "lineno", 0),
-                      f"`{ast.unparse(node)}` is not a tensor")
+                      f"`{text_of(node)}` is not a tensor")
 
 
 def skip(stmt: ast.stmt) -> bool:

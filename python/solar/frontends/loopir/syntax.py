@@ -15,7 +15,8 @@ import warnings
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from . import language as lang
-from .language import refusal
+from .language import refusal, too_large
+from .trees import int_in_range, power
 
 Number = (int, float)
 
@@ -135,12 +136,28 @@ _CONSTANT_FUNCTIONS: Dict[str, Callable[..., Any]] = {
 
 def constant_value(node: ast.expr, names: Mapping[str, Any], path: str, what: str = "a constant"):
     """Evaluates a constant expression: numbers, names of constants, arithmetic and the
-    functions sqrt exp log abs min max. `what` names the expression in a refusal."""
+    functions sqrt exp log abs min max. `what` names the expression in a refusal. Every
+    integer it computes stays within 64 bits (too_large past them)."""
+    if isinstance(node, ast.BinOp):
+        # A chain `a + b - c * d ...` is a spine of left operands: walked, not recursed, so
+        # that a long one cannot exhaust Python's stack.
+        spine = []
+        while isinstance(node, ast.BinOp):
+            spine.append(node)
+            node = node.left
+        value = constant_value(node, names, path, what)
+        for b in reversed(spine):
+            if type(b.op) not in _BINARY:
+                break
+            value = _binary(b, value, constant_value(b.right, names, path, what), path, what)
+        else:
+            return value
+        node = b
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, Number):
             raise refusal("outside_language", path, node.lineno,
-                          f"{what} must be a number, not {node.value!r}")
-        return node.value
+                          f"{what} must be a number, not {text_of(node)}")
+        return _in_range(node.value, node, path, what)
     if isinstance(node, ast.Name):
         if node.id in names:
             value = names[node.id]
@@ -154,13 +171,6 @@ def constant_value(node: ast.expr, names: Mapping[str, Any], path: str, what: st
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         v = constant_value(node.operand, names, path, what)
         return -v if isinstance(node.op, ast.USub) else v
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        a = constant_value(node.left, names, path, what)
-        b = constant_value(node.right, names, path, what)
-        try:
-            return _BINARY[type(node.op)](a, b)
-        except (ZeroDivisionError, OverflowError, ValueError) as e:
-            raise refusal("outside_language", path, node.lineno, f"{what}: {e}") from None
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         name = node.func.id
         if name not in _CONSTANT_FUNCTIONS:
@@ -171,11 +181,76 @@ def constant_value(node: ast.expr, names: Mapping[str, Any], path: str, what: st
             raise refusal("outside_language", path, node.lineno, f"`{name}` takes no keywords")
         args = [constant_value(a, names, path, what) for a in node.args]
         try:
-            return _CONSTANT_FUNCTIONS[name](*args)
+            r = _CONSTANT_FUNCTIONS[name](*args)
         except (TypeError, ValueError, OverflowError) as e:
             raise refusal("outside_language", path, node.lineno, f"{what}: {name}: {e}") from None
+        return _in_range(r, node, path, what)
     raise refusal("outside_language", path, getattr(node, "lineno", 0),
                   f"{what} must be a constant expression (numbers, constants, arithmetic)")
+
+
+def _binary(node: ast.BinOp, a: Any, b: Any, path: str, what: str) -> Any:
+    """a op b of a constant expression, its integers within 64 bits."""
+    try:
+        r = power(a, b) if isinstance(node.op, ast.Pow) else _BINARY[type(node.op)](a, b)
+    except (ZeroDivisionError, OverflowError, ValueError) as e:
+        raise refusal("outside_language", path, node.lineno, f"{what}: {e}") from None
+    if r is None:
+        raise too_large(path, node.lineno,
+                        f"{what}: {a} ** {b} leaves the 64-bit integer range of constants "
+                        "(write a float, 2.0 ** 64, for a larger coefficient)")
+    return _in_range(r, node, path, what)
+
+
+def _in_range(value: Any, node: ast.AST, path: str, what: str) -> Any:
+    """value, when it is a real number and no integer outside 64 bits."""
+    if isinstance(value, complex):
+        raise refusal("outside_language", path, getattr(node, "lineno", 0),
+                      f"{what} is not a real number ({value})")
+    if not int_in_range(value):
+        raise too_large(path, getattr(node, "lineno", 0),
+                        f"{what} is an integer of {value.bit_length()} bits, outside the "
+                        "64-bit range of constants (write a float for a larger coefficient)")
+    return value
+
+
+def text_of(node: ast.AST, limit: int = 200) -> str:
+    """The source of a node for a message: unparsed, cut to `limit` characters (a node too
+    deep to unparse is `...`)."""
+    try:
+        text = ast.unparse(node)
+    except (RecursionError, ValueError):
+        text = "..."
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def check_depth(tree: ast.Module, path: str) -> None:
+    """Refuses a program whose statements and expressions nest deeper than MAX_DEPTH levels
+    (a chain of + and - terms, or of * factors, is one level). Walked with a stack, so a deep
+    file cannot exhaust Python's."""
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > lang.MAX_DEPTH:
+            raise refusal("outside_language", path, getattr(node, "lineno", 0),
+                          f"statements and expressions nest deeper than {lang.MAX_DEPTH} "
+                          "levels, the language's limit (docs/loop-language.md, \"Limits\")")
+        chain = _chain_class(node)
+        for name in node._fields:
+            v = getattr(node, name, None)
+            for child in (v if isinstance(v, list) else [v]):
+                if isinstance(child, ast.AST):
+                    flat = chain is not None and name == "left" and _chain_class(child) == chain
+                    stack.append((child, depth if flat else depth + 1))
+
+
+def _chain_class(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, (ast.Add, ast.Sub)):
+            return "sum"
+        if isinstance(node.op, ast.Mult):
+            return "product"
+    return None
 
 
 # ----------------------------------------------------------------------- tensors
@@ -329,6 +404,13 @@ def parse_program(source: str, path: str, overrides: Optional[Mapping[str, str]]
     except SyntaxError as e:
         raise refusal("outside_language", path, e.lineno or 0,
                       f"not Python syntax: {e.msg}") from None
+    except (RecursionError, MemoryError):  # Python's parser gives up on absurd nesting
+        raise refusal("outside_language", path, 0,
+                      "the program nests too deeply for Python's parser (the language's limit "
+                      f"is {lang.MAX_DEPTH} levels, docs/loop-language.md \"Limits\")") from None
+    except ValueError as e:  # a NUL byte
+        raise refusal("outside_language", path, 0, f"not Python source: {e}") from None
+    check_depth(tree, path)
     check_constructs(tree, path)
     overrides = dict(overrides or {})
     override_values = {k: _override_number(k, v) for k, v in overrides.items()}
@@ -397,7 +479,10 @@ def parse_program(source: str, path: str, overrides: Optional[Mapping[str, str]]
 def _override_number(name: str, text: str):
     for cast in (int, float):
         try:
-            return cast(text)
+            value = cast(text)
         except ValueError:
-            pass
+            continue
+        if not int_in_range(value):
+            raise OverrideError(f"--set {name}={text}: integers are within 64 bits")
+        return value
     raise OverrideError(f"--set {name}={text}: a loop program's constants are numbers")

@@ -7,9 +7,11 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
+from .language import INT_LIMIT
+
 _FOLD = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b, "pow": lambda a, b: a ** b, "neg": lambda a: -a,
+    "div": lambda a, b: a / b, "pow": lambda a, b: power(a, b), "neg": lambda a: -a,
     "max": max, "min": min, "abs": abs, "exp": math.exp, "log": math.log, "sqrt": math.sqrt,
     "rsqrt": lambda a: 1 / math.sqrt(a), "tanh": math.tanh, "erf": math.erf,
     "sigmoid": lambda a: 1 / (1 + math.exp(-a)), "sin": math.sin, "cos": math.cos,
@@ -25,14 +27,80 @@ def is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
+def int_in_range(x: Any) -> bool:
+    """Whether a number is no integer or an integer within ±(INT_LIMIT - 1) (64-bit)."""
+    return not isinstance(x, int) or -INT_LIMIT < x < INT_LIMIT
+
+
+def power(a: Any, b: Any) -> Any:
+    """a ** b, or None (not computed) when both are integers and the result would leave the
+    64-bit range: `10 ** 10 ** 8` would take minutes and gigabytes to compute."""
+    if isinstance(a, int) and isinstance(b, int) and b > 63 and abs(a) > 1:
+        return None
+    r = a ** b
+    if isinstance(r, complex):
+        raise ValueError(f"{a!r} ** {b!r} is not a real number")
+    return r if int_in_range(r) else None
+
+
 def fn(name: str, *args: Any) -> Any:
-    """A combine-function node; folded to a number when every argument is one."""
+    """A combine-function node; folded to a number when every argument is one (an integer
+    result outside 64 bits is left unfolded)."""
     if all(is_number(a) for a in args) and name in _FOLD:
         try:
-            return number(_FOLD[name](*args))
-        except (ArithmeticError, ValueError):
+            r = _FOLD[name](*args)
+            if r is not None and is_number(r) and int_in_range(r):
+                return number(r)
+        except (ArithmeticError, ValueError, TypeError):
             pass  # left to the graph (inf, nan) as the program wrote it
     return {"fn": name, "args": list(args)}
+
+
+def chain(name: str, args: List[Any]) -> Any:
+    """A chain of one associative function (add, mul, max, min) over args as a balanced tree:
+    depth log2(n), so a sum of many terms stays within the IR's expression depth."""
+    if len(args) == 1:
+        return args[0]
+    mid = len(args) // 2
+    return fn(name, chain(name, args[:mid]), chain(name, args[mid:]))
+
+
+def signed_sum(terms: List[Tuple[int, Any]]) -> Any:
+    """The sum of (sign, tree) terms as a balanced tree of add, sub and neg (0.0 for none)."""
+    if not terms:
+        return 0.0
+
+    def build(lo: int, hi: int) -> Tuple[int, Any]:
+        if hi - lo == 1:
+            return terms[lo]
+        mid = (lo + hi) // 2
+        (sa, a), (sb, b) = build(lo, mid), build(mid, hi)
+        if sa > 0:
+            return 1, fn("add" if sb > 0 else "sub", a, b)
+        return (1, fn("sub", b, a)) if sb > 0 else (-1, fn("add", a, b))
+
+    sign, tree = build(0, len(terms))
+    return tree if sign > 0 else fn("neg", tree)
+
+
+def measure(tree: Any, memo: Dict[int, Tuple[Any, int, int]]) -> Tuple[int, int]:
+    """(depth, leaves) of a tree as the trace writes it out (a subtree shared by inlined
+    locals counts each time it appears); memo keeps the nodes it has measured."""
+    if not isinstance(tree, dict) or "float" in tree or "var" in tree:
+        return 1, 1
+    hit = memo.get(id(tree))
+    if hit is not None:
+        return hit[1], hit[2]
+    if "load" in tree or tree.get("self"):
+        depth = 1 + max((measure(x, memo)[0] for x in tree.get("index", [])), default=0)
+        leaves = 1
+    else:
+        depth, leaves = 1, 0
+        for a in tree.get("args", []):
+            d, n = measure(a, memo)
+            depth, leaves = max(depth, d + 1), leaves + n
+    memo[id(tree)] = (tree, depth, leaves)
+    return depth, leaves
 
 
 def affine_form(tree: Any) -> Optional[Tuple[Dict[str, int], int]]:
@@ -133,13 +201,7 @@ def reduction_of(value: Any, index: List[Any]) -> Tuple[Optional[str], Any]:
                 not same_index(terms[selfs[0]][1]["index"], index) or \
                 any(has_self(t) for _, t in rest):
             return None, value
-        body: Any = 0.0
-        for k, (s, t) in enumerate(rest):
-            if k == 0:
-                body = t if s > 0 else fn("neg", t)
-            else:
-                body = fn("add" if s > 0 else "sub", body, t)
-        return "sum", body
+        return "sum", signed_sum(rest)
     if op in _REDUCTIONS:
         kind, identity = _REDUCTIONS[op]
         leaves = _chain(value, op)
@@ -148,8 +210,5 @@ def reduction_of(value: Any, index: List[Any]) -> Tuple[Optional[str], Any]:
         if len(selfs) != 1 or not same_index(selfs[0]["index"], index) or \
                 any(has_self(x) for x in rest):
             return None, value
-        body = rest[0] if rest else identity
-        for x in rest[1:]:
-            body = fn(op, body, x)
-        return kind, body
+        return kind, chain(op, rest) if rest else identity
     return None, value

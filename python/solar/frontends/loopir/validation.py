@@ -4,19 +4,22 @@ dtype's tolerance; with a reference program (reference.py), that program too."""
 
 from __future__ import annotations
 
+import os
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
 from ... import executor
+from ...errors import user_error
 from . import interpret
 from .checks import check_entry, source_tensors
-from .language import is_integer_dtype
+from .language import VALIDATION_SECONDS, is_integer_dtype
 from .program import LoopProgram
 from .reference import compare_reference
 
 TOOL = "solar loop interpreter and executor"
 SEED = 0
+TIME_ENV = "SOLAR_LOOP_VALIDATION_SECONDS"
 
 
 # ----------------------------------------------------------------------- inputs
@@ -97,20 +100,37 @@ def _first_divergent(result, lp: LoopProgram, graph, trace_ids: Dict[str, int]):
     return entry
 
 
+def time_limit() -> float:
+    """The interpreter's wall-clock limit in seconds: VALIDATION_SECONDS, or
+    $SOLAR_LOOP_VALIDATION_SECONDS when set (docs/loop-language.md, "Limits")."""
+    text = os.environ.get(TIME_ENV)
+    if not text:
+        return VALIDATION_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise user_error(f"{TIME_ENV}={text!r}: expected a positive number of seconds", "usage")
+    return value
+
+
 def validate(lp: LoopProgram, graph, trace_ids: Dict[str, int],
-             reference=None, sources: Optional[Dict[int, np.ndarray]] = None) -> Dict[str, Any]:
+             reference=None, sources: Optional[Dict[int, np.ndarray]] = None,
+             seconds: Optional[float] = None) -> Dict[str, Any]:
     """The `validation` section: the loop program run by its interpreter and the lifted
     graph run by Solar's executor on the same inputs, every output compared under its
     dtype's tolerance; with `reference` (a program's path, or a ReferenceOutputs computed
     elsewhere), the reference's outputs are compared with both. `sources` gives the data of
     every source tensor by trace id (solar translate: the source program's own inputs and
-    weights); by default they are drawn (make_inputs)."""
+    weights); by default they are drawn (make_inputs). The interpreter stops after `seconds`
+    (default time_limit()) with solar.UserError, kind too_large."""
     section: Dict[str, Any] = {"status": "failed", "tool": TOOL, "seed": SEED, "outputs": []}
     if sources is None:
         sources = make_inputs(lp)
     else:
         section["inputs"] = "given"
-    values = interpret.run_trace(lp.trace, sources)
+    values = interpret.run_trace(lp.trace, sources, time_limit() if seconds is None else seconds)
     dtypes = {t["id"]: t["dtype"] for t in lp.trace["tensors"]}
     inputs, refs, intermediates = {}, {}, {}
     for t in graph.tensors:
