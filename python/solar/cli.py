@@ -145,6 +145,8 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
         m.add_argument("--dtype", default="bf16", help="weights and activations: bf16, f16, f32")
         m.add_argument("--task", help="config.json: causal-lm, seq2seq-lm, encoder or "
                                       "image-classification (default: from its architectures)")
+        m.add_argument("--force", action="store_true",
+                       help="build a model past the work estimate's limits (docs/models.md)")
         p.add_argument("--html", metavar="PATH",
                        help="write the HTML report (one self-contained file: docs/html-report.md)")
     p.add_argument("--max-mappings", type=int, default=None,
@@ -224,10 +226,7 @@ def _run_program(command: str, args: List[str]) -> int:
         if ns.shrink is not None:
             raise fail("--shrink: a model's sizes are --batch, --seq, --context and --set "
                         "config fields", "usage")
-        result = models.analyze_model(models.ModelRun(
-            ns.program, phase=ns.phase, batch=ns.batch, seq=ns.seq, context=ns.context,
-            dtype=ns.dtype, task=ns.task,
-            config={k: parse_literal(v) for k, v in overrides.items()}), options)
+        result = _analyze_model(ns, options, overrides)
     else:
         result = _load_program(ns, options, ns.shrink)
     for n in result.warnings:
@@ -253,6 +252,25 @@ def _run_program(command: str, args: List[str]) -> int:
         sys.stderr.write(f"solar: error: {ns.program}: validation failed\n")
         return codes["validation_failed"]
     return codes["ok"]
+
+
+def _analyze_model(ns, options, overrides):
+    """`solar analyze hf:NAME|config.json`: the configuration is checked before anything is
+    built (docs/models.md); transformers failing on one that passed is the model's failure,
+    one line (exit program_error), as a program's is."""
+    run = models.ModelRun(ns.program, phase=ns.phase, batch=ns.batch, seq=ns.seq,
+                          context=ns.context, dtype=ns.dtype, task=ns.task, force=ns.force,
+                          config={k: parse_literal(v) for k, v in overrides.items()})
+    try:
+        return models.analyze_model(run, options)
+    except _core.Error:
+        raise
+    except Exception as e:  # noqa: BLE001 - transformers or torch refused the model
+        if ns.debug:
+            raise
+        text = " ".join(str(e).split())[:300]
+        raise fail(f"{ns.program}: transformers could not build or run the model: "
+                   f"{type(e).__name__}: {text}", "program_error") from None
 
 
 def _check_before_capture(archs: Sequence[str], inputs, outputs) -> None:
@@ -378,7 +396,8 @@ def _export_parser() -> argparse.ArgumentParser:
                     "or Timeloop workload (docs/export.md)")
     p.add_argument("program")
     p.add_argument("--format", required=True, choices=["accelforge", "timeloop"])
-    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created)")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="output folder: new, empty or an earlier export's")
     _add_capture_options(p)
     return p
 

@@ -427,7 +427,10 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   export_cmd->add_option("GRAPH", export_args.graph, "Graph file: text form or JSON (solar.graph.v1)")
       ->required();
   export_cmd->add_option("--format", export_args.format, "accelforge or timeloop")->required();
-  export_cmd->add_option("--out", export_args.out, "Output folder (created when missing)")
+  export_cmd
+      ->add_option("--out", export_args.out,
+                   "Output folder: new (created), empty, or an earlier export's (whose files "
+                   "are replaced; nothing else of the folder is touched)")
       ->required();
   export_cmd->add_flag("--debug", debug, "On error, also print the exception's type and origin");
 
