@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import _core, programs
 from .analysis import ProgramOptions
+from .atomic_write import check as check_outputs
 from .atomic_write import write_atomically
 from .errors import command, fail, parse_args, user_error
 from .program_source import OverrideError, ProgramFormatError, parse_overrides
@@ -325,6 +326,8 @@ def main(args: Sequence[str]) -> int:
     if ns.trials < 1 or ns.warmup < 0:
         raise fail("--trials must be >= 1 and --warmup >= 0", "usage")
     overrides = parse_overrides(ns.set)
+    # The output before the program runs (docs/cli.md, "Output files").
+    check_outputs([("PROGRAM", ns.program)], [("--json", ns.json_path)])
     options = BenchOptions(trials=ns.trials, warmup=ns.warmup, flush=not ns.no_flush,
                            compile=ns.compile, profile=ns.profile, overrides=overrides,
                            policy=ns.policy, device=ns.device, eval_mode=ns.eval)

@@ -88,6 +88,8 @@ CASES = [
          "--json would replace the input --reference", files={"k.py": LOOP, "ref.py": PROGRAM}),
     Case("outputs-inverse-program-json-is-the-program",
          ["inverse", "p.py", "--target-ms", "1", "--json", "p.py"], "io", REPLACES, files=P),
+    Case("outputs-bench-json-is-the-program", ["bench", "p.py", "--json", "p.py"], "io",
+         "--json would replace the input PROGRAM", files=P),
     Case("outputs-suite-json-is-a-program-of-the-suite",
          ["suite", "progs", "--json", "progs/a.py"], "io",
          "cannot write 'progs/a.py': --json would replace the input PROGRAM",
