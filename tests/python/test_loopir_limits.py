@@ -298,7 +298,8 @@ def test_validation_past_its_work_budget_is_refused_with_the_shrink_that_fits(tm
     assert time.monotonic() - start < 10  # estimated, never run
 
 
-def test_solar_validate_refuses_the_causal_attention_example_at_its_own_sizes():
+def test_solar_validate_refuses_the_causal_attention_example_at_its_own_sizes(monkeypatch):
+    monkeypatch.setenv("SOLAR_MEMORY_LIMIT", "1T")  # the memory check passes: the work is refused
     r = run_solar("validate", "examples/loops/causal_attention.py")
     assert r.returncode == solar._core.EXIT_CODES["usage"], r.stderr
     lines = r.stderr.strip().splitlines()
