@@ -606,6 +606,39 @@ def test_work_at_the_test_sizes_is_bounded(srv, gemm, tmp_path, no_model_code_ru
     assert f"run {16 * 16 * 8 * 10**6:,} iterations" in f["message"]
 
 
+def test_a_bound_that_depends_on_an_outer_loop_counts_its_whole_range(srv, gemm, tmp_path,
+                                                                    no_model_code_runs):
+    """`for t in range(d - 10**9, d + 1): if t >= 0:` keeps few points but the interpreter
+    sweeps all 10^9 + 1 values of t for each d: counted as such (it was counted as 1), refused
+    before it runs."""
+    wide = GEMM_PROGRAM.replace(
+        "for k in range(K):\n                C[m, n] += A[m, k] * B[k, n]",
+        "for d in range(K):\n                for t in range(d - 10**9, d + 1):\n"
+        "                    if t >= 0 and t == d:\n"
+        "                        C[m, n] += A[m, t] * B[d, n]")
+    srv.script = [answer(fenced(wide)), answer(fenced(GEMM_PROGRAM))]
+    t = translate(str(gemm), str(tmp_path / "g.py"), options(srv, tmp_path))
+    f = t.provenance["attempts"][0]["failure"]
+    assert t.status == "validated" and f["kind"] == "too_big", f
+    # at the test sizes M=N=16, K=8: for each (m, n, d), t takes d + 1 - (d - 10^9) values
+    # over its widest range, from 0 - 10^9 to K - 1 + 1
+    assert f"run {16 * 16 * 8 * (10**9 + 8):,} iterations" in f["message"]
+
+
+def test_validation_has_a_wall_clock_limit(srv, gemm, tmp_path, no_model_code_runs,
+                                           monkeypatch):
+    """What the work estimate does not foresee is stopped by the clock: an attempt whose
+    validation runs past it is refused (too_big) and the next attempt is asked for."""
+    from solar.translate import check
+
+    monkeypatch.setattr(check, "VALIDATION_SECONDS", 1e-9)
+    srv.script = [answer(fenced(GEMM_PROGRAM))]
+    t = translate(str(gemm), str(tmp_path / "g.py"), options(srv, tmp_path, attempts=1))
+    f = t.provenance["attempts"][0]["failure"]
+    assert t.status != "validated" and f["kind"] == "too_big", f
+    assert "ran past the 1e-09 s its validation may take" in f["message"]
+
+
 FLAX_PROGRAM = f'''\
 """{MARKER}: Dense, ReLU, Dense with Flax's variables (a kernel is [in, out])."""
 from solar.loopir import Tensor, kernel, relu

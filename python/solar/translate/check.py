@@ -21,8 +21,9 @@ import math
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from .. import _core, programs
+from ..frontends.loopir import language as lang
 from ..frontends.loopir import record, syntax
-from ..frontends.loopir.checks import ReferenceOutputs, source_tensors
+from ..frontends.loopir.checks import ReferenceOutputs, source_tensors, work_points
 from ..frontends.loopir.program import LoopProgram, _gc_paused
 from . import extract
 from .prompt import tensor_table
@@ -32,9 +33,13 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-# Iteration points the interpreter may evaluate at the test sizes (all nests together): a
-# program whose extents ignore the source's size constants would run for hours.
-MAX_TEST_POINTS = 200_000_000
+# Iteration points the interpreter may evaluate at the test sizes (all nests together,
+# checks.work_points: every statement over its nest's box): a program whose extents ignore
+# the source's size constants would run for hours. The budget of `solar validate`.
+MAX_TEST_POINTS = lang.MAX_VALIDATION_POINTS
+# Wall-clock seconds the interpreter may run one attempt's validation (the points above
+# bound its work from above; this bounds what they do not foresee).
+VALIDATION_SECONDS = 120.0
 
 
 class Failure(Exception):
@@ -105,29 +110,35 @@ def check(answer: Optional[str], name: str, data: Optional[ReferenceData],
     points = test_points(lp)
     if points > MAX_TEST_POINTS:
         raise Failure("too_big", f"at the test sizes ({_at(data)}) your program's loop nests "
-                                 f"run {points:,} iterations, more than {MAX_TEST_POINTS:,}: "
-                                 "write every extent in terms of the source's size constants")
+                                 f"run {points:,} iterations (each statement over its loops' "
+                                 f"ranges), more than {MAX_TEST_POINTS:,}: write every extent "
+                                 "in terms of the source's size constants")
     graph, trace_ids = _solar_step("refused", lift, lp)
     sources, ref = bind(lp, data, source_constants)
     validate = programs.loop_validation().validate
-    section = _solar_step("run_error", validate, lp, graph, trace_ids, ref, sources)
+    try:
+        section = validate(lp, graph, trace_ids, ref, sources, VALIDATION_SECONDS)
+    except _core.UserError as e:
+        if getattr(e, "kind", None) != "too_large":
+            raise Failure("run_error", str(e)) from None
+        raise Failure("too_big", f"at the test sizes ({_at(data)}) your program ran past the "
+                                 f"{VALIDATION_SECONDS:g} s its validation may take: write every "
+                                 "extent in terms of the source's size constants") from None
+    except _core.Error as e:
+        raise Failure("run_error", str(e)) from None
+    except (RecursionError, MemoryError, ValueError, TypeError, ArithmeticError, IndexError,
+            KeyError) as e:
+        raise Failure("run_error", f"{type(e).__name__}: {e}") from None
     if section["status"] != "passed":
         raise Failure(*_failure_of(section, data, lp))
     return Checked(text, section, sizes)
 
 
 def test_points(lp: LoopProgram) -> int:
-    """Iteration points of every nest (a bound affine in outer loops counts as the extent of
-    its constant part, or 1: an estimate from below)."""
-    total = 0
-    for op in lp.trace["ops"]:
-        n = 1
-        for loop in (op.get("args") or {}).get("loops") or []:
-            start, stop, step = loop.get("start"), loop.get("stop"), loop.get("step", 1)
-            if isinstance(start, int) and isinstance(stop, int) and isinstance(step, int):
-                n *= max(0, -(-(stop - start) // max(1, step)))
-        total += n if op["op"] == "loopir::nest" else 0
-    return total
+    """Iteration points the interpreter evaluates (checks.work_points): every statement over
+    its nest's box, where a bound affine in outer loops takes its widest value over them (an
+    upper bound of the points a triangular nest keeps, never an estimate from below)."""
+    return work_points(lp.trace)
 
 
 def _at(data: ReferenceData) -> str:
