@@ -296,6 +296,7 @@ std::vector<std::string> check_export_folder(const std::string& dir,
   listed.push_back(std::string(kManifestName));
   const fs::path real_root = fs::canonical(root, ec);
   if (ec) throw io_error(dir, ec.message());
+  std::set<fs::path> probed = {root};  // each folder is probed once, not once per file
   for (const std::string& rel : listed) {
     const fs::path target = root / rel;
     // A link (or a linked subfolder) that leads out of the folder is not the export's.
@@ -306,8 +307,13 @@ std::vector<std::string> check_export_folder(const std::string& dir,
                                       kManifestName, rel));
     if (!fs::exists(fs::symlink_status(target, ec))) continue;  // gone already
     if (const NamedPath* in = input_at(target, inputs)) throw replaces_input(target, *in);
-    if (std::optional<std::string> why = why_not_writable(target.string()))
+    if (std::optional<std::string> why = why_not_replaceable(target.string()))
       throw io_error(target.string(), *why);
+    const fs::path folder = target.parent_path();
+    if (probed.insert(folder).second)
+      if (std::optional<std::string> why = why_folder_refuses_files(folder.string()))
+        throw io_error(target.string(),
+                       fmt::format("folder '{}' does not accept new files ({})", folder.string(), *why));
   }
   return listed;
 }

@@ -112,12 +112,18 @@ std::optional<std::string> why_folder_refuses_files(const std::string& folder) {
   return std::nullopt;
 }
 
-std::optional<std::string> why_not_writable(const std::string& path) {
+std::optional<std::string> why_not_replaceable(const std::string& path) {
   if (path.empty()) return std::string("no path given");
   const fs::path given(path);
   const fs::path target = followed(path);
+  return why_not_replaceable(target, folder_of(target == given ? given : target));
+}
+
+std::optional<std::string> why_not_writable(const std::string& path) {
+  if (std::optional<std::string> why = why_not_replaceable(path)) return why;
+  const fs::path given(path);
+  const fs::path target = followed(path);
   const fs::path shown = folder_of(target == given ? given : target);
-  if (std::optional<std::string> why = why_not_replaceable(target, shown)) return why;
   if (std::optional<std::string> why = why_folder_refuses_files(folder_of(target).string()))
     return fmt::format("folder '{}' does not accept new files ({})", shown.string(), *why);
   return std::nullopt;

@@ -35,6 +35,10 @@ bool same_file(const std::string& a, const std::string& b);
 // probe file is created there and removed). The reason does not repeat `path`.
 std::optional<std::string> why_not_writable(const std::string& path);
 
+// why_not_writable without the probe of the folder: for many files of one folder, whose
+// folder is probed once.
+std::optional<std::string> why_not_replaceable(const std::string& path);
+
 // Why no new file can be created in `folder` (its errno text), or nullopt: a probe file is
 // created there and removed, which is the test that binds an unprivileged user and a
 // read-only file system alike.
