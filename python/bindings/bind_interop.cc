@@ -41,7 +41,8 @@ void bind_interop(nb::module_& m) {
         nb::gil_scoped_release release;
         return interop::export_summary(interop::export_to(g, f, out, in), f, out);
       },
-      "graph"_a, "format"_a, "out"_a, "inputs"_a = std::vector<std::pair<std::string, std::string>>{},
+      "graph"_a, "format"_a, "out"_a,
+      "inputs"_a = std::vector<std::pair<std::string, std::string>>{},
       "Writes the graph's einsums as an AccelForge or Timeloop workload under folder `out` "
       "(docs/export.md), never over one of `inputs` [(what, path)]; returns the lines "
       "`solar export` prints.");

@@ -54,7 +54,9 @@ bool stays_inside(const std::string& rel) {
   return true;
 }
 
-std::string normal(const std::string& rel) { return fs::path(rel).lexically_normal().generic_string(); }
+std::string normal(const std::string& rel) {
+  return fs::path(rel).lexically_normal().generic_string();
+}
 
 // The files an earlier export's manifest lists (normalized), or UserError(Io) saying why the
 // manifest is none of ours.
@@ -275,7 +277,8 @@ std::vector<std::string> check_export_folder(const std::string& dir,
     fs::file_status ps = fs::status(parent, ec);
     if (!fs::exists(ps))
       throw io_error(dir, fmt::format("folder '{}' does not exist", parent.string()));
-    if (!fs::is_directory(ps)) throw io_error(dir, fmt::format("'{}' is not a folder", parent.string()));
+    if (!fs::is_directory(ps))
+      throw io_error(dir, fmt::format("'{}' is not a folder", parent.string()));
     if (std::optional<std::string> why = why_folder_refuses_files(parent.string()))
       throw io_error(dir, fmt::format("folder '{}' does not accept a new folder ({})",
                                       parent.string(), *why));
@@ -312,8 +315,8 @@ std::vector<std::string> check_export_folder(const std::string& dir,
     const fs::path folder = target.parent_path();
     if (probed.insert(folder).second)
       if (std::optional<std::string> why = why_folder_refuses_files(folder.string()))
-        throw io_error(target.string(),
-                       fmt::format("folder '{}' does not accept new files ({})", folder.string(), *why));
+        throw io_error(target.string(), fmt::format("folder '{}' does not accept new files ({})",
+                                                    folder.string(), *why));
   }
   return listed;
 }

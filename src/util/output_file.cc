@@ -138,11 +138,10 @@ void check_outputs(const std::vector<NamedPath>& inputs, const std::vector<Named
     for (const NamedPath& in : inputs) {
       // Only an existing file can be replaced: a missing input fails when it is read.
       if (!exists || in.path.empty() || in.path == "-" || !same_file(out.path, in.path)) continue;
-      throw io_error(out.path,
-                     fmt::format("{} would replace the input {}{}; give another path", out.what,
-                                 in.what,
-                                 in.path == out.path ? ""
-                                                     : fmt::format(" '{}' (the same file)", in.path)));
+      const std::string same =
+          in.path == out.path ? "" : fmt::format(" '{}' (the same file)", in.path);
+      throw io_error(out.path, fmt::format("{} would replace the input {}{}; give another path",
+                                           out.what, in.what, same));
     }
     for (std::size_t j = 0; j < i; ++j) {
       const NamedPath& earlier = outputs[j];
@@ -204,7 +203,9 @@ StagedFile::StagedFile(const std::string& path, const std::string& contents) : p
 }
 
 StagedFile::StagedFile(StagedFile&& other) noexcept
-    : path_(std::move(other.path_)), target_(std::move(other.target_)), temp_(std::move(other.temp_)) {
+    : path_(std::move(other.path_)),
+      target_(std::move(other.target_)),
+      temp_(std::move(other.temp_)) {
   other.temp_.clear();
 }
 

@@ -174,7 +174,8 @@ TEST_F(OutputsCli, AFolderWithoutAnExportIsRefused) {
   fs::create_directories(path("out"));
   write("out/thesis.tex", "years of work\n");
   expect_refused({"export", example("gemm.solar"), "--format", "accelforge", "--out", path("out")},
-                 kIoError, "the folder is not empty and holds no Solar export (no solar-export.json)");
+                 kIoError,
+                 "the folder is not empty and holds no Solar export (no solar-export.json)");
 }
 
 TEST_F(OutputsCli, AManifestThatIsNotOursOrLeadsOutsideIsRefused) {
@@ -193,7 +194,8 @@ TEST_F(OutputsCli, AnExportNeverReplacesTheGraphOrAFileItDidNotWrite) {
   ASSERT_EQ(solar({"export", example("gemm.solar"), "--format", "accelforge", "--out", out}).code,
             kOk);
   // The graph is now one of the files the manifest lists.
-  fs::copy_file(example("gemm.solar"), out + "/workload.yaml", fs::copy_options::overwrite_existing);
+  fs::copy_file(example("gemm.solar"), out + "/workload.yaml",
+                fs::copy_options::overwrite_existing);
   expect_refused({"export", out + "/workload.yaml", "--format", "accelforge", "--out", out},
                  kIoError, "the export would replace the input GRAPH");
   // A Timeloop export would write problems/c.yaml, which the user wrote, not the export.

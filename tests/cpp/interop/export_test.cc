@@ -98,7 +98,8 @@ TEST(WriteExport, AReExportRemovesTheEarlierFilesItNoLongerWritesAndNothingElse)
   fs::path d = fresh_dir("again");
   write_export(d.string(), export_graph(mlp(), Format::Timeloop));
   std::ofstream(d / "notes.txt") << "mine\n";
-  std::vector<std::string> removed = write_export(d.string(), export_graph(mlp(), Format::AccelForge));
+  std::vector<std::string> removed =
+      write_export(d.string(), export_graph(mlp(), Format::AccelForge));
   // The three einsums' classic problems (h, a, y) are removed, then their emptied folder.
   EXPECT_EQ(removed, (std::vector<std::string>{"problems/h.yaml", "problems/a.yaml",
                                                "problems/y.yaml"}));
