@@ -76,6 +76,9 @@ def run_unprivileged(fn, *args, cwd: str | Path | None = None, timeout: float = 
             os.close(rd)
             os.dup2(out.fileno(), 1)
             os.dup2(err.fileno(), 2)
+            # Python's own streams too: under pytest they are capture buffers, not fds 1, 2
+            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+            sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
             os.setgroups([])
             os.setgid(UNPRIVILEGED)
             os.setuid(UNPRIVILEGED)
