@@ -281,3 +281,194 @@ def test_a_training_step_counts_forward_and_backward():
     all_logits = B * S * cfg.n_embd * cfg.vocab_size  # training needs every position's
     last_logit = B * cfg.n_embd * cfg.vocab_size
     assert result.report.totals.macs > 2 * (forward - last_logit + all_logits)
+
+
+# ---------------------------------------------------------------- checked before building
+
+GPT2 = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": 50257,
+        "n_positions": 1024, "n_embd": 768, "n_layer": 2, "n_head": 12}
+LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+         "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 2,
+         "num_key_value_heads": 8, "vocab_size": 128256}
+BART = {"architectures": ["BartForConditionalGeneration"], "model_type": "bart",
+        "d_model": 1024, "encoder_layers": 2, "decoder_layers": 2,
+        "encoder_attention_heads": 16, "decoder_attention_heads": 16, "vocab_size": 50265}
+
+
+def _refusal(tmp_path, ref_or_config, overrides=None, **run_kw):
+    """The solar.UserError analyze_model raises for a config.json of these values (a dict)
+    or a registry name, with --set `overrides`."""
+    if isinstance(ref_or_config, dict):
+        folder = tmp_path / "m"
+        folder.mkdir(exist_ok=True)
+        (folder / "config.json").write_text(json.dumps(ref_or_config))
+        ref = str(folder / "config.json")
+    else:
+        ref = ref_or_config
+    run_kw.setdefault("seq", 8)
+    with pytest.raises(models_error()) as e:
+        models.analyze_model(models.ModelRun(ref, config=overrides or {}, **run_kw),
+                             ProgramOptions(**OPTIONS))
+    return e.value
+
+
+def models_error():
+    from solar import UserError
+
+    return UserError
+
+
+# (what, config.json values or hf:NAME, --set overrides, the message's words)
+BAD_SIZES = [
+    ("zero width (ZeroDivisionError before)", {**GPT2, "n_embd": 0}, {},
+     "config.json: n_embd: must be an integer >= 1, not 0"),
+    ("negative layers (no layers before)", "hf:gpt2", {"n_layer": -3},
+     "--set n_layer: must be an integer >= 1, not -3"),
+    ("text for a number", "hf:gpt2", {"n_layer": "abc"},
+     "--set n_layer: must be an integer >= 1, not 'abc'"),
+    ("the canonical name through the attribute map", "hf:gpt2", {"num_hidden_layers": 0},
+     "--set num_hidden_layers: must be an integer >= 1, not 0"),
+    ("a string in the file", {**LLAMA, "hidden_size": "4096"}, {},
+     "config.json: hidden_size: must be an integer >= 1, not '4096'"),
+    ("a bool is not an integer", {**GPT2, "n_layer": True}, {},
+     "config.json: n_layer: must be an integer >= 1, not True"),
+    ("a fraction", {**GPT2, "vocab_size": 50257.5}, {}, "vocab_size: must be an integer"),
+    ("heads not dividing the width", {**GPT2, "n_head": 7}, {},
+     "n_head=7 does not divide n_embd=768"),
+    ("kv heads not dividing the heads", {**LLAMA, "num_key_value_heads": 5}, {},
+     "num_key_value_heads=5 does not divide num_attention_heads=32"),
+    ("a decoder's heads, found by name", {**BART, "decoder_attention_heads": 7}, {},
+     "decoder_attention_heads=7 does not divide d_model=1024"),
+    ("a count past the canonical names (may be 0, never -1)", "hf:deepseek-v2-lite",
+     {"n_shared_experts": -1}, "--set n_shared_experts: must be an integer >= 0, not -1"),
+    ("architectures of a number", {**GPT2, "architectures": [5]}, {},
+     "architectures must be a list of model class names"),
+    ("architectures as one string", {**GPT2, "architectures": "GPT2LMHeadModel"}, {},
+     "architectures must be a list of model class names"),
+    ("an unknown model type", {**GPT2, "model_type": "gpt-9"}, {},
+     "model_type 'gpt-9' is not a model type"),
+    ("another field's type, transformers' check in one line", "hf:gpt2",
+     {"layer_norm_epsilon": "tiny"}, "--set layer_norm_epsilon: transformers refuses"),
+]
+
+
+@pytest.mark.parametrize("what,source,overrides,words", BAD_SIZES,
+                         ids=[b[0] for b in BAD_SIZES])
+def test_a_bad_size_is_refused_before_building_naming_the_field(tmp_path, what, source,
+                                                               overrides, words):
+    e = _refusal(tmp_path, source, overrides)
+    assert e.exit_code == 2 and words in str(e), str(e)
+    assert "\n" not in str(e)
+
+
+def test_sizes_that_are_fine_pass_the_checks():
+    """A head size given outright (Qwen3 and Gemma set head_dim: heads x head_dim need not be
+    the hidden size) lifts the divisibility check; a count may be zero."""
+    spec = models.lookup("llama-3.1-8b")
+    cfg = config_of(spec, {"num_attention_heads": 24, "num_key_value_heads": 8,
+                           "head_dim": 128, "num_hidden_layers": 2})
+    assert cfg.num_attention_heads * cfg.head_dim != cfg.hidden_size
+    assert config_of(models.lookup("deepseek-v2-lite"), {"n_shared_experts": 0})
+    # an override through the attribute map replaces the field the file spells its own way
+    assert config_of(models.lookup("gpt2"), {"num_hidden_layers": 3}).n_layer == 3
+
+
+@pytest.mark.parametrize("name,value", [("batch", 0), ("batch", -2), ("batch", True),
+                                        ("seq", 0), ("seq", 1.5), ("context", -1)])
+def test_batch_seq_and_context_are_positive_integers(name, value):
+    with pytest.raises(models_error(), match=f"--{name} must be a positive integer"):
+        models.ModelRun("hf:gpt2", **{name: value}).check()
+
+
+# ---------------------------------------------------------------- the work estimate
+
+from solar.models import estimate  # noqa: E402
+
+LLAMA_405B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+              "hidden_size": 16384, "intermediate_size": 53248, "num_attention_heads": 128,
+              "num_hidden_layers": 126, "num_key_value_heads": 8, "vocab_size": 128256,
+              "max_position_embeddings": 131072, "rope_theta": 500000.0,
+              "tie_word_embeddings": False}
+
+
+def _estimate(spec, config, phase, train=False, batch=1, seq=1024, context=4096):
+    return estimate.estimate(config, spec.task, phase, batch, seq, context, train)
+
+
+def test_every_registry_model_and_llama_405b_stay_under_the_limits(tmp_path):
+    """At the default sizes, prefill and decode of every registry model, and Llama-3.1-405B's
+    (from its config.json values), pass the checks and are estimated under every limit;
+    training steps too, but Mamba's at 1024 tokens (its scan records 3 x 24 x 1024 x 16)."""
+    folder = tmp_path / "llama-405b"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(LLAMA_405B))
+    refs = ["hf:" + n for n in models.names()] + [str(folder / "config.json")]
+    for ref in refs:
+        spec = models.resolve(ref)
+        config = config_of(spec)
+        for phase in ("prefill", "decode"):
+            est = _estimate(spec, config, phase)
+            assert est.past_limit() is None, (ref, phase, est)
+        if spec.model_type not in estimate.SCAN_MODEL_TYPES:
+            assert _estimate(spec, config, "prefill", train=True).past_limit() is None, ref
+    big = _estimate(spec, config, "decode")
+    assert big.layers == 126 and big.trace_ops == 100 + 126 * 200
+    mamba = models.lookup("mamba-130m")
+    est = _estimate(mamba, config_of(mamba), "prefill")
+    assert est.trace_ops == 100 + 24 * (200 + 16 * 1024) < estimate.LIMIT_TRACE_OPS
+
+
+@pytest.mark.parametrize("name,phase,train", [
+    ("gpt2", "prefill", False), ("llama-3.1-8b", "decode", False),
+    ("mixtral-8x7b", "prefill", False), ("deepseek-v2-lite", "prefill", False),
+    ("mamba-130m", "prefill", False), ("t5-small", "prefill", False),
+    ("bart-large", "decode", False), ("gpt2", "prefill", True),
+    ("deepseek-v2-lite", "prefill", True), ("mamba-130m", "prefill", True)])
+def test_the_estimate_bounds_the_ops_a_capture_records(name, phase, train):
+    """The estimate is an upper bound of what the capture records (2 layers, 16 tokens), and
+    counts the layers the model is built with."""
+    spec = models.lookup(name)
+    config = config_of(spec, two_layers(name))
+    est = _estimate(spec, config, phase, train=train, batch=2, seq=16, context=32)
+    layers = sum(two_layers(name).values())
+    assert est.layers == layers
+    result = models.analyze_model(
+        models.ModelRun("hf:" + name, phase=phase, batch=2, seq=16, context=32,
+                        config=two_layers(name)), ProgramOptions(train=train, **OPTIONS))
+    recorded = len(result.trace["ops"])
+    assert recorded <= est.trace_ops, (recorded, est)
+
+
+def test_a_billion_layers_is_refused_before_building_and_force_builds_past_a_limit(tmp_path):
+    import time
+
+    t0 = time.monotonic()
+    e = _refusal(tmp_path, "hf:gpt2", {"n_layer": 10 ** 9})
+    assert time.monotonic() - t0 < 20
+    assert e.kind == "too_large" and e.exit_code == 2
+    layers_x_ops = 100 + 10 ** 9 * 200
+    assert f"{layers_x_ops:,} recorded ops" in str(e) and "500,000" in str(e)
+    assert "--force" in str(e)
+    # A vocabulary of 2 x 10^11 rows: an estimated 1.5 x 10^14 parameters, past the limit;
+    # on fake tensors it builds in seconds all the same, when forced.
+    big = {"n_layer": 1, "vocab_size": 2 * 10 ** 11}
+    assert "parameters, past the limit" in str(_refusal(tmp_path, "hf:gpt2", big, seq=4))
+    result = models.analyze_model(models.ModelRun("hf:gpt2", seq=4, config=big, force=True),
+                                  ProgramOptions(**OPTIONS))
+    cfg = config_of(models.lookup("gpt2"), big)
+    h = cfg.n_embd
+    wte, wpe = cfg.vocab_size * h, cfg.n_positions * h
+    block = 4 * h + 3 * h * h + 3 * h + h * h + h + 4 * h * h + 4 * h + 4 * h * h + h  # GPT-2
+    assert result.report.get_section("model")["parameters"] == wte + wpe + block + 2 * h
+
+
+def test_cli_force(tmp_path):
+    args = [sys.executable, "-m", "solar", "analyze", "hf:gpt2", "--set", "n_layer=1",
+            "--set", "vocab_size=200000000000", "--seq", "4", "--no-crosscheck",
+            "--no-cache-aware"]
+    proc = subprocess.run(args, capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "--force" in proc.stderr, proc.stderr
+    proc = subprocess.run(args + ["--force"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "tokens/s" in proc.stdout

@@ -11,6 +11,8 @@ import json
 import logging
 import os
 import re
+import subprocess
+import sys
 import textwrap
 import xml.etree.ElementTree as ET
 
@@ -261,3 +263,118 @@ def test_bad_input_exit_codes_and_no_output(tmp_path, capsys, in_root):
 
     assert unknown_command(["solar", "swep"]) == codes["usage"]
     assert "`solar sweep`" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- limits and checks first
+
+def test_a_sweep_past_the_point_limit_is_refused_before_anything_runs(tmp_path):
+    """10^6 points (about 7 hours, started without a word before): counted from the grid
+    before the cluster starts, refused in one line naming the limit and --force."""
+    from solar import _core
+
+    many = ",".join(str(i) for i in range(1, 1001))
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "solar", "sweep", str(ROOT / MLP), "--grid",
+                        f"batch_size={many}", "--grid", f"hidden={many}", "--out", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == _core.EXIT_CODES["usage"], r.stderr
+    assert r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
+    assert "the sweep has 1,000,000 points (1 program(s) x grid 1000 x 1000)" in r.stderr
+    assert "past the limit of 10,000" in r.stderr and "--force" in r.stderr
+    assert not out.exists()
+
+
+def test_force_runs_past_the_point_limit(cluster, tmp_path, capsys, monkeypatch, in_root):
+    """With the limit at 3 points, a 2 x 2 grid is refused, and runs with --force."""
+    from solar import _core
+    from solar.sweep import spec as spec_mod
+
+    monkeypatch.setattr(spec_mod, "LIMIT_POINTS", 3)
+    out = tmp_path / "out"
+    args = [MLP, "--grid", "batch_size=2,4", "--grid", "hidden=16,32", "--set",
+            "in_features=8", "--set", "out_features=4", "--out", str(out), "--address",
+            cluster.scheduler_address, "--quiet", "--no-plots", "--no-cache-aware"]
+    assert _main(*args) == _core.EXIT_CODES["usage"]
+    assert "the sweep has 4 points" in capsys.readouterr().err
+    assert not out.exists()
+    assert _main(*args, "--force") == 0
+    assert _computed(capsys.readouterr().out) == 4
+    assert len(_rows(out).to_pylist()) == 4
+
+
+WAITS_FOR_THE_SPEC = """
+import os
+import torch
+
+OUT = ""
+n = 4
+if not os.path.isfile(os.path.join(OUT, "spec.json")):
+    raise RuntimeError("the point ran before the sweep wrote its spec")
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def get_inputs():
+    return [torch.randn(n)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_the_spec_is_written_before_the_first_point_and_the_sweep_says_how_long(
+        cluster, tmp_path):
+    """The point's program fails unless OUT/spec.json exists when it runs; the first line
+    on stderr gives the points and about how long they take."""
+    program = tmp_path / "waits.py"
+    program.write_text(WAITS_FOR_THE_SPEC)
+    out = tmp_path / "out"
+    r = run_solar("sweep", str(program), "--set", f"OUT={str(out)!r}", "--grid", "n=4,8",
+                  "--out", str(out), "--address", cluster.scheduler_address, "--no-plots",
+                  "--no-cache-aware")
+    assert r.returncode == 0, r.stderr + r.stdout
+    rows = _rows(out).to_pylist()
+    assert [x["status"] for x in rows] == ["ok", "ok"], rows
+    from solar.sweep.spec import PROGRAM_POINT_SECONDS
+
+    first = r.stderr.splitlines()[0]
+    assert f"2 point(s) to compute, about {2 * PROGRAM_POINT_SECONDS:.0f} s of work" in first, first
+    assert json.loads((out / "spec.json").read_text())["grid"] == {"n": [4, 8]}
+
+
+def test_model_settings_and_grid_values_are_checked_before_anything_runs(tmp_path, capsys,
+                                                                         in_root):
+    """A model's batch -8 or dtype q4 was a failed row per point after the cluster had
+    started; a grid value that is no literal was a string the program choked on."""
+    from solar import _core
+
+    usage = _core.EXIT_CODES["usage"]
+    out = tmp_path / "out"
+    for args, words in (
+            (["hf:gpt2", "--grid", "batch=1,-8"], "hf:gpt2: grid batch=-8: --batch must be a "
+                                                  "positive integer, not -8"),
+            (["hf:gpt2", "--grid", "seq_len=0"], "grid seq_len=0: --seq must be a positive"),
+            (["hf:gpt2", "--dtype", "q4"], "hf:gpt2: model: --dtype 'q4'"),
+            (["hf:not-a-model"], "is not in Solar's model registry"),
+            ([MLP, "--grid", "batch_size=[1,2"], "--grid batch_size: '[1,2' is neither a "
+                                                 "Python literal"),
+            ([MLP, "--jobs", "100000"], "at most")):
+        assert _main(*args, "--out", str(out)) == usage, args
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1, err
+    assert not out.exists()
+
+
+def test_grid_values_split_at_commas_outside_brackets():
+    from solar.sweep.spec import parse_grid_values
+
+    assert parse_grid_values("shape", "(1,2),(3,4)") == [(1, 2), (3, 4)]
+    assert parse_grid_values("x", "1, 2.5, 'a,b', [3, 4]") == [1, 2.5, "a,b", [3, 4]]
+    assert parse_grid_values("dtype", "bf16,f32,H100_SXM") == ["bf16", "f32", "H100_SXM"]
+    for bad in ("[1,2", "2x", "1e", "range(4)", "2**70"):
+        with pytest.raises(Exception, match="neither a Python literal"):
+            parse_grid_values("x", bad)

@@ -10,6 +10,7 @@ import contextlib
 from typing import Optional
 
 from .. import programs
+from . import estimate
 from ..analysis import ProgramAnalysis, ProgramOptions, analyze_trace
 from ..errors import user_error
 from .build import (build_model, config_of, implementation_patches, parameter_count,
@@ -75,7 +76,10 @@ def analyze_model(run: ModelRun, options: Optional[ProgramOptions] = None) -> Pr
         raise user_error("a model from a configuration has no weights to run: --validate and "
                          "--real need a program file", "usage")
     spec = resolve(run.ref, run.task)
-    config = config_of(spec, run.config)
+    config = config_of(spec, run.config)  # every size checked (validate.py)
+    # Before anything is built: what building and capturing will cost (estimate.py).
+    estimate.check(estimate.estimate(config, spec.task, run.phase, run.batch, run.seq,
+                                     run.context, options.train), run.ref, run.force)
 
     def captured(real: bool):
         mode = None if real else FakeTensorMode(allow_non_fake_inputs=True)

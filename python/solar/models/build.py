@@ -13,14 +13,15 @@ Two implementation choices make the captured graph the one a bound should see:
 from __future__ import annotations
 
 import contextlib
+import re
 import warnings
 from typing import Any, Dict, Optional
 
 from ..errors import user_error
+from . import validate
 from .registry import ModelSpec
+from .run import DTYPES
 
-DTYPES = {"f32": "float32", "fp32": "float32", "bf16": "bfloat16", "f16": "float16",
-          "fp16": "float16"}
 
 
 def torch_dtype(name: str):
@@ -34,21 +35,39 @@ def torch_dtype(name: str):
 
 def config_of(spec: ModelSpec, overrides: Optional[Dict[str, Any]] = None):
     """The transformers config of `spec`, with `overrides` (--set NAME=VALUE on a model:
-    config fields, e.g. num_hidden_layers=2) applied; an unknown field is an error."""
+    config fields, e.g. num_hidden_layers=2) applied; an unknown field is an error. Every
+    size is checked before the config is made (solar.models.validate): a bad one is a usage
+    error naming the field and the file or `--set NAME` it came from."""
     import transformers
 
-    values = dict(spec.config)
-    model_type = values.pop("model_type")
+    overrides = dict(overrides or {})
+    cls = validate.config_class(spec.config.get("model_type"), spec.file)
+    unknown = validate.unknown_overrides(cls, spec.config, overrides)
+    if unknown is not None:
+        raise user_error(f"--set {unknown}: {spec.name}'s config ({cls.__name__}) has no field "
+                         f"{unknown!r}", "usage")
+    values, origins = validate.merged_values(spec.config, spec.file, overrides, cls)
+    validate.check_sizes(cls, values, origins)
+    own = {k: v for k, v in spec.config.items() if k != "model_type"}
     try:
-        config = transformers.AutoConfig.for_model(model_type, **values)
-    except ValueError as e:
-        raise user_error(f"{spec.source}: model_type {model_type!r}: {e}", "usage") from None
-    for key, value in (overrides or {}).items():
-        if not hasattr(config, key):
-            raise user_error(f"--set {key}: {spec.name}'s config ({type(config).__name__}) has "
-                             f"no field {key!r}", "usage")
-        setattr(config, key, value)
+        config = transformers.AutoConfig.for_model(spec.config["model_type"], **own)
+        # set after the config is made, as a user edits one: the config's own derivations
+        # (GPT-Neo's attention_layers from its 32 layers) are not made again for 2 layers
+        for key, value in overrides.items():
+            setattr(config, key, value)
+    except Exception as e:  # noqa: BLE001 - transformers' own checks of the other fields
+        raise user_error(_config_refusal(e, origins, spec.file), "usage") from None
     return config
+
+
+def _config_refusal(e: Exception, origins: Dict[str, str], file: str) -> str:
+    """One line for transformers' refusal of a config value (huggingface_hub's strict
+    dataclass errors carry the field in the message and the reason in their cause)."""
+    cause = e.__cause__ if e.__cause__ is not None else e
+    text = " ".join(str(cause).split()) or type(cause).__name__
+    m = re.search(r"field '(\w+)'", str(e)) or re.search(r"Field '(\w+)'", text)
+    origin = origins.get(m.group(1), file) if m else file
+    return f"{origin}: transformers refuses this configuration: {text}"
 
 
 def model_class(task: str):

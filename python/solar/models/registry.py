@@ -39,6 +39,7 @@ class ModelSpec:
     source: str  # the registry file or the user's config.json, and the values' origin
     published: Optional[Dict[str, Any]] = None  # {"params", "exact", "rounded_to", "source"}
     hf_id: Optional[str] = None
+    file: str = ""  # the file the values were read from (messages name it)
 
     @property
     def model_type(self) -> str:
@@ -53,6 +54,9 @@ def _read(path: str) -> Dict[str, Any]:
         raise user_error(f"{path}: {e.strerror}", "io") from None
     except json.JSONDecodeError as e:
         raise user_error(f"{path}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}", "parse") from None
+    except (ValueError, RecursionError) as e:  # an integer of over 4300 digits, deep nesting
+        raise user_error(f"{path}: malformed JSON: {' '.join(str(e).split())[:200]}",
+                         "parse") from None
 
 
 def entries() -> List[Dict[str, Any]]:
@@ -68,7 +72,7 @@ def names() -> List[str]:
 def _spec(entry: Dict[str, Any], where: str) -> ModelSpec:
     return ModelSpec(name=entry["name"], task=entry["task"], config=dict(entry["config"]),
                      source=f"{where} (values from {entry['source']})",
-                     published=entry.get("published"), hf_id=entry.get("hf_id"))
+                     published=entry.get("published"), hf_id=entry.get("hf_id"), file=where)
 
 
 def _unknown(what: str) -> Exception:
@@ -93,14 +97,19 @@ def from_config_file(path: str, task: Optional[str] = None) -> ModelSpec:
     config = _read(path)
     if not isinstance(config, dict) or "model_type" not in config:
         raise user_error(f"{path}: a Hugging Face config.json has a \"model_type\" field", "parse")
+    architectures = config.get("architectures")
+    if architectures is not None and (not isinstance(architectures, list) or not all(
+            isinstance(a, str) for a in architectures)):
+        raise user_error(f"{path}: architectures must be a list of model class names "
+                         f"([\"LlamaForCausalLM\"]), not {architectures!r}"[:300], "usage")
     if task is None:
-        arch = (config.get("architectures") or [""])[0]
+        arch = (architectures or [""])[0]
         task = next((t for suffix, t in _TASK_BY_SUFFIX if arch.endswith(suffix)), None)
         if task is None:
             raise user_error(f"{path}: cannot tell the task from architectures={arch!r}; "
                              f"pass --task ({', '.join(TASKS)})", "usage")
     name = os.path.basename(os.path.dirname(os.path.abspath(path))) or "model"
-    return ModelSpec(name=name, task=task, config=config, source=path)
+    return ModelSpec(name=name, task=task, config=config, source=path, file=path)
 
 
 def is_model_ref(program: str) -> bool:

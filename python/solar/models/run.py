@@ -6,10 +6,14 @@ import dataclasses
 from typing import Any, Dict, Optional
 
 from ..errors import user_error
+from .registry import TASKS
 
 PHASES = ("prefill", "decode")
 DEFAULT_SEQ = 1024  # prefill tokens per sequence
 DEFAULT_CONTEXT = 4096  # decode: tokens already in the cache
+# --dtype: weights, activations and cache (solar.models.build maps them to torch dtypes)
+DTYPES = {"f32": "float32", "fp32": "float32", "bf16": "bfloat16", "f16": "float16",
+          "fp16": "float16"}
 
 
 @dataclasses.dataclass
@@ -24,15 +28,23 @@ class ModelRun:
     dtype: str = "bf16"
     task: Optional[str] = None
     config: Dict[str, Any] = dataclasses.field(default_factory=dict)  # config field overrides
+    force: bool = False  # build past the work estimate's limits (docs/models.md)
 
     def check(self) -> None:
-        """Refuses bad values; fills the defaults of seq and context."""
+        """Refuses bad values (torch-free: the sweep checks its points with it before any
+        runs); fills the defaults of seq and context."""
         if self.phase not in PHASES:
             raise user_error(f"--phase {self.phase!r}: expected prefill or decode", "usage")
         for name in ("batch", "seq", "context"):
             v = getattr(self, name)
-            if v is not None and (not isinstance(v, int) or v < 1):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise user_error(f"--{name} must be a positive integer, not {v!r}", "usage")
+        if not isinstance(self.dtype, str) or self.dtype not in DTYPES:
+            raise user_error(f"--dtype {self.dtype!r}: expected one of "
+                             f"{', '.join(sorted(DTYPES))}", "usage")
+        if self.task is not None and self.task not in TASKS:
+            raise user_error(f"--task {self.task!r}: expected one of {', '.join(TASKS)}",
+                             "usage")
         self.seq = self.seq or DEFAULT_SEQ
         self.context = self.context or DEFAULT_CONTEXT
 

@@ -18,6 +18,7 @@ from typing import Any, Dict, List
 from .. import _core
 from ..atomic_write import write_atomically
 from ..errors import command, parse_args
+from ..models import estimate as model_estimate
 from ..suite import Progress
 from . import plot, run, table
 from . import spec as spec_mod
@@ -83,6 +84,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", type=float, default=30.0, metavar="SECONDS",
                    help="write the table of the points done so far this often (default 30)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--force", action="store_true",
+                   help=f"run more than {spec_mod.LIMIT_POINTS:,} points, and models past the "
+                        "work estimate's limits (docs/sweep.md, \"Limits\")")
     return p
 
 
@@ -122,8 +126,7 @@ def build_spec(ns: argparse.Namespace) -> spec_mod.Spec:
     else:
         grid = {}
         for name, text in _pairs(ns.grid, "--grid").items():
-            grid[name] = [spec_mod.parse_value(v.strip()) for v in text.split(",")
-                          if v.strip()]
+            grid[name] = spec_mod.parse_grid_values(name, text)
         model = {k: getattr(ns, k) for k in ("phase", "dtype") if getattr(ns, k) is not None}
         fields: Dict[str, Any] = {
             "programs": list(ns.inputs),
@@ -167,12 +170,32 @@ def _check_out(folder: str) -> None:
         raise spec_mod.user_error(f"--out {folder}: folder '{parent}' does not exist", "io")
 
 
+def _write_spec(folder: str, spec: spec_mod.Spec) -> str:
+    """OUT/spec.json: the spec as it runs (every default filled), written before the first
+    point so that `solar sweep OUT/spec.json` resumes an interrupted sweep."""
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "spec.json")
+    write_atomically(path, json.dumps(spec.to_dict(), indent=1, default=repr) + "\n")
+    return path
+
+
+def _about(todo, spec: spec_mod.Spec, programs, jobs: int) -> str:
+    """`about 2.5 minutes on 2 workers`: the points' rough seconds (spec_mod.point_seconds)
+    over the local workers, or in all on a cluster whose size is not known yet."""
+    values = {p.ref: spec_mod.model_values(p, spec) for p in programs if p.kind == "model"}
+    total = sum(spec_mod.point_seconds(spec, p, values.get(p.program.ref)) for p, _ in todo)
+    if spec.address:
+        return f"about {model_estimate.duration(total)} of work for the cluster's workers"
+    return f"about {model_estimate.duration(total / jobs)} on {jobs} worker(s)"
+
+
 def run_sweep(spec: spec_mod.Spec, quiet: bool = False, checkpoint_s: float = 30.0,
-              stream=None) -> Dict[str, Any]:
-    """Checks the spec, runs what an earlier run in spec.out left to do, writes the table,
-    spec.json and the plots. Returns the summary (counts, seconds, paths). Raises
-    solar.UserError for bad input (nothing written then), KeyboardInterrupt after writing
-    the points done."""
+              stream=None, force: bool = False) -> Dict[str, Any]:
+    """Checks the spec, counts its points (more than spec.LIMIT_POINTS: a too_large error
+    unless `force`), says how many and about how long, writes OUT/spec.json before the first
+    point, runs what an earlier run in spec.out left to do, writes the table and the plots.
+    Returns the summary (counts, seconds, paths). Raises solar.UserError for bad input
+    (nothing written then), KeyboardInterrupt after writing the points done."""
     stream = stream or sys.stderr
     programs = spec_mod.check(spec)
     for key in spec.grid:
@@ -181,6 +204,18 @@ def run_sweep(spec: spec_mod.Spec, quiet: bool = False, checkpoint_s: float = 30
                                       f"({', '.join(sorted(table.RESERVED))})", "usage")
     folder = spec.out
     _check_out(folder)
+    jobs = spec.jobs or min(2, os.cpu_count() or 1)
+    count = spec_mod.count_points(spec, programs)
+    if count > spec_mod.LIMIT_POINTS and not force:
+        grid = " x ".join(str(len(v)) for v in spec.grid.values())
+        rough = count * spec_mod.PROGRAM_POINT_SECONDS / jobs
+        raise spec_mod.user_error(
+            f"the sweep has {model_estimate.fmt(count)} points ({len(programs)} program(s) x "
+            f"grid {grid}), "
+            f"past the limit of {spec_mod.LIMIT_POINTS:,} (about "
+            f"{model_estimate.duration(rough)} on {jobs} worker(s) at "
+            f"{spec_mod.PROGRAM_POINT_SECONDS:g} s a point); --force runs them "
+            "(docs/sweep.md, \"Limits\")", "too_large")
     points = spec_mod.expand(spec, programs)
     old_rows, old_path = table.read(folder) if os.path.isdir(folder) else ([], None)
     kept, todo, counts = run.plan(points, spec.archs, old_rows)
@@ -194,6 +229,7 @@ def run_sweep(spec: spec_mod.Spec, quiet: bool = False, checkpoint_s: float = 30
         stream.write(
             f"solar sweep: {len(programs)} program(s) x {len(points) // len(programs)} "
             f"point(s) x {len(spec.archs)} device(s): {len(todo)} point(s) to compute"
+            + (f", {_about(todo, spec, programs, jobs)}" if todo else "")
             + (f", {counts['skipped_points']} skipped (already in {old_path})"
                if counts["skipped_points"] else "")
             + (f"; {counts['retried_rows']} failed row(s) computed again"
@@ -205,9 +241,9 @@ def run_sweep(spec: spec_mod.Spec, quiet: bool = False, checkpoint_s: float = 30
     def save() -> None:
         table.write(folder, run.assemble(points, spec.archs, rows), grid_keys)
 
+    spec_path = os.path.join(folder, "spec.json")
     if todo:
-        jobs = spec.jobs or min(2, os.cpu_count() or 1)
-        tasks = [spec_mod.task(spec, p, archs) for p, archs in todo]
+        tasks = [spec_mod.task(spec, p, archs, force=force) for p, archs in todo]
         labels = {t["key"]: p.label() for t, (p, _) in zip(tasks, todo)}
         progress = Progress(len(tasks), enabled=not quiet, stream=stream,
                              label="solar sweep")
@@ -222,7 +258,7 @@ def run_sweep(spec: spec_mod.Spec, quiet: bool = False, checkpoint_s: float = 30
                                           f"{spec.address or 'the local cluster'}: {e}",
                                           "io") from None
             run.warm(client, models=any(t["kind"] == "model" for t in tasks))
-            os.makedirs(folder, exist_ok=True)  # only once the cluster is there
+            _write_spec(folder, spec)  # only once the cluster is there; before any point
             summary["cluster_seconds"] = round(time.monotonic() - t0, 3)
             t1 = time.monotonic()
             last_save = t1
@@ -255,11 +291,10 @@ def run_sweep(spec: spec_mod.Spec, quiet: bool = False, checkpoint_s: float = 30
             finally:
                 summary["compute_seconds"] = round(time.monotonic() - t1, 3)
         progress.finish()
-    os.makedirs(folder, exist_ok=True)
+    else:
+        _write_spec(folder, spec)
     summary["paths"] = save_paths = table.write(
         folder, run.assemble(points, spec.archs, rows), grid_keys)
-    spec_path = os.path.join(folder, "spec.json")
-    write_atomically(spec_path, json.dumps(spec.to_dict(), indent=1, default=repr) + "\n")
     save_paths.append(spec_path)
     summary["plots"] = []
     if spec.plots:
@@ -324,7 +359,7 @@ def main(args: List[str]) -> int:
 
     previous = signal.signal(signal.SIGTERM, terminated)
     try:
-        summary = run_sweep(spec, quiet=ns.quiet, checkpoint_s=ns.checkpoint)
+        summary = run_sweep(spec, quiet=ns.quiet, checkpoint_s=ns.checkpoint, force=ns.force)
     except KeyboardInterrupt:
         sys.stderr.write(f"solar sweep: interrupted; the points done are in {spec.out} "
                          "(rerun the same command to resume)\n")

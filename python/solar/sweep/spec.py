@@ -14,10 +14,15 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 import os
+import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .. import models
 from ..errors import user_error
+from ..models import estimate as model_estimate
+from ..models.run import DEFAULT_SEQ
 from ..program_source import module_constants
 from ..suite import canonical_archs
 
@@ -30,6 +35,12 @@ MODEL_ARGS = ("phase", "batch", "seq", "context", "dtype")
 MODEL_ALIASES = {"batch_size": "batch", "seq_len": "seq", "context_len": "context"}
 # `model:` may also fix these (not swept): the task of a config.json, config field overrides.
 MODEL_FIXED = ("task", "config")
+
+# The most points a sweep runs without --force (docs/sweep.md, "Limits"), and the rough
+# seconds of one program's point (capture + analysis of a small program on one worker:
+# 0.8-2.4 s measured by bench/sweep_throughput.py); a model's from its work estimate.
+LIMIT_POINTS = 10_000
+PROGRAM_POINT_SECONDS = 2.0
 
 _POLICIES = ("pytorch-default", "tf32", "strict-fp32")
 _CACHE_STATES = ("cold", "warm")
@@ -58,6 +69,11 @@ _FIELDS: Dict[str, Tuple[tuple, str]] = {
     "memory_limit_gb": ((int, float, type(None)), "GB per local worker, or null"),
     "plots": ((bool,), "true or false"),
 }
+
+
+def max_jobs() -> int:
+    """The most local worker processes a sweep starts: 4 per core, at least 8."""
+    return max(8, 4 * (os.cpu_count() or 1))
 
 
 def _usage(message: str):
@@ -112,8 +128,50 @@ def parse_value(text: str) -> Any:
     """A command-line value as `--set` reads it: a Python literal, else the text itself."""
     try:
         return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
         return text
+
+
+# A --grid value that is not a Python literal is taken as text only when it is a plain word
+# (bf16, gelu, H100_SXM, prefill): `[1`, `2x`, `1e` are typos, not strings.
+_WORD = re.compile(r"[A-Za-z_][\w.+-]*")
+
+
+def split_values(text: str) -> List[str]:
+    """`--grid NAME=V1,V2,...` values: split at the commas outside brackets and quotes, so
+    `(1,2),(3,4)` is two tuples; each stripped, empty ones dropped."""
+    parts, depth, quote, current = [], 0, None, []
+    for ch in text:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(depth - 1, 0)
+        elif ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(ch)
+    parts.append("".join(current))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def parse_grid_values(name: str, text: str) -> List[Any]:
+    """The values of `--grid NAME=TEXT`: each a Python literal, or a plain word as text; any
+    other text is a usage error (a literal mistyped)."""
+    values = []
+    for part in split_values(text):
+        try:
+            values.append(ast.literal_eval(part))
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            if not _WORD.fullmatch(part):
+                raise _usage(f"--grid {name}: {part!r} is neither a Python literal (1, 2.5, "
+                             "'text', (1, 2)) nor a plain word (bf16)") from None
+            values.append(part)
+    return values
 
 
 def override_text(value: Any) -> str:
@@ -128,13 +186,20 @@ def load_spec(path: str) -> Spec:
     if not os.path.isfile(path):
         raise user_error(f"{path}: no such spec file" if not os.path.exists(path)
                          else f"{path}: not a file", "io")
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise user_error(f"{path}: not a spec: byte {e.start} is not UTF-8 text", "parse") from None
     if path.endswith(".json"):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise user_error(f"{path}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}",
+                             "parse") from None
+        except (ValueError, RecursionError) as e:  # an integer of 4300+ digits, deep nesting
+            raise user_error(f"{path}: malformed JSON: {' '.join(str(e).split())[:200]}",
                              "parse") from None
     else:
         try:
@@ -149,6 +214,9 @@ def load_spec(path: str) -> Spec:
             where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
             problem = getattr(e, "problem", None) or str(e).splitlines()[0]
             raise user_error(f"{where}: malformed YAML: {problem}", "parse") from None
+        except (ValueError, RecursionError) as e:  # deep nesting, an integer too long
+            raise user_error(f"{path}: malformed YAML: {' '.join(str(e).split())[:200]}",
+                             "parse") from None
     if not isinstance(data, dict):
         raise user_error(f"{path}: a spec is a mapping (programs:, archs:, grid:, ...), not "
                          f"{type(data).__name__}", "parse")
@@ -245,6 +313,10 @@ def check_fields(spec: Spec, source: str = "spec") -> None:
             raise _usage(f"{source}: optimizer needs train: true (--train)")
     if spec.jobs is not None and spec.jobs < 1:
         raise _usage(f"{source}: jobs must be at least 1")
+    if spec.jobs is not None and spec.jobs > max_jobs():
+        raise _usage(f"{source}: jobs {spec.jobs}: at most {max_jobs()} local worker processes "
+                     f"on this machine (4 per core); a larger sweep runs on a cluster "
+                     "(--address)")
     if spec.memory_limit_gb is not None and not spec.memory_limit_gb > 0:
         raise _usage(f"{source}: memory_limit_gb must be positive")
     if spec.address is not None and spec.memory_limit_gb is not None:
@@ -342,8 +414,66 @@ def check(spec: Spec) -> List[Program]:
     programs = [resolve_program(p, spec.base) for p in spec.programs]
     for program in programs:
         check_keys(spec, program)
+        if program.kind == "model":
+            check_model_settings(spec, program)
     spec.archs = canonical_archs(spec.archs)
     return programs
+
+
+def _fixed_model_kwargs(spec: Spec) -> Dict[str, Any]:
+    return {(k if k in MODEL_FIXED else _model_arg(k)): v for k, v in spec.model.items()}
+
+
+def check_model_settings(spec: Spec, program: Program) -> None:
+    """A model's settings, fixed (`model:`) and swept (each grid value), as `solar analyze`
+    checks them (solar.models.ModelRun.check: a positive batch, seq and context, a known
+    phase, dtype and task), and the model itself found (the registry, a config.json): usage
+    errors before any point runs, not a failed row per point."""
+    fixed = _fixed_model_kwargs(spec)
+    fixed.pop("config", None)
+    try:
+        models.ModelRun(program.path, **fixed).check()
+    except Exception as e:
+        raise _usage(f"{program.ref}: model: {e}") from None
+    for name, values in spec.grid.items():
+        arg = _model_arg(name)
+        for v in values:
+            try:
+                models.ModelRun(program.path, **{**fixed, arg: v}).check()
+            except Exception as e:
+                raise _usage(f"{program.ref}: grid {name}={v!r}: {e}") from None
+    models.resolve(program.path, fixed.get("task"))
+
+
+def count_points(spec: Spec, programs: Sequence[Program]) -> int:
+    """The sweep's points, counted from the grid without listing them."""
+    return len(programs) * math.prod(len(v) for v in spec.grid.values())
+
+
+def model_values(program: Program, spec: Spec) -> Dict[str, Any]:
+    """A model program's config.json values with the spec's `config:` overrides (torch-free:
+    for the estimate of its points)."""
+    try:
+        values = dict(models.resolve(program.path).config)
+    except Exception:  # noqa: BLE001 - checked already; an estimate only
+        values = {}
+    values.update(spec.model.get("config") or {})
+    return values
+
+
+def point_seconds(spec: Spec, point: "Point", values: Optional[Dict[str, Any]]) -> float:
+    """About how long one point takes on one worker (a rough figure: docs/sweep.md): a
+    program's PROGRAM_POINT_SECONDS; a model's from its work estimate (layers x ops per
+    layer, solar.models.estimate)."""
+    if point.program.kind != "model" or values is None:
+        return PROGRAM_POINT_SECONDS
+    kwargs = _fixed_model_kwargs(spec)
+    kwargs.update({_model_arg(k): v for k, v in point.settings})
+    phase = kwargs.get("phase", "prefill")
+    seq = kwargs.get("seq") or DEFAULT_SEQ
+    est = model_estimate
+    per = est.ops_per_layer(str(values.get("model_type")), phase, seq, spec.train)
+    return 1.0 + min(est.trace_ops(est.layer_count(values), per), 10 ** 12) * est.SECONDS_PER_OP
 
 
 # --------------------------------------------------------------------------- points
@@ -383,8 +513,9 @@ def expand(spec: Spec, programs: Sequence[Program]) -> List[Point]:
     return points
 
 
-def task(spec: Spec, point: Point, archs: Sequence[str]) -> Dict[str, Any]:
-    """What a worker needs for one point (plain data: it is pickled to the worker)."""
+def task(spec: Spec, point: Point, archs: Sequence[str], force: bool = False) -> Dict[str, Any]:
+    """What a worker needs for one point (plain data: it is pickled to the worker); `force`
+    lets a model past the work estimate's limits be built (solar.models.estimate)."""
     t: Dict[str, Any] = {
         "key": point.key, "program": point.program.ref,
         "path": point.program.path if point.program.path.startswith("hf:")
@@ -399,7 +530,7 @@ def task(spec: Spec, point: Point, archs: Sequence[str]) -> Dict[str, Any]:
     if point.program.kind == "model":
         kwargs = {(k if k in MODEL_FIXED else _model_arg(k)): v for k, v in spec.model.items()}
         kwargs.update({_model_arg(k): v for k, v in point.settings})
-        t["model_kwargs"] = kwargs
+        t["model_kwargs"] = {**kwargs, "force": force}
     else:
         overrides = {k: override_text(v) for k, v in spec.set.items()}
         overrides.update({k: override_text(v) for k, v in point.settings})
