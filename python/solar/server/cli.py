@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import math
 import os
 import subprocess
 import sys
@@ -24,19 +25,31 @@ _NOT_RUNNING = 1  # `status` and `stop` when no server runs
 
 
 def _positive(text: str) -> float:
-    value = float(text)
-    if not value > 0:  # also NaN
-        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text}")
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:  # also NaN
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text!r}")
     return value
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, its errors in one line (docs/cli.md): `solar: error: server: ...`."""
+
+    def error(self, message: str):
+        sys.stderr.write(f"solar: error: server: {message} (`solar server --help`)\n")
+        sys.exit(2)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="solar server",
         description="Keep Solar, torch, JAX and transformers imported in a server that runs "
                     "later `solar` commands of this installation and environment "
                     "(docs/server.md).")
-    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION",
+                                parser_class=_Parser)
     for name, help_text in (("start", "start a server in the background"),
                             ("run", "run a server in the foreground")):
         p = sub.add_parser(name, help=help_text)
@@ -76,7 +89,7 @@ def _describe(s: Dict[str, Any]) -> str:
 def _sockets(everyone: bool) -> List[str]:
     try:
         directory = place.checked_folder(create=False)
-    except FileNotFoundError:
+    except FileNotFoundError:  # (a folder that is unsafe: PlaceError, exit 3)
         return []
     if everyone:
         return sorted(glob.glob(os.path.join(directory, "*.sock")))
@@ -138,7 +151,7 @@ def _start(idle_minutes: float, wait: float) -> int:
         print(f"solar server: already running ({_describe(s)})")
         return 0
     log_path = path[: -len(".sock")] + ".log"
-    with open(log_path, "ab") as log:
+    with open(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as log:
         # The interpreter's flags are part of the key: the server starts with the same.
         argv = [sys.executable, *subprocess._args_from_interpreter_flags(),  # noqa: SLF001
                 "-m", "solar", "server", "run", "--idle", str(idle_minutes)]
@@ -152,21 +165,23 @@ def _start(idle_minutes: float, wait: float) -> int:
             return 0
         code = proc.poll()
         if code:  # (0: another start's server holds the lock; its socket comes soon)
-            sys.stderr.write(f"solar server: error: the server ended with code {code}; its "
-                             f"log, {log_path}:\n{_tail(log_path)}")
+            sys.stderr.write(f"solar: error: {log_path}: the server ended with code {code} "
+                             f"before it listened: {_last_line(log_path)}\n")
             return code
         time.sleep(0.05)
-    sys.stderr.write(f"solar server: error: no server listened within {wait:g} s; its log: "
-                     f"{log_path}\n")
+    sys.stderr.write(f"solar: error: {log_path}: no server listened within {wait:g} s "
+                     "(its log)\n")
     return _core.EXIT_CODES["internal"]
 
 
-def _tail(path: str, lines: int = 20) -> str:
+def _last_line(path: str) -> str:
+    """The last line the server wrote to its log (what ended it)."""
     with open(path, encoding="utf-8", errors="replace") as f:
-        return "".join(f.readlines()[-lines:])
+        lines = [line.strip() for line in f if line.strip()]
+    return lines[-1] if lines else "its log is empty"
 
 
-@command("solar server")
+@command()
 def main(args: Sequence[str], run_command: Callable[[List[str]], int],
          preload: Callable[[], Dict[str, str]]) -> int:
     """`solar server ACTION ...`; the server's children run run_command(argv) (the console
@@ -181,5 +196,5 @@ def main(args: Sequence[str], run_command: Callable[[List[str]], int],
             return _status(ns.all)
         return _stop(ns.all)
     except place.PlaceError as e:
-        sys.stderr.write(f"solar server: error: {e}\n")
+        sys.stderr.write(f"solar: error: {e}\n")
         return _core.EXIT_CODES["io"]

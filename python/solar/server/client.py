@@ -5,7 +5,9 @@ writes straight to them (a terminal, a pipe, a file); it keeps the connection op
 the child runs, passes on the signals that would have ended the command (Ctrl-C), and ends
 with the child's exit code. When no server serves this key, or the server does not answer
 before starting the command, nothing has run and forward returns None: the caller runs the
-command itself.
+command itself; so it does when its working folder has been removed (the command then runs
+as it would without a server), and when the socket's listener is another user's (the
+client's streams and environment are never handed to another user's process).
 """
 
 from __future__ import annotations
@@ -27,15 +29,31 @@ _ANSWER_SECONDS = 30.0  # a server answers a request at once (it forks): else it
 
 
 def connect(path: str, timeout: Optional[float] = None) -> Optional[socket.socket]:
-    """A connection to the socket at `path`, or None when nothing listens there."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    """A connection to the socket at `path`, or None when nothing of this user listens
+    there (nothing, or another user's process: SO_PEERCRED)."""
+    try:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    except OSError:  # out of descriptors: no server for this command
+        return None
     sock.settimeout(timeout)
     try:
         sock.connect(path)
+        if wire.peer_uid(sock) != os.getuid():
+            raise PermissionError(f"{path}: another user's socket")
     except OSError:
         sock.close()
         return None
     return sock
+
+
+def _folder_fd() -> Optional[int]:
+    """The working folder, opened for the child to take over (O_PATH: no permission
+    needed to read it); None when it has been removed, as a fresh process would find."""
+    try:
+        os.getcwd()  # a removed folder: as without a server, which this is then
+        return os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
 
 
 def server_socket() -> Optional[str]:
@@ -95,18 +113,24 @@ def forward(argv: Sequence[str]) -> Optional[int]:
     if os.environ.get(place.OFF_ENV):
         return None
     path = server_socket()
-    sock = connect(path) if path else None
+    folder = _folder_fd() if path else None
+    sock = connect(path) if folder is not None else None
     if sock is None:
+        if folder is not None:
+            os.close(folder)
         return None
     with sock:
         request = {"op": "run", "argv": list(argv), "sys_argv": list(sys.argv),
-                   "cwd": os.getcwd(), "env": dict(os.environ), "path": list(sys.path),
+                   "env": dict(os.environ), "path": list(sys.path),
                    "umask": _umask(), "streams": _streams()}
         try:
             sys.stdout.flush()
             sys.stderr.flush()
             sock.settimeout(_ANSWER_SECONDS)
-            wire.send(sock, request, fds=[0, 1, 2])
+            try:
+                wire.send(sock, request, fds=[0, 1, 2, folder])
+            finally:
+                os.close(folder)
             started, _ = wire.receive(sock)
             sock.settimeout(None)
         except socket.timeout:

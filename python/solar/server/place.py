@@ -15,8 +15,11 @@ folder `python -m solar` starts in (or the console script's), and the child gets
 client's.
 
 The sockets live in a folder only this user may enter: $SOLAR_SERVER_DIR, else
-$XDG_RUNTIME_DIR/solar, else /tmp/solar-UID. A folder that another user owns, or that
-others may write to, is never used.
+$XDG_RUNTIME_DIR/solar, else /tmp/solar-UID, created with mode 0700 whatever the umask. A
+folder that another user owns, or whose mode gives group or others any permission (enter,
+list or write; a POSIX ACL's entries show in the group bits), is never used: another user
+who could reach a socket could have a program run as this user. The socket itself is
+made 0600 (daemon.bind), and the server checks every connection's uid (wire.peer_uid).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ _LIMITS = (resource.RLIMIT_AS, resource.RLIMIT_DATA, resource.RLIMIT_STACK,
 
 # Python's own limit on a Unix socket's path (sun_path), less the terminating zero.
 _MAX_SOCKET_PATH = 107
+_KEY_DIGITS = 24  # key()'s length
 
 
 class PlaceError(Exception):
@@ -64,18 +68,35 @@ def folder(environ: Optional[Dict[str, str]] = None) -> str:
 
 
 def checked_folder(create: bool) -> str:
-    """folder(), made (mode 0700) when `create` and missing; raises PlaceError when it
-    exists but another user owns it or others may write to it, FileNotFoundError when it
-    is missing and not created."""
+    """folder(), made with mode 0700 when `create` and missing; raises PlaceError when it is
+    no folder of this user's alone (another user owns it, group or others have any
+    permission on it, it is a symbolic link or no folder), or when it is too long a path
+    for a socket; FileNotFoundError when it is missing and not created."""
     path = folder()
+    if socket_path("k" * _KEY_DIGITS, path) is None:
+        raise PlaceError(f"{path}: too long a folder for a socket's path; set {DIR_ENV} to "
+                         "a shorter one")
     if create:
-        os.makedirs(path, mode=0o700, exist_ok=True)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            os.mkdir(path, 0o700)  # 0700 less the umask: never more than 0700 ...
+        except FileExistsError:
+            pass  # checked below, never changed: it is the user's own folder
+        else:
+            os.chmod(path, 0o700)  # ... and not less (a umask of 0o200 would leave 0500)
     st = os.lstat(path)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
-        raise PlaceError(f"{path} is not a folder of this user's")
-    if st.st_mode & 0o022:
-        raise PlaceError(f"{path} may be written by other users (mode "
-                         f"{stat.S_IMODE(st.st_mode):o}); `chmod 700 {path}`")
+    uid = os.getuid()
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise PlaceError(f"{path}: not a folder (the server's sockets need a folder of "
+                         "this user's)")
+    if st.st_uid != uid:
+        raise PlaceError(f"{path}: owned by uid {st.st_uid}, not by this user (uid {uid}); "
+                         "the server's sockets need a folder of this user's")
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077:
+        may = ("write to" if mode & 0o022 else "enter" if mode & 0o011 else "list")
+        raise PlaceError(f"{path}: other users may {may} it (mode {mode:o}); the server's "
+                         f"sockets need a folder only this user may enter: `chmod 700 {path}`")
     return path
 
 
@@ -114,7 +135,7 @@ def key(environ: Optional[Dict[str, str]] = None) -> str:
         "nice": os.getpriority(os.PRIO_PROCESS, 0),
     }
     blob = json.dumps(facts, sort_keys=True, default=str).encode()
-    return hashlib.sha256(blob).hexdigest()[:24]
+    return hashlib.sha256(blob).hexdigest()[:_KEY_DIGITS]
 
 
 def socket_path(server_key: str, directory: str) -> Optional[str]:
@@ -128,6 +149,6 @@ def usable_socket_path(server_key: str, directory: str) -> str:
     """socket_path(), or PlaceError saying how to get a usable one (where a server starts)."""
     path = socket_path(server_key, directory)
     if path is None:
-        raise PlaceError(f"{directory} is too long a folder for a socket's path; set "
+        raise PlaceError(f"{directory}: too long a folder for a socket's path; set "
                          f"{DIR_ENV} to a shorter one")
     return path
