@@ -373,6 +373,44 @@ def test_sizes_that_are_fine_pass_the_checks():
     assert config_of(models.lookup("gpt2"), {"num_hidden_layers": 3}).n_layer == 3
 
 
+def test_the_checks_accept_transformers_own_defaults():
+    """The generic rule against every config class transformers has: each one's defaults,
+    all given as if written in a config.json, pass, but those few whose heads do not divide
+    the hidden size with no head size declared (their modeling floors hidden // heads; the
+    published configs of these models give head_dim)."""
+    import warnings
+
+    from transformers import CONFIG_MAPPING
+    from solar.models import validate
+
+    checked, refused = 0, []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for model_type in list(CONFIG_MAPPING.keys()):
+            cls = CONFIG_MAPPING[model_type]
+            try:
+                values = cls().to_dict()
+            except Exception:  # noqa: BLE001 - a config that needs arguments
+                continue
+            values.pop("model_type", None)
+            checked += 1
+            try:
+                validate.check_sizes(cls, values, {k: "config.json" for k in values})
+            except models_error() as e:
+                refused.append((model_type, str(e)))
+    assert checked > 500
+    assert len(refused) <= 5, refused
+    for model_type, message in refused:
+        assert "does not divide hidden_size" in message, (model_type, message)
+        assert "head_dim" not in values_of(model_type), model_type
+
+
+def values_of(model_type):
+    from transformers import CONFIG_MAPPING
+
+    return CONFIG_MAPPING[model_type]().to_dict()
+
+
 @pytest.mark.parametrize("name,value", [("batch", 0), ("batch", -2), ("batch", True),
                                         ("seq", 0), ("seq", 1.5), ("context", -1)])
 def test_batch_seq_and_context_are_positive_integers(name, value):

@@ -9,14 +9,17 @@ transformers declares for the model type (its typed fields, and its attribute ma
 gives GPT-2's n_embd, n_layer, n_head the canonical names hidden_size, num_hidden_layers,
 num_attention_heads), by name:
 - a *width* (`*_size`, `*_dim`, d_model, d_kv, d_ff, n_embd, n_inner, n_positions, n_ctx,
-  max_*_positions) and the canonical counts (layers, attention heads, key/value heads, and
-  their encoder/decoder forms) must be an integer >= 1;
+  max_*_positions, `*position_embeddings`) and the main counts (layers, attention heads,
+  key/value heads, and their encoder/decoder forms) must be an integer >= 1;
 - any other *count* (`num_*`, `n_*`, `*_layers`, `*_heads`, `*_experts`) an integer >= 0: a
   model may have no shared experts or no dense layers, never -1 of them;
 - where the config class itself defaults a field below that floor (DeBERTa's
   type_vocab_size 0, a -1 "unset" sentinel), the floor is the default.
 A bool is not an integer. `None` passes where the class declares the field optional
-(head_dim: None derives it from the hidden size).
+(head_dim: None derives it from the hidden size). The rule accepts the defaults of every
+config class transformers has (829) but three, whose heads do not divide their hidden size
+and that declare no head size (GLM-4 MoE's, Qwen3-Omni's text model: their published
+configs give head_dim), tests/python/test_models.py.
 
 Torch-free at import; the config classes come from transformers when a model is analyzed.
 """
@@ -35,12 +38,17 @@ CANONICAL = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key
              "intermediate_size", "vocab_size", "head_dim", "max_position_embeddings")
 
 _WIDTH = re.compile(r"\w*_size|\w*_dim|d_model|d_kv|d_ff|n_embd|n_inner|n_positions|n_ctx|"
-                    r"max_\w*positions")
-_COUNT = re.compile(r"(num|n)_\w+|\w*_layers?|\w*_heads?|\w*_experts")
+                    r"max_\w*positions|\w*position_embeddings")
+_COUNT = re.compile(r"(num|n)_\w+|\w*_layers|\w*_heads|\w*_experts")
 # Counts that are a model's main stacks: >= 1 like the widths.
-_MAIN_COUNT = re.compile(r"(num_|n_)?(hidden_|encoder_|decoder_)?layers?|"
-                         r"(num_|n_)?(encoder_|decoder_)?(attention_)?heads?|"
-                         r"(num_|n_)(encoder_|decoder_)?layers|num_key_value_heads")
+_MAIN_COUNT = re.compile(r"(num_|n_)(hidden_|encoder_|decoder_)?layers?|"
+                         r"(hidden_|encoder_|decoder_)?layers|"
+                         r"(num_|n_)(encoder_|decoder_)?(attention_)?heads?|"
+                         r"(encoder_|decoder_)?attention_heads|num_key_value_heads")
+# The attention heads that split a model's hidden size (a sub-module's own heads, such as a
+# predictor's pred_num_attention_heads over its pred_hidden_size, do not).
+_SPLITTING_HEADS = re.compile(r"(encoder_|decoder_)(num_)?attention_heads|"
+                              r"num_(encoder_|decoder_)attention_heads")
 # A head size given outright (head_dim, T5's d_kv, Reformer's attention_head_size): the heads
 # need not split the hidden size.
 _HEAD_SIZE = re.compile(r"\w*head_(dim|size)|d_kv|kv_channels")
@@ -105,10 +113,12 @@ def size_fields(cls) -> Dict[str, SizeField]:
                                 seq=bool(words & {"list", "tuple"}),
                                 real="float" in words)
     attribute_map = getattr(cls, "attribute_map", {}) or {}
+    if fields:  # a dataclass: its declared types say it all (LXMERT's layers are a mapping)
+        return out
     for name in CANONICAL:
-        own = attribute_map.get(name, name)
-        out.setdefault(own, SizeField(1, none=name in ("num_key_value_heads", "head_dim",
-                                                        "intermediate_size")))
+        out.setdefault(attribute_map.get(name, name),
+                       SizeField(1, none=name in ("num_key_value_heads", "head_dim",
+                                                  "intermediate_size")))
     return out
 
 
@@ -146,9 +156,9 @@ def _check_value(name: str, value: Any, rule: SizeField, origin: str) -> None:
         return  # a word the field takes ("auto"): transformers checks which
     if isinstance(value, float) and rule.real and not isinstance(value, bool):
         return
-    if isinstance(value, (list, tuple)) and rule.seq:
+    if isinstance(value, (list, tuple)) and rule.seq:  # per layer, or nested (kernel sizes)
         for v in value:
-            _check_value(name, v, dataclasses.replace(rule, seq=False, none=False), origin)
+            _check_value(name, v, dataclasses.replace(rule, none=False), origin)
         return
     if isinstance(value, bool) or not isinstance(value, int):
         raise user_error(f"{_where(origin, name)}: must be {want}, not {_describe(value)}",
@@ -195,8 +205,7 @@ def _check_divisibility(cls, values: Mapping[str, Any], origins: Mapping[str, st
     sized = [n for n, v in values.items() if v is not None and _HEAD_SIZE.fullmatch(n)]
     if not sized:  # no head size given: the heads split the hidden size
         head_fields = [heads] + sorted(n for n in size_fields(cls)
-                                       if n.endswith("attention_heads") and n != heads
-                                       and "key_value" not in n and "cross" not in n)
+                                       if _SPLITTING_HEADS.fullmatch(n) and n != heads)
         for h in head_fields:
             _divides(cls, values, origins, h, hidden,
                      "each attention head takes an equal share of the hidden size; set "
