@@ -112,12 +112,13 @@ def forward(argv: Sequence[str]) -> Optional[int]:
     started it (nothing ran, or SOLAR_NO_SERVER is set)."""
     if os.environ.get(place.OFF_ENV):
         return None
+    folder = _folder_fd()  # first: a removed folder runs the command as without a server
+    if folder is None:
+        return None
     path = server_socket()
-    folder = _folder_fd() if path else None
-    sock = connect(path) if folder is not None else None
+    sock = connect(path) if path else None
     if sock is None:
-        if folder is not None:
-            os.close(folder)
+        os.close(folder)
         return None
     with sock:
         request = {"op": "run", "argv": list(argv), "sys_argv": list(sys.argv),

@@ -197,7 +197,7 @@ def _run_problem(request: Dict[str, Any], fds: Sequence[int]) -> Optional[str]:
     except OSError:
         folder = False
     if not folder:
-        return "the fourth file descriptor is not the client's working folder"
+        return "the fourth file descriptor is not the client's folder"
     return None
 
 
