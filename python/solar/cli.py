@@ -228,6 +228,7 @@ def _run_program(command: str, args: List[str]) -> int:
                         "config fields", "usage")
         result = _analyze_model(ns, options, overrides)
     else:
+        _refuse_model_options(ns)
         result = _load_program(ns, options, ns.shrink)
     for n in result.warnings:
         sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
@@ -252,6 +253,20 @@ def _run_program(command: str, args: List[str]) -> int:
         sys.stderr.write(f"solar: error: {ns.program}: validation failed\n")
         return codes["validation_failed"]
     return codes["ok"]
+
+
+# `solar analyze` options for models only, with their defaults: given to a program they
+# would be silently ignored (a program's sizes are --set NAME=VALUE).
+_MODEL_DEFAULTS = {"phase": "prefill", "batch": 1, "seq": None, "context": None,
+                   "dtype": "bf16", "task": None, "force": False}
+
+
+def _refuse_model_options(ns) -> None:
+    given = [f"--{k}" for k, d in _MODEL_DEFAULTS.items() if getattr(ns, k, d) != d]
+    if given:
+        raise fail(f"{', '.join(given)}: for models only (hf:NAME or config.json, "
+                   f"docs/models.md), not {ns.program}; a program's sizes are --set "
+                   "NAME=VALUE", "usage")
 
 
 def _analyze_model(ns, options, overrides):
