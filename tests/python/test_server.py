@@ -181,14 +181,16 @@ def server_env():
     top = Path(tempfile.mkdtemp(prefix="solar-test-", dir="/tmp"))
     top.chmod(0o755)
     env = _env(top / "sockets")
-    r = _solar(env, "server", "start", "--idle", "10", preexec_fn=lambda: os.umask(0))
-    assert r.returncode == 0 and "started" in r.stdout, r.stdout + r.stderr
-    yield env
-    pid = _status(env).get("pid")
-    assert _solar(env, "server", "stop").returncode == 0
-    if pid:
-        _wait_for(lambda: _gone(pid))
-    shutil.rmtree(top)
+    try:
+        r = _solar(env, "server", "start", "--idle", "10", preexec_fn=lambda: os.umask(0))
+        assert r.returncode == 0 and "started" in r.stdout, r.stdout + r.stderr
+        yield env
+        pid = _status(env).get("pid")
+        assert _solar(env, "server", "stop").returncode == 0
+        if pid:
+            _wait_for(lambda: _gone(pid))
+    finally:
+        shutil.rmtree(top)
 
 
 def _program(tmp_path: Path, text: str, name: str = "prog.py") -> Path:
