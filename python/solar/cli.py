@@ -452,6 +452,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         code = cli_usage.help_page(args, {"analyze": lambda: _program_parser("analyze"),
                                           "inverse": _inverse_parser,
                                           "export": _export_parser})
+    if code is None and (_reads_a_program(args) or args[1:2] in (["suite"], ["sweep"],
+                                                                  ["translate"])):
+        code = _working_folder_exists()
     if code is not None:
         return code
     if _frontend_for(args[1:]) is not None:
@@ -484,6 +487,19 @@ def run(argv: Optional[Sequence[str]] = None) -> NoReturn:
     args = list(sys.argv if argv is None else argv)
     code = server_client.forward(args) if _reads_a_program(args) else None
     exit_without_teardown(main(args) if code is None else code)
+
+
+def _working_folder_exists() -> Optional[int]:
+    """None when the working folder exists; else the io exit code after one line saying so. A
+    program run from a removed folder fails in ways of its own (relative paths, and libraries
+    that resolve theirs from it: oneMKL ends the process while torch loads)."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        sys.stderr.write("solar: error: the working folder has been removed; run solar from a "
+                         "folder that exists\n")
+        return _core.EXIT_CODES["io"]
+    return None
 
 
 def _reads_a_program(args: Sequence[str]) -> bool:

@@ -391,3 +391,21 @@ def test_suite_analyzes_a_forward_function_program(tmp_path):
     assert doc["summary"]["analyzed"] == 1 and doc["summary"]["skipped"]["count"] == 0
     (entry,) = doc["programs"]
     assert entry["totals"]["macs"] == 64 * 32 * 16
+
+
+@pytest.mark.parametrize("command", [["analyze", "PROGRAM"], ["validate", "PROGRAM"],
+                                     ["suite", "."]])
+def test_a_removed_working_folder_is_one_clear_line(tmp_path, command):
+    # A program run from a removed folder dies in its libraries (oneMKL ends the process
+    # while torch loads): refused first, with or without a server.
+    program = _program(tmp_path, "p.py", FORWARD_TORCH)
+    args = " ".join(str(program) if a == "PROGRAM" else a for a in command)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    r = subprocess.run(["sh", "-c", f"cd {gone} && rmdir {gone} && exec {sys.executable} -m solar "
+                        f"{args}"], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "SOLAR_NO_SERVER": "1"})
+    assert r.returncode == 3, r.stderr
+    assert r.stderr == ("solar: error: the working folder has been removed; run solar from a "
+                        "folder that exists\n")
+    assert r.stdout == ""
