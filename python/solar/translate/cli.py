@@ -14,6 +14,7 @@ import sys
 from typing import List
 
 from .. import _core
+from ..atomic_write import check as check_outputs
 from ..atomic_write import write_atomically
 from ..errors import command, fail, parse_args
 from . import agent, batch, prompt, source
@@ -154,12 +155,33 @@ def _print_prompt(ns, options: agent.TranslateOptions) -> int:
     return 0
 
 
+def _check_outputs(ns) -> None:
+    """Before any work: no output replaces a source, the reference or another output
+    (docs/cli.md, "Output files"). A folder's translations keep their relative paths under
+    --out, so --out may not be the source folder itself."""
+    json_path = None if ns.json_path == "-" else ns.json_path
+    if os.path.isdir(ns.source):
+        out_dir = ns.out or ns.source.rstrip("/\\") + "_loop"
+        if os.path.realpath(out_dir) == os.path.realpath(ns.source):
+            raise fail(f"cannot write into '{out_dir}': --out is the source folder, whose "
+                       "sources the translations would replace; give another folder", "io")
+        sources = [("SOURCE", os.path.join(ns.source, rel)) for rel in batch.discover(ns.source)]
+        check_outputs(sources + [("--reference", ns.reference)], [("--json", json_path)])
+        return
+    out = ns.out or agent.default_out(ns.source)
+    check_outputs([("SOURCE", ns.source), ("--reference", ns.reference)],
+                  [("--out", out), ("--out's provenance", agent.companion(out, "provenance")),
+                   ("--json", json_path)])
+
+
 @command()
 def main(args: List[str]) -> int:
     """`solar translate ...` (args after `translate`); returns the exit code."""
     codes = _core.EXIT_CODES
     ns = parse_args(parser(), args)
     options = _options(ns)
+    if not ns.print_prompt and os.path.exists(ns.source):
+        _check_outputs(ns)
     try:
         if ns.print_prompt:
             return _print_prompt(ns, options)

@@ -125,4 +125,16 @@ CASES = [
     Case("general-export-without-out", ["export", "g.solar", "--format", "accelforge"],
          "usage", "--out", files=_g()),
     Case("general-suite-missing-folder", ["suite", "nowhere"], "io", "nowhere"),
+    # solar translate's outputs, checked before any model is asked
+    Case("general-translate-out-is-the-source", ["translate", "p.py", "--out", "p.py"], "io",
+         "--out would replace the input SOURCE", files={"p.py": TINY}),
+    Case("general-translate-json-is-the-source", ["translate", "p.py", "--json", "p.py"], "io",
+         "--json would replace the input SOURCE", files={"p.py": TINY}),
+    Case("general-translate-out-is-the-source-folder", ["translate", "k", "--out", "./k/"], "io",
+         "--out is the source folder", files={"k/p.py": TINY}),
+    Case("general-translate-json-is-a-folders-source", ["translate", "k", "--json", "k/p.py"],
+         "io", "--json would replace the input SOURCE", files={"k/p.py": TINY}),
+    Case("general-translate-out-and-json-alike",
+         ["translate", "p.py", "--out", "q.py", "--json", "q.py"], "io", "same file",
+         files={"p.py": TINY}),
 ]
