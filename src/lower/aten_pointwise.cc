@@ -244,7 +244,7 @@ void register_pointwise_ops(const Register& reg) {
            {"aten::logical_and.default", ExprOp::Mul},
            {"aten::logical_or.default", ExprOp::Max},
            {"aten::logical_xor.default", ExprOp::Ne}})
-    reg(name, [op](Context& c) {
+    reg(name, [op = op](Context& c) {  // init-capture: clang 14 captures no structured binding
       std::vector<TensorId> in;
       Expr x = operand(c, "self", in), y = operand(c, "other", in);
       if (in.empty()) throw Unsupported("no tensor operand");
@@ -311,7 +311,7 @@ void register_pointwise_ops(const Register& reg) {
               return mul(num(scale), fn(ExprOp::Select, {fn(ExprOp::Gt, {x, num(0)}), x, neg}));
             }},
        })
-    reg(name, unary([f](Context&, Expr x) { return f(x); }));
+    reg(name, unary([f = f](Context&, Expr x) { return f(x); }));  // (as above)
   for (std::string_view name : {"aten::celu.default", "aten::celu_.default"})
     reg(name, unary([](Context& c, Expr x) {  // max(0, x) + min(0, alpha (exp(x/alpha) - 1))
           double alpha = c.num_arg("alpha", 1);

@@ -260,7 +260,7 @@ void register_reduction_ops(const Register& reg) {
            {"aten::any.default", Reduce::Any}, {"aten::any.dim", Reduce::Any}, {"aten::any.dims", Reduce::Any},
            {"aten::all.default", Reduce::All}, {"aten::all.dim", Reduce::All}, {"aten::all.dims", Reduce::All},
            {"aten::count_nonzero.default", Reduce::Sum}, {"aten::count_nonzero.dim_IntList", Reduce::Sum}})
-    reg(name, [r](Context& c) {
+    reg(name, [r = r](Context& c) {  // init-capture: clang 14 captures no structured binding
       std::int64_t x = c.trace_id("self");
       auto dims = reduce_dims(c, "dim", c.shape(x).size());
       c.reduce(c.use(x), c.def(0), dims, r, fn(ExprOp::Ne, {arg(0), num(0)}));

@@ -11,6 +11,7 @@
 #include "context.h"
 #include "families.h"
 #include "loopir_nest.h"
+#include "solar/ir/verify.h"
 #include "solar/lower/jax.h"
 #include "solar/util/errors.h"
 
@@ -104,7 +105,28 @@ void apply_mask(Context& c) {
 
 void cast(Context& c) { c.move(MoveKind::Cast, {c.use_arg("self")}, c.def(0)); }
 
-void register_loopir_ops(const Register& reg) {
+// Each entry of the table, with a malformed op (a field missing or of the wrong JSON type, an
+// argument that is no tensor: a trace the loop frontend did not write) a parse error of the
+// trace, never a crash, and never an op left unanalyzed: the loopir table lifts exactly or
+// refuses. A composition intrinsic's ops are verified here too: the recorder checks their
+// shapes, so ops that do not verify come from a trace whose shapes disagree (a nest's are
+// not: an invalid einsum from a nest is a lifting bug, left to fail as one).
+void register_loopir_ops(const Register& table_reg) {
+  const Register reg = [&table_reg](std::string_view name, Fn f) {
+    const bool nest = name == "loopir::nest";
+    table_reg(name, [f = std::move(f), nest](Context& c) {
+      try {
+        f(c);
+        if (!nest) c.commit();
+      } catch (const nlohmann::json::exception& e) {
+        throw UserError(UserError::Kind::Parse,
+                        fmt::format("a malformed {} op: {}", c.op().op, e.what()), c.origin());
+      } catch (const Unsupported& e) {
+        throw UserError(UserError::Kind::Parse,
+                        fmt::format("a malformed {} op: {}", c.op().op, e.what()), c.origin());
+      }
+    });
+  };
   reg("loopir::nest", lift_nest);
   reg("loopir::fill", fill);
   reg("loopir::reshape", reshape);
@@ -128,6 +150,32 @@ const Table& table() {
   return t;
 }
 
+// Each tensor of the trace as the graph will hold it, verified alone: a trace whose tensors
+// the recorder could not have written (an unknown dtype, a zero fraction outside [0, 1],
+// dimension names that do not fit) is a parse error of the trace before anything is lifted.
+void check_tensors(const OpTrace& trace) {
+  for (const TraceTensor& x : trace.tensors) {
+    auto bad = [&](const std::string& why) {
+      throw UserError(UserError::Kind::Parse,
+                      fmt::format("{}: tensor {} ('{}') of the trace: {}",
+                                  trace.source.empty() ? "the OpTrace" : trace.source, x.id,
+                                  x.name, why));
+    };
+    std::optional<ir::DType> dtype = ir::parse_dtype(x.dtype);
+    if (!dtype) bad(fmt::format("dtype '{}' is none of the loop language's", x.dtype));
+    ir::Graph g;
+    ir::Tensor t;
+    t.name = x.name.empty() ? fmt::format("t{}", x.id) : x.name;
+    t.shape = x.shape;
+    t.dtype = *dtype;
+    t.role = ir::Role::Input;
+    t.dim_names = x.dims;
+    t.sparsity = x.sparsity;
+    g.add_tensor(std::move(t));
+    if (std::optional<std::string> why = ir::why_invalid(g)) bad(*why);
+  }
+}
+
 }  // namespace
 
 LowerResult lower_loopir(const OpTrace& trace) {
@@ -137,6 +185,7 @@ LowerResult lower_loopir(const OpTrace& trace) {
                       fmt::format("outside the language: `{}` is not an op of a loop program",
                                   op.op),
                       Origin{op.file, op.line, op.op});
+  check_tensors(trace);
   // Strict: a nest the table lifts either becomes exact einsums or is refused; an Unsupported
   // from the staging checks is a lifting bug and must not hide as an unanalyzed op.
   return lower_with_table(trace, {.strict = true}, table(), "loopir");

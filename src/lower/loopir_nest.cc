@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <optional>
@@ -37,13 +38,49 @@ using Kind = UserError::Kind;
 
 // ---------------------------------------------------------------- affine arithmetic
 
+// Index arithmetic stays within ±kIndexLimit (2^62): coefficients, constants and extents, so
+// that no bound of an expression over a box overflows 64 bits. A trace past it (the recorder
+// refuses such programs first) is refused here, never computed with an overflow.
+constexpr std::int64_t kIndexLimit = std::int64_t{1} << 62;
+
+// Thrown by the arithmetic below; the nest or the statement being lifted refuses it with its
+// line (lift_nest, StatementLift::run).
+struct IndexOverflow {};
+constexpr const char* kIndexOverflow =
+    "index arithmetic (a coefficient, constant or bound of the loops and subscripts) leaves "
+    "the range of ±2^62";
+
+[[noreturn]] void index_overflow() { throw IndexOverflow{}; }
+
+std::int64_t checked(std::int64_t v) {
+  if (v <= -kIndexLimit || v >= kIndexLimit) index_overflow();
+  return v;
+}
+std::int64_t checked_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) index_overflow();
+  return checked(r);
+}
+std::int64_t checked_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) index_overflow();
+  return checked(r);
+}
+
 AffineExpr combine(const AffineExpr& a, const AffineExpr& b, std::int64_t scale_b) {
-  std::vector<AffineTerm> terms = a.terms();
-  for (const AffineTerm& t : b.terms()) terms.push_back({t.index, t.coef * scale_b});
-  return AffineExpr::make(std::move(terms), a.constant_term() + scale_b * b.constant_term());
+  std::map<IndexPos, std::int64_t> coefs;
+  for (const AffineTerm& t : a.terms()) coefs[t.index] = checked(t.coef);
+  for (const AffineTerm& t : b.terms())
+    coefs[t.index] = checked_add(coefs[t.index], checked_mul(t.coef, scale_b));
+  std::vector<AffineTerm> terms;
+  for (const auto& [index, coef] : coefs)
+    if (coef != 0) terms.push_back({index, coef});
+  return AffineExpr::make(std::move(terms),
+                          checked_add(checked(a.constant_term()),
+                                      checked_mul(scale_b, b.constant_term())));
 }
 AffineExpr scaled(const AffineExpr& a, std::int64_t k) { return combine(AffineExpr(), a, k); }
-AffineExpr constant(std::int64_t v) { return AffineExpr::constant(v); }
+AffineExpr constant(std::int64_t v) { return AffineExpr::constant(checked(v)); }
 
 // ---------------------------------------------------------------- the nest
 
@@ -64,6 +101,23 @@ struct Loops {
   std::vector<AffineConstraint> mask;  // triangular bounds
 };
 
+// An integer of the trace (a tensor id, a step, a line): a JSON integer within 64 bits; any
+// other value is a malformed op (never converted: a float past the range would be undefined).
+std::int64_t int_value(const json& v, const char* what) {
+  if (v.is_number_integer() &&
+      !(v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t{INT64_MAX}))
+    return v.get<std::int64_t>();
+  throw UserError(Kind::Parse, fmt::format("a malformed loopir::nest op: {} is {}, not an integer",
+                                           what, v.dump()));
+}
+std::int64_t int_field(const json& j, const char* key, std::int64_t dflt) {
+  auto it = j.find(key);
+  return it == j.end() ? dflt : int_value(*it, key);
+}
+int line_field(const json& j, int dflt) {
+  return static_cast<int>(std::clamp<std::int64_t>(int_field(j, "line", dflt), 0, INT32_MAX));
+}
+
 std::optional<double> tree_number(const json& t) {
   if (t.is_number()) return t.get<double>();
   if (t.is_object() && t.contains("float")) return number_value(t);
@@ -74,6 +128,7 @@ std::optional<double> tree_number(const json& t) {
 std::optional<AffineExpr> affine_of(const json& t, const Loops& loops) {
   if (std::optional<double> x = tree_number(t)) {
     if (!std::isfinite(*x) || std::floor(*x) != *x) return std::nullopt;
+    if (std::fabs(*x) >= static_cast<double>(kIndexLimit)) index_overflow();
     return constant(static_cast<std::int64_t>(*x));
   }
   if (!t.is_object()) return std::nullopt;
@@ -112,21 +167,21 @@ Loops loops_of(const json& loops_json, const Where& w) {
   Loops loops;
   for (const json& lp : loops_json) {
     const std::string var = lp.at("var").get<std::string>();
-    Where at{w.c, lp.value("line", w.line), w.op};
+    Where at{w.c, line_field(lp, w.line), w.op};
     std::optional<AffineExpr> start = affine_of(lp.at("start"), loops);
     std::optional<AffineExpr> stop = affine_of(lp.at("stop"), loops);
     if (!start || !stop)
       at.refuse(Kind::NonConstantBound, "non-constant bound",
                 fmt::format("the bounds of the loop over `{}` are not constants nor affine in "
                             "the enclosing loops' variables", var));
-    const std::int64_t step = lp.value("step", std::int64_t{1});
-    if (step < 1)
+    const std::int64_t step = int_field(lp, "step", 1);
+    if (step < 1 || step >= kIndexLimit)
       at.refuse(Kind::NonConstantBound, "non-constant bound",
                 fmt::format("the loop over `{}` has step {}", var, step));
     const std::vector<std::int64_t> ext = extents(loops.space);
     if (start->is_constant() && stop->is_constant()) {
-      const std::int64_t span = stop->constant_term() - start->constant_term();
-      const std::int64_t count = span <= 0 ? 0 : (span + step - 1) / step;
+      const std::int64_t span = checked_add(stop->constant_term(), -start->constant_term());
+      const std::int64_t count = span <= 0 ? 0 : (span - 1) / step + 1;
       if (count == 0)
         at.refuse(Kind::ShapeMismatch, "shape mismatch",
                   fmt::format("the loop over `{}` runs no iteration", var));
@@ -138,11 +193,11 @@ Loops loops_of(const json& loops_json, const Where& w) {
       at.refuse(Kind::NonConstantBound, "non-constant bound",
                 fmt::format("the loop over `{}` depends on outer loops and has step {}", var, step));
     // A triangular loop: the widest range, with the bounds as mask constraints.
-    const std::int64_t lo = start->min_value(ext), hi = stop->max_value(ext);
+    const std::int64_t lo = checked(start->min_value(ext)), hi = checked(stop->max_value(ext));
     if (hi <= lo)
       at.refuse(Kind::ShapeMismatch, "shape mismatch",
                 fmt::format("the loop over `{}` runs no iteration", var));
-    IndexPos p = loops.space.add(var, hi - lo);
+    IndexPos p = loops.space.add(var, checked_add(hi, -lo));
     AffineExpr v = combine(constant(lo), AffineExpr::index(p), 1);
     loops.mask.push_back({combine(v, *start, -1)});                    // v - start >= 0
     loops.mask.push_back({combine(combine(*stop, v, -1), constant(-1), 1)});  // stop - 1 - v >= 0
@@ -170,21 +225,31 @@ std::string fn_name(const json& t) {
   return f == t.end() ? std::string() : f->get<std::string>();
 }
 
+// The arguments of a function node: its "args" list, or nullptr (a malformed node is left
+// to value(), which refuses it).
+const json* args_of(const json& t) {
+  if (!t.is_object()) return nullptr;
+  auto a = t.find("args");
+  return a != t.end() && a->is_array() ? &*a : nullptr;
+}
+
 void signed_terms(const json& t, int sign, std::vector<std::pair<int, json>>& out) {
   const std::string f = fn_name(t);
-  if ((f == "add" || f == "sub") && t["args"].size() == 2) {
-    signed_terms(t["args"][0], sign, out);
-    signed_terms(t["args"][1], f == "add" ? sign : -sign, out);
-  } else if (f == "neg" && t["args"].size() == 1) {
-    signed_terms(t["args"][0], -sign, out);
+  const json* a = args_of(t);
+  if ((f == "add" || f == "sub") && a && a->size() == 2) {
+    signed_terms((*a)[0], sign, out);
+    signed_terms((*a)[1], f == "add" ? sign : -sign, out);
+  } else if (f == "neg" && a && a->size() == 1) {
+    signed_terms((*a)[0], -sign, out);
   } else {
     out.emplace_back(sign, t);
   }
 }
 
 void chain(const json& t, const std::string& op, std::vector<json>& out) {
-  if (fn_name(t) == op) {
-    for (const json& a : t["args"]) chain(a, op, out);
+  const json* a = args_of(t);
+  if (fn_name(t) == op && a) {
+    for (const json& x : *a) chain(x, op, out);
   } else {
     out.push_back(t);
   }
@@ -306,9 +371,18 @@ struct Reads {
 class StatementLift {
  public:
   StatementLift(Context& c, const Loops& loops, const json& st, std::size_t k, std::string op)
-      : c_(c), loops_(loops), st_(st), k_(k), w_{c, st.value("line", c.op().line), std::move(op)} {}
+      : c_(c), loops_(loops), st_(st), k_(k), w_{c, line_field(st, c.op().line), std::move(op)} {}
 
   void run() {
+    try {
+      lift();
+    } catch (const IndexOverflow&) {
+      w_.refuse(Kind::NotAffine, "not affine", kIndexOverflow);
+    }
+  }
+
+ private:
+  void lift() {
     c_.at(w_.line, w_.op);
     space_ = loops_.space;
     mask_ = loops_.mask;
@@ -317,6 +391,7 @@ class StatementLift {
     out_ = c_.def(k_);
     out_sub_ = subscript(target.at("index"), c_.t(out_).shape, "the target");
     widen_partial_output();  // before any read: plain reads see the final extents
+    check_target_inside();
     Statement s = recognize(st_.at("value"), [&](const json& index) {
       return subscript_or_empty(index) == out_sub_;
     });
@@ -330,7 +405,6 @@ class StatementLift {
     emit(s.reduce, std::move(combine));
   }
 
- private:
   std::string name() const { return st_.at("target").value("name", std::string("?")); }
 
   void guards() {
@@ -375,7 +449,13 @@ class StatementLift {
   }
 
   // The combine expression of a value tree; each tensor element read becomes an operand.
-  Expr value(const json& t) {
+  // Deeper than kMaxValueDepth (the recorder's trees are at most 100 levels and balanced
+  // chains) it is refused: the IR's expressions nest at most 256 levels.
+  static constexpr int kMaxValueDepth = 200;
+  Expr value(const json& t, int depth = 0) {
+    if (depth > kMaxValueDepth)
+      w_.refuse(Kind::OutsideLanguage, "outside the language",
+                fmt::format("an expression nests deeper than {} levels", kMaxValueDepth));
     if (std::optional<double> x = tree_number(t)) return Expr::constant(*x);
     if (!t.is_object())
       w_.refuse(Kind::OutsideLanguage, "outside the language", "a value that is no expression");
@@ -383,7 +463,7 @@ class StatementLift {
       w_.refuse(Kind::NotAffine, "not affine",
                 fmt::format("the loop variable `{}` is used as a value",
                             t["var"].get<std::string>()));
-    if (t.contains("load")) return load(c_.use(t["load"].get<std::int64_t>()), t);
+    if (t.contains("load")) return load(earlier_version(int_value(t["load"], "load")), t);
     if (is_self(t))
       w_.refuse(Kind::OutsideLanguage, "outside the language",
                 fmt::format("reads `{}` while writing it: a loop-carried dependence", name()));
@@ -393,18 +473,31 @@ class StatementLift {
       if (!inner.is_object() || !inner.contains("load"))
         w_.refuse(Kind::OutsideLanguage, "outside the language",
                   "cast applies to one element read: cast(T[...], \"bf16\")");
-      return load(cast_of(c_.use(inner["load"].get<std::int64_t>()), t.at("dtype")), inner);
+      return load(cast_of(earlier_version(int_value(inner["load"], "load")), t.at("dtype")),
+                  inner);
     }
     std::optional<ExprOp> op = ir::parse_expr_op(f);
     if (!op || *op == ExprOp::Operand || *op == ExprOp::Const)
       w_.refuse(Kind::UnknownIntrinsic, "unknown intrinsic",
                 fmt::format("`{}` is not a function of the loop language", f));
     std::vector<Expr> args;
-    for (const json& a : t.at("args")) args.push_back(value(a));
+    for (const json& a : t.at("args")) args.push_back(value(a, depth + 1));
     if (static_cast<int>(args.size()) != ir::expr_arity(*op))
       w_.refuse(Kind::UnknownIntrinsic, "unknown intrinsic",
                 fmt::format("`{}` takes {} arguments, got {}", f, ir::expr_arity(*op), args.size()));
     return Expr::make(*op, std::move(args));
+  }
+
+  // The graph tensor of trace tensor `id`, a version earlier than the nest's own: the
+  // recorder never has a nest read what it writes (a trace that does is malformed).
+  TensorId earlier_version(std::int64_t id) {
+    for (const std::optional<std::int64_t>& out : c_.op().outputs)
+      if (out == id)
+        throw UserError(Kind::Parse,
+                        fmt::format("a malformed loopir::nest op: it reads t{}, which it writes",
+                                    id),
+                        Origin{c_.op().file, w_.line, w_.op});
+    return c_.use(id);
   }
 
   Expr load(TensorId tensor, const json& t) {
@@ -521,6 +614,23 @@ class StatementLift {
     }
   }
 
+  // A write's affine subscript stays inside its tensor over the loops' ranges: the IR has no
+  // pad value for an output, and a guard does not narrow an index's range (the loop can:
+  // `for i in range(1, N): y[i - 1] = ...`).
+  void check_target_inside() const {
+    const std::vector<std::int64_t>& shape = c_.t(out_).shape;
+    const std::vector<std::int64_t> ext = extents(space_);
+    for (std::size_t d = 0; d < out_sub_.size(); ++d) {
+      const std::int64_t lo = out_sub_[d].min_value(ext), hi = out_sub_[d].max_value(ext);
+      if (lo < 0 || hi >= shape[d])
+        w_.refuse(Kind::ShapeMismatch, "shape mismatch",
+                  fmt::format("writes `{}` at `{}` in dimension {}, which ranges over [{}, {}] "
+                              "outside its size {} (guards do not narrow a write: narrow the "
+                              "loop's range)", name(), ir::print_affine(out_sub_[d], space_.dims),
+                              d, lo, hi, shape[d]));
+    }
+  }
+
   // Every element of the target is written (assignments): plain subscripts, no mask.
   bool covers_target() const {
     if (widened_ || !mask_.empty()) return false;
@@ -592,7 +702,7 @@ class StatementLift {
     if (from_fill && fill == identity(reduce)) return einsum_into(out_, std::move(combine), reduce);
     if (covers_target() && reduced_none()) {  // nothing reduced: one elementwise op folds
       Expr earlier = from_fill ? Expr::constant(fill)
-                               : Expr::operand(reads_.add(c_.use(prior.at("tensor")), out_sub_));
+                               : Expr::operand(reads_.add(earlier_version(int_value(prior.at("tensor"), "prior")), out_sub_));
       return einsum_into(out_, Expr::make(fold_op(reduce), {earlier, std::move(combine)}),
                          Reduce::None);
     }
@@ -601,7 +711,7 @@ class StatementLift {
     if (from_fill)
       return c_.elementwise({partial}, out_, Expr::make(fold_op(reduce),
                                                          {Expr::operand(0), Expr::constant(fill)}));
-    c_.elementwise({c_.use(prior.at("tensor")), partial}, out_,
+    c_.elementwise({earlier_version(int_value(prior.at("tensor"), "prior")), partial}, out_,
                    Expr::make(fold_op(reduce), {Expr::operand(0), Expr::operand(1)}));
   }
 
@@ -634,7 +744,12 @@ void lift_nest(Context& c) {
   if (!args.contains("loops") || !args["loops"].is_array() || args["loops"].empty() ||
       !args.contains("statements") || !args["statements"].is_array())
     w.refuse(Kind::OutsideLanguage, "outside the language", "a nest needs loops and statements");
-  Loops loops = loops_of(args["loops"], w);
+  Loops loops;
+  try {
+    loops = loops_of(args["loops"], w);
+  } catch (const IndexOverflow&) {
+    w.refuse(Kind::NotAffine, "not affine", kIndexOverflow);
+  }
   const json& statements = args["statements"];
   if (statements.size() != c.op().outputs.size())
     w.refuse(Kind::OutsideLanguage, "outside the language",

@@ -10,7 +10,11 @@ set -euo pipefail
 seconds="${1:-30}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${SOLAR_FUZZ_BUILD:-$root/build-fuzz}"
-targets=(fuzz_text_graph fuzz_json_graph)
+targets=(fuzz_text_graph fuzz_json_graph fuzz_loopir_lift)
+# The longest input each target is given (its seeds are shorter): loop-language OpTraces
+# (tests/fuzz/corpus/fuzz_loopir_lift/, saved with `solar analyze --save-trace`) are longer
+# than graphs.
+declare -A max_len=([fuzz_text_graph]=8192 [fuzz_json_graph]=8192 [fuzz_loopir_lift]=16384)
 CC="${CC:-clang-14}"
 CXX="${CXX:-clang++-14}"
 
@@ -32,7 +36,7 @@ for t in "${targets[@]}"; do
   cp "$root/tests/fuzz/corpus/$t/"* "$work/" 2>/dev/null || true
   echo "== $t: ${seconds}s"
   if ! "$build/tests/fuzz/$t" "$work" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 \
-         -max_len=8192 -print_final_stats=1 -artifact_prefix="$build/artifacts/$t-" 2>&1 |
+         -max_len="${max_len[$t]}" -print_final_stats=1 -artifact_prefix="$build/artifacts/$t-" 2>&1 |
        tail -n 40; then
     echo "!! $t found a problem; reproducer in $build/artifacts/ (rerun: $build/tests/fuzz/$t FILE)"
     status=1

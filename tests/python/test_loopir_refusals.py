@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import solar
 import solar.loopir as loopir
-from conftest import EXAMPLES, run_solar
+from conftest import EXAMPLES, ROOT, run_solar
 from solar.errors import LOOP_REFUSALS
 from solar.frontends.loopir import program as loop_program
 
@@ -240,3 +240,32 @@ def test_random_nests_lift_to_the_function_the_interpreter_runs(tmp_path_factory
     path.write_text(source)
     v = loopir.validate(str(path))
     assert v["status"] == "passed", source + "\n" + str(v)
+
+
+# ----------------------------------------------------------------------- the lifting's checks
+
+
+def test_a_write_that_can_leave_its_tensor_is_refused(tmp_path):
+    """A guard does not narrow a write (an output has no pad value): the lifting refuses it
+    with the rule instead of building an invalid op (it was exit 7, "a lowering bug")."""
+    path = write(tmp_path, "if i >= 1:\n            y[i - 1] = x[i]")
+    with pytest.raises(solar.UserError) as e:
+        loopir.analyze(path)
+    assert e.value.kind == "shape_mismatch", str(e.value)
+    assert f"{path}:{STATEMENT_LINE + 1}: " in str(e.value)
+    assert "guards do not narrow a write" in str(e.value)
+
+
+REGRESSIONS = sorted((ROOT / "tests" / "fuzz" / "corpus" / "fuzz_loopir_lift").glob("regress_*"))
+
+
+@pytest.mark.parametrize("seed", REGRESSIONS, ids=[p.stem for p in REGRESSIONS])
+def test_malformed_traces_are_refused_never_lifted_wrong(seed):
+    """OpTraces the fuzzer (tests/fuzz/fuzz_loopir_lift.cc) found crashing or mis-lifting: a
+    field missing or of the wrong type, a nest reading its own output, integers past 64
+    bits, a write outside its tensor, an expression too deep, tensors no program declares.
+    Each is a one-line UserError, never an op left unanalyzed or a crash."""
+    with pytest.raises(solar.UserError) as e:
+        solar._core.lower_optrace(seed.read_text(), str(seed), True)
+    assert e.value.kind in ("parse",) + LOOP_REFUSALS, str(e.value)
+    assert "\n" not in str(e.value)

@@ -44,7 +44,8 @@ def round_to(x: np.ndarray, dtype: str) -> np.ndarray:
     if dtype == "bool":
         return x != 0
     if is_integer_dtype(dtype):
-        v = np.trunc(x).astype(np.int64) if x.dtype.kind == "f" else x.astype(np.int64)
+        with np.errstate(invalid="ignore"):  # NaN and infinities: undefined, as in C++
+            v = np.trunc(x).astype(np.int64) if x.dtype.kind == "f" else x.astype(np.int64)
         if dtype == "u8":
             return v & 0xFF
         bits = _INT_BITS[dtype]
