@@ -11,6 +11,8 @@ the largest `--shrink N` (a power of two) whose estimate fits.
     avail, where = available_memory()               # bytes, and where the figure comes from
     est = torch_estimate(trace, validate=True)      # an Estimate: parts in bytes, .total
     check_fits(path, overrides, est_at, "validate") # raises when est_at(overrides) > avail
+    check_work(path, overrides, points_at, budget, rate, "validating it")  # the same for the
+                                                    # loop interpreter's work, in points
 
 Estimates (every figure in bytes; a tensor's bytes are its elements times its dtype's
 size; the executor's are its compute words: 4 bytes for floats up to 32 bits, 8 for f64 and

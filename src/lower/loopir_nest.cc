@@ -702,7 +702,9 @@ class StatementLift {
     if (from_fill && fill == identity(reduce)) return einsum_into(out_, std::move(combine), reduce);
     if (covers_target() && reduced_none()) {  // nothing reduced: one elementwise op folds
       Expr earlier = from_fill ? Expr::constant(fill)
-                               : Expr::operand(reads_.add(earlier_version(int_value(prior.at("tensor"), "prior")), out_sub_));
+                               : Expr::operand(reads_.add(
+                                     earlier_version(int_value(prior.at("tensor"), "prior")),
+                                     out_sub_));
       return einsum_into(out_, Expr::make(fold_op(reduce), {earlier, std::move(combine)}),
                          Reduce::None);
     }

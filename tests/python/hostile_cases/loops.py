@@ -95,7 +95,8 @@ CASES = [
          files={"p.py": kernel("y[i] = " + "exp(" * 120 + "x[i, 0]" + ")" * 120)}, limit_s=20),
     Case("loops-locals-nest-past-the-depth-limit", ["validate", "p.py"], "outside_language",
          "the local `t` nests 101 levels deep",
-         files={"p.py": kernel("t = x[i, 0]\n" + "        t = exp(t)\n" * 120 + "        y[i] = t")},
+         files={"p.py": kernel("t = x[i, 0]\n" + "        t = exp(t)\n" * 120
+                               + "        y[i] = t")},
          limit_s=20),
     Case("loops-syntax-error", ["analyze", "p.py"], "outside_language",
          "p.py:4: outside the language: not Python syntax",

@@ -42,7 +42,8 @@ def work_points(trace: Dict[str, Any]) -> int:
     for op in trace["ops"]:
         if op["op"] == "loopir::nest":
             args = op.get("args") or {}
-            total += math.prod(nest_box(args.get("loops") or [])) * len(args.get("statements") or [])
+            statements = len(args.get("statements") or [])
+            total += math.prod(nest_box(args.get("loops") or [])) * statements
     return total
 
 

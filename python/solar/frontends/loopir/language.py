@@ -78,7 +78,7 @@ def refusal(kind: str, file: str, line: int, message: str):
 # language` (exit 11); budgets are kind `too_large` (exit 2, docs/cli.md), whose fix is the
 # sizes or the program's length.
 INT_LIMIT = 2 ** 63  # every integer a program writes or computes is within ±(INT_LIMIT - 1)
-MAX_DEPTH = 100  # statements and expressions nest at most this deep (a chain of + - or * is one level)
+MAX_DEPTH = 100  # levels statements and expressions nest (a chain of + - or of * is one level)
 MAX_TERMS = 2_000  # leaves (numbers, element reads) of one statement's value, locals inlined
 MAX_STEPS = 1_000_000  # statements, loop iterations and kernel statements model() runs
 MAX_TRACE_NODES = 1_000_000  # ops, tensors and expression nodes of the recorded trace
