@@ -22,6 +22,8 @@ _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.
 _CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq",
            ast.NotEq: "ne"}
 _AUG = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul"}
+# Coefficients and constants of index expressions stay within ±2^62 (the lifting's range).
+_INDEX_LIMIT = 2 ** 62
 # Operators an index may apply to constants only.
 _CONSTANT_ONLY = {ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
                   ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a ** b}
@@ -211,17 +213,17 @@ class Nest:
         value = self.value(s.value, scope)
         if aug is not None:
             value = fn(aug, {"self": True, "index": index}, value)
-        self.limit(value, s, f"the value written to `{h.decl.name}`")
-        self.size += 2 * measure(value, self.sizes)[1] + 4 * len(guards)
+        leaves = self.limit(value, s, f"the value written to `{h.decl.name}`")
+        self.size += 2 * leaves + 4 * len(guards)
         self.current = None
         self.targets.append(h)
         self.statements.append({"line": s.lineno, "target": {"name": h.decl.name,
                                                              "index": index},
                                 "value": value, "guards": list(guards)})
 
-    def limit(self, tree: Any, node: ast.stmt, what: str) -> None:
+    def limit(self, tree: Any, node: ast.stmt, what: str) -> int:
         """Refuses a value (scalar locals inlined) past the language's limits: MAX_DEPTH
-        levels, MAX_TERMS leaves."""
+        levels, MAX_TERMS leaves. Returns its leaves."""
         depth, leaves = measure(tree, self.sizes)
         if leaves > lang.MAX_TERMS:
             raise self.fail("outside_language", node,
@@ -234,6 +236,7 @@ class Nest:
                             f"{what} nests {depth} levels deep (its scalar locals written "
                             f"out), deeper than the language's limit of {lang.MAX_DEPTH} "
                             "(docs/loop-language.md, \"Limits\")")
+        return leaves
 
     # -- expressions
 
@@ -255,7 +258,9 @@ class Nest:
         if form is None:
             raise self.fail("not_affine", node,
                             f"{what} `{text_of(node)}` is not affine in the loop variables")
-        if not all(abs(k) < 2 ** 62 for k in [form[1], *form[0].values()]):
+        coefs = form[0].values()
+        if not -_INDEX_LIMIT < form[1] < _INDEX_LIMIT or coefs and not (
+                -_INDEX_LIMIT < min(coefs) and max(coefs) < _INDEX_LIMIT):
             raise lang.too_large(self.path, node.lineno,
                                  f"{what} `{text_of(node)}` has a coefficient or constant "
                                  "outside ±2^62, the range of index arithmetic")
@@ -422,7 +427,12 @@ class Nest:
                 return self.value(node.operand, scope)
             raise self.fail("outside_language", node, "`not` and `~`: use comparisons and where()")
         if isinstance(node, ast.BinOp):
-            return self.spine(node, lambda x: self.value(x, scope), self.value_step)
+            if isinstance(node.left, ast.BinOp):  # a chain: balanced trees
+                return self.spine(node, lambda x: self.value(x, scope), self.value_step)
+            a, b = self.value(node.left, scope), self.value(node.right, scope)
+            if type(node.op) in _BINOPS:
+                return fn(_BINOPS[type(node.op)], a, b)
+            return self.value_step(node, a, b)
         if isinstance(node, ast.Compare):
             terms = [self.value(t, scope) for t in [node.left] + list(node.comparators)]
             tests = []

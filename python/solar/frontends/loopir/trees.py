@@ -84,21 +84,19 @@ def signed_sum(terms: List[Tuple[int, Any]]) -> Any:
 
 
 def measure(tree: Any, memo: Dict[int, Tuple[Any, int, int]]) -> Tuple[int, int]:
-    """(depth, leaves) of a tree as the trace writes it out (a subtree shared by inlined
-    locals counts each time it appears); memo keeps the nodes it has measured."""
-    if not isinstance(tree, dict) or "float" in tree or "var" in tree:
+    """(depth, leaves) of a value tree as the trace writes it out (a subtree shared by
+    inlined locals counts each time it appears; an element read is one leaf: its subscripts
+    become affine expressions, not part of the combine); memo keeps the nodes it has
+    measured."""
+    if not isinstance(tree, dict) or "float" in tree or "var" in tree or "index" in tree:
         return 1, 1
     hit = memo.get(id(tree))
     if hit is not None:
         return hit[1], hit[2]
-    if "load" in tree or tree.get("self"):
-        depth = 1 + max((measure(x, memo)[0] for x in tree.get("index", [])), default=0)
-        leaves = 1
-    else:
-        depth, leaves = 1, 0
-        for a in tree.get("args", []):
-            d, n = measure(a, memo)
-            depth, leaves = max(depth, d + 1), leaves + n
+    depth, leaves = 1, 0
+    for a in tree.get("args", []):
+        d, n = measure(a, memo)
+        depth, leaves = max(depth, d + 1), leaves + n
     memo[id(tree)] = (tree, depth, leaves)
     return depth, leaves
 
