@@ -1,5 +1,5 @@
 // bench_exec_kernels: times the executor's einsum kernel (run_einsum) on the workloads of
-// issue [2/6] written as decomposed einsum graphs (the same text as bench/exec_vs_torch.py):
+// bench/README.md written as decomposed einsum graphs (the same text as bench/exec_vs_torch.py):
 // a 2048^3 fp32 matmul, ResNet 3x3 conv layers, softmax and layer norm over 4096x4096 f32.
 // Prints, per workload, the minimum and median milliseconds over the trials and the rate, and
 // per op its path, its time and its rate (GFLOP/s for contractions, GB/s of compulsory traffic

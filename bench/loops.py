@@ -1,5 +1,5 @@
 """Loops stay loops: capture + analysis of a recurrent program as one repeat op per layer
-and direction against its unrolled form, side by side (bench/README.md, issue 20).
+and direction against its unrolled form, side by side (bench/README.md).
 
 Prints, measured in one run:
 - a 2-layer bidirectional LSTM of 512 steps (bench/programs/lstm_bidirectional.py):

@@ -1,5 +1,5 @@
 // Times the full attainable traffic curve Q(S) of a 4096^3 GEMM (target: under 20 ms per
-// curve, issue [5/6]) in ceil and divisor tile modes, and prints the mappings evaluated per
+// curve, bench/README.md) in ceil and divisor tile modes, and prints the mappings evaluated per
 // second and a few points of each curve (bytes, fp32).
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-"""The rough edges a new user hit (issue 17): each test reproduces one as the user met it."""
+"""The rough edges a new user hit: each test reproduces one as the user met it."""
 
 from __future__ import annotations
 

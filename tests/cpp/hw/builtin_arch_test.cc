@@ -88,7 +88,8 @@ TEST(BuiltinArch, H100SxmDatasheet) {
   EXPECT_TRUE(near_rel(d.memory_level(MemoryLevel::L2)->capacity->value, 50e6, 1e-3));
   EXPECT_EQ(d.memory_level(MemoryLevel::Smem)->capacity->value, 132.0 * 228 * 1024);  // SMs x 228 KiB
   EXPECT_EQ(d.memory_level(MemoryLevel::Rf)->capacity->value, 132.0 * 65536 * 4);     // SMs x 64K x 32-bit
-  // Tensor peaks at the 1830 MHz tensor clock, vector at 1980 MHz (hardware.md conventions).
+  // Tensor peaks at the 1830 MHz tensor clock, vector at 1980 MHz (the clocks NVIDIA quotes
+  // each peak at; docs/devices.md, "Conventions").
   EXPECT_EQ(d.unit(UnitKind::Tensor, DType::BF16)->clock_mhz->value, 1830);
   EXPECT_EQ(d.unit(UnitKind::Vector, DType::F32)->clock_mhz->value, 1980);
 }
@@ -103,8 +104,8 @@ TEST(BuiltinArch, H100PcieDatasheet) {
 }
 
 // Each device's dense bf16 tensor peak (fp16 on T4 and V100, which have no bf16 tensor path) and
-// DRAM bandwidth, as hardware.md sections 1 and 2 give them; for the devices added after the
-// reference (L4 ... Gaudi3), as their files cite them.
+// DRAM bandwidth, as the vendors' datasheets give them (the sources each device file cites,
+// docs/devices.md).
 struct Datasheet {
   const char* id;
   double bf16_tflops;
@@ -150,8 +151,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Datasheet{"Gaudi3", 1835, 3.7 * kT}),
     [](const auto& info) { return std::string(info.param.id); });
 
-// hardware.md section 3: SMs x MAC/clk/SM x 2 x clock reproduces the stored peak (0.5%), at
-// the clock section 3 names for that pipe.
+// SMs x MAC/clk/SM x 2 x clock reproduces the stored peak (0.5%), with the per-SM rates of
+// the architecture white papers, at the clock the vendor quotes for that pipe.
 struct PerSm {
   const char* id;
   UnitKind kind;
@@ -296,9 +297,9 @@ TEST(BuiltinArch, MufuIs16ResultsPerSmPerClock) {
   }
 }
 
-// No device stores a 2:4-sparse figure: every tensor rate is at most the dense value of
-// hardware.md section 1 (section 4 for INT4), and every stored tensor rate is listed here,
-// so a new one must be checked against the reference to pass.
+// No device stores a 2:4-sparse figure: every tensor rate is at most the dense value of the
+// vendor's datasheet (listed below), and every stored tensor rate is listed here, so a new one
+// must be checked against its datasheet to pass.
 TEST(BuiltinArch, NoTensorPeakExceedsTheDenseReference) {
   struct Dense {
     const char* id;
@@ -408,8 +409,8 @@ TEST(BuiltinArch, NoTensorPeakExceedsTheDenseReference) {
 
 // 2:4 structured-sparse peaks are stored apart (`sparse_2_4_peak`, never in `peak`: the test
 // above), on the tensor units of the devices whose vendor publishes a sparse figure, each
-// exactly 2x the stored dense peak of its dtype: the vendors' sparse figures (hardware.md
-// section 1, "Sparse (2:4) figures") are 2x dense up to their rounding (H100 bf16: dense
+// exactly 2x the stored dense peak of its dtype: the vendors' sparse figures (their
+// datasheets' "with sparsity" columns) are 2x dense up to their rounding (H100 bf16: dense
 // 989.4, datasheet 1,979, stored 1978.8). Every stored sparse rate is listed here.
 TEST(BuiltinArch, TwoFourSparsePeaksAreTwiceDenseWhereVendorsPublishThem) {
   struct Sparse {
@@ -496,7 +497,7 @@ TEST(BuiltinArch, TwoFourSparsePeaksAreTwiceDenseWhereVendorsPublishThem) {
             2 * *builtins().get("H100_SXM").peak(UnitKind::Tensor, DType::BF16));
 }
 
-// hardware.md conventions kept in the files: TPUs have no fp32/fp8 matrix rate and no L2;
+// Conventions the device files keep (docs/devices.md): TPUs have no fp32/fp8 matrix rate and no L2;
 // MI300X has its Infinity Cache as `llc`; B200's L2 is ~126 MB.
 TEST(BuiltinArch, DeviceSpecificConventions) {
   for (const char* id : {"TPU_v5e", "TPU_v5p"}) {

@@ -72,7 +72,7 @@ TEST(DetectHost, ClockIsTheFastestOfProbeAndReports) {
 #endif
 }
 
-// A described 56-core Sapphire Rapids at 2.0 GHz (hardware.md section 4, Xeon 8480+ at base).
+// A described 56-core Sapphire Rapids at 2.0 GHz (Intel's Xeon Platinum 8480+ at its base clock).
 HostFacts xeon_8480() {
   HostFacts f;
   f.model_name = "Intel(R) Xeon(R) Platinum 8480+";
@@ -92,7 +92,7 @@ HostFacts xeon_8480() {
 
 TEST(HostDevice, Avx512AndAmxPeaks) {
   Device d = host_device(xeon_8480());
-  // 56 cores x 2 FMA units x 16 f32 lanes x 2 FLOP x 2.0 GHz = 7.17 TFLOP/s (hardware.md).
+  // 56 cores x 2 AVX-512 FMA units x 16 f32 lanes x 2 FLOP x 2.0 GHz = 7.17 TFLOP/s.
   EXPECT_DOUBLE_EQ(*d.peak(UnitKind::Vector, DType::F32), 56.0 * 2 * 16 * 2 * 2.0e9);
   EXPECT_DOUBLE_EQ(*d.peak(UnitKind::Vector, DType::F64), 56.0 * 2 * 8 * 2 * 2.0e9);
   EXPECT_DOUBLE_EQ(*d.peak(UnitKind::Vector, DType::BF16), 2 * 56.0 * 2 * 16 * 2 * 2.0e9);
@@ -128,7 +128,7 @@ TEST(HostDevice, Zen4RunsAvx512OnHalfWidthDatapaths) {
   f.clock_mhz->value = 2400;
   f.flags = {"avx2", "fma", "avx512f"};
   Device d = host_device(f);
-  // 96 x 2 pipes x 8 f32 x 2 x 2.4 GHz = 7.37 TFLOP/s (hardware.md, EPYC 9654 at base).
+  // 96 x 2 pipes x 8 f32 x 2 x 2.4 GHz = 7.37 TFLOP/s (AMD's EPYC 9654 at its base clock).
   EXPECT_DOUBLE_EQ(*d.peak(UnitKind::Vector, DType::F32), 96.0 * 2 * 8 * 2 * 2.4e9);
 }
 
