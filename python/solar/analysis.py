@@ -27,7 +27,7 @@ class ProgramOptions:
     strict: bool = False  # an op that cannot be lowered is an error
     real: bool = False  # capture on real tensors (validation always does)
     train: bool = False  # forward + backward (+ optimizer step)
-    eval_mode: bool = False  # --eval: a PyTorch module captured after model.eval()
+    eval_mode: bool = False  # --eval: model.eval() first (default: the module's own mode)
     optimizer: Optional[str] = None  # "sgd", "adam", "adamw" (with train)
     validate: bool = False  # run the program and the graph, compare outputs
     crosscheck: bool = True  # MACs against torch.utils.flop_counter.FlopCounterMode
@@ -35,7 +35,6 @@ class ProgramOptions:
     cache_aware: bool = True  # False: no cache-aware level and no ski-slope (huge graphs)
     max_mappings: Optional[int] = None  # per-einsum tiling search cap; None: the default
     reference: Optional[str] = None  # loop programs: a PyTorch/JAX/NumPy program to compare with
-    eval_mode: bool = False  # --eval: model.eval() first (default: the module's own mode)
     unroll: bool = False  # --unroll: RNN layers and JAX loops captured step by step
 
     def level_args(self) -> Dict[str, Any]:
@@ -91,19 +90,3 @@ def analyze_trace(trace: Dict[str, Any], file: str, options: ProgramOptions) -> 
         result.report.describe_program(mode=trace["mode"])
     return result
 
-
-def validation_trace(trace: Dict[str, Any], given_ops: Sequence[int]) -> Dict[str, Any]:
-    """The trace the executor runs to validate a capture: `trace` without the ops whose values
-    the framework gives (random draws, JAX's iota and random bits: the executor cannot
-    reproduce them), their outputs turned into constants fed with the framework's values."""
-    if not given_ops:
-        return trace
-    drop = set(given_ops)
-    given = set()
-    for i in drop:
-        given.update(t for t in trace["ops"][i]["outputs"] if t is not None)
-    out = dict(trace)
-    out["ops"] = [op for i, op in enumerate(trace["ops"]) if i not in drop]
-    out["tensors"] = [dict(t, role="constant") if t["id"] in given else t
-                      for t in trace["tensors"]]
-    return out

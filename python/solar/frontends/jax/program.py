@@ -10,7 +10,6 @@ show XLA's own cost analysis beside Solar's counts (report section `xla`).
 from __future__ import annotations
 
 import contextlib
-import math
 import random
 import warnings
 from typing import Any, Dict, List, Optional
@@ -18,10 +17,10 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from ... import _core, executor
-from ...analysis import (ProgramAnalysis, ProgramOptions, analyze_graph, lower_trace,
-                         validation_trace)
+from ...analysis import ProgramAnalysis, ProgramOptions, analyze_graph, lower_trace
 from ...errors import user_error
 from ...report import Report
+from ...validation import check_entry, validation_trace
 from . import capture as cap
 from .limits import check_real_run
 
@@ -126,11 +125,6 @@ def _args(prog: "cap.Program") -> List[Any]:
 # ---------------------------------------------------------------- validation
 
 
-def _finite(x: float) -> Optional[float]:
-    x = float(x)
-    return x if math.isfinite(x) else None
-
-
 def _executor_array(value: Any) -> np.ndarray:
     """A numpy array the executor reads: bf16/fp8 (ml_dtypes) as float32 (exact values)."""
     import jax
@@ -208,14 +202,8 @@ def validate_capture(c: "cap.Capture", prog: "cap.Program", file: str) -> Dict[s
     except (_core.UnsupportedError, _core.UserError) as e:
         section["reason"] = f"the graph could not be executed: {e}"
         return section
-    for ch in result.outputs:
-        t = graph.tensor(ch.name)
-        section["outputs"].append({
-            "name": ch.name, "trace_id": trace_ids.get(ch.name), "shape": list(t.shape),
-            "dtype": str(t.dtype).rsplit(".", 1)[-1],
-            "max_abs_error": _finite(ch.max_abs_error), "max_rel_error": _finite(ch.max_rel_error),
-            "atol": ch.atol, "rtol": ch.rtol, "mismatches": int(ch.mismatches),
-            "passed": bool(ch.passed)})
+    section["outputs"] = [check_entry(ch, graph, trace_ids.get(ch.name))
+                          for ch in result.outputs]
     if result.passed:
         section["status"] = "passed"
     else:

@@ -9,6 +9,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Any, Dict, List, Tuple
 
+from ... import validation
 from .trees import affine_form
 if TYPE_CHECKING:
     import numpy as np
@@ -54,14 +55,9 @@ def source_tensors(trace: Dict[str, Any]) -> List[Dict[str, Any]]:
 
 
 def check_entry(ch, graph, trace_id) -> Dict[str, Any]:
-    """One executor check (solar.Check) of a graph tensor as a `validation` entry."""
-    t = graph.tensor(ch.name)
-    finite = lambda v: float(v) if math.isfinite(float(v)) else None  # noqa: E731
-    return {"name": ch.name, "trace_id": trace_id, "shape": list(t.shape),
-            "dtype": str(t.dtype).rsplit(".", 1)[-1],
-            "max_abs_error": finite(ch.max_abs_error), "max_rel_error": finite(ch.max_rel_error),
-            "atol": ch.atol, "rtol": ch.rtol, "mismatches": int(ch.mismatches),
-            "passed": bool(ch.passed), **_worst(ch)}
+    """One executor check (solar.Check) of a graph tensor as a `validation` entry, with where
+    a failed check is worst."""
+    return {**validation.check_entry(ch, graph, trace_id), **_worst(ch)}
 
 
 def _worst(ch) -> Dict[str, Any]:

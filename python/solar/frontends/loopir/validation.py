@@ -11,6 +11,7 @@ import numpy as np
 
 from ... import executor
 from ...errors import user_error
+from ...validation import first_divergent_op
 from . import interpret
 from .checks import check_entry, source_tensors
 from .language import VALIDATION_SECONDS, is_integer_dtype
@@ -77,29 +78,6 @@ def _executor_array(x: np.ndarray, dtype: str) -> np.ndarray:
     return np.require(x, dtype=np.float32, requirements="C")
 
 
-def _first_divergent(result, lp: LoopProgram, graph, trace_ids: Dict[str, int]):
-    """The first graph op whose result leaves tolerance, with the loop statement that wrote
-    it (file:line), from the validation's intermediate checks."""
-    if result.first_divergent_op is None:
-        return None
-    op = next((o for o in graph.ops if o.name == result.first_divergent_op), None)
-    entry: Dict[str, Any] = {"op": result.first_divergent_op}
-    if op is not None:
-        entry["framework_op"] = op.framework_op
-    check = result.first_divergent_check
-    if check is not None:
-        tid = trace_ids.get(check.name)
-        for top in lp.trace["ops"]:
-            if tid in top["outputs"]:
-                k = top["outputs"].index(tid)
-                statements = top["args"].get("statements")
-                entry["file"] = top.get("file", "")
-                entry["line"] = statements[k]["line"] if statements else top.get("line", 0)
-                break
-        entry["tensor"] = check_entry(check, graph, tid)
-    return entry
-
-
 def time_limit() -> float:
     """The interpreter's wall-clock limit in seconds: VALIDATION_SECONDS, or
     $SOLAR_LOOP_VALIDATION_SECONDS when set (docs/loop-language.md, "Limits")."""
@@ -148,7 +126,8 @@ def validate(lp: LoopProgram, graph, trace_ids: Dict[str, int],
     if not result.passed:
         section["reason"] = "the lifted graph differs from the loop program: " + ", ".join(
             ch.name for ch in result.outputs if not ch.passed)
-        section["first_divergent_op"] = _first_divergent(result, lp, graph, trace_ids)
+        section["first_divergent_op"] = first_divergent_op(result, graph, trace_ids,
+                                                           lp.trace["ops"], check_entry)
     if reference is not None:
         section["reference"] = compare_reference(reference, lp, sources, values, graph,
                                                  trace_ids, inputs)

@@ -16,13 +16,13 @@ reason; a program all of whose outputs are excluded is "inconclusive", never "pa
 from __future__ import annotations
 
 import contextlib
-import math
 import random
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
 from ... import _core, analysis, executor
+from ...validation import check_entry, enum_name, first_divergent_op, validation_trace
 from .capture import CaptureRecord, capture_loaded, check_program, is_row_major, load_program
 from .crosscheck import attach_crosscheck
 
@@ -87,17 +87,6 @@ def _capture_seeded(path: str, options, record) -> Dict[str, Any]:
                           eval_mode=options.eval_mode, unroll=options.unroll)
 
 
-def _finite(x: float) -> Optional[float]:
-    """JSON has no inf/NaN: a non-finite error is written as null (report convention)."""
-    x = float(x)
-    return x if math.isfinite(x) else None
-
-
-def _enum_name(d: Any) -> str:
-    """"f32" for DType.f32, "output" for Role.output, "move" for OpKind.move."""
-    return str(d).rsplit(".", 1)[-1]
-
-
 def _reference(value: Any, tensor: Any) -> Any:
     """The framework's value as the executor compares it: complex values as (re, im) pairs
     in a trailing dimension, as the lowering holds them."""
@@ -114,7 +103,7 @@ def _graph_io(graph) -> Tuple[List[Any], List[Any], List[Any]]:
     """(sources, outputs, intermediates) of a graph, as Tensor objects."""
     sources, outputs, inner = [], [], []
     for t in graph.tensors:
-        role = _enum_name(t.role)
+        role = enum_name(t.role)
         if role == "output":
             outputs.append(t)
         elif role == "intermediate":
@@ -124,30 +113,14 @@ def _graph_io(graph) -> Tuple[List[Any], List[Any], List[Any]]:
     return sources, outputs, inner
 
 
-def _check_dict(c: Any, trace_id: Optional[int], graph) -> Dict[str, Any]:
-    t = graph.tensor(c.name)
-    return {
-        "name": c.name,
-        "trace_id": trace_id,
-        "shape": list(t.shape),
-        "dtype": _enum_name(t.dtype),
-        "max_abs_error": _finite(c.max_abs_error),
-        "max_rel_error": _finite(c.max_rel_error),
-        "atol": c.atol,
-        "rtol": c.rtol,
-        "mismatches": int(c.mismatches),
-        "passed": bool(c.passed),
-    }
-
-
 class _Prepared:
     """A validation trace lowered, with the executor's inputs and references."""
 
     def __init__(self, trace: Dict[str, Any], record, file: str, with_intermediates: bool):
-        self.vtrace = analysis.validation_trace(trace, record.random_ops)
+        self.vtrace = validation_trace(trace, record.random_ops)
         self.graph, self.notes, self.trace_ids = analysis.lower_trace(self.vtrace, file, False)
         graph = self.graph
-        self.unanalyzed = [op for op in graph.ops if _enum_name(op.kind) == "unanalyzed"]
+        self.unanalyzed = [op for op in graph.ops if enum_name(op.kind) == "unanalyzed"]
         sources, outputs, inner = _graph_io(graph)
         self.inputs: Dict[str, Any] = {}
         self.references: Dict[str, Any] = {}
@@ -214,7 +187,7 @@ def _strided_aliases(graph, trace: Dict[str, Any], trace_ids: Dict[str, int]) ->
     value is not the view's value and must not be compared as an intermediate."""
     out = set()
     for op in graph.ops:
-        if _enum_name(op.kind) != "move":
+        if enum_name(op.kind) != "move":
             continue
         for name in graph.output_names(op):
             tid = trace_ids.get(name)
@@ -239,7 +212,7 @@ def _moved_from_given(graph, producer, name: str, given: set) -> Optional[str]:
             found = found or t
             continue
         op = producer.get(t)
-        if op is None or _enum_name(op.kind) != "move":
+        if op is None or enum_name(op.kind) != "move":
             return None
         stack.extend(graph.input_names(op))
     return found
@@ -349,7 +322,7 @@ def validate_capture(
         return section
     tids = prepared.trace_ids
     checks = [c for c in result.outputs if c.name not in prepared.skip]
-    section["outputs"] = [_check_dict(c, tids.get(c.name), prepared.graph) for c in checks]
+    section["outputs"] = [check_entry(c, prepared.graph, tids.get(c.name)) for c in checks]
     if all(c.passed for c in checks):
         section["status"] = "passed"
         return section
@@ -376,21 +349,5 @@ def _locate(result, prepared: _Prepared, trace, file: str, rerun) -> Optional[Di
         if result.passed:
             return {"op": None, "reason": "the seeded re-run passed: the failure did not "
                     "reproduce"}
-    if result.first_divergent_op is None:
-        return None
-    graph = prepared.graph
-    op = next((o for o in graph.ops if o.name == result.first_divergent_op), None)
-    entry: Dict[str, Any] = {"op": result.first_divergent_op}
-    if op is not None:
-        entry["framework_op"] = op.framework_op
-    check = result.first_divergent_check
-    if check is not None:
-        tid = prepared.trace_ids.get(check.name)
-        # The trace op that wrote the tensor: its program line.
-        for top in prepared.vtrace["ops"]:
-            if tid is not None and tid in top["outputs"]:
-                entry["file"] = top.get("file", "")
-                entry["line"] = top.get("line", 0)
-                break
-        entry["tensor"] = _check_dict(check, tid, graph)
-    return entry
+    return first_divergent_op(result, prepared.graph, prepared.trace_ids,
+                              prepared.vtrace["ops"])
