@@ -20,7 +20,7 @@ pytest.importorskip("flax")
 
 from conftest import EXAMPLES  # noqa: E402
 
-from solar.frontends.jax.capture import load_program  # noqa: E402
+from solar.frontends.jax.program import load_program  # noqa: E402
 from solar.programs import ProgramOptions, analyze_file  # noqa: E402
 
 F32 = 4  # bytes per float32 / int32 element

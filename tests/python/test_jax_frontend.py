@@ -18,7 +18,8 @@ jnp = pytest.importorskip("jax.numpy")
 import solar  # noqa: E402
 from conftest import EXAMPLES, run_solar  # noqa: E402
 
-from solar.frontends.jax.capture import capture, is_jax_program  # noqa: E402
+from solar.frontends.jax.capture import capture  # noqa: E402
+from solar.program_source import is_jax_program  # noqa: E402
 
 
 def _rand(*shape, seed=0):

@@ -17,8 +17,8 @@ jnp = pytest.importorskip("jax.numpy")
 lax = pytest.importorskip("jax.lax")
 
 from solar.analysis import ProgramOptions  # noqa: E402
-from solar.frontends.jax import capture as cap  # noqa: E402
 from solar.frontends.jax import program as jprog  # noqa: E402
+from solar.frontends.jax.recorder import REPEAT_OP  # noqa: E402
 
 B, D, H = 2, 8, 16
 
@@ -33,7 +33,7 @@ def _sds(*shape, dtype=np.float32):
 
 def _analysis(fn, *args, unroll=False, validate=False):
     """(ProgramAnalysis, Capture) of fn(*args)."""
-    prog = cap.Program(fn, None, list(args), getattr(fn, "__name__", "program"))
+    prog = jprog.Program(fn, None, list(args), getattr(fn, "__name__", "program"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         c = jprog._capture(prog, "", values=True if validate else None, unroll=unroll)
@@ -44,7 +44,7 @@ def _analysis(fn, *args, unroll=False, validate=False):
 
 
 def _repeats(trace_ops):
-    return [o for o in trace_ops if o["op"] == f"jax::{cap.REPEAT_OP}"]
+    return [o for o in trace_ops if o["op"] == f"jax::{REPEAT_OP}"]
 
 
 def _totals(result):

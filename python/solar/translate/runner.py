@@ -31,7 +31,7 @@ import numpy as np
 
 from .. import programs
 from ..analysis import ProgramOptions
-from ..frontends.jax.capture import load_program, program_from_module  # no jax import
+from ..frontends.jax.program import load_program, program_from_module  # no jax import
 from ..frontends.loopir.language import canonical_dtype
 
 SEED = 0

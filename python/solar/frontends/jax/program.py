@@ -9,8 +9,13 @@ show XLA's own cost analysis beside Solar's counts (report section `xla`).
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import dataclasses
+import os
 import random
+import sys
+import types
 import warnings
 from typing import Any, Dict, List, Optional
 
@@ -19,9 +24,12 @@ import numpy as np
 from ... import _core, executor
 from ...analysis import ProgramAnalysis, ProgramOptions, analyze_graph, lower_trace
 from ...errors import user_error
+from ...program_source import OverrideError, ProgramFormatError, inject_overrides
 from ...report import Report
 from ...validation import check_entry, validation_trace
 from . import capture as cap
+from .encoding import concrete
+from .recorder import REPEAT_OP
 from .limits import check_real_run
 
 TOOL = "solar executor"
@@ -50,15 +58,16 @@ def analyze_file(path: str, options: Optional[ProgramOptions] = None) -> Program
     options = options or ProgramOptions()
     if options.train or options.optimizer:
         raise user_error("--train/--optimizer are not supported for JAX programs yet", "usage")
-    check_real_run(path, options)  # a real run that would not fit in memory: refused first
+    # A real run that would not fit in memory: refused first.
+    check_real_run(path, options, lambda overrides: _abstract_trace(path, overrides))
     try:
         real = options.validate or options.real
         with _seeded_generators():
-            mod = cap.load_program(path, options.overrides)
-            prog = cap.program_from_module(mod, path, abstract=not real)
-    except cap.OverrideError as e:
+            mod = load_program(path, options.overrides)
+            prog = program_from_module(mod, path, abstract=not real)
+    except OverrideError as e:
         raise user_error(str(e), "usage") from None
-    except cap.ProgramFormatError as e:
+    except ProgramFormatError as e:
         raise user_error(str(e), "parse") from None
     unroll = bool(getattr(options, "unroll", False))  # --unroll: every loop unrolled
     c = _capture(prog, path, values=None, unroll=unroll)
@@ -67,7 +76,7 @@ def analyze_file(path: str, options: Optional[ProgramOptions] = None) -> Program
         warnings.warn(f"solar: {path}: data-dependent control flow: captured again on the "
                       "real inputs", RuntimeWarning, stacklevel=2)
         with _seeded_generators():
-            prog = cap.program_from_module(mod, path, abstract=False)
+            prog = program_from_module(mod, path, abstract=False)
         c = _capture(prog, path, values=None, unroll=unroll)
     if options.validate and _missing_given(c):
         c = _capture(prog, path, values=True, unroll=unroll)
@@ -105,7 +114,7 @@ def _missing_given(c: "cap.Capture") -> bool:
     return any(t not in c.values for i in c.given_ops for t in c.trace["ops"][i]["outputs"])
 
 
-def _capture(prog: "cap.Program", source: str, values,
+def _capture(prog: "Program", source: str, values,
              unroll_cap: Optional[int] = None, unroll: bool = False) -> "cap.Capture":
     n = len(prog.inputs)
     cap_ops = cap.UNROLL_CAP if unroll_cap is None else int(unroll_cap)
@@ -118,8 +127,86 @@ def _capture(prog: "cap.Program", source: str, values,
                        arg_names=["params"] + [f"x{k}" for k in range(n)])
 
 
-def _args(prog: "cap.Program") -> List[Any]:
+def _args(prog: "Program") -> List[Any]:
     return ([] if prog.params is None else [prog.params]) + list(prog.inputs)
+
+
+# ---------------------------------------------------------------- program files
+
+
+def load_program(path: str, overrides: Optional[Dict[str, str]] = None):
+    """Executes the program file as a module. `overrides` (NAME -> VALUE text, a Python
+    literal or else a string) inject `NAME = VALUE` right after each top-level assignment of
+    NAME, as the PyTorch frontend does; a NAME the file never assigns raises OverrideError."""
+    path = os.path.abspath(path)
+    with open(path, encoding="utf-8") as f:
+        tree = inject_overrides(ast.parse(f.read(), filename=path), path, overrides)
+    # Registered under a private name: dataclasses (Flax modules) look their module up.
+    name = "_solar_jax_program_" + "".join(
+        ch if ch.isalnum() else "_" for ch in os.path.splitext(os.path.basename(path))[0])
+    mod = types.ModuleType(name)
+    mod.__file__ = path
+    sys.modules[name] = mod
+    exec(compile(tree, path, "exec"), mod.__dict__)
+    return mod
+
+
+@dataclasses.dataclass
+class Program:
+    """A loaded JAX program as a pure function of (parameters, inputs)."""
+
+    fn: Any  # fn(params, *inputs) or fn(*inputs)
+    params: Any  # a pytree, or None
+    inputs: List[Any]
+    name: str
+
+
+def program_from_module(mod, path: str, abstract: bool) -> Program:
+    """The program a file defines: `forward(*inputs)` with `get_inputs()`, or a Flax
+    `Model` with `get_init_inputs()` and `get_inputs()` (initialized with PRNGKey(0)).
+    abstract: inputs and parameters as shapes only (jax.eval_shape), no data made."""
+    import jax
+
+    name = os.path.splitext(os.path.basename(path))[0]
+    if not hasattr(mod, "get_inputs"):
+        raise ProgramFormatError(f"{path}: a JAX program defines get_inputs() and forward() "
+                                 "or a Flax Model")
+
+    def inputs():
+        if abstract:
+            try:
+                return list(jax.eval_shape(lambda: list(mod.get_inputs())))
+            except Exception:
+                pass
+        return list(mod.get_inputs())
+
+    if hasattr(mod, "forward"):
+        return Program(mod.forward, None, inputs(), name)
+    if hasattr(mod, "Model"):
+        init_args = list(mod.get_init_inputs()) if hasattr(mod, "get_init_inputs") else []
+        model = mod.Model(*init_args)
+        xs = inputs()
+        key = jax.random.PRNGKey(0)
+        if abstract:
+            variables = jax.eval_shape(lambda k, *a: model.init(k, *a), key, *xs)
+        else:
+            variables = jax.jit(model.init)(key, *xs)  # one compilation, not one per op
+
+        def apply(variables, *a):
+            return model.apply(variables, *a)
+
+        apply.solar_root_module = type(model).__name__  # the name stacks' first component
+
+        return Program(apply, variables, xs, name)
+    raise ProgramFormatError(f"{path}: a JAX program defines forward(*inputs) or a Flax Model "
+                             "class next to get_inputs()")
+
+
+def _abstract_trace(path: str, overrides: Dict[str, str]) -> Dict[str, Any]:
+    """The OpTrace of the program at `path` (with `overrides`) captured on abstract values:
+    what the memory check before a real run estimates (limits.check_real_run)."""
+    prog = program_from_module(load_program(path, overrides), path, abstract=True)
+    return _capture(prog, path, values=False).trace
 
 
 # ---------------------------------------------------------------- validation
@@ -147,7 +234,7 @@ def _executor_array(value: Any) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def validate_capture(c: "cap.Capture", prog: "cap.Program", file: str) -> Dict[str, Any]:
+def validate_capture(c: "cap.Capture", prog: "Program", file: str) -> Dict[str, Any]:
     """The `validation` section: the program run by JAX (jax.jit) on the real inputs, the
     lowered graph run by Solar's executor on the same inputs, parameters and constants, and
     every program output compared under the tolerance of its dtype."""
@@ -219,7 +306,7 @@ def _count(x) -> int:
     return int(x) if not isinstance(x, str) else int(x)
 
 
-def xla_crosscheck(report: Report, prog: "cap.Program", c: "cap.Capture") -> Dict[str, Any]:
+def xla_crosscheck(report: Report, prog: "Program", c: "cap.Capture") -> Dict[str, Any]:
     """Solar's FLOPs and bytes beside XLA's HloCostAnalysis of the compiled program, with
     the known differences stated. Never fails the analysis: a program XLA cannot compile
     here gets a section saying why."""
@@ -240,7 +327,7 @@ def xla_crosscheck(report: Report, prog: "cap.Program", c: "cap.Capture") -> Dic
     xla = {"flops": ca.get("flops"), "transcendentals": ca.get("transcendentals"),
            "bytes_accessed": ca.get("bytes accessed")}
     loops = [o for o in c.trace["ops"] if o["args"].get("synthetic")
-             or o["op"] == f"jax::{cap.REPEAT_OP}"]
+             or o["op"] == f"jax::{REPEAT_OP}"]
     notes = [
         "1 MAC = 2 FLOP in both; XLA counts one FLOP per elementwise op and reduction step as "
         "Solar's vector_flops do, and its transcendentals are Solar's special_ops.",
@@ -289,8 +376,8 @@ def analyze_jax(fn, *args, arch="H100_SXM", policy: str = "pytorch-default",
     archs = [arch] if isinstance(arch, str) else list(arch)
     options = ProgramOptions(archs=archs, policy=policy, cache_state=cache_state, strict=strict)
     name = getattr(fn, "__name__", "program")
-    prog = cap.Program(fn, params, list(args), name)
-    if validate and not all(cap._concrete(x) for x in jax_leaves(_args(prog))):
+    prog = Program(fn, params, list(args), name)
+    if validate and not all(concrete(x) for x in jax_leaves(_args(prog))):
         raise user_error("analyze_jax(validate=True) runs the program: give arrays, not "
                          "jax.ShapeDtypeStruct", "usage")
     c = _capture(prog, "", values=None, unroll_cap=unroll_cap, unroll=unroll)
@@ -313,7 +400,3 @@ def jax_leaves(tree) -> List[Any]:
 
     return jax.tree_util.tree_leaves(tree)
 
-
-def is_jax_program(path: str) -> bool:
-    """Whether `solar analyze PATH` should use this frontend (see capture.is_jax_program)."""
-    return cap.is_jax_program(path)
