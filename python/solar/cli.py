@@ -38,7 +38,7 @@ from .shrink import int_constants, shrink_ladder
 # tests/python/test_architecture.py.
 _COMMANDS = {
     "bench": lambda: importlib.import_module("solar.bench"),
-    "suite": lambda: importlib.import_module("solar.suite"),
+    "suite": lambda: importlib.import_module("solar.suite.cli"),
     "sweep": lambda: importlib.import_module("solar.sweep.cli"),  # Dask: programs x grids
     "translate": lambda: importlib.import_module("solar.translate.cli"),  # a language model
 }

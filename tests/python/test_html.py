@@ -16,7 +16,8 @@ from conftest import EXAMPLES, GOLDEN, run_solar
 
 import solar
 import solar.html
-from solar import _core, headroom, suite
+from solar import _core, headroom
+from solar.suite.outputs import SUITE_SCHEMA, summarize
 from solar.html import charts
 from solar.html.fmt import exact
 
@@ -331,9 +332,9 @@ def _suite_doc(tmp_path):
         "min": k * e["devices"]["H100_SXM"]["fused"]["seconds"] * 1e3,
         "mean": k * e["devices"]["H100_SXM"]["fused"]["seconds"] * 1e3}
         for e, k in zip(entries[:2], (3.0, 1.5))}}
-    summary = suite.summarize(entries, [], 1.0)
+    summary = summarize(entries, [], 1.0)
     summary["headroom"] = headroom.join(entries, timings, "H100_SXM")
-    return {"schema": suite.SUITE_SCHEMA, "options": {"dir": "kb", "archs": ["H100_SXM"]},
+    return {"schema": SUITE_SCHEMA, "options": {"dir": "kb", "archs": ["H100_SXM"]},
             "programs": entries, "summary": summary}
 
 

@@ -19,7 +19,7 @@ from .. import _core
 from ..atomic_write import write_atomically
 from ..errors import command, parse_args
 from ..models import estimate as model_estimate
-from ..suite import Progress
+from ..suite.progress import Progress
 from . import plot, run, table
 from . import spec as spec_mod
 
