@@ -363,7 +363,10 @@ def test_the_cxx_executable_refuses_an_unwritable_folder_alike(unprivileged_dir)
     if not exe.exists():
         pytest.skip("the C++ executable is not built (build/cpp/solar)")
     folder = _unwritable_folder(unprivileged_dir)
-    r = subprocess.run([str(exe), "analyze", "g.solar", "--json", "r.json"], cwd=folder,
+    # A copy the unprivileged user can reach (the checkout may sit in a folder it cannot enter)
+    reachable = unprivileged_dir / "solar"
+    shutil.copy2(exe, reachable)
+    r = subprocess.run([str(reachable), "analyze", "g.solar", "--json", "r.json"], cwd=folder,
                        capture_output=True, text=True, user=65534, group=65534, timeout=120)
     assert r.returncode == 3 and r.stdout == ""
     assert "cannot write 'r.json': folder '.' does not accept new files" in r.stderr
