@@ -1,5 +1,6 @@
 // Private to src/ir: the tokenizer and the affine/combine/number grammar shared by the text
-// form (text.cc) and the JSON form (json.cc), and their canonical printers.
+// form (text_parse.cc, text_print.cc) and the JSON form (json.cc), and their canonical
+// printers.
 //
 // Both forms write affine subscripts, masks and combine expressions in the same syntax
 // (docs/ir-text.md), so both go through these functions: one grammar, one set of errors.

@@ -1,3 +1,5 @@
+// The text form (src/ir/text_parse.cc, text_print.cc): what the parser reads, the printer's
+// canonical text, round trips, and errors that name what is wrong and where.
 #include "solar/ir/text.h"
 
 #include <gtest/gtest.h>
@@ -169,6 +171,54 @@ d = f32[4,4] einsum [i,j=4] none $0 (a[i,0]) -> [i,j] where j <= i, i - 1 >= 0 -
                    "i+j-1 >= 0"),
             std::string::npos)
       << p;
+}
+
+// The printer's exact text for every construct it writes (sources with every annotation,
+// module classes, each op kind and trailing clause, a repeat body, quoted names): a fixed point
+// of parsing and printing. Saved traces, goldens and the fuzz targets depend on this text
+// staying the same byte for byte.
+TEST(TextPrint, CanonicalTextOfEveryConstruct) {
+  const std::string canonical = R"(graph "every construct" {frontend="torch"}
+module "" "Net"
+module "blk.0" "Block"
+q = bf16[2,4,8]{dims="B,S,D"} input
+w4 = i4[8,8]{sparsity="2:4"} weight
+w = f32[8,8]{zeros=0.25} weight
+w24 = f32[8,8]{sparsity="2:4", zeros=0.75} weight
+c = i64[] constant
+s = f32[2,4,4] einsum [b=2,s=4,t=4,d=8] sum mul($0,$1) (q[b,s,d], q[b,t,d]) -> [b,s,t] hint "attention" module "blk.0"
+m = f32[2,4,4] einsum [b=2,s=4,t=4] none mul($0,0.125) (s[b,s,t]) -> [b,s,t] where s-t >= 0
+y = f32[2,4,8]{output} einsum [b=2,s=4,e=8,d=8] sum mul($0,$1) (q[b,s+d-1,d] pad 0, w[d,e]) -> [b,s,e]
+t = bf16[4,2,8] move permute {note="a \"q\"", perm=[1,0,2], value=1.0} (q) from "aten::permute" at "model.py:42"
+v, i = f32[2,4], i64[2,4] opaque "topk" {vector_flops=64, special_ops=0, bytes="100000000000000000000000", assumption="n log n", k=2} (s) name "topk_1"
+f = f32[2,5] unanalyzed "aten::_fft_r2c" {reason="no FFT"} (q) at "model.py"
+h, hs = f32[2,4], f32[4,2,4] repeat 4 reverse (carried v as h0 next h1, sliced s axis 1 as st, invariant c as cc) -> (last h1, stacked h1 axis 0) {
+  h0 = f32[2,4] input
+  st = f32[2,4] input
+  cc = i64[] input
+  h1 = f32[2,4]{output} einsum [b=2,k=4] none add($0,$1) (h0[b,k], st[b,k]) -> [b,k]
+}
+"x:0" = f32[4] input
+"out 0" = f32[4]{output} einsum [i=4] none select(gt($0,-inf),$0,nan) ("x:0"[i-1] pad -inf) -> [i]
+)";
+  EXPECT_EQ(print_graph(parse_graph(canonical, "in.txt")), canonical);
+}
+
+// Input written loosely prints in the canonical form: a shorthand einsum as the full form,
+// extents filled in, a mask as `expr >= 0`, attributes in name order.
+TEST(TextPrint, LooseInputPrintsCanonically) {
+  Graph g = parse_graph(R"(
+q = bf16[2,4,8] input
+s = f32[2,4,4] einsum "bsd,btd->bst" (q, q)
+m = f32[2,4,4] einsum [b,s,t] none $0 (s[b,s,t]) -> [b,s,t] where t <= s
+t = bf16[4,2,8] move permute {perm=[1,0,2], note="n", value=1.0} (q)
+)");
+  EXPECT_EQ(print_graph(g), R"(graph graph
+q = bf16[2,4,8] input
+s = f32[2,4,4] einsum [b=2,s=4,t=4,d=8] sum mul($0,$1) (q[b,s,d], q[b,t,d]) -> [b,s,t]
+m = f32[2,4,4] einsum [b=2,s=4,t=4] none $0 (s[b,s,t]) -> [b,s,t] where s-t >= 0
+t = bf16[4,2,8] move permute {note="n", perm=[1,0,2], value=1.0} (q)
+)");
 }
 
 TEST(TextParse, ShorthandSingleOperandAndImplicitOutput) {
