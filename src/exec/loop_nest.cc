@@ -254,8 +254,7 @@ void run_loop_nest(const LoopSpec& spec, int threads) {
   LoopPlan p;
   p.extent = spec.extents;
   if (p.extent.empty()) p.extent.push_back(1);  // a scalar einsum: one virtual index
-  for (std::int64_t e : p.extent)
-    if (e < 1) throw InternalError("loop nest over an empty index", __FILE__, __LINE__);
+  for (std::int64_t e : p.extent) SOLAR_CHECK(e >= 1, "loop nest over an empty index");
 
   std::vector<Storage> storages;
   std::vector<std::optional<double>> pads;

@@ -87,7 +87,7 @@ void run_loop_nest(const LoopSpec& spec, int threads);
 // Fills `n` elements of `data` (in `storage`) with `value` converted to that storage.
 void fill_storage(void* data, Storage storage, std::int64_t n, double value, int threads);
 
-// ---- the plan handed to the ISA-specific executors (loop_exec.inc) ----
+// ---- the plan handed to the ISA-specific executors (loop_exec.inc and its parts) ----
 
 // One instruction of a compiled combine expression over slots: operands first, then
 // constants, then temporaries. `scalar[slot]` says whether a slot holds one value for the

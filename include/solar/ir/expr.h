@@ -68,7 +68,7 @@ enum class ExprOp {
 inline constexpr ExprOp kLastExprOp = ExprOp::IDiv;
 
 // What the parser, the printer and the cost model know of a function: one row per ExprOp.
-// Adding a function is one row here and its evaluation in the executor (exec/loop_exec.inc).
+// Adding a function is one row here and its evaluation in the executor (exec/loop_ops.inc).
 struct ExprOpInfo {
   ExprOp op;
   std::string_view name;  // as written in the text form: add, mul, exp, select, ...

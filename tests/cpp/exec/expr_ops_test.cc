@@ -1,5 +1,5 @@
 // The rounding, remainder, bit and bit-reinterpreting combine functions in the executor
-// (src/exec/loop_exec.inc): exact integer semantics in the einsum's integer type (wrap-around,
+// (src/exec/loop_ops.inc): exact integer semantics in the einsum's integer type (wrap-around,
 // shifts by the width or more, arithmetic vs logical shifts), round half to even, and the
 // f32 <-> int32 bit patterns. Expected values are written from the definitions.
 #include <gtest/gtest.h>
