@@ -11,6 +11,7 @@
 
 #include "solar/ir/graph.h"
 #include "solar/util/count.h"
+#include "solar/util/int_math.h"
 
 namespace solar::cost::detail {
 
@@ -18,19 +19,8 @@ namespace solar::cost::detail {
 // cannot overflow it, so no intermediate wraps silently.
 using I128 = __int128;
 
-template <typename T>
-T floor_div(T a, T b) {  // b > 0
-  T q = a / b;
-  if (a % b != 0 && a < 0) --q;
-  return q;
-}
-
-template <typename T>
-T ceil_div(T a, T b) {  // b > 0
-  T q = a / b;
-  if (a % b != 0 && a > 0) ++q;
-  return q;
-}
+using solar::ceil_div;
+using solar::floor_div;
 
 // A non-negative 128-bit value as a Count.
 Count to_count(I128 v);

@@ -7,6 +7,7 @@
 #include "fmt/format.h"
 #include "fusion_impl.h"
 #include "solar/util/errors.h"
+#include "solar/util/int_math.h"
 #include "storage.h"
 
 namespace solar::tiling {
@@ -17,8 +18,6 @@ using detail::SegmentValue;
 using detail::Wide;
 
 namespace {
-
-Wide ceil_div(Wide a, Wide b) { return (a + b - 1) / b; }
 
 // The names of some roots, for details: the first four, then how many more.
 std::string names(const GraphTrafficModel::Impl& m, const std::vector<std::uint32_t>& roots) {
@@ -43,7 +42,7 @@ Wide output_step_bytes(const TilingProblem& p, int rank, std::int64_t tile, int 
     const int r = d.terms[0].rank;
     n *= static_cast<Wide>(r == rank ? tile : r == batch_rank || r == key_rank ? 1 : d.extent);
   }
-  return ceil_div(detail::StorageRule(out).bits(n), 8);
+  return ceil_div(detail::StorageRule(out).bits(n), Wide{8});
 }
 
 }  // namespace
@@ -267,7 +266,7 @@ SegmentValue GraphTrafficModel::Impl::fused(const SegmentPlan& pl, int a, int b,
         Wide total = detail::add_sat(fixed, loaded), buf = base;
         auto reserve = [&](int i) {
           return ceil_div((tl.reserve_bits_per_row[i] + tl.held_bits_per_row) *
-                              static_cast<Wide>(p), 8);
+                              static_cast<Wide>(p), Wide{8});
         };
         bool fits = true;
         for (int i = 0; i < len && fits; ++i) fits = reserve(i) + base <= s;
@@ -336,7 +335,7 @@ SegmentValue GraphTrafficModel::Impl::fused(const SegmentPlan& pl, int a, int b,
                 flash ? fmt::format(", flash-style over key rank '{}' ({} keys, one at a time; "
                                     "{} held per row tile)",
                                     tl.key_name, tl.keys,
-                                    detail::mib(ceil_div(tl.held_bits_per_row * p, 8)))
+                                    detail::mib(ceil_div(tl.held_bits_per_row * p, Wide{8})))
                       : std::string(),
                 v == 1 ? fmt::format("weights resident ({} held, read once)",
                                      detail::mib(base - tl.accumulator_bytes))

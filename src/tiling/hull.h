@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "solar/tiling/problem.h"
+#include "solar/util/int_math.h"
 
 namespace solar::tiling::detail {
 
@@ -27,6 +28,7 @@ HullStats hull_stats(const DimAccess& d, const std::vector<std::int64_t>& tile,
 HullStats plain_stats(std::int64_t n, std::int64_t t, std::int64_t dim_extent,
                       std::int64_t group = 1);
 
-inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+using solar::ceil_div;
+using solar::floor_div;
 
 }  // namespace solar::tiling::detail

@@ -3,20 +3,13 @@
 #include <algorithm>
 
 #include "solar/util/errors.h"
+#include "solar/util/int_math.h"
 
 namespace solar::tiling::detail {
 
 namespace {
 
 using I128 = __int128;
-
-I128 floor_div(I128 a, I128 b) {  // b > 0
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-
-I128 ceil_div_signed(I128 a, I128 b) {  // b > 0
-  return -floor_div(-a, b);
-}
 
 }  // namespace
 
@@ -104,14 +97,14 @@ Wide LiveTiles::compute(const std::vector<std::int64_t>& tile,
         if (rest < 0) hi = -1;
       } else if (a > 0) {
         // a * last_y + rest >= 0: last_y >= need, the tile's last point min(n, (c+1)t) - 1.
-        const I128 need = ceil_div_signed(-rest, a);
+        const I128 need = ceil_div(-rest, a);
         if (need > n[y] - 1) hi = -1;
-        else if (need >= 0) lo = std::max(lo, ceil_div_signed(need + 1, t[y]) - 1);
+        else if (need >= 0) lo = std::max(lo, ceil_div(need + 1, I128{t[y]}) - 1);
       } else {
         // a * first_y + rest >= 0: first_y = c t <= rest / -a.
         const I128 lim = floor_div(rest, -a);
         if (lim < 0) hi = -1;
-        else hi = std::min(hi, floor_div(lim, t[y]));
+        else hi = std::min(hi, floor_div(lim, I128{t[y]}));
       }
     }
     if (lo <= hi) {

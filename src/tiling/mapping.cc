@@ -14,14 +14,6 @@ namespace solar::tiling {
 
 namespace detail {
 
-namespace {
-
-std::int64_t floor_div(std::int64_t a, std::int64_t b) {
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-
-}  // namespace
-
 HullStats plain_stats(std::int64_t n, std::int64_t t, std::int64_t dim_extent, std::int64_t group) {
   // Tiles partition [0, n); the part inside [0, D) sums to L = min(n, D).
   const std::int64_t L = std::min(n, dim_extent);
