@@ -41,6 +41,7 @@ std::optional<IndexPos> AffineExpr::as_plain_index() const {
 }
 
 namespace {
+
 // Bounds are summed in 128 bits and saturated to the 64-bit range: a huge coefficient or
 // extent gives a bound at the limit (still outside any real tensor) instead of wrapping.
 std::int64_t saturate(__int128 v) {
@@ -68,6 +69,72 @@ std::int64_t AffineExpr::min_value(const std::vector<std::int64_t>& extents) con
 
 std::int64_t AffineExpr::max_value(const std::vector<std::int64_t>& extents) const {
   return saturate(bound(terms_, constant_, extents, true));
+}
+
+AffineOverflow::AffineOverflow()
+    : UserError(UserError::Kind::InvalidGraph,
+                "affine index arithmetic leaves the 64-bit range (a coefficient or offset is too "
+                "large)") {}
+
+namespace {
+
+using I128 = __int128;
+
+std::int64_t fit(I128 v) {
+  if (v > INT64_MAX || v < INT64_MIN) throw AffineOverflow();
+  return static_cast<std::int64_t>(v);
+}
+
+// ka * a + kb * b + c, exact: each coefficient and the constant are computed in 128 bits (no
+// product or sum of 64-bit values leaves it) and must fit 64 bits at the end.
+AffineExpr linear(std::int64_t ka, const AffineExpr& a, std::int64_t kb, const AffineExpr& b,
+                  I128 c) {
+  std::vector<AffineTerm> terms;
+  terms.reserve(a.terms().size() + b.terms().size());
+  auto x = a.terms().begin(), y = b.terms().begin();
+  while (x != a.terms().end() || y != b.terms().end()) {
+    IndexPos i;
+    I128 v = 0;
+    if (y == b.terms().end() || (x != a.terms().end() && x->index < y->index)) {
+      i = x->index;
+      v = I128{ka} * x->coef;
+      ++x;
+    } else if (x == a.terms().end() || y->index < x->index) {
+      i = y->index;
+      v = I128{kb} * y->coef;
+      ++y;
+    } else {
+      i = x->index;
+      v = I128{ka} * x->coef + I128{kb} * y->coef;
+      ++x;
+      ++y;
+    }
+    if (v != 0) terms.push_back({i, fit(v)});
+  }
+  return AffineExpr::make(std::move(terms),
+                          fit(I128{ka} * a.constant_term() + I128{kb} * b.constant_term() + c));
+}
+
+}  // namespace
+
+AffineExpr operator+(const AffineExpr& a, const AffineExpr& b) { return linear(1, a, 1, b, 0); }
+AffineExpr operator-(const AffineExpr& a, const AffineExpr& b) { return linear(1, a, -1, b, 0); }
+AffineExpr operator-(const AffineExpr& a) { return linear(-1, a, 0, AffineExpr(), 0); }
+AffineExpr operator*(std::int64_t k, const AffineExpr& a) { return linear(k, a, 0, AffineExpr(), 0); }
+AffineExpr operator+(const AffineExpr& a, std::int64_t c) { return linear(1, a, 0, AffineExpr(), c); }
+
+AffineExpr operator-(const AffineExpr& a, std::int64_t c) {
+  return linear(1, a, 0, AffineExpr(), -I128{c});
+}
+
+std::optional<AffineExpr> substitute(const AffineExpr& e,
+                                     const std::vector<std::optional<AffineExpr>>& repl) {
+  AffineExpr out = AffineExpr::constant(e.constant_term());
+  for (const AffineTerm& t : e.terms()) {
+    if (t.index >= static_cast<IndexPos>(repl.size()) || !repl[t.index]) return std::nullopt;
+    out = out + t.coef * *repl[t.index];
+  }
+  return out;
 }
 
 std::int64_t AffineExpr::evaluate(const std::int64_t* index_values) const {

@@ -56,28 +56,26 @@ std::int64_t checked(std::int64_t v) {
   if (v <= -kIndexLimit || v >= kIndexLimit) index_overflow();
   return v;
 }
-std::int64_t checked_mul(std::int64_t a, std::int64_t b) {
-  std::int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) index_overflow();
-  return checked(r);
-}
 std::int64_t checked_add(std::int64_t a, std::int64_t b) {
   std::int64_t r;
   if (__builtin_add_overflow(a, b, &r)) index_overflow();
   return checked(r);
 }
 
+// `e` when its coefficients and constant are within the limit.
+const AffineExpr& limited(const AffineExpr& e) {
+  for (const AffineTerm& t : e.terms()) checked(t.coef);
+  checked(e.constant_term());
+  return e;
+}
+
+// a + scale_b * b, every operand, product and sum within the limit.
 AffineExpr combine(const AffineExpr& a, const AffineExpr& b, std::int64_t scale_b) {
-  std::map<IndexPos, std::int64_t> coefs;
-  for (const AffineTerm& t : a.terms()) coefs[t.index] = checked(t.coef);
-  for (const AffineTerm& t : b.terms())
-    coefs[t.index] = checked_add(coefs[t.index], checked_mul(t.coef, scale_b));
-  std::vector<AffineTerm> terms;
-  for (const auto& [index, coef] : coefs)
-    if (coef != 0) terms.push_back({index, coef});
-  return AffineExpr::make(std::move(terms),
-                          checked_add(checked(a.constant_term()),
-                                      checked_mul(scale_b, b.constant_term())));
+  try {
+    return limited(limited(a) + limited(scale_b * limited(b)));
+  } catch (const ir::AffineOverflow&) {
+    index_overflow();
+  }
 }
 AffineExpr scaled(const AffineExpr& a, std::int64_t k) { return combine(AffineExpr(), a, k); }
 AffineExpr constant(std::int64_t v) { return AffineExpr::constant(checked(v)); }

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "solar/util/errors.h"
+
 namespace solar::ir {
 
 // Position of an index in its op's index list.
@@ -51,6 +53,29 @@ class AffineExpr {
   std::vector<AffineTerm> terms_;
   std::int64_t constant_ = 0;
 };
+
+// Raised by the arithmetic below when a coefficient or the constant of an exact result leaves
+// 64 bits: the index arithmetic of the graph or program cannot be represented. A caller that
+// can do without the expression (an analysis that then knows nothing of it) catches it.
+class AffineOverflow : public UserError {
+ public:
+  AffineOverflow();
+};
+
+// Exact arithmetic on affine expressions (intermediates in 128 bits): the result is
+// canonical, and a result that does not fit 64 bits throws AffineOverflow.
+AffineExpr operator+(const AffineExpr& a, const AffineExpr& b);
+AffineExpr operator-(const AffineExpr& a, const AffineExpr& b);
+AffineExpr operator-(const AffineExpr& a);
+AffineExpr operator*(std::int64_t k, const AffineExpr& a);
+inline AffineExpr operator*(const AffineExpr& a, std::int64_t k) { return k * a; }
+AffineExpr operator+(const AffineExpr& a, std::int64_t c);
+AffineExpr operator-(const AffineExpr& a, std::int64_t c);
+
+// `e` with every index i replaced by `repl[i]` (an expression over other indices); nullopt
+// when `e` uses an index that `repl` leaves empty. Throws AffineOverflow as the operators do.
+std::optional<AffineExpr> substitute(const AffineExpr& e,
+                                     const std::vector<std::optional<AffineExpr>>& repl);
 
 // An affine constraint `expr >= 0` on the iteration space; points where it fails are not
 // part of the op (causal: `i - j >= 0`).

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "solar/util/errors.h"
 
 namespace solar::ir {
@@ -51,6 +55,44 @@ TEST(AffineExpr, Evaluate) {
 
 TEST(AffineExpr, MergeOverflowIsABug) {
   EXPECT_THROW(AffineExpr::make({{0, INT64_MAX}, {0, 1}}, 0), InternalError);
+}
+
+TEST(AffineArithmetic, OperatorsAreExactAndCanonical) {
+  const AffineExpr i = AffineExpr::index(0), j = AffineExpr::index(1);
+  // (2i + j + 3) - (j - 1) = 2i + 4: the j terms cancel and drop out.
+  EXPECT_EQ((2 * i + j + 3) - (j - 1), AffineExpr::make({{0, 2}}, 4));
+  EXPECT_EQ(-(i - j), AffineExpr::make({{0, -1}, {1, 1}}, 0));
+  EXPECT_EQ((j + i) * 3, AffineExpr::make({{0, 3}, {1, 3}}, 0));
+  EXPECT_EQ(0 * (i + 5), AffineExpr());
+  // Intermediates wider than 64 bits are fine when the result fits: i*2^62 - i*2^62.
+  const std::int64_t big = std::int64_t{1} << 62;
+  EXPECT_EQ(big * i + (-big) * i, AffineExpr());
+  EXPECT_EQ(AffineExpr::constant(-1) - INT64_MIN, AffineExpr::constant(INT64_MAX));
+}
+
+TEST(AffineArithmetic, OverflowIsAnAffineOverflow) {
+  const AffineExpr i = AffineExpr::index(0);
+  EXPECT_THROW((std::int64_t{1} << 62) * (4 * i), AffineOverflow);
+  EXPECT_THROW(AffineExpr::constant(INT64_MAX) + 1, AffineOverflow);
+  EXPECT_THROW(-AffineExpr::make({{0, INT64_MIN}}, 0), AffineOverflow);
+  try {
+    (void)(AffineExpr::constant(INT64_MIN) - 1);
+    FAIL();
+  } catch (const UserError& e) {  // a graph whose index arithmetic cannot be represented
+    EXPECT_EQ(e.kind(), UserError::Kind::InvalidGraph);
+    EXPECT_NE(e.message().find("64-bit"), std::string::npos);
+  }
+}
+
+TEST(AffineArithmetic, SubstituteReplacesEveryIndex) {
+  // 2*i0 - i1 + 1 with i0 -> k + 3, i1 -> 2k: 2k + 6 - 2k + 1 = 7.
+  const std::vector<std::optional<AffineExpr>> repl = {AffineExpr::index(0) + 3,
+                                                       2 * AffineExpr::index(0)};
+  EXPECT_EQ(substitute(AffineExpr::make({{0, 2}, {1, -1}}, 1), repl), AffineExpr::constant(7));
+  // An index without an image: no expression.
+  EXPECT_EQ(substitute(AffineExpr::index(1), {AffineExpr(), std::nullopt}), std::nullopt);
+  EXPECT_EQ(substitute(AffineExpr::index(2), repl), std::nullopt);
+  EXPECT_EQ(substitute(AffineExpr::constant(5), {}), AffineExpr::constant(5));
 }
 
 }  // namespace
