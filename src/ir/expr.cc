@@ -28,10 +28,11 @@ Expr Expr::constant(double value) {
 Expr Expr::make(ExprOp op, std::vector<Expr> children) {
   if (op == ExprOp::Operand || op == ExprOp::Const)
     throw InternalError("Expr::make cannot build a leaf", __FILE__, __LINE__);
-  if (static_cast<int>(children.size()) != expr_arity(op))
-    throw UserError(UserError::Kind::Parse,
-                    std::string(expr_op_name(op)) + " takes " + std::to_string(expr_arity(op)) +
-                        " arguments, got " + std::to_string(children.size()));
+  // The parsers check arity before they build (a parse error with its position): a wrong
+  // count here is a bug of the code that built the expression (a lowering, a pass).
+  SOLAR_CHECK(static_cast<int>(children.size()) == expr_arity(op),
+              std::string(expr_op_name(op)) + " takes " + std::to_string(expr_arity(op)) +
+                  " arguments, got " + std::to_string(children.size()));
   for (const Expr& c : children) SOLAR_CHECK(c.defined(), "undefined child expression");
   Expr e;
   e.node_ = std::make_shared<const Node>(Node{op, -1, 0, std::move(children)});

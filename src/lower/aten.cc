@@ -15,16 +15,16 @@ namespace {
 const detail::Table& table() {
   static const detail::Table t = [] {
     using namespace detail;
-    // Forward ops, then the backward and optimizer ops of training graphs.
+    // Each family registers its forward ops and their backward ops.
     static constexpr std::pair<std::string_view, void (*)(const Register&)> kFamilies[] = {
         {"aten_pointwise.cc", register_pointwise_ops}, {"aten_math.cc", register_math_ops},
         {"aten_reduce.cc", register_reduction_ops},    {"aten_norm.cc", register_norm_ops},
         {"aten_matmul.cc", register_matmul_ops},       {"aten_conv.cc", register_conv_ops},
         {"aten_pool.cc", register_pool_ops},           {"aten_attention.cc", register_attention_ops},
-        {"aten_shape.cc", register_shape_ops},         {"aten_index.cc", register_index_ops},
-        {"aten_random.cc", register_random_ops},       {"aten_loss.cc", register_loss_ops},
-        {"aten_rnn.cc", register_rnn_ops},
-        {"aten_train.cc", register_training_ops}};
+        {"aten_shape.cc", register_shape_ops},         {"aten_pad.cc", register_pad_ops},
+        {"aten_index.cc", register_index_ops},         {"aten_random.cc", register_random_ops},
+        {"aten_loss.cc", register_loss_ops},           {"aten_rnn.cc", register_rnn_ops},
+        {"aten_optimizer.cc", register_optimizer_ops}};
     TableBuilder b("aten");
     for (const auto& [file, hook] : kFamilies) b.add(file, hook);
     return b.take();

@@ -1,6 +1,6 @@
-// The aten table's indexing, sorting and index-valued ops: embedding and index_select,
-// gather/scatter, advanced indexing (index, index_put, masked_select, nonzero), index_add/
-// copy/fill, scans, sort/topk, arange/linspace and eye.
+// The aten table's indexing, sorting and index-valued ops: embedding (and its gradient) and
+// index_select, gather/scatter, advanced indexing (index, index_put, masked_select, nonzero),
+// index_add/copy/fill, scans, sort/topk, arange/linspace and eye.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -21,43 +21,22 @@ namespace {
 
 void lower_gather_rows(Context& c, const char* data, const char* index, std::int64_t axis) {
   TensorId d = c.use_arg(data), i = c.use_arg(index);
-  c.move(MoveKind::Gather, {d, i}, c.def(0), {{"axis", axis}});
+  gather(c, d, i, c.def(0), axis, IndexMode::Take);
 }
 
-std::int64_t ceil_log2(std::int64_t n) {
-  std::int64_t k = 0;
-  while ((std::int64_t{1} << k) < n) ++k;
-  return k;
-}
-
-// Opaque ops over one dimension: the work formula and its assumption are stated; `attrs`
-// tell the executor the axis and options (docs/executor.md).
-void opaque_over_dim(Context& c, const char* function, std::int64_t flops_per_row,
-                     std::int64_t row, const std::string& assumption, ir::Attrs attrs) {
-  TensorId in = c.use_arg("self");
+// The outputs the trace asks for (values, and indices where present).
+std::vector<TensorId> defined_outputs(Context& c) {
   std::vector<TensorId> outs;
-  Count bytes = c.t(in).size_bytes();
   for (std::size_t k = 0; k < c.op().outputs.size(); ++k)
-    if (c.out_id(k)) {
-      outs.push_back(c.def(k));
-      bytes = bytes + c.t(outs.back()).size_bytes();
-    }
-  std::int64_t n = numel(c.t(in).shape);
-  std::int64_t rows = row > 0 ? n / row : 0;
-  ir::OpaqueOp o;
-  o.function = function;
-  o.vector_flops = Count(rows) * Count(flops_per_row);
-  o.special_ops = Count(0);
-  o.bytes = bytes;
-  o.assumption = assumption;
-  o.attrs = std::move(attrs);
-  c.opaque({in}, outs, std::move(o));
+    if (c.out_id(k)) outs.push_back(c.def(k));
+  return outs;
 }
 
-std::int64_t dim_size(Context& c, const char* dim_arg, std::int64_t dflt) {
-  const auto& shape = c.shape(c.trace_id("self"));
-  if (shape.empty()) return 1;
-  return shape[norm_dim(c.int_arg(dim_arg, dflt), shape.size())];
+// What an op over `in` writing `outs` moves: each read or written once.
+Count bytes_of(Context& c, TensorId in, const std::vector<TensorId>& outs) {
+  Count bytes = c.t(in).size_bytes();
+  for (TensorId o : outs) bytes = bytes + c.t(o).size_bytes();
+  return bytes;
 }
 
 std::int64_t axis_of(Context& c, const char* dim_arg, std::int64_t dflt) {
@@ -65,52 +44,53 @@ std::int64_t axis_of(Context& c, const char* dim_arg, std::int64_t dflt) {
   return norm_dim(c.int_arg(dim_arg, dflt), shape.size());
 }
 
-Fn scan(const char* function) {
+Fn scan_op(const char* function) {
   return [=](Context& c) {
-    std::int64_t n = dim_size(c, "dim", 0);
-    opaque_over_dim(c, function, n, n,
-                    "sequential scan: one combine per element; reads the input once, writes "
-                    "each output once",
-                    {{"axis", axis_of(c, "dim", 0)}});
+    const std::int64_t axis = axis_of(c, "dim", 0);
+    TensorId in = c.use_arg("self");
+    scan(c, function, in, defined_outputs(c), axis);
   };
 }
 
 void lower_sort(Context& c) {
-  std::int64_t n = dim_size(c, "dim", -1);
-  opaque_over_dim(c, "sort", n * std::max<std::int64_t>(ceil_log2(n), 1), n,
-                  "comparison sort: n*ceil(log2 n) compares per row; reads the input once, "
-                  "writes values and indices once",
-                  {{"axis", axis_of(c, "dim", -1)},
-                   {"descending", std::int64_t{c.bool_arg("descending", false)}}});
+  const std::int64_t axis = axis_of(c, "dim", -1);
+  TensorId in = c.use_arg("self");
+  std::vector<TensorId> outs = defined_outputs(c);
+  ir::OpaqueOp o =
+      sort_op(c.t(in).shape, axis, bytes_of(c, in, outs), SortWrites::ValuesAndIndices);
+  o.attrs["descending"] = std::int64_t{c.bool_arg("descending", false)};
+  c.opaque({in}, outs, std::move(o));
 }
 
 void lower_topk(Context& c) {
-  std::int64_t n = dim_size(c, "dim", -1);
-  std::int64_t k = c.int_arg("k", 1);
-  opaque_over_dim(c, "topk", n * std::max<std::int64_t>(ceil_log2(std::max<std::int64_t>(k, 2)), 1), n,
-                  "heap selection: n*ceil(log2 k) compares per row; reads the input once, "
-                  "writes k values and indices per row",
-                  {{"axis", axis_of(c, "dim", -1)}, {"k", k},
-                   {"largest", std::int64_t{c.bool_arg("largest", true)}}});
+  const std::int64_t axis = axis_of(c, "dim", -1);
+  TensorId in = c.use_arg("self");
+  std::vector<TensorId> outs = defined_outputs(c);
+  c.opaque({in}, outs,
+           topk_op(c.t(in).shape, axis, c.int_arg("k", 1), c.bool_arg("largest", true),
+                   bytes_of(c, in, outs)));
 }
 
+// (The output is made before the operands are used, as the lowering always has.)
 void lower_gather(Context& c) {
   std::int64_t x = c.trace_id("self");
   std::int64_t dim = norm_dim(c.int_arg("dim", 0), c.shape(x).size());
-  c.move(MoveKind::Gather, {c.use(x), c.use_arg("index")}, c.def(0),
-         {{"axis", dim}, {"mode", std::string("elements")}});
+  TensorId out = c.def(0);
+  TensorId data = c.use(x), index = c.use_arg("index");
+  gather(c, data, index, out, dim, IndexMode::Elements);
 }
 
-// torch.scatter / scatter_add: `reduce` is "none" (replace) or "sum" (scatter_add).
-void lower_scatter_with(Context& c, const char* reduce) {
+// torch.scatter / scatter_add: `reduce` is None (replace) or Sum (scatter_add).
+void lower_scatter_with(Context& c, ScatterReduce reduce) {
   std::int64_t x = c.trace_id("self");
   std::int64_t dim = norm_dim(c.int_arg("dim", 0), c.shape(x).size());
   if (c.has("reduce")) throw Unsupported("scatter with a reduce mode");
-  c.move(MoveKind::Scatter, {c.use(x), c.use_arg("index"), c.use_arg("src")}, c.def(0),
-         {{"axis", dim}, {"mode", std::string("elements")}, {"reduce", std::string(reduce)}});
+  TensorId out = c.def(0);
+  TensorId data = c.use(x), index = c.use_arg("index"), src = c.use_arg("src");
+  scatter(c, data, index, src, out, dim, IndexMode::Elements, reduce);
 }
 
-void lower_scatter(Context& c) { lower_scatter_with(c, "none"); }
+void lower_scatter(Context& c) { lower_scatter_with(c, ScatterReduce::None); }
 
 // scatter.value (a scalar src), scatter.reduce (add/multiply), scatter_reduce.two
 // (sum/prod/mean/amax/amin, include_self).
@@ -127,22 +107,23 @@ void lower_scatter_general(Context& c) {
     Expr v = operand(c, "value", in);
     c.elementwise(in, src, v);
   }
-  std::string reduce = "none";
+  ScatterReduce reduce = ScatterReduce::None;
   if (c.a("reduce").is_string()) {
     const std::string r = c.a("reduce").get<std::string>();
-    if (r == "add" || r == "sum") reduce = "sum";
-    else if (r == "multiply" || r == "prod") reduce = "prod";
-    else if (r == "mean") reduce = "mean";
-    else if (r == "amax") reduce = "max";
-    else if (r == "amin") reduce = "min";
+    if (r == "add" || r == "sum") reduce = ScatterReduce::Sum;
+    else if (r == "multiply" || r == "prod") reduce = ScatterReduce::Prod;
+    else if (r == "mean") reduce = ScatterReduce::Mean;
+    else if (r == "amax") reduce = ScatterReduce::Max;
+    else if (r == "amin") reduce = ScatterReduce::Min;
     else throw Unsupported(fmt::format("scatter with reduce '{}'", r));
   }
-  ir::Attrs attrs{{"axis", dim}, {"mode", std::string("elements")}, {"reduce", reduce}};
-  if (c.has("include_self")) attrs["include_self"] = std::int64_t{c.bool_arg("include_self", true)};
-  c.move(MoveKind::Scatter, {c.use(x), index, src}, c.def(0), std::move(attrs));
+  std::optional<bool> include_self;
+  if (c.has("include_self")) include_self = c.bool_arg("include_self", true);
+  TensorId out = c.def(0);
+  scatter(c, c.use(x), index, src, out, dim, IndexMode::Elements, reduce, include_self);
 }
 
-void lower_scatter_add(Context& c) { lower_scatter_with(c, "sum"); }
+void lower_scatter_add(Context& c) { lower_scatter_with(c, ScatterReduce::Sum); }
 
 // arange and linspace: their values are index arithmetic (start + i*step), not an einsum
 // over data: an opaque op the executor runs ("arange").
@@ -337,7 +318,7 @@ void lower_index(Context& c) {
   Advanced a = advanced_indices(c, K);
   if (!a.adjacent) self = indexed_dims_first(c, self, a);
   auto [data, lin] = merged(c, self, a);
-  c.move(MoveKind::Gather, {data, lin}, c.def(0), {{"axis", a.dims[0]}});
+  gather(c, data, lin, c.def(0), a.dims[0], IndexMode::Take);
 }
 
 // index_put(self, indices, values, accumulate) and x[...] = v: a take-mode scatter (sum when
@@ -391,14 +372,13 @@ void lower_index_put(Context& c) {
   }
   TensorId out = c.def(0);
   TensorId target = data == self ? out : c.temp("scattered", ds, c.t(self).dtype);
-  c.move(MoveKind::Scatter, {data, lin, src}, target,
-         {{"axis", a.dims[0]}, {"mode", std::string("take")},
-          {"reduce", std::string(accumulate ? "sum" : "none")}});
+  scatter(c, data, lin, src, target, a.dims[0], IndexMode::Take,
+          accumulate ? ScatterReduce::Sum : ScatterReduce::None);
   if (target != out) c.move(MoveKind::View, {target}, out);
 }
 
 // index_add / index_copy / index_fill along one dimension: take-mode scatters.
-void lower_index_scatter(Context& c, const char* reduce, bool fill) {
+void lower_index_scatter(Context& c, ScatterReduce reduce, bool fill) {
   std::int64_t x = c.trace_id("self");
   TensorId self = c.use(x);
   const auto S = c.t(self).shape;
@@ -423,8 +403,7 @@ void lower_index_scatter(Context& c, const char* reduce, bool fill) {
       src = scaled_src;
     }
   }
-  c.move(MoveKind::Scatter, {self, index, src}, c.def(0),
-         {{"axis", dim}, {"mode", std::string("take")}, {"reduce", std::string(reduce)}});
+  scatter(c, self, index, src, c.def(0), dim, IndexMode::Take, reduce);
 }
 
 // masked_select(self, mask): the elements where mask holds, in row-major order.
@@ -456,31 +435,73 @@ void lower_masked_select(Context& c) {
   c.einsum(ins, lin, std::move(s), std::move(subs), {ix(k)}, sum, Reduce::None);
   TensorId flat = c.temp("flat", {numel(S)}, c.t(self).dtype);
   c.move(MoveKind::View, {self}, flat);
-  c.move(MoveKind::Gather, {flat, lin}, out, {{"axis", std::int64_t{0}}});
+  gather(c, flat, lin, out, 0, IndexMode::Take);
 }
 
 void lower_nonzero(Context& c) { nonzero_into(c, c.use_arg("self"), c.def(0)); }
+
+// ---------------------------------------------------------------- gradients
+
+// embedding_dense_backward: zeros [num_weights, D] with each grad row added at its index
+// (a take-mode scatter-add); rows of padding_idx get nothing; scale_grad_by_freq divides
+// each row by its index's count.
+void lower_embedding_backward(Context& c) {
+  TensorId gy = c.use_arg("grad_output"), idx = c.use_arg("indices");
+  const Shape is = c.t(idx).shape, gs = c.t(gy).shape;
+  if (gs.size() != is.size() + 1)
+    throw Unsupported("embedding gradient rank does not match its indices");
+  const std::int64_t W = c.int_arg("num_weights", 0), D = gs.back(),
+                     pidx = c.int_arg("padding_idx", -1);
+  TensorId out = c.def(0);
+  ir::DType dt = c.t(out).dtype;
+  Shape col = is;
+  col.push_back(1);
+  TensorId src = gy;
+  if (pidx >= 0 || c.bool_arg("scale_grad_by_freq", false)) {
+    TensorId ic = reshaped(c, idx, col, "indices_col");
+    std::vector<TensorId> ins{gy, ic};
+    Expr e = arg(0);
+    if (c.bool_arg("scale_grad_by_freq", false)) {
+      TensorId ones = c.temp("ones", is, dt);
+      c.elementwise({}, ones, num(1));
+      TensorId counts = c.temp("counts", {W}, dt);
+      scatter(c, zeros(c, {W}, dt), idx, ones, counts, 0, IndexMode::Take, ScatterReduce::Sum);
+      TensorId per = c.temp("count_of", is, dt);
+      gather(c, counts, idx, per, 0, IndexMode::Take);
+      ins.push_back(reshaped(c, per, col, "count_col"));
+      e = divide(e, arg(2));
+    }
+    if (pidx >= 0) e = sel(cmp(ExprOp::Eq, arg(1), num(static_cast<double>(pidx))), num(0), e);
+    src = c.temp("rows", gs, dt);
+    c.elementwise(ins, src, e);
+  }
+  if (c.t(out).shape != Shape{W, D})
+    throw Unsupported("embedding gradient is not [num_weights, D]");
+  scatter(c, zeros(c, {W, D}, dt), idx, src, out, 0, IndexMode::Take, ScatterReduce::Sum);
+}
+
 
 }  // namespace
 
 void register_index_ops(const Register& reg) {
   reg("aten::embedding.default", [](Context& c) { lower_gather_rows(c, "weight", "indices", 0); });
+  reg("aten::embedding_dense_backward.default", lower_embedding_backward);
   reg("aten::index_select.default",
       [](Context& c) { lower_gather_rows(c, "self", "index", norm_dim(c.int_arg("dim", 0), c.shape(c.trace_id("self")).size())); });
-  reg("aten::cumsum.default", scan("cumsum"));
+  reg("aten::cumsum.default", scan_op("cumsum"));
   reg("aten::index.Tensor", lower_index);
   reg("aten::_unsafe_index.Tensor", lower_index);
   reg("aten::index_put.default", lower_index_put);
   reg("aten::index_put_.default", lower_index_put);
   reg("aten::_index_put_impl_.default", lower_index_put);
   reg("aten::_unsafe_index_put.default", lower_index_put);
-  reg("aten::index_add.default", [](Context& c) { lower_index_scatter(c, "sum", false); });
-  reg("aten::index_add_.default", [](Context& c) { lower_index_scatter(c, "sum", false); });
-  reg("aten::index_copy.default", [](Context& c) { lower_index_scatter(c, "none", false); });
-  reg("aten::index_copy_.default", [](Context& c) { lower_index_scatter(c, "none", false); });
+  reg("aten::index_add.default", [](Context& c) { lower_index_scatter(c, ScatterReduce::Sum, false); });
+  reg("aten::index_add_.default", [](Context& c) { lower_index_scatter(c, ScatterReduce::Sum, false); });
+  reg("aten::index_copy.default", [](Context& c) { lower_index_scatter(c, ScatterReduce::None, false); });
+  reg("aten::index_copy_.default", [](Context& c) { lower_index_scatter(c, ScatterReduce::None, false); });
   for (std::string_view name : {"aten::index_fill.int_Scalar", "aten::index_fill_.int_Scalar",
                                 "aten::index_fill.int_Tensor", "aten::index_fill_.int_Tensor"})
-    reg(name, [](Context& c) { lower_index_scatter(c, "none", true); });
+    reg(name, [](Context& c) { lower_index_scatter(c, ScatterReduce::None, true); });
   reg("aten::masked_select.default", lower_masked_select);
   reg("aten::nonzero.default", lower_nonzero);
   for (std::string_view name : {"aten::scatter.value", "aten::scatter_.value", "aten::scatter.reduce",
@@ -494,9 +515,9 @@ void register_index_ops(const Register& reg) {
   reg("aten::linspace.default", lower_linspace);
   reg("aten::eye.default", lower_eye);
   reg("aten::eye.m", lower_eye);
-  reg("aten::cumprod.default", scan("cumprod"));
-  reg("aten::cummax.default", scan("cummax"));
-  reg("aten::cummin.default", scan("cummin"));
+  reg("aten::cumprod.default", scan_op("cumprod"));
+  reg("aten::cummax.default", scan_op("cummax"));
+  reg("aten::cummin.default", scan_op("cummin"));
   reg("aten::sort.default", lower_sort);
   reg("aten::sort.stable", lower_sort);
   reg("aten::topk.default", lower_topk);

@@ -1,6 +1,7 @@
 // The aten table's elementwise ops: arithmetic and comparisons with their Scalar and in-place
-// overloads, activations, clamps, where/masked_fill, logical ops, and the constant factories
-// (zeros, ones, full, fill_, empty).
+// overloads, activations and their gradients (torch's CPU formulas), clamps, where/masked_fill,
+// logical ops, and the constant factories (zeros, ones, full, fill_, empty, and the new_*
+// gradient buffers autograd makes).
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -96,15 +97,6 @@ void lower_leaky_relu(Context& c) {
                 fn(ExprOp::Select, {fn(ExprOp::Gt, {x, num(0)}), x, mul(num(slope), x)}));
 }
 
-// A factory op (zeros, ones, full, fill_): writes a constant, reads nothing.
-Fn fill(std::optional<double> value, const char* value_arg = nullptr) {
-  return [=](Context& c) {
-    double v = value ? *value : c.num_arg(value_arg, 0);
-    TensorId out = c.def(0);
-    c.elementwise({}, out, num(v));
-  };
-}
-
 Expr softplus(Expr x, double beta, double threshold) {
   // log(1 + exp(beta x)) / beta, linear above the threshold (as torch)
   Expr bx = beta == 1 ? x : mul(num(beta), x);
@@ -120,7 +112,107 @@ Expr hardsigmoid(Expr x) {  // clamp(x + 3, 0, 6) / 6
 // Uninitialized memory (empty): no op writes it; a reader reads whatever is there.
 void lower_empty(Context& c) { c.mark_uninitialized(0); }
 
+// ---------------------------------------------------------------- activation gradients
+
+// grad_output * f(x) style gradients: `f` gets the combine terms of grad_output and of the
+// tensor argument `x_name` (self, output or self_or_result).
+Fn grad_pointwise(const char* x_name, std::function<Expr(Context&, Expr g, Expr x)> f) {
+  return [=](Context& c) {
+    std::vector<TensorId> in;
+    Expr g = operand(c, "grad_output", in);
+    Expr x = operand(c, x_name, in);
+    c.elementwise(in, c.def(0), f(c, g, x));
+  };
+}
+
+// Gradients whose formula uses a special function of x twice: the function is one temp, so
+// it is counted (and computed) once.
+Fn grad_with_temp(const char* x_name, std::function<Expr(Expr)> temp_fn,
+                  std::function<Expr(Expr g, Expr x, Expr t)> f) {
+  return [=](Context& c) {
+    TensorId g = c.use_arg("grad_output"), x = c.use_arg(x_name);
+    TensorId t = c.temp("act", c.t(x).shape, c.t(x).dtype);
+    c.elementwise({x}, t, temp_fn(arg(0)));
+    c.elementwise({g, x, t}, c.def(0), f(arg(0), arg(1), arg(2)));
+  };
+}
+
+Expr gelu_grad_erf(Expr g, Expr x) {
+  // dy * (cdf + x * pdf): cdf = 0.5 (1 + erf(x / sqrt 2)), pdf = exp(-x^2 / 2) / sqrt(2 pi)
+  Expr cdf = mul(num(0.5), add(num(1), un(ExprOp::Erf, mul(x, num(M_SQRT1_2)))));
+  Expr pdf = mul(num(0.5 * M_2_SQRTPI * M_SQRT1_2),
+                 un(ExprOp::Exp, mul(un(ExprOp::Square, x), num(-0.5))));
+  return mul(g, add(cdf, mul(x, pdf)));
+}
+
+void lower_gelu_backward(Context& c) {
+  const auto& approx = c.a("approximate");
+  if (!(approx.is_string() && approx.get<std::string>() == "tanh"))
+    return grad_pointwise("self", [](Context&, Expr g, Expr x) { return gelu_grad_erf(g, x); })(c);
+  // torch's tanh form: t = tanh(b (x + k x^3)), b = sqrt(2/pi), k = 0.044715;
+  // dy * (0.5 (1 + t) + 0.5 x (1 - t^2) b (1 + 3 k x^2))
+  const double b = M_SQRT2 * M_2_SQRTPI * 0.5, k = 0.044715;
+  grad_with_temp(
+      "self",
+      [=](Expr x) {
+        return un(ExprOp::Tanh, mul(num(b), add(x, mul(num(k), mul(x, un(ExprOp::Square, x))))));
+      },
+      [=](Expr g, Expr x, Expr t) {
+        Expr left = mul(num(0.5), add(num(1), t));
+        Expr right = mul(mul(mul(num(0.5), x), sub(num(1), un(ExprOp::Square, t))),
+                         mul(num(b), add(num(1), mul(num(3 * k), un(ExprOp::Square, x)))));
+        return mul(g, add(left, right));
+      })(c);
+}
+
+// glu: a * sigmoid(b) with (a, b) the halves of `dim`; its gradient is the concatenation
+// of g sigmoid(b) and g a sigmoid(b) (1 - sigmoid(b)).
+struct Halves {
+  TensorId a, b;
+  std::int64_t dim;
+};
+Halves glu_halves(Context& c, TensorId x) {
+  const Shape xs = c.t(x).shape;
+  const std::int64_t dim = norm_dim(c.int_arg("dim", -1), xs.size());
+  if (xs[dim] % 2 != 0) throw Unsupported("glu over an odd-sized dimension");
+  Shape half = xs;
+  half[dim] /= 2;
+  Halves h{c.temp("a", half, c.t(x).dtype), c.temp("b", half, c.t(x).dtype), dim};
+  for (int k = 0; k < 2; ++k) {
+    std::vector<std::int64_t> starts(xs.size(), 0), ends = xs, steps(xs.size(), 1);
+    starts[dim] = k * half[dim];
+    ends[dim] = (k + 1) * half[dim];
+    c.move(MoveKind::Slice, {x}, k == 0 ? h.a : h.b,
+           {{"starts", starts}, {"ends", ends}, {"steps", steps}});
+  }
+  return h;
+}
+
+void lower_glu_backward(Context& c) {
+  TensorId g = c.use_arg("grad_output");
+  Halves h = glu_halves(c, c.use_arg("self"));
+  const Shape half = c.t(h.a).shape;
+  ir::DType dt = c.t(g).dtype;
+  TensorId sb = c.temp("sigmoid_b", half, dt), ga = c.temp("grad_a", half, dt),
+           gb = c.temp("grad_b", half, dt);
+  c.elementwise({h.b}, sb, un(ExprOp::Sigmoid, arg(0)));
+  c.elementwise({g, sb}, ga, mul(arg(0), arg(1)));
+  c.elementwise({g, h.a, sb}, gb, mul(mul(mul(arg(0), arg(1)), arg(2)), sub(num(1), arg(2))));
+  c.move(MoveKind::Concat, {ga, gb}, c.def(0), {{"axis", h.dim}});
+}
+
+// Nearest upsampling by a power-of-two factor k per dim (torch's source index floor(o / k)
+// is then exact in its float arithmetic): out viewed as [.., in, k, ..] is x broadcast over
+
 }  // namespace
+
+Fn fill(std::optional<double> value, const char* value_arg) {
+  return [=](Context& c) {
+    double v = value ? *value : c.num_arg(value_arg, 0);
+    TensorId out = c.def(0);
+    c.elementwise({}, out, num(v));
+  };
+}
 
 void register_pointwise_ops(const Register& reg) {
   // Elementwise: functional and in-place overloads share a lowering (the trace gives an
@@ -395,6 +487,130 @@ void register_pointwise_ops(const Register& reg) {
     slice_into(c, in, b, dim, half[dim], is[dim], 1);
     c.elementwise({a, b}, c.def(0), mul(arg(0), un(ExprOp::Sigmoid, arg(1))));
   });
+  // Activation gradients.
+  reg("aten::threshold_backward.default", grad_pointwise("self", [](Context& c, Expr g, Expr x) {
+        return sel(cmp(ExprOp::Le, x, num(c.num_arg("threshold", 0))), num(0), g);
+      }));
+  reg("aten::gelu_backward.default", lower_gelu_backward);
+  reg("aten::silu_backward.default", grad_with_temp(
+                                         "self", [](Expr x) { return un(ExprOp::Sigmoid, x); },
+                                         [](Expr g, Expr x, Expr s) {
+                                           return mul(mul(g, s),
+                                                      add(num(1), mul(x, sub(num(1), s))));
+                                         }));
+  reg("aten::mish_backward.default",
+      grad_with_temp(
+          "self",
+          [](Expr x) { return un(ExprOp::Tanh, un(ExprOp::Log, add(num(1), un(ExprOp::Exp, x)))); },
+          [](Expr g, Expr x, Expr t) {
+            return mul(
+                g, add(t, mul(mul(x, un(ExprOp::Sigmoid, x)), sub(num(1), un(ExprOp::Square, t)))));
+          }));
+  reg("aten::sigmoid_backward.default", grad_pointwise("output", [](Context&, Expr g, Expr y) {
+        return mul(mul(g, sub(num(1), y)), y);
+      }));
+  reg("aten::tanh_backward.default", grad_pointwise("output", [](Context&, Expr g, Expr y) {
+        return mul(g, sub(num(1), un(ExprOp::Square, y)));
+      }));
+  reg("aten::hardtanh_backward.default", grad_pointwise("self", [](Context& c, Expr g, Expr x) {
+        Expr out = add(cmp(ExprOp::Le, x, num(c.num_arg("min_val", -1))),
+                       cmp(ExprOp::Ge, x, num(c.num_arg("max_val", 1))));
+        return sel(out, num(0), g);
+      }));
+  reg("aten::leaky_relu_backward.default", grad_pointwise("self", [](Context& c, Expr g, Expr x) {
+        return sel(cmp(ExprOp::Gt, x, num(0)), g, mul(g, num(c.num_arg("negative_slope", 0.01))));
+      }));
+  reg("aten::elu_backward.default",
+      grad_pointwise("self_or_result", [](Context& c, Expr g, Expr x) {
+        const double alpha = c.num_arg("alpha", 1), scale = c.num_arg("scale", 1),
+                     in_scale = c.num_arg("input_scale", 1);
+        Expr neg = c.bool_arg("is_result", false)
+                       ? mul(mul(g, num(in_scale)), add(x, num(alpha * scale)))
+                       : mul(mul(g, num(in_scale * alpha * scale)),
+                             un(ExprOp::Exp, mul(x, num(in_scale))));
+        return sel(cmp(ExprOp::Le, x, num(0)), neg, mul(g, num(scale)));
+      }));
+  reg("aten::softplus_backward.default", grad_pointwise("self", [](Context& c, Expr g, Expr x) {
+        // z / (z + 1) with z = exp(beta x) is sigmoid(beta x)
+        const double beta = c.num_arg("beta", 1);
+        Expr bx = scaled(beta, x);
+        return sel(cmp(ExprOp::Gt, bx, num(c.num_arg("threshold", 20))), g,
+                   mul(g, un(ExprOp::Sigmoid, bx)));
+      }));
+  reg("aten::hardswish_backward.default", grad_pointwise("self", [](Context&, Expr g, Expr x) {
+        return sel(cmp(ExprOp::Lt, x, num(-3)), num(0),
+                   sel(cmp(ExprOp::Le, x, num(3)), mul(g, add(mul(x, num(1.0 / 3)), num(0.5))), g));
+      }));
+  reg("aten::hardsigmoid_backward.default", grad_pointwise("self", [](Context&, Expr g, Expr x) {
+        return sel(mul(cmp(ExprOp::Gt, x, num(-3)), cmp(ExprOp::Lt, x, num(3))),
+                   mul(g, num(1.0 / 6)), num(0));
+      }));
+  // Activations whose forward and backward are both their own aten ops.
+  reg("aten::log_sigmoid_backward.default", grad_pointwise("self", [](Context&, Expr g, Expr x) {
+        // g (neg - sign sigmoid(-|x|)), neg = [x < 0], sign = neg ? 1 : -1, as torch's CPU kernel
+        Expr neg = cmp(ExprOp::Lt, x, num(0));
+        Expr z = un(ExprOp::Sigmoid, un(ExprOp::Neg, un(ExprOp::Abs, x)));
+        return mul(g, sub(neg, mul(sel(neg, num(1), num(-1)), z)));
+      }));
+  reg("aten::glu_backward.default", lower_glu_backward);
+  reg("aten::_prelu_kernel_backward.default", [](Context& c) {
+    // per element: dx = x > 0 ? g : w g, dw = x > 0 ? 0 : x g (autograd sums dw afterwards)
+    std::vector<TensorId> in;
+    Expr g = operand(c, "grad_output", in), x = operand(c, "self", in),
+         w = operand(c, "weight", in);
+    if (wants(c, 0)) c.elementwise(in, c.def(0), sel(cmp(ExprOp::Gt, x, num(0)), g, mul(w, g)));
+    if (wants(c, 1)) {
+      std::vector<TensorId> in2{in[0], in[1]};
+      c.elementwise(in2, c.def(1),
+                    sel(cmp(ExprOp::Gt, arg(1), num(0)), num(0), mul(arg(1), arg(0))));
+    }
+  });
+  auto inside = [](Expr x, double l) {
+    return mul(cmp(ExprOp::Ge, x, num(-l)), cmp(ExprOp::Le, x, num(l)));
+  };
+  reg("aten::hardshrink_backward.default", [=](Context& c) {
+    std::vector<TensorId> in;
+    Expr g = operand(c, "grad_out", in), x = operand(c, "self", in);
+    c.elementwise(in, c.def(0), sel(inside(x, c.num_arg("lambd", 0.5)), num(0), g));
+  });
+  reg("aten::softshrink_backward.default", grad_pointwise("self", [=](Context& c, Expr g, Expr x) {
+        return sel(inside(x, c.num_arg("lambd", 0.5)), num(0), g);
+      }));
+  reg("aten::logit_backward.default", grad_pointwise("self", [](Context& c, Expr g, Expr x) {
+        Expr d = divide(g, mul(x, sub(num(1), x)));
+        if (!c.has("eps")) return d;
+        const double eps = c.num_arg("eps", 0);
+        return sel(add(cmp(ExprOp::Lt, x, num(eps)), cmp(ExprOp::Gt, x, num(1 - eps))), num(0), d);
+      }));
+  // Boolean algebra of autograd's masks (cummax/cummin and prod gradients); on bool tensors
+  // only, where it is exact as comparisons (integer bitwise ops have no combine form).
+  auto boolean = [](int arity, std::function<Expr(Expr, Expr)> f) -> Fn {
+    return [=](Context& c) {
+      std::vector<TensorId> in;
+      Expr a = operand(c, "self", in);
+      Expr b = arity == 2 ? operand(c, "other", in) : Expr();
+      for (TensorId t : in)
+        if (c.t(t).dtype != ir::DType::Bool) throw Unsupported("a bitwise op on a non-bool tensor");
+      if (in.empty()) throw Unsupported("no tensor operand");
+      c.elementwise(
+          in, c.def(0),
+          f(cmp(ExprOp::Ne, a, num(0)), arity == 2 ? cmp(ExprOp::Ne, b, num(0)) : Expr()));
+    };
+  };
+  // (bitwise_not, logical_not, logical_and/or above, the bitwise and/or in aten_math.cc)
+  for (std::string_view name : {"aten::logical_not_.default"})
+    reg(name, boolean(1, [](Expr a, Expr) { return cmp(ExprOp::Eq, a, num(0)); }));
+  for (std::string_view name : {"aten::logical_and_.default"})
+    reg(name, boolean(2, [](Expr a, Expr b) { return mul(a, b); }));
+  for (std::string_view name : {"aten::logical_or_.default"})
+    reg(name, boolean(2, [](Expr a, Expr b) { return fn(ExprOp::Max, {a, b}); }));
+  // Autograd's gradient buffers: new_empty_strided is uninitialized memory that copy_ fills
+  // (nothing to lower, as empty); new_zeros/new_ones write a constant.
+  reg("aten::new_empty_strided.default", lower_empty);
+  reg("aten::new_empty.default", lower_empty);
+  reg("aten::new_zeros.default", fill(0.0));
+  reg("aten::new_ones.default", fill(1.0));
+  reg("aten::new_full.default", fill(std::nullopt, "fill_value"));
 }
 
 }  // namespace solar::lower::detail

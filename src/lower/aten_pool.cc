@@ -1,5 +1,5 @@
 // The aten table's pooling and nearest resampling: max/avg/adaptive pooling as window
-// reductions, and upsample_nearest.
+// reductions, upsample_nearest, and their gradients.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -18,9 +18,20 @@ namespace solar::lower::detail {
 
 namespace {
 
+// The leading (batch and channel) dimensions of a pooling's space: a plain index b<d> each,
+// the same in both subscripts.
+void lead_indices(Space& s, const Shape& shape, std::size_t lead, std::vector<AffineExpr>& a,
+                  std::vector<AffineExpr>& b) {
+  for (std::size_t d = 0; d < lead; ++d) {
+    AffineExpr i = ix(s.add(fmt::format("b{}", d), shape[d]));
+    a.push_back(i);
+    b.push_back(i);
+  }
+}
+
 // A window reduction over the trailing `nd` dimensions (leading ones are batch/channel):
 //   out[b.., p..] = REDUCE_{r..} in[b.., p*stride + r*dilation - pad]
-// read outside the input yields `pad_value` (-inf for max, 0 for sum).
+// read outside the input yields `pad_value` (-inf for max, 0 for sum). The window builder.
 void pool_into(Context& c, TensorId in, TensorId out, std::size_t nd,
                const std::vector<std::int64_t>& kernel, const std::vector<std::int64_t>& stride,
                const std::vector<std::int64_t>& pad, const std::vector<std::int64_t>& dil,
@@ -28,27 +39,13 @@ void pool_into(Context& c, TensorId in, TensorId out, std::size_t nd,
   const auto is = c.t(in).shape, os = c.t(out).shape;
   if (is.size() < nd || os.size() != is.size()) throw Unsupported("pooling rank mismatch");
   const std::size_t lead = is.size() - nd;
-  Space s;
-  std::vector<AffineExpr> si, so;
-  for (std::size_t d = 0; d < lead; ++d) {
-    if (is[d] != os[d]) throw Unsupported("pooling changes a batch dimension");
-    AffineExpr b = ix(s.add(fmt::format("b{}", d), is[d]));
-    si.push_back(b);
-    so.push_back(b);
-  }
-  bool needs_pad = false;
+  std::vector<std::int64_t> sizes(lead, 0);
+  std::vector<WindowDim> window(lead);
   for (std::size_t d = 0; d < nd; ++d) {
-    ir::IndexPos p = s.add(fmt::format("p{}", d), os[lead + d]);
-    ir::IndexPos q = s.add(fmt::format("r{}", d), kernel[d]);
-    AffineExpr a = AffineExpr::make({AffineTerm{p, stride[d]}, AffineTerm{q, dil[d]}}, -pad[d]);
-    std::vector<std::int64_t> ext;
-    for (const auto& dim : s.dims) ext.push_back(dim.extent);
-    needs_pad = needs_pad || a.min_value(ext) < 0 || a.max_value(ext) >= is[lead + d];
-    si.push_back(std::move(a));
-    so.push_back(ix(p));
+    sizes.push_back(kernel[d]);
+    window.push_back({.stride = stride[d], .dilation = dil[d], .pad_lo = pad[d]});
   }
-  c.einsum({in}, out, std::move(s), {si}, so, arg(0), r, {},
-           {needs_pad ? std::optional<double>(pad_value) : std::nullopt});
+  window_reduce(c, in, out, sizes, window, r, pad_value);
 }
 
 Fn max_pool(std::size_t nd) {
@@ -180,11 +177,7 @@ Fn adaptive_pool(std::size_t nd, bool is_max) {
     }
     Space s;
     std::vector<AffineExpr> si, so;
-    for (std::size_t d = 0; d < lead; ++d) {
-      AffineExpr b = ix(s.add(fmt::format("b{}", d), is[d]));
-      si.push_back(b);
-      so.push_back(b);
-    }
+    lead_indices(s, is, lead, si, so);
     std::vector<ir::AffineConstraint> mask;
     std::vector<std::vector<ir::AffineConstraint>> count_masks(nd);
     std::vector<std::int64_t> widths(nd);
@@ -246,11 +239,9 @@ void lower_upsample_nearest(Context& c, std::size_t nd) {
   Space s;
   std::vector<AffineExpr> si, so;
   std::vector<ir::AffineConstraint> mask;
-  for (std::size_t d = 0; d < lead; ++d) {
+  for (std::size_t d = 0; d < lead; ++d)
     if (is[d] != os[d]) throw Unsupported("upsampling changes a batch dimension");
-    AffineExpr b = ix(s.add(fmt::format("b{}", d), is[d]));
-    si.push_back(b), so.push_back(b);
-  }
+  lead_indices(s, is, lead, si, so);
   bool masked = false;
   for (std::size_t d = 0; d < nd; ++d) {
     const std::int64_t L = is[lead + d], O = os[lead + d];
@@ -269,6 +260,159 @@ void lower_upsample_nearest(Context& c, std::size_t nd) {
     mask.push_back({AffineExpr::make({AffineTerm{o, -L}, AffineTerm{j, O}}, O - 1)});
   }
   c.einsum({in}, out, std::move(s), {si}, so, arg(0), masked ? Reduce::Sum : Reduce::None, mask);
+}
+
+// ---------------------------------------------------------------- gradients
+
+// The input plane's gradient as zeros scattered with grad_output at flat plane indices
+// (max pooling and adaptive max pooling: torch's indices are flat within each plane).
+void scatter_to_plane(Context& c, std::size_t nd) {
+  TensorId gy = c.use_arg("grad_output"), x = c.use_arg("self"), idx = c.use_arg("indices");
+  const Shape xs = c.t(x).shape, ys = c.t(gy).shape;
+  if (xs.size() < nd || ys.size() != xs.size() || c.t(idx).shape != ys)
+    throw Unsupported("pooling gradient shapes do not match");
+  const std::size_t lead = xs.size() - nd;
+  Shape plane(xs.begin(), xs.begin() + lead), flat_y = plane;
+  std::int64_t in_plane = 1, out_plane = 1;
+  for (std::size_t d = lead; d < xs.size(); ++d) in_plane *= xs[d], out_plane *= ys[d];
+  plane.push_back(in_plane);
+  flat_y.push_back(out_plane);
+  TensorId z = zeros(c, plane, c.t(gy).dtype);
+  TensorId gv = reshaped(c, gy, flat_y, "grad_flat"), iv = reshaped(c, idx, flat_y, "indices_flat");
+  TensorId out = c.def(0);
+  TensorId s = c.temp("scattered", plane, c.t(out).dtype);
+  scatter(c, z, iv, gv, s, static_cast<std::int64_t>(lead), IndexMode::Elements,
+          ScatterReduce::Sum);
+  c.move(MoveKind::View, {s}, out);
+}
+
+// avg_pool{1,2,3}d_backward: dx[i] = sum over the windows p holding i of dy[p] / divisor;
+// per spatial dim the live (i, p) pairs are 0 <= i + pad - p*s <= kernel - 1.
+Fn avg_pool_backward(std::size_t nd) {
+  return [=](Context& c) {
+    TensorId gy = c.use_arg("grad_output"), x = c.use_arg("self");
+    const Shape xs = c.t(x).shape, ys = c.t(gy).shape;
+    if (xs.size() < nd || ys.size() != xs.size())
+      throw Unsupported("pooling gradient rank mismatch");
+    auto kernel = per_dim(c, "kernel_size", nd, 1);
+    auto stride = c.ints("stride").empty() ? kernel : per_dim(c, "stride", nd, 1);
+    auto pad = per_dim(c, "padding", nd, 0);
+    const std::size_t lead = xs.size() - nd;
+    bool padded = false;
+    for (std::size_t d = 0; d < nd; ++d) {
+      padded = padded || pad[d] != 0;
+      if ((xs[lead + d] + 2 * pad[d] - kernel[d]) / stride[d] + 1 != ys[lead + d])
+        throw Unsupported("average pooling with ceil_mode windows (divisor varies per window)");
+    }
+    if (padded && !c.bool_arg("count_include_pad", true))
+      throw Unsupported("average pooling that excludes padding from the divisor");
+    double divisor = static_cast<double>(numel(kernel));
+    if (c.has("divisor_override")) divisor = c.num_arg("divisor_override", divisor);
+    Space s;
+    std::vector<AffineExpr> sg, so;
+    lead_indices(s, xs, lead, sg, so);
+    std::vector<AffineConstraint> mask;
+    for (std::size_t d = 0; d < nd; ++d) {
+      ir::IndexPos i = s.add(fmt::format("i{}", d), xs[lead + d]);
+      ir::IndexPos p = s.add(fmt::format("p{}", d), ys[lead + d]);
+      within(mask, AffineExpr::make({AffineTerm{i, 1}, AffineTerm{p, -stride[d]}}, pad[d]),
+             kernel[d] - 1);
+      sg.push_back(ix(p));
+      so.push_back(ix(i));
+    }
+    c.einsum({gy}, c.def(0), std::move(s), {sg}, so, mul(arg(0), num(1 / divisor)), Reduce::Sum,
+             mask);
+  };
+}
+
+// _adaptive_avg_pool{2,3}d_backward with windows that divide the input: each input element
+// gets its window's gradient / window size, a broadcast over [.., O, k, ..] viewed back.
+Fn adaptive_avg_pool_backward(std::size_t nd) {
+  return [=](Context& c) {
+    TensorId gy = c.use_arg("grad_output"), x = c.use_arg("self");
+    const Shape xs = c.t(x).shape, ys = c.t(gy).shape;
+    if (xs.size() < nd || ys.size() != xs.size())
+      throw Unsupported("pooling gradient rank mismatch");
+    const std::size_t lead = xs.size() - nd;
+    Shape split(xs.begin(), xs.begin() + lead), gshape = split;
+    std::int64_t window = 1;
+    for (std::size_t d = lead; d < xs.size(); ++d) {
+      if (ys[d] < 1 || xs[d] % ys[d] != 0)
+        throw Unsupported(
+            fmt::format("adaptive pooling from {} to {} (uneven windows)", xs[d], ys[d]));
+      split.insert(split.end(), {ys[d], xs[d] / ys[d]});
+      gshape.insert(gshape.end(), {ys[d], 1});
+      window *= xs[d] / ys[d];
+    }
+    TensorId gv = reshaped(c, gy, gshape, "grad_windows");
+    TensorId out = c.def(0);
+    TensorId spread = c.temp("spread", split, c.t(out).dtype);
+    c.elementwise({gv}, spread, mul(arg(0), num(1 / static_cast<double>(window))));
+    c.move(MoveKind::View, {spread}, out);
+  };
+}
+
+// Nearest upsampling by a power-of-two factor k per dim (torch's source index floor(o / k)
+// is then exact in its float arithmetic): out viewed as [.., in, k, ..] is x broadcast over
+// the k dims; the gradient sums grad_output over them. Other factors: unanalyzed.
+struct Upsample {
+  Shape split;           // [lead.., in0, k0, in1, k1, ..]
+  Shape narrow;          // [lead.., in0, 1, in1, 1, ..]
+  std::vector<bool> ks;  // the k dims of split
+};
+Upsample nearest_split(Context& c, const Shape& in, const Shape& out, std::size_t nd,
+                       const std::vector<const char*>& scale_args) {
+  if (in.size() != out.size() || in.size() < nd) throw Unsupported("upsampling rank mismatch");
+  const std::size_t lead = in.size() - nd;
+  Upsample u;
+  u.split.assign(in.begin(), in.begin() + lead);
+  u.narrow = u.split;
+  u.ks.assign(lead, false);
+  std::vector<double> given =
+      c.has("scale_factors") ? std::vector<double>() : std::vector<double>(nd, 0);
+  if (c.has("scale_factors"))
+    for (const auto& v : c.a("scale_factors")) given.push_back(number_value(v).value_or(0));
+  else
+    for (std::size_t d = 0; d < nd && d < scale_args.size(); ++d)
+      given[d] = c.num_arg(scale_args[d], 0);
+  for (std::size_t d = 0; d < nd; ++d) {
+    const std::int64_t i = in[lead + d], o = out[lead + d];
+    const std::int64_t k = i > 0 && o % i == 0 ? o / i : 0;
+    if (k < 1 || (k & (k - 1)) != 0 ||
+        (d < given.size() && given[d] != 0 && given[d] != static_cast<double>(k)))
+      throw Unsupported(
+          fmt::format("nearest upsampling from {} to {} (not a power-of-two factor)", i, o));
+    u.split.insert(u.split.end(), {i, k});
+    u.narrow.insert(u.narrow.end(), {i, 1});
+    u.ks.insert(u.ks.end(), {false, true});
+  }
+  return u;
+}
+
+const std::vector<const char*>& scale_names(std::size_t nd) {
+  static const std::vector<const char*> n1{"scales"}, n2{"scales_h", "scales_w"},
+      n3{"scales_d", "scales_h", "scales_w"};
+  return nd == 1 ? n1 : nd == 2 ? n2 : n3;
+}
+
+Fn upsample_nearest(std::size_t nd) {
+  return [=](Context& c) {
+    TensorId x = c.use_arg(c.has("self") ? "self" : "input");
+    TensorId out = c.def(0);
+    Upsample u = nearest_split(c, c.t(x).shape, c.t(out).shape, nd, scale_names(nd));
+    TensorId spread = c.temp("spread", u.split, c.t(out).dtype);
+    c.elementwise({reshaped(c, x, u.narrow, "narrow")}, spread, arg(0));
+    c.move(MoveKind::View, {spread}, out);
+  };
+}
+
+Fn upsample_nearest_backward(std::size_t nd) {
+  return [=](Context& c) {
+    TensorId g = c.use_arg("grad_output");
+    TensorId out = c.def(0);
+    Upsample u = nearest_split(c, c.t(out).shape, c.t(g).shape, nd, scale_names(nd));
+    bcast(c, {reshaped(c, g, u.split, "grad_blocks")}, out, u.split, u.ks, arg(0), Reduce::Sum);
+  };
 }
 
 }  // namespace
@@ -300,6 +444,38 @@ void register_pool_ops(const Register& reg) {
                                       "aten::upsample_nearest3d.default"};
     reg(un_[nd - 1], [nd](Context& c) { lower_upsample_nearest(c, nd); });
   }
+  // Gradients.
+  reg("aten::max_pool2d_with_indices_backward.default", [](Context& c) { scatter_to_plane(c, 2); });
+  reg("aten::max_pool3d_with_indices_backward.default", [](Context& c) { scatter_to_plane(c, 3); });
+  reg("aten::adaptive_max_pool2d_backward.default", [](Context& c) { scatter_to_plane(c, 2); });
+  reg("aten::adaptive_max_pool3d_backward.default", [](Context& c) { scatter_to_plane(c, 3); });
+  reg("aten::avg_pool2d_backward.default", avg_pool_backward(2));
+  reg("aten::avg_pool3d_backward.default", avg_pool_backward(3));
+  reg("aten::_adaptive_avg_pool2d_backward.default", adaptive_avg_pool_backward(2));
+  reg("aten::_adaptive_avg_pool3d_backward.default", adaptive_avg_pool_backward(3));
+  // Nearest upsampling (integer power-of-two factors) and its gradient.
+  // (the table keys are string_views: the names are literals)
+  static const char* const up[3][2][3] = {
+      {{"aten::upsample_nearest1d.default", "aten::upsample_nearest1d.vec",
+        "aten::upsample_nearest1d_backward.default"},
+       {"aten::_upsample_nearest_exact1d.default", "aten::_upsample_nearest_exact1d.vec",
+        "aten::_upsample_nearest_exact1d_backward.default"}},
+      {{"aten::upsample_nearest2d.default", "aten::upsample_nearest2d.vec",
+        "aten::upsample_nearest2d_backward.default"},
+       {"aten::_upsample_nearest_exact2d.default", "aten::_upsample_nearest_exact2d.vec",
+        "aten::_upsample_nearest_exact2d_backward.default"}},
+      {{"aten::upsample_nearest3d.default", "aten::upsample_nearest3d.vec",
+        "aten::upsample_nearest3d_backward.default"},
+       {"aten::_upsample_nearest_exact3d.default", "aten::_upsample_nearest_exact3d.vec",
+        "aten::_upsample_nearest_exact3d_backward.default"}}};
+  for (std::size_t nd = 1; nd <= 3; ++nd)
+    for (std::size_t exact = 0; exact < 2; ++exact) {
+      const auto& names = up[nd - 1][exact];
+      // upsample_nearest{1,2,3}d.default (any size ratio) is registered above
+      if (exact) reg(names[0], upsample_nearest(nd));
+      reg(names[1], upsample_nearest(nd));
+      reg(names[2], upsample_nearest_backward(nd));
+    }
 }
 
 }  // namespace solar::lower::detail

@@ -1,5 +1,5 @@
 // The aten table's random-number ops (rand, randn, randint, bernoulli, normal ...) and
-// dropout: opaque generators whose numbers the executor cannot reproduce.
+// dropout with its gradient: opaque generators whose numbers the executor cannot reproduce.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -88,6 +88,11 @@ void lower_dropout(Context& c) {
 void register_random_ops(const Register& reg) {
   reg("aten::native_dropout.default", lower_dropout);
   reg("aten::dropout.default", lower_dropout);
+  reg("aten::native_dropout_backward.default", [](Context& c) {
+    std::vector<TensorId> in;
+    Expr g = operand(c, "grad_output", in), m = operand(c, "mask", in);
+    c.elementwise(in, c.def(0), mul(mul(g, m), num(c.num_arg("scale", 1))));
+  });
   // Random numbers.
   for (auto [name, dist, reads] :
        std::initializer_list<std::tuple<std::string_view, const char*, std::vector<const char*>>>{

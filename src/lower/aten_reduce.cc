@@ -1,5 +1,6 @@
 // The aten table's reductions: sum/mean/max/min/prod, arg-reductions, var/std, logsumexp,
-// vector norms, softmax and log_softmax, any/all/count_nonzero, aminmax and cdist.
+// vector norms, softmax, log_softmax and their gradients, any/all/count_nonzero, aminmax and
+// cdist.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -137,11 +138,40 @@ void lower_vector_norm(Context& c, const char* ord_arg) {
   c.elementwise({s}, out, fn(ExprOp::Pow, {arg(0), num(1 / p)}));
 }
 
-Fn softmax(bool log) {
+Fn softmax_op(Softmax kind) {
   return [=](Context& c) {
     std::int64_t x = c.trace_id("self");
     std::int64_t dim = norm_dim(c.int_arg("dim", -1), c.shape(x).size());
-    softmax_into(c, c.use(x), c.def(0), dim, log);
+    softmax(c, c.use(x), c.def(0), dim, kind);
+  };
+}
+
+std::int64_t dim_arg(Context& c, const char* tensor, const char* name, std::int64_t dflt) {
+  return norm_dim(c.int_arg(name, dflt), c.shape(c.trace_id(tensor)).size());
+}
+
+// _softmax_backward_data: y (g - sum(g y)); _log_softmax_backward_data: g - exp(y) sum(g).
+Fn softmax_backward(bool log) {
+  return [=](Context& c) {
+    TensorId g = c.use_arg("grad_output"), y = c.use_arg("output");
+    const Shape shape = c.t(y).shape;
+    const std::int64_t dim = dim_arg(c, "output", "dim", -1);
+    if (c.t(g).shape != shape)
+      throw Unsupported("softmax gradient of another shape than the output");
+    TensorId out = c.def(0);
+    if (shape.empty()) throw Unsupported("softmax backward of a scalar");
+    Shape keep = shape;
+    keep[dim] = 1;
+    std::vector<bool> red(shape.size(), false);
+    red[dim] = true;
+    TensorId s = c.temp("sum", keep, c.t(out).dtype);
+    if (log) {
+      bcast(c, {g}, s, shape, red, arg(0), Reduce::Sum);
+      c.elementwise({g, y, s}, out, sub(arg(0), mul(un(ExprOp::Exp, arg(1)), arg(2))));
+    } else {
+      bcast(c, {g, y}, s, shape, red, mul(arg(0), arg(1)), Reduce::Sum);
+      c.elementwise({g, y, s}, out, mul(arg(1), sub(arg(0), arg(2))));
+    }
   };
 }
 
@@ -183,41 +213,6 @@ std::int64_t reduced_count(const std::vector<std::int64_t>& shape, const std::ve
   return n;
 }
 
-// An argmax/argmin over one dimension (or all, without `axis`): not an einsum; compares
-// every element once.
-void arg_reduce(Context& c, TensorId in, TensorId out, const char* what,
-                std::optional<std::int64_t> axis, ir::Attrs attrs) {
-  const ir::Tensor& t = c.t(in);
-  std::int64_t n = numel(t.shape);
-  ir::OpaqueOp o;
-  o.function = what;
-  o.attrs = std::move(attrs);  // pool_argmax: its windows, so the executor can run it
-  o.vector_flops = Count(n);
-  o.special_ops = Count(0);
-  o.bytes = t.size_bytes() + c.t(out).size_bytes();
-  o.assumption = "one compare per input element; reads the input once, writes the indices once";
-  if (axis) o.attrs["axis"] = *axis;
-  c.opaque({in}, {out}, std::move(o));
-}
-
-void softmax_into(Context& c, TensorId in, TensorId out, std::int64_t dim, bool log,
-                  const std::vector<ir::AffineConstraint>& mask) {
-  std::vector<std::int64_t> shape = c.t(in).shape;
-  ir::DType dt = c.t(out).dtype;
-  std::vector<std::int64_t> keep = shape;
-  if (!keep.empty()) keep[dim] = 1;
-  TensorId m = c.temp("max", keep, dt);
-  c.reduce(in, m, {dim}, Reduce::Max, arg(0), mask);
-  TensorId e = c.temp("exp", shape, dt);
-  c.elementwise({in, m}, e, un(ExprOp::Exp, sub(arg(0), arg(1))), mask);
-  TensorId s = c.temp("sum", keep, dt);
-  c.reduce(e, s, {dim}, Reduce::Sum, arg(0), mask);
-  if (log)
-    c.elementwise({in, m, s}, out, sub(sub(arg(0), arg(1)), un(ExprOp::Log, arg(2))), mask);
-  else
-    c.elementwise({e, s}, out, fn(ExprOp::Div, {arg(0), arg(1)}), mask);
-}
-
 void register_reduction_ops(const Register& reg) {
   // Reductions.
   reg("aten::sum.dim_IntList", reduction(Reduce::Sum));
@@ -242,10 +237,17 @@ void register_reduction_ops(const Register& reg) {
   reg("aten::linalg_vector_norm.default", [](Context& c) { lower_vector_norm(c, "ord"); });
   reg("aten::norm.ScalarOpt_dim", [](Context& c) { lower_vector_norm(c, "p"); });
   reg("aten::norm.Scalar", [](Context& c) { lower_vector_norm(c, "p"); });
-  reg("aten::_softmax.default", softmax(false));
-  reg("aten::_log_softmax.default", softmax(true));
-  reg("aten::softmax.int", softmax(false));
-  reg("aten::log_softmax.int", softmax(true));
+  reg("aten::_softmax.default", softmax_op(Softmax::Plain));
+  reg("aten::_log_softmax.default", softmax_op(Softmax::Log));
+  reg("aten::softmax.int", softmax_op(Softmax::Plain));
+  reg("aten::log_softmax.int", softmax_op(Softmax::Log));
+  reg("aten::_safe_softmax.default", [](Context& c) {
+    std::int64_t x = c.trace_id("self");
+    softmax(c, c.use(x), c.def(0), norm_dim(c.int_arg("dim", -1), c.shape(x).size()),
+            Softmax::Safe);
+  });
+  reg("aten::_softmax_backward_data.default", softmax_backward(false));
+  reg("aten::_log_softmax_backward_data.default", softmax_backward(true));
   reg("aten::aminmax.default", [](Context& c) {
     std::int64_t x = c.trace_id("self");
     TensorId in = c.use(x);

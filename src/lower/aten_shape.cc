@@ -1,6 +1,6 @@
 // The aten table's data movement: views and strided aliases (view, reshape, transpose,
-// permute, as_strided...), slices and splits, copies and casts, cat/stack, padding, flip, roll,
-// triangles, diag_embed and pixel_shuffle.
+// permute, as_strided...), slices and splits (and the gradients of slice and select), copies
+// and casts, cat/stack, flip, roll, triangles, diag_embed and pixel_shuffle.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -18,23 +18,6 @@
 namespace solar::lower::detail {
 
 namespace {
-
-// constant_pad_nd: `pad` lists (before, after) pairs from the last dimension backwards.
-void lower_constant_pad(Context& c) {
-  TensorId in = c.use_arg("self");
-  const std::size_t r = c.t(in).shape.size();
-  auto p = c.ints("pad");
-  if (p.size() % 2 != 0 || p.size() / 2 > r) throw Unsupported("malformed pad list");
-  std::vector<std::int64_t> pads(2 * r, 0);
-  for (std::size_t k = 0; k < p.size() / 2; ++k) {
-    std::size_t d = r - 1 - k;
-    pads[2 * d] = p[2 * k];
-    pads[2 * d + 1] = p[2 * k + 1];
-  }
-  for (std::int64_t x : pads)
-    if (x < 0) throw Unsupported("negative padding (cropping)");
-  c.move(MoveKind::Pad, {in}, c.def(0), {{"pads", pads}, {"value", c.num_arg("value", 0)}});
-}
 
 // torch's view rule (ATen's computeStride): the strides that view a tensor of (old_shape,
 // old_strides) as `shape` without a copy, or nullopt when no such view exists.
@@ -360,14 +343,7 @@ void lower_flip(Context& c) {
   const auto shape = c.t(in).shape;
   std::vector<bool> flipped(shape.size(), false);
   for (std::int64_t d : c.ints("dims")) flipped[norm_dim(d, shape.size())] = true;
-  Space s;
-  std::vector<AffineExpr> si, so;
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    ir::IndexPos i = s.add(fmt::format("i{}", d), shape[d]);
-    so.push_back(ix(i));
-    si.push_back(flipped[d] ? AffineExpr::make({AffineTerm{i, -1}}, shape[d] - 1) : ix(i));
-  }
-  c.einsum({in}, out, std::move(s), {si}, so, arg(0), Reduce::None);
+  flip(c, in, out, flipped);
 }
 
 // roll: out[i] = in[(i - shift) mod L] per rolled dimension. With a two-valued index u per
@@ -490,6 +466,66 @@ void lower_pixel_shuffle(Context& c, bool shuffle) {
   else c.einsum({in}, out, std::move(s), {sbig}, ssmall, arg(0), Reduce::None);
 }
 
+// ---------------------------------------------------------------- gradients
+
+// slice_backward: zeros of the input's size with grad placed at start::step along dim.
+void lower_slice_backward(Context& c) {
+  TensorId g = c.use_arg("grad_output");
+  const Shape sizes = c.ints("input_sizes");
+  const std::int64_t dim = norm_dim(c.int_arg("dim", 0), sizes.size());
+  const std::int64_t step = c.int_arg("step", 1), size = sizes[dim];
+  std::int64_t start = c.int_arg("start", 0), end = c.int_arg("end", size);
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = std::clamp<std::int64_t>(start, 0, size);
+  end = std::clamp<std::int64_t>(end, start, size);
+  if (step < 1) throw Unsupported("slice with a non-positive step");
+  const Shape gs = c.t(g).shape;
+  if (gs.size() != sizes.size() || gs[dim] != (end - start + step - 1) / step)
+    throw Unsupported("slice gradient does not match the slice");
+  TensorId out = c.def(0);
+  if (step == 1) {
+    std::vector<std::int64_t> pads(2 * sizes.size(), 0);
+    pads[2 * dim] = start;
+    pads[2 * dim + 1] = size - end;
+    return c.move(MoveKind::Pad, {g}, out, {{"pads", pads}, {"value", 0.0}});
+  }
+  // out[.., i, ..] = sum_q g[.., q, ..] where i == start + q*step: masked, so the points no
+  // q reaches hold the sum's identity 0
+  Space s;
+  std::vector<AffineExpr> sg, so;
+  std::vector<AffineConstraint> mask;
+  for (std::size_t d = 0; d < sizes.size(); ++d) {
+    if (static_cast<std::int64_t>(d) != dim) {
+      AffineExpr a = ix(s.add(fmt::format("d{}", d), sizes[d]));
+      sg.push_back(a);
+      so.push_back(a);
+      continue;
+    }
+    ir::IndexPos i = s.add("i", size), q = s.add("q", gs[d]);
+    within(mask, AffineExpr::make({AffineTerm{i, 1}, AffineTerm{q, -step}}, -start), 0);
+    sg.push_back(ix(q));
+    so.push_back(ix(i));
+  }
+  c.einsum({g}, out, std::move(s), {sg}, so, arg(0), Reduce::Sum, mask);
+}
+
+// select_backward: grad viewed with the selected dim of size 1, padded to the input size.
+void lower_select_backward(Context& c) {
+  TensorId g = c.use_arg("grad_output");
+  const Shape sizes = c.ints("input_sizes");
+  const std::int64_t dim = norm_dim(c.int_arg("dim", 0), sizes.size());
+  std::int64_t index = c.int_arg("index", 0);
+  if (index < 0) index += sizes[dim];
+  Shape one = sizes;
+  one[dim] = 1;
+  TensorId gv = reshaped(c, g, one, "grad_row");
+  std::vector<std::int64_t> pads(2 * sizes.size(), 0);
+  pads[2 * dim] = index;
+  pads[2 * dim + 1] = sizes[dim] - 1 - index;
+  c.move(MoveKind::Pad, {gv}, c.def(0), {{"pads", pads}, {"value", 0.0}});
+}
+
 }  // namespace
 
 // A view (reshape, squeeze, expand...) of a strided alias: its layout by torch's rules.
@@ -535,7 +571,6 @@ void slice_into(Context& c, TensorId in, TensorId out, std::int64_t dim, std::in
 }
 
 void register_shape_ops(const Register& reg) {
-  reg("aten::constant_pad_nd.default", lower_constant_pad);
   // Data movement.
   for (std::string_view name :
        {"aten::view.default", "aten::_unsafe_view.default", "aten::reshape.default",
@@ -585,6 +620,8 @@ void register_shape_ops(const Register& reg) {
   reg("aten::diag_embed.default", lower_diag_embed);
   reg("aten::pixel_shuffle.default", [](Context& c) { lower_pixel_shuffle(c, true); });
   reg("aten::pixel_unshuffle.default", [](Context& c) { lower_pixel_shuffle(c, false); });
+  reg("aten::slice_backward.default", lower_slice_backward);
+  reg("aten::select_backward.default", lower_select_backward);
 }
 
 }  // namespace solar::lower::detail

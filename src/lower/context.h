@@ -1,8 +1,10 @@
-// Private to lower/: the state of one lowering (trace tensor -> graph tensor) and the
-// builders the aten table uses to emit einsums and data-movement ops.
+// Private to lower/: the state of one lowering (trace tensor -> graph tensor), the staging of
+// einsums and data-movement ops every dialect and builder uses, and their shared vocabulary
+// (combine-expression shorthands).
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -13,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "solar/ir/graph.h"
+#include "solar/ir/shape.h"
 #include "solar/lower/optrace.h"
 
 namespace solar::lower::detail {
@@ -31,6 +34,31 @@ inline ir::AffineExpr zero() { return ir::AffineExpr::constant(0); }
 inline ir::Expr arg(int k) { return ir::Expr::operand(k); }
 inline ir::Expr num(double v) { return ir::Expr::constant(v); }
 inline ir::Expr fn(ir::ExprOp op, std::vector<ir::Expr> c) { return ir::Expr::make(op, std::move(c)); }
+
+// The vocabulary every dialect's entries and the builders share.
+using ir::AffineConstraint;
+using ir::AffineExpr;
+using ir::AffineTerm;
+using ir::Expr;
+using ir::ExprOp;
+using ir::MoveKind;
+using ir::numel;
+using ir::Reduce;
+using ir::Shape;
+using ir::TensorId;
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+inline ir::Expr mul(ir::Expr a, ir::Expr b) { return fn(ir::ExprOp::Mul, {std::move(a), std::move(b)}); }
+inline ir::Expr add(ir::Expr a, ir::Expr b) { return fn(ir::ExprOp::Add, {std::move(a), std::move(b)}); }
+inline ir::Expr sub(ir::Expr a, ir::Expr b) { return fn(ir::ExprOp::Sub, {std::move(a), std::move(b)}); }
+inline ir::Expr un(ir::ExprOp op, ir::Expr a) { return fn(op, {std::move(a)}); }
+inline ir::Expr divide(ir::Expr a, ir::Expr b) {
+  return fn(ir::ExprOp::Div, {std::move(a), std::move(b)});
+}
+inline ir::Expr sel(ir::Expr c, ir::Expr a, ir::Expr b) {
+  return fn(ir::ExprOp::Select, {std::move(c), std::move(a), std::move(b)});
+}
+inline ir::Expr cmp(ir::ExprOp op, ir::Expr a, ir::Expr b) { return fn(op, {std::move(a), std::move(b)}); }
 
 class Context {
  public:

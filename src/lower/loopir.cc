@@ -3,14 +3,16 @@
 // or a small einsum.
 #include "solar/lower/loopir.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "builders.h"
 #include "context.h"
-#include "families.h"
 #include "loopir_nest.h"
+#include "op_table.h"
 #include "solar/ir/verify.h"
 #include "solar/lower/jax.h"
 #include "solar/util/errors.h"
@@ -87,15 +89,33 @@ void concat(Context& c, bool stack) {
   c.move(MoveKind::Concat, std::move(ins), c.def(0), {{"axis", dim}});
 }
 
-void gather(Context& c) {
-  c.move(MoveKind::Gather, {c.use_arg("data"), c.use_arg("index")}, c.def(0),
-         {{"axis", c.int_arg("dim", 0)}, {"mode", c.a("mode").get<std::string>()}});
+// The gather or scatter mode the recorder wrote ("take" or "elements").
+IndexMode index_mode(Context& c) {
+  const std::string name = c.a("mode").get<std::string>();
+  std::optional<IndexMode> mode = parse_index_mode(name);
+  if (!mode) throw Unsupported(fmt::format("mode '{}' is neither take nor elements", name));
+  return *mode;
 }
 
-void scatter(Context& c) {
-  c.move(MoveKind::Scatter, {c.use_arg("data"), c.use_arg("index"), c.use_arg("src")}, c.def(0),
-         {{"axis", c.int_arg("dim", 0)}, {"mode", c.a("mode").get<std::string>()},
-          {"reduce", c.a("reduce").get<std::string>()}, {"include_self", std::int64_t{1}}});
+// The op library's gather and scatter (the output made before the operands are used, as the
+// lowering always has).
+void gather_op(Context& c) {
+  const std::int64_t axis = c.int_arg("dim", 0);
+  const IndexMode mode = index_mode(c);
+  TensorId out = c.def(0);
+  TensorId data = c.use_arg("data"), index = c.use_arg("index");
+  gather(c, data, index, out, axis, mode);
+}
+
+void scatter_op(Context& c) {
+  const std::int64_t axis = c.int_arg("dim", 0);
+  const IndexMode mode = index_mode(c);
+  const std::string name = c.a("reduce").get<std::string>();
+  std::optional<ScatterReduce> reduce = parse_scatter_reduce(name);
+  if (!reduce) throw Unsupported(fmt::format("scatter reduce '{}'", name));
+  TensorId out = c.def(0);
+  TensorId data = c.use_arg("data"), index = c.use_arg("index"), src = c.use_arg("src");
+  scatter(c, data, index, src, out, axis, mode, *reduce, true);
 }
 
 // x * mask; the result's declared sparsity (the mask's) travels on its trace tensor.
@@ -135,8 +155,8 @@ void register_loopir_ops(const Register& table_reg) {
   reg("loopir::select", select);
   reg("loopir::concat", [](Context& c) { concat(c, false); });
   reg("loopir::stack", [](Context& c) { concat(c, true); });
-  reg("loopir::gather", gather);
-  reg("loopir::scatter", scatter);
+  reg("loopir::gather", gather_op);
+  reg("loopir::scatter", scatter_op);
   reg("loopir::apply_mask", apply_mask);
   reg("loopir::cast", cast);
 }

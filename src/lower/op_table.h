@@ -1,6 +1,7 @@
 // A dialect's op table: one lowering function per framework op name, built from the
-// registration hooks of its families; a name registered twice is a bug found when the table
-// is built (InternalError naming the op and both registrants).
+// registration hooks of its families (a name registered twice is a bug found when the table
+// is built: InternalError naming the op and both registrants), and the lowering of a trace
+// with one.
 #pragma once
 
 #include <functional>
@@ -8,6 +9,9 @@
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+
+#include "solar/lower/aten.h"
+#include "solar/lower/optrace.h"
 
 namespace solar::lower::detail {
 
@@ -36,5 +40,16 @@ class TableBuilder {
   Table table_;
   std::unordered_map<std::string_view, std::string> registrant_;  // op name -> registrant
 };
+
+// Lowers every op of `trace` with `table` (the dialect's; `dialect` names it in messages):
+// an op the table lacks or cannot model becomes `unanalyzed` with the reason (or throws
+// Unsupported with options.strict). Verifies the graph and maps graph tensors to trace ids.
+LowerResult lower_with_table(const OpTrace& trace, const LowerOptions& options,
+                             const Table& table, std::string_view dialect);
+
+// Adds the masks of lower/masks.h to a lowered graph (aten and jax: the program's own masks;
+// the loop language's nests already say which points they run) and stops comparing the
+// tensors whose values it changed at points nothing reads.
+void recognize_masks_in(LowerResult& r);
 
 }  // namespace solar::lower::detail
