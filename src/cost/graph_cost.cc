@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "slice_union.h"
+#include "solar/ir/attrs.h"
 #include "solar/util/errors.h"
 #include "work_detail.h"
 
@@ -171,7 +172,7 @@ GraphCost graph_cost_impl(const Graph& g, const std::vector<char>* roots) {
     const Op& op = *it;
     const Work& w = gc.per_op[op.id.value];
     if (!w.counted()) continue;  // unknown reads (shown by coverage), or none needed
-    if (detail::is_free_view(op)) {
+    if (ir::is_free_view(op)) {
       for (ir::TensorId in : op.inputs)
         for (ir::TensorId out : op.outputs) {
           reach[in.value] = std::max(reach[in.value], reach[out.value]);
@@ -227,7 +228,7 @@ GraphCost graph_cost_impl(const Graph& g, const std::vector<char>* roots) {
       based[out.id.value] = in;
     } else if (m.kind == ir::MoveKind::Slice) {
       detail::StridedBox box = detail::slice_box(in.box, m);
-      const bool read_whole = detail::is_copying_slice(op) || whole[out.id.value] ||
+      const bool read_whole = ir::slice_copies(op) || whole[out.id.value] ||
                               reach[out.id.value] >= tensor_bytes(out, out.num_elements());
       if (read_whole) parts[in.source].push_back(box);
       based[out.id.value] = {in.source, std::move(box)};

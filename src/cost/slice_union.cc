@@ -4,17 +4,12 @@
 #include <set>
 #include <utility>
 
+#include "solar/ir/attrs.h"
+
 namespace solar::cost::detail {
 namespace {
 
 constexpr std::size_t kMaxCells = 1 << 20;  // exact union by cells up to this many
-
-const std::vector<std::int64_t>& attr_list(const ir::MoveOp& m, const char* key,
-                                           const std::vector<std::int64_t>& dflt) {
-  auto it = m.attrs.find(key);
-  if (it == m.attrs.end()) return dflt;
-  return std::get<std::vector<std::int64_t>>(it->second);  // the verifier checked the type
-}
 
 Count product(const std::vector<std::int64_t>& counts) {
   Count n = 1;
@@ -101,9 +96,14 @@ StridedBox whole_box(const std::vector<std::int64_t>& shape) {
 StridedBox slice_box(const StridedBox& in, const ir::MoveOp& slice) {
   const std::size_t rank = in.start.size();
   const std::vector<std::int64_t> ones(rank, 1);
-  const std::vector<std::int64_t>& starts = attr_list(slice, "starts", ones);
-  const std::vector<std::int64_t>& ends = attr_list(slice, "ends", ones);
-  const std::vector<std::int64_t>& steps = attr_list(slice, "steps", ones);
+  // The verifier checked the lists; an absent one reads as ones.
+  auto list = [&](const char* key) -> const std::vector<std::int64_t>& {
+    const std::vector<std::int64_t>* v = ir::find_int_list(slice.attrs, key);
+    return v ? *v : ones;
+  };
+  const std::vector<std::int64_t>& starts = list("starts");
+  const std::vector<std::int64_t>& ends = list("ends");
+  const std::vector<std::int64_t>& steps = list("steps");
   StridedBox out = in;
   for (std::size_t d = 0; d < rank; ++d) {
     out.start[d] = in.start[d] + in.step[d] * starts[d];

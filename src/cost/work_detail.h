@@ -31,10 +31,4 @@ std::vector<char> live_tensors(const ir::Graph& g, const std::vector<char>& root
 // Every count of `w` times n (its parts run n times as often).
 Work scaled(const Work& w, Count n);
 
-// True for ops that move no bytes: views and non-copy slices.
-bool is_free_view(const ir::Op& op);
-
-// True for a Slice move that copies its slice (attribute copy=1): it reads the slice whole.
-bool is_copying_slice(const ir::Op& op);
-
 }  // namespace solar::cost::detail

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "runner.h"
+#include "solar/ir/attrs.h"
 #include "solar/ir/shape.h"
 #include "solar/ir/verify.h"
 #include "solar/util/count.h"
@@ -47,13 +48,8 @@ std::string type_str(const Tensor& t) { return ir::type_str(t.dtype, t.shape); }
 // single element, every dimension after it is taken whole.
 std::optional<std::int64_t> contiguous_slice_offset(const ir::MoveOp& m, const Tensor& in,
                                                     const Tensor& out) {
-  auto list = [&](const char* key) -> const std::vector<std::int64_t>* {
-    auto it = m.attrs.find(key);
-    if (it == m.attrs.end()) return nullptr;
-    return std::get_if<std::vector<std::int64_t>>(&it->second);
-  };
-  const std::vector<std::int64_t>* starts = list("starts");
-  const std::vector<std::int64_t>* steps = list("steps");
+  const std::vector<std::int64_t>* starts = ir::find_int_list(m.attrs, "starts");
+  const std::vector<std::int64_t>* steps = ir::find_int_list(m.attrs, "steps");
   const std::size_t r = in.shape.size();
   if (!starts || starts->size() != r || out.shape.size() != r) return std::nullopt;
   std::int64_t offset = 0, stride = 1;

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "solar/exec/kernels.h"
+#include "solar/ir/attrs.h"
 #include "solar/ir/shape.h"
 #include "solar/util/errors.h"
 
@@ -46,30 +47,12 @@ using ir::row_major_strides;
 using ir::shape_str;
 using ir::tiles;
 
-const std::vector<std::int64_t>* int_list(const ir::Attrs& a, const char* key) {
-  auto it = a.find(key);
-  if (it == a.end()) return nullptr;
-  return std::get_if<std::vector<std::int64_t>>(&it->second);
-}
-
-std::int64_t int_attr(const ir::Attrs& a, const char* key, std::int64_t fallback) {
-  auto it = a.find(key);
-  if (it == a.end()) return fallback;
-  if (const auto* v = std::get_if<std::int64_t>(&it->second)) return *v;
-  throw UserError(UserError::Kind::InvalidGraph,
-                  fmt::format("attribute '{}' must be an integer", key));
-}
-
-std::string string_attr(const ir::Attrs& a, const char* key, const char* fallback) {
-  auto it = a.find(key);
-  if (it == a.end()) return fallback;
-  if (const auto* v = std::get_if<std::string>(&it->second)) return *v;
-  throw UserError(UserError::Kind::InvalidGraph,
-                  fmt::format("attribute '{}' must be a string", key));
-}
+using ir::find_int_list;
+using ir::int_attr;
+using ir::string_attr;
 
 const std::vector<std::int64_t>& need_list(const ir::MoveOp& m, const char* key) {
-  const std::vector<std::int64_t>* v = int_list(m.attrs, key);
+  const std::vector<std::int64_t>* v = find_int_list(m.attrs, key);
   if (!v)
     throw UserError(UserError::Kind::InvalidGraph,
                     fmt::format("{} needs the integer list attribute '{}'",
@@ -327,7 +310,7 @@ void run_slice(const ir::MoveOp& m, const Buffer& in, Buffer& out, int threads) 
   const std::vector<std::int64_t>& starts = need_list(m, "starts");
   const std::size_t r = in.shape().size();
   std::vector<std::int64_t> ones(r, 1);
-  const std::vector<std::int64_t>* steps = int_list(m.attrs, "steps");
+  const std::vector<std::int64_t>* steps = find_int_list(m.attrs, "steps");
   if (!steps) steps = &ones;
   need_shape(starts.size() == r && steps->size() == r && out.shape().size() == r, m,
              "starts/steps and the input and output ranks differ");
@@ -346,16 +329,7 @@ void run_slice(const ir::MoveOp& m, const Buffer& in, Buffer& out, int threads) 
 // The fill value of a pad in the output's representation: rounded to a narrow float dtype;
 // an integer dtype needs an integral value.
 double pad_value(const ir::MoveOp& m, ir::DType dtype) {
-  double v = 0;
-  if (auto it = m.attrs.find("value"); it != m.attrs.end()) {
-    if (const auto* i = std::get_if<std::int64_t>(&it->second)) {
-      v = static_cast<double>(*i);
-    } else if (const auto* f = std::get_if<double>(&it->second)) {
-      v = *f;
-    } else {
-      throw UserError(UserError::Kind::InvalidGraph, "pad attribute 'value' must be a number");
-    }
-  }
+  const double v = ir::number_attr(m.attrs, "value", 0, "pad ");
   switch (storage_for(dtype)) {
     case Storage::F32: return round_to_dtype(dtype, static_cast<float>(v));
     case Storage::F64: return v;

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "solar/exec/kernels.h"
+#include "solar/ir/attrs.h"
 #include "solar/ir/shape.h"
 #include "solar/util/errors.h"
 #include "opaque_gather.h"
@@ -46,10 +47,7 @@ struct Call {
   }
 
   std::int64_t int_attr(const char* key, std::int64_t fallback) const {
-    auto it = op.attrs.find(key);
-    if (it == op.attrs.end()) return fallback;
-    if (const auto* v = std::get_if<std::int64_t>(&it->second)) return *v;
-    bad(fmt::format("attribute '{}' must be an integer", key));
+    return ir::int_attr(op.attrs, key, fallback, fmt::format("opaque \"{}\": ", op.function));
   }
   bool has(const char* key) const { return op.attrs.contains(key); }
 

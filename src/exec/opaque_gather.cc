@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "solar/ir/attrs.h"
 #include "solar/ir/shape.h"
 #include "solar/util/errors.h"
 
@@ -28,27 +29,16 @@ using ir::shape_str;
                   fmt::format("opaque \"{}\": {}", op.function, what));
 }
 
+// Attribute reads whose errors name the op as fail() does.
+std::string where(const ir::OpaqueOp& op) { return fmt::format("opaque \"{}\": ", op.function); }
 Shape list_attr(const ir::OpaqueOp& op, const char* key) {
-  auto it = op.attrs.find(key);
-  if (it == op.attrs.end()) return {};
-  if (const auto* v = std::get_if<std::vector<std::int64_t>>(&it->second)) return *v;
-  if (const auto* v = std::get_if<std::int64_t>(&it->second)) return {*v};
-  fail(op, fmt::format("attribute '{}' must be a list of integers", key));
+  return ir::int_list_attr(op.attrs, key, where(op));
 }
-
 std::string string_attr(const ir::OpaqueOp& op, const char* key, const char* fallback) {
-  auto it = op.attrs.find(key);
-  if (it == op.attrs.end()) return fallback;
-  if (const auto* v = std::get_if<std::string>(&it->second)) return *v;
-  fail(op, fmt::format("attribute '{}' must be a string", key));
+  return ir::string_attr(op.attrs, key, fallback, where(op));
 }
-
 double number_attr(const ir::OpaqueOp& op, const char* key, double fallback) {
-  auto it = op.attrs.find(key);
-  if (it == op.attrs.end()) return fallback;
-  if (const auto* v = std::get_if<double>(&it->second)) return *v;
-  if (const auto* v = std::get_if<std::int64_t>(&it->second)) return static_cast<double>(*v);
-  fail(op, fmt::format("attribute '{}' must be a number", key));
+  return ir::number_attr(op.attrs, key, fallback, where(op));
 }
 
 bool contains(const Shape& v, std::int64_t x) {

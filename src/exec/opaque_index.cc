@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "solar/ir/attrs.h"
 #include "solar/util/errors.h"
 
 namespace solar::exec {
@@ -61,11 +62,8 @@ void run_arange(const ir::OpaqueOp& op, std::span<const Buffer* const> inputs,
   auto bad = [&](const std::string& what) { fail(op, what); };
   if (!inputs.empty() || outputs.size() != 1) bad("takes no input and has one output");
   auto number = [&](const char* key) {
-    auto it = op.attrs.find(key);
-    if (it == op.attrs.end()) fail(op, fmt::format("needs the number attribute '{}'", key));
-    if (const auto* i = std::get_if<std::int64_t>(&it->second)) return static_cast<double>(*i);
-    if (const auto* d = std::get_if<double>(&it->second)) return *d;
-    fail(op, fmt::format("attribute '{}' must be a number", key));
+    if (!ir::find_attr(op.attrs, key)) fail(op, fmt::format("needs the number attribute '{}'", key));
+    return ir::number_attr(op.attrs, key, 0, fmt::format("opaque \"{}\": ", op.function));
   };
   const double start = number("start"), step = number("step");
   Buffer& out = *outputs[0];
@@ -100,21 +98,12 @@ void run_strided_offsets(const ir::OpaqueOp& op, std::span<const Buffer* const> 
   if (out.storage() != Storage::I64 || out.dtype() == ir::DType::Bool)
     bad("the output holds offsets and needs an integer dtype");
   const std::vector<std::int64_t>& shape = out.shape();
-  std::vector<std::int64_t> strides;
-  std::int64_t offset = 0;
-  if (auto it = op.attrs.find("strides"); it != op.attrs.end()) {
-    if (const auto* v = std::get_if<std::vector<std::int64_t>>(&it->second)) strides = *v;
-    else if (const auto* i = std::get_if<std::int64_t>(&it->second)) strides = {*i};
-    else bad("attribute 'strides' must be a list of integers");
-  }
+  const std::string where = fmt::format("opaque \"{}\": ", op.function);
+  const std::vector<std::int64_t> strides = ir::int_list_attr(op.attrs, "strides", where);
   if (strides.size() != shape.size())
     bad(fmt::format("needs one stride per output dimension ({}), got {}", shape.size(),
                     strides.size()));
-  if (auto it = op.attrs.find("offset"); it != op.attrs.end()) {
-    const auto* v = std::get_if<std::int64_t>(&it->second);
-    if (!v) bad("attribute 'offset' must be an integer");
-    offset = *v;
-  }
+  const std::int64_t offset = ir::int_attr(op.attrs, "offset", 0, where);
   std::int64_t* o = out.data<std::int64_t>();
   const std::int64_t n = out.num_elements();
   std::vector<std::int64_t> coord(shape.size(), 0);

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "solar/ir/attrs.h"
 #include "solar/util/errors.h"
 
 namespace solar::exec {
@@ -22,11 +23,7 @@ namespace {
 }
 
 std::vector<std::int64_t> ints_attr(const ir::OpaqueOp& op, const char* key) {
-  auto it = op.attrs.find(key);
-  if (it == op.attrs.end()) return {};
-  if (const auto* v = std::get_if<std::vector<std::int64_t>>(&it->second)) return *v;
-  if (const auto* v = std::get_if<std::int64_t>(&it->second)) return {*v};
-  fail(op, fmt::format("attribute '{}' must be a list of integers", key));
+  return ir::int_list_attr(op.attrs, key, fmt::format("opaque \"{}\": ", op.function));
 }
 
 // One spatial dimension's window for output position o: taps start, start + step, ... < end.
@@ -44,9 +41,7 @@ void run_pool_argmax(const ir::OpaqueOp& op, std::span<const Buffer* const> inpu
   Buffer& out = *outputs[0];
   if (out.storage() != Storage::I64 || out.dtype() == ir::DType::Bool)
     bad("the output holds indices and needs an integer dtype");
-  auto it = op.attrs.find("adaptive");
-  const bool adaptive = it != op.attrs.end() && std::get_if<std::int64_t>(&it->second) &&
-                        std::get<std::int64_t>(it->second) != 0;
+  const bool adaptive = ir::find_int(op.attrs, "adaptive").value_or(0) != 0;
   std::vector<std::int64_t> kernel, stride, pad, dil;
   std::size_t nd = 0;
   if (adaptive) {

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "solar/ir/rewrite.h"
 #include "solar/ir/verify.h"
 #include "solar/util/errors.h"
 
@@ -651,10 +652,7 @@ std::vector<Reassociation> find_reassociations(const Graph& g) {
 
 Graph reassociated(const Graph& g, const Reassociation& r) {
   SOLAR_CHECK(!r.best.empty(), "a reassociation without steps");
-  Graph out;
-  out.name = g.name;
-  out.frontend = g.frontend;
-  out.source = g.source;
+  ir::Rewriter rw(g);
   // The group's intermediates go; every other tensor keeps its name and role.
   std::set<std::uint32_t> in_group, dropped;
   for (OpId id : r.ops) {
@@ -675,9 +673,8 @@ Graph reassociated(const Graph& g, const Reassociation& r) {
       dropped.insert(t.value);
     }
   }
-  std::vector<TensorId> id_of(g.tensors().size());
   for (const Tensor& t : g.tensors())
-    if (!dropped.contains(t.id.value)) id_of[t.id.value] = out.add_tensor(t);
+    if (!dropped.contains(t.id.value)) rw.keep(t.id);
   const OpId last = r.ops.back();
   const Op& root = g.op(last);
   const ir::DType dt = g.tensor(r.output).dtype;
@@ -689,14 +686,14 @@ Graph reassociated(const Graph& g, const Reassociation& r) {
   auto add = [&](Op op) {
     op.origin = root.origin;
     op.origin.op = "insight::reassociated";
-    out.add_op(std::move(op));
+    rw.add_op(std::move(op));
   };
   auto temp = [&](const std::string& suffix, std::vector<std::int64_t> shape, ir::DType d) {
     Tensor t;
     t.name = fmt::format("{}.reassoc{}", g.tensor(r.output).name, suffix);
     t.shape = std::move(shape);
     t.dtype = d;
-    return out.add_tensor(std::move(t));
+    return rw.add_tensor(std::move(t));
   };
   auto view = [&](TensorId from, TensorId to) {
     Op op;
@@ -708,20 +705,17 @@ Graph reassociated(const Graph& g, const Reassociation& r) {
   for (const Op& op : g.ops()) {
     if (dead_readers.contains(op.id.value)) continue;
     if (!in_group.contains(op.id.value)) {
-      Op copy = op;
-      for (TensorId& t : copy.inputs) t = id_of[t.value];
-      for (TensorId& t : copy.outputs) t = id_of[t.value];
-      out.add_op(std::move(copy));
+      rw.keep(op);
       continue;
     }
     if (op.id != last) continue;
-    const TensorId result = id_of[r.output.value];
+    const TensorId result = rw.map(r.output);
     std::vector<TensorId> value;  // by operand number: leaves, then steps
     std::vector<std::vector<int>> labels;
     for (std::size_t k = 0; k < r.leaves.size(); ++k) {
       const Leaf& l = r.leaves[k];
       const std::vector<std::int64_t> shape = shape_of(l.labels);
-      TensorId t = id_of[l.tensor.value];
+      TensorId t = rw.map(l.tensor);
       if (g.tensor(l.tensor).shape != shape) {
         TensorId v = temp(fmt::format(".leaf{}", k), shape, g.tensor(l.tensor).dtype);
         view(t, v);
@@ -760,6 +754,7 @@ Graph reassociated(const Graph& g, const Reassociation& r) {
     }
     if (value.back() != result) view(value.back(), result);
   }
+  Graph out = std::move(rw).finish();
   ir::verify(out);
   return out;
 }

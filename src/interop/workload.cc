@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "solar/cost/work.h"
+#include "solar/ir/attrs.h"
 #include "solar/ir/json.h"
 #include "solar/ir/shape.h"
 #include "solar/util/errors.h"
@@ -141,11 +142,7 @@ std::int64_t product(const std::vector<std::int64_t>& shape) {
   return p > INT64_MAX ? -1 : static_cast<std::int64_t>(p);
 }
 
-const std::vector<std::int64_t>* int_list(const ir::Attrs& attrs, const std::string& key) {
-  auto it = attrs.find(key);
-  if (it == attrs.end()) return nullptr;
-  return std::get_if<std::vector<std::int64_t>>(&it->second);
-}
+using ir::find_int_list;
 
 // The access to the input of movement op `op` that reading its output at `e` amounts to,
 // when that is affine; otherwise nullopt (and `why` says so for the notes).
@@ -157,15 +154,15 @@ std::optional<std::vector<AffineExpr>> through(const ir::Graph& g, const ir::Op&
   const ir::Tensor& out = g.tensor(op.outputs[0]);
   switch (m.kind) {
     case ir::MoveKind::Permute: {
-      const auto* perm = int_list(m.attrs, "perm");
+      const auto* perm = find_int_list(m.attrs, "perm");
       if (!perm || perm->size() != e.size()) return std::nullopt;
       std::vector<AffineExpr> r(e.size());
       for (std::size_t i = 0; i < e.size(); ++i) r[(*perm)[i]] = e[i];
       return r;
     }
     case ir::MoveKind::Slice: {
-      const auto* starts = int_list(m.attrs, "starts");
-      const auto* steps = int_list(m.attrs, "steps");
+      const auto* starts = find_int_list(m.attrs, "starts");
+      const auto* steps = find_int_list(m.attrs, "steps");
       if (!starts || starts->size() != e.size()) return std::nullopt;
       std::vector<AffineExpr> r;
       for (std::size_t i = 0; i < e.size(); ++i) {

@@ -94,6 +94,12 @@ std::string_view op_kind_name(OpKind k) {
   return "?";
 }
 
+Origin op_origin(const Op& op) {
+  Origin o = op.origin;
+  if (o.op.empty()) o.op = op.name;
+  return o;
+}
+
 std::string_view loop_input_name(LoopInput k) {
   switch (k) {
     case LoopInput::Invariant: return "invariant";

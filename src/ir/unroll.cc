@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "solar/ir/rewrite.h"
+
 namespace solar::ir {
 
 namespace {
@@ -136,11 +138,7 @@ class Unroller {
 }  // namespace
 
 Graph unroll(const Graph& g) {
-  Graph out;
-  out.name = g.name;
-  out.frontend = g.frontend;
-  out.source = g.source;
-  out.module_types = g.module_types;
+  Graph out = empty_like(g);
   std::vector<TensorId> env(g.tensors().size());
   for (const Tensor& t : g.tensors())
     if (is_graph_source(t.role)) env[t.id.value] = out.add_tensor(t);

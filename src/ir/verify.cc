@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "solar/ir/attrs.h"
 #include "solar/ir/shape.h"
 #include "syntax.h"
 
@@ -310,22 +311,10 @@ class Verifier {
 
   // ---- data movement ----
 
-  static const std::vector<std::int64_t>* int_list(const Attrs& a, const std::string& key) {
-    auto it = a.find(key);
-    if (it == a.end()) return nullptr;
-    return std::get_if<std::vector<std::int64_t>>(&it->second);
-  }
-  static std::optional<std::int64_t> int_attr(const Attrs& a, const std::string& key) {
-    auto it = a.find(key);
-    if (it == a.end()) return std::nullopt;
-    if (const auto* v = std::get_if<std::int64_t>(&it->second)) return *v;
-    return std::nullopt;
-  }
-
   std::optional<std::string> need_list(const MoveOp& m, const std::string& key,
                                        std::size_t size, const std::vector<std::int64_t>** out) {
     std::string_view kind = move_kind_name(m.kind);
-    *out = int_list(m.attrs, key);
+    *out = find_int_list(m.attrs, key);
     if (!*out) {
       if (m.attrs.contains(key))
         return fmt::format("{} attribute '{}' must be an integer list", kind, key);
@@ -339,7 +328,7 @@ class Verifier {
 
   std::optional<std::string> need_axis(const MoveOp& m, std::size_t rank, std::int64_t* axis) {
     std::string_view kind = move_kind_name(m.kind);
-    std::optional<std::int64_t> a = int_attr(m.attrs, "axis");
+    std::optional<std::int64_t> a = find_int(m.attrs, "axis");
     if (!a) return fmt::format("{} needs an integer attribute axis=N", kind);
     if (*a < 0 || static_cast<std::size_t>(*a) >= rank)
       return fmt::format("{} axis {} is outside [0, {}) (write a non-negative axis)", kind, *a,
@@ -354,8 +343,8 @@ class Verifier {
   std::optional<std::string> need_mode(const MoveOp& m, const char* default_mode, bool* take) {
     std::string_view kind = move_kind_name(m.kind);
     std::string mode = default_mode;
-    if (auto it = m.attrs.find("mode"); it != m.attrs.end()) {
-      const auto* s = std::get_if<std::string>(&it->second);
+    if (find_attr(m.attrs, "mode")) {
+      const std::string* s = find_string(m.attrs, "mode");
       if (!s || (*s != "take" && *s != "elements"))
         return fmt::format("{} attribute 'mode' must be \"take\" or \"elements\"", kind);
       mode = *s;
@@ -498,7 +487,7 @@ class Verifier {
         return std::nullopt;
       }
       case MoveKind::Concat: {
-        std::int64_t axis;
+        std::int64_t axis = 0;
         if (auto why = need_axis(m, y.shape.size(), &axis)) return why;
         u128 total = 0;
         for (std::size_t k = 0; k < op.inputs.size(); ++k) {
@@ -537,9 +526,7 @@ class Verifier {
                                (*pads)[2 * d + 1],
                                static_cast<std::int64_t>(want));
         }
-        if (auto it = m.attrs.find("value"); it != m.attrs.end() &&
-                                             !std::holds_alternative<std::int64_t>(it->second) &&
-                                             !std::holds_alternative<double>(it->second))
+        if (find_attr(m.attrs, "value") && !find_number(m.attrs, "value"))
           return std::string("pad attribute 'value' must be a number");
         return std::nullopt;
       }
@@ -549,7 +536,7 @@ class Verifier {
         if (!is_integer(idx.dtype))
           return fmt::format("gather index '{}' has dtype {}; it must be an integer type",
                              idx.name, dtype_name(idx.dtype));
-        std::int64_t axis;
+        std::int64_t axis = 0;
         if (auto why = need_axis(m, x.shape.size(), &axis)) return why;
         bool take;
         if (auto why = need_mode(m, "take", &take)) return why;
@@ -578,19 +565,19 @@ class Verifier {
                              idx.name, dtype_name(idx.dtype));
         if (y.shape != x.shape)
           return fmt::format("scatter {} must have the shape of its data {}", ys_text(), xs_text());
-        std::int64_t axis;
+        std::int64_t axis = 0;
         if (auto why = need_axis(m, x.shape.size(), &axis)) return why;
         bool take;
         if (auto why = need_mode(m, "elements", &take)) return why;
-        if (auto it = m.attrs.find("reduce"); it != m.attrs.end()) {
-          const auto* r = std::get_if<std::string>(&it->second);
+        if (find_attr(m.attrs, "reduce")) {
+          const std::string* r = find_string(m.attrs, "reduce");
           static constexpr const char* kReduces[] = {"none", "sum", "prod", "max", "min", "mean"};
           if (!r || std::find(std::begin(kReduces), std::end(kReduces), *r) == std::end(kReduces))
             return std::string("scatter attribute 'reduce' must be one of \"none\", \"sum\", "
                                "\"prod\", \"max\", \"min\", \"mean\"");
         }
-        if (auto it = m.attrs.find("include_self"); it != m.attrs.end()) {
-          const auto* v = std::get_if<std::int64_t>(&it->second);
+        if (find_attr(m.attrs, "include_self")) {
+          const std::optional<std::int64_t> v = find_int(m.attrs, "include_self");
           if (!v || (*v != 0 && *v != 1))
             return std::string("scatter attribute 'include_self' must be 0 or 1");
         }

@@ -12,6 +12,7 @@
 
 #include "format.h"
 #include "solar/cost/work.h"
+#include "solar/ir/attrs.h"
 #include "solar/util/errors.h"
 
 namespace solar::report {
@@ -96,10 +97,7 @@ class Builder {
     const auto& tensors = g_.tensors();
     std::vector<std::uint32_t> root(tensors.size());
     for (std::size_t t = 0; t < tensors.size(); ++t) root[t] = static_cast<std::uint32_t>(t);
-    auto is_view = [](const ir::Op& op) {
-      return op.kind() == ir::OpKind::Move && op.move().kind == ir::MoveKind::View &&
-             !op.inputs.empty();
-    };
+    auto is_view = [](const ir::Op& op) { return ir::is_free_view(op) && !op.inputs.empty(); };
     std::vector<int> producer(tensors.size(), -1);  // the producing node; -1 outside all
     for (const ir::Op& op : g_.ops()) {
       if (is_view(op)) {

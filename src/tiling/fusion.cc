@@ -9,6 +9,7 @@
 #include "fmt/format.h"
 #include "fusion_impl.h"
 #include "solar/cost/work.h"
+#include "solar/ir/attrs.h"
 #include "solar/util/errors.h"
 
 namespace solar::tiling {
@@ -81,15 +82,6 @@ std::string mib(Wide bytes) {
 using detail::kInfinite;
 using detail::Wide;
 
-namespace {
-
-// A free op (view, non-copying slice) moves nothing; the analyzer gives it zero bytes.
-bool is_free(const ir::Op& op, const cost::Work& w) {
-  return op.kind() == ir::OpKind::Move && w.analyzed && w.bytes() == Count(0);
-}
-
-}  // namespace
-
 void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c,
                                     const GraphCurveOptions& o) {
   graph = &g;
@@ -132,7 +124,8 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
       for (ir::TensorId in : op.inputs) used_outside[root[in.value]] = true;
       continue;
     }
-    if (is_free(op, w) && op.inputs.size() == 1 && op.outputs.size() == 1) {
+    // A free view moves nothing: its output is its input's storage under another name.
+    if (ir::is_free_view(op) && op.inputs.size() == 1 && op.outputs.size() == 1) {
       root[op.outputs[0].value] = root[op.inputs[0].value];
       view_parent[op.outputs[0].value] = static_cast<int>(op.inputs[0].value);
       continue;

@@ -9,6 +9,7 @@
 
 #include "fmt/format.h"
 #include "solar/cost/work.h"
+#include "solar/ir/attrs.h"
 #include "solar/util/errors.h"
 #include "storage.h"
 
@@ -106,23 +107,6 @@ std::vector<std::int64_t> element_strides(const TensorAccess& a) {
 
 // ---- storage ------------------------------------------------------------------------------
 
-Storage storage_of(const ir::Tensor& t) {
-  // The order of cost::tensor_bytes: 2:4 first, then a nonzero fraction of unstructured zeros.
-  Storage s;
-  if (!t.sparsity) return s;
-  s.zero_fraction = t.sparsity->zero_fraction;
-  if (t.sparsity->structured_2_4) {
-    s.format = StorageFormat::Compressed24;
-  } else if (s.zero_fraction != 0) {
-    if (!(s.zero_fraction >= 0 && s.zero_fraction <= 1))
-      throw UserError(UserError::Kind::InvalidGraph,
-                      fmt::format("tensor '{}' has zero fraction {}, outside [0, 1]", t.name,
-                                  s.zero_fraction));
-    s.format = StorageFormat::Bitmap;
-  }
-  return s;
-}
-
 Storage storage_of(const ir::Graph& g, ir::TensorId id) {
   // A free view (a view, a slice that does not copy) renames its source's elements: they are
   // stored as the source stores them.
@@ -131,34 +115,10 @@ Storage storage_of(const ir::Graph& g, ir::TensorId id) {
     const std::optional<ir::OpId> producer = g.producer(t->id);
     if (!producer) break;
     const ir::Op& op = g.op(*producer);
-    if (op.kind() != ir::OpKind::Move || op.inputs.size() != 1) break;
-    const ir::MoveOp& m = op.move();
-    bool free = m.kind == ir::MoveKind::View;
-    if (m.kind == ir::MoveKind::Slice) {
-      auto it = m.attrs.find("copy");
-      const auto* i = it == m.attrs.end() ? nullptr : std::get_if<std::int64_t>(&it->second);
-      const auto* d = it == m.attrs.end() ? nullptr : std::get_if<double>(&it->second);
-      free = it == m.attrs.end() || (i && *i == 0) || (d && *d == 0);
-    }
-    if (!free) break;
+    if (!ir::is_free_view(op) || op.inputs.size() != 1) break;
     t = &g.tensor(op.inputs[0]);
   }
   return storage_of(*t);
-}
-
-Count storage_bits(const Storage& storage, int bits, Count elements) {
-  const Count width(static_cast<std::uint64_t>(bits));
-  switch (storage.format) {
-    case StorageFormat::Dense: return elements * width;
-    case StorageFormat::Compressed24: return elements.ceil_div(2) * (width + Count(2));
-    case StorageFormat::Bitmap: {
-      const Count zeros =
-          Count::from_raw(detail::StorageRule(storage, bits).zeros(elements.raw()));
-      return std::min(elements * width,
-                      elements.ceil_div(8) * Count(8) + (elements - zeros) * width);
-    }
-  }
-  return elements * width;
 }
 
 Count storage_bits(const TensorAccess& a, Count elements) {
@@ -388,9 +348,7 @@ std::optional<TilingProblem> pool_argmax_problem(const ir::Graph& g, const ir::T
                                                  const ir::Tensor& out,
                                                  const ir::Attrs& attrs) {
   auto list = [&](const char* name) -> std::vector<std::int64_t> {
-    auto it = attrs.find(name);
-    if (it == attrs.end()) return {};
-    const auto* v = std::get_if<std::vector<std::int64_t>>(&it->second);
+    const std::vector<std::int64_t>* v = ir::find_int_list(attrs, name);
     return v ? *v : std::vector<std::int64_t>{};
   };
   const std::vector<std::int64_t> kernel = list("kernel"), stride = list("stride"),
@@ -479,11 +437,8 @@ std::vector<std::int64_t> identity(std::size_t n) {
 std::optional<TilingProblem> gather_problem(const ir::Graph& g, const ir::Tensor& data,
                                             const ir::Tensor& index,
                                             const ir::Tensor& out, const ir::Attrs& attrs) {
-  auto axis_it = attrs.find("axis");
-  auto mode_it = attrs.find("mode");
-  if (axis_it == attrs.end() || mode_it == attrs.end()) return std::nullopt;
-  const auto* axis = std::get_if<std::int64_t>(&axis_it->second);
-  const auto* mode = std::get_if<std::string>(&mode_it->second);
+  const std::optional<std::int64_t> axis = ir::find_int(attrs, "axis");
+  const std::string* mode = ir::find_string(attrs, "mode");
   const int n = static_cast<int>(out.shape.size());
   if (!axis || !mode || *mode != "elements" || *axis < 0 || *axis >= n || n + 1 > kMaxRanks ||
       data.shape.size() != out.shape.size() || index.shape != out.shape)
@@ -519,8 +474,7 @@ std::optional<TilingProblem> gather_problem(const ir::Graph& g, const ir::Tensor
 // axis, the other positions of its window being outside it (padding, never moved).
 std::optional<TilingProblem> concat_problem(const ir::Graph& g, const ir::Op& op) {
   const ir::Tensor& out = g.tensor(op.outputs[0]);
-  auto it = op.move().attrs.find("axis");
-  const auto* axis = it == op.move().attrs.end() ? nullptr : std::get_if<std::int64_t>(&it->second);
+  const std::optional<std::int64_t> axis = ir::find_int(op.move().attrs, "axis");
   const int n = static_cast<int>(out.shape.size());
   if (!axis || *axis < 0 || *axis >= n || n > kMaxRanks || op.inputs.size() + 1 > 16)
     return std::nullopt;
@@ -578,11 +532,8 @@ std::optional<TilingProblem> problem_from_pattern(const ir::Graph& g, const ir::
     if (m.kind == ir::MoveKind::Copy && out.shape == in.shape && out.dtype == in.dtype)
       return permuted_problem(g, in, out, identity(in.shape.size()));
     if (m.kind == ir::MoveKind::Permute && out.dtype == in.dtype) {
-      auto it = m.attrs.find("perm");
-      const auto* perm = it == m.attrs.end()
-                             ? nullptr
-                             : std::get_if<std::vector<std::int64_t>>(&it->second);
-      if (perm) return permuted_problem(g, in, out, *perm);
+      if (const std::vector<std::int64_t>* perm = ir::find_int_list(m.attrs, "perm"))
+        return permuted_problem(g, in, out, *perm);
     }
     return std::nullopt;
   }
@@ -596,9 +547,9 @@ std::optional<TilingProblem> problem_from_pattern(const ir::Graph& g, const ir::
                                  : std::nullopt;
   if (o.function != "argmax" && o.function != "argmin") return std::nullopt;
   std::optional<int> axis;
-  if (auto it = o.attrs.find("axis"); it != o.attrs.end()) {
-    const auto* v = std::get_if<std::int64_t>(&it->second);
-    if (v == nullptr || *v < 0 || *v >= n) return std::nullopt;
+  if (ir::find_attr(o.attrs, "axis")) {
+    const std::optional<std::int64_t> v = ir::find_int(o.attrs, "axis");
+    if (!v || *v < 0 || *v >= n) return std::nullopt;
     axis = static_cast<int>(*v);
   }
   auto reduced = [&](int d) { return !axis || *axis == d; };

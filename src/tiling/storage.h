@@ -1,5 +1,6 @@
-// Private to the tiling module: a tensor's storage rule (problem.h, Storage) evaluated on
-// 128-bit element counts, and the whole-group tiles of 2:4 tensors.
+// Private to the tiling module: a tensor's storage rule (cost/storage.h, storage_bits)
+// evaluated on 128-bit element counts for the search's inner loop, and the whole-group tiles of
+// 2:4 tensors.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +17,9 @@ using Wide = unsigned __int128;
 // Positions per 2:4 group along a tensor's group dimension.
 inline constexpr std::int64_t kGroup = 4;
 
-// storage_bits of one tensor with its zero fraction parsed once, for the search's inner loop:
-// dense and 2:4 are a multiply; a bitmap adds a multiply and a division (below 2^64 elements).
+// cost::storage_bits of one tensor with its zero fraction parsed once, for the search's inner
+// loop: dense and 2:4 are a multiply; a bitmap adds a multiply and a division (below 2^64
+// elements). Equal to cost::storage_bits wherever that does not overflow 128 bits.
 class StorageRule {
  public:
   StorageRule(const Storage& storage, int bits);

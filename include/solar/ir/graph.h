@@ -251,16 +251,25 @@ struct Op {
   const RepeatOp& repeat() const { return std::get<RepeatOp>(body); }
 };
 
-// Owns tensors and ops; everything else refers to them by id.
-class Graph {
- public:
+// The origin an error about `op` carries: its own, naming the op itself when it names no
+// framework op.
+Origin op_origin(const Op& op);
+
+// What a graph says of itself beside its tensors and ops. A field of the graph as a whole
+// belongs here: a rewrite copies this part whole (ir/rewrite.h, empty_like), so every pass
+// keeps it without naming it.
+struct GraphInfo {
   std::string name = "graph";
   std::string frontend = "einsum";  // who produced it: einsum (hand-written), torch, jax, loopir
   std::string source;               // file the graph was read from, if any
   // The class of each module path that ops' origins name ("blocks.3.attn" ->
   // "CausalSelfAttention"); a path missing here has an unknown class.
   std::map<std::string, std::string> module_types;
+};
 
+// Owns tensors and ops; everything else refers to them by id.
+class Graph : public GraphInfo {
+ public:
   TensorId add_tensor(Tensor t);  // assigns the id; throws UserError on a duplicate name
   OpId add_op(Op op);             // assigns the id (and a name when empty); add its outputs first
 

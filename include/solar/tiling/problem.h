@@ -27,28 +27,17 @@
 #include <string>
 #include <vector>
 
+#include "solar/cost/storage.h"
 #include "solar/ir/dtype.h"
 #include "solar/ir/graph.h"
 #include "solar/util/count.h"
 
 namespace solar::tiling {
 
-// How a tensor stores its elements: the rule of cost::tensor_bytes (docs/cost.md, "Bytes"), so
-// that every byte the tiling model counts is a byte the cost module would count.
-enum class StorageFormat {
-  Dense,         // bits per element (sub-byte widths packed)
-  Compressed24,  // 2:4 structured: half the values kept (ceil(n/2)), each with a 2-bit index
-  Bitmap,        // unstructured zeros: the smaller of dense and a bit per element (whole
-                 // bytes) followed by the nonzeros, packed
-};
-
-struct Storage {
-  StorageFormat format = StorageFormat::Dense;
-  // The tensor's zero fraction (2:4: at least 0.5; Bitmap: > 0; Dense: 0). A product-sum may
-  // skip the points with a zero operand, which the provable bounds allow for.
-  double zero_fraction = 0;
-  friend bool operator==(const Storage&, const Storage&) = default;
-};
+// How a tensor stores its elements: the rule of cost::tensor_bytes (cost/storage.h), so that
+// every byte the tiling model counts is a byte the cost module would count.
+using cost::Storage;
+using cost::StorageFormat;
 
 // Bit mask over ranks (a problem has at most kMaxRanks ranks).
 using RankMask = std::uint32_t;
@@ -99,19 +88,15 @@ struct TensorAccess {
   Count elements() const;
 };
 
-// The storage of tensor `t` as cost::tensor_bytes sizes it (its sparsity annotation). Throws
-// UserError(InvalidGraph) for a zero fraction outside [0, 1].
-Storage storage_of(const ir::Tensor& t);
+using cost::storage_of;  // a tensor's own storage (cost/storage.h)
 // The storage of tensor `id` of `g`: its own annotation, else that of the tensor it is a free
 // view of (views and slices that do not copy rename their source's elements), as the cost
 // module's compulsory traffic follows a source through its views. The factories below use it.
 Storage storage_of(const ir::Graph& g, ir::TensorId id);
 
-// Bits of `elements` elements in a storage: dense n * bits; 2:4 ceil(n/2) * (bits + 2);
-// bitmap min(n * bits, 8 * ceil(n/8) + nnz * bits) with nnz = n - floor(n * f), f read as
-// its shortest round-trip decimal. Rounded up to whole bytes this is cost::tensor_bytes of
-// the same elements exactly; sums over tensors are rounded once.
-Count storage_bits(const Storage& storage, int bits, Count elements);
+// Bits of `elements` elements in a storage (cost::storage_bits; rounded up to whole bytes,
+// cost::tensor_bytes of the same elements exactly); sums over tensors are rounded once.
+using cost::storage_bits;
 Count storage_bits(const TensorAccess& a, Count elements);
 
 // `a.strides`, or when empty the row-major strides over `a.dims`' extents (an access whose

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "solar/ir/text.h"
+#include "testing/graph_lookup.h"
 #include "solar/util/errors.h"
 
 namespace solar::cost {
@@ -16,9 +17,7 @@ namespace {
 using ir::Graph;
 using ir::parse_graph;
 
-const ir::Op& op_of(const Graph& g, std::string_view name) {
-  return g.op(*g.producer(*g.find_tensor(name)));
-}
+using testing::op_of;
 
 TEST(LivePoints, CausalMask8192IsExact) {
   constexpr std::uint64_t S = 8192;

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "solar/ir/text.h"
+#include "testing/graph_lookup.h"
 
 namespace solar::cost {
 namespace {
@@ -25,9 +26,7 @@ Work work_of(const Graph& g, std::string_view name) {
   return op_work(g, g.op(*op));
 }
 
-const ir::Op& op_of(const Graph& g, std::string_view name) {
-  return g.op(*g.producer(*g.find_tensor(name)));
-}
+using testing::op_of;
 
 Count at(const std::map<DType, Count>& m, DType d) {
   auto it = m.find(d);
@@ -272,158 +271,6 @@ TEST(EinsumWork, BroadcastMaskTensorReadAtItsOwnSize) {
   EXPECT_EQ(at(w.vector_flops, DType::F32), Count(4 * 8 * 64 * 64));        // one add per point
 }
 
-TEST(OperandFootprint, DiagonalGroupIsEnumerated) {
-  // trace: a[i,i] touches the 50 diagonal elements, not 50*50.
-  Graph g = parse_graph(R"(
-    a = f32[50,50] input
-    t = f32[] einsum [i=50] sum $0 (a[i,i]) -> [])");
-  const ir::EinsumOp& e = op_of(g, "t").einsum();
-  EXPECT_EQ(operand_footprint(e, e.operands[0], g.tensor(*g.find_tensor("a"))), Count(50));
-  Work w = work_of(g, "t");
-  EXPECT_EQ(w.bytes_read, Count(4 * 50));
-  EXPECT_EQ(at(w.vector_flops, DType::F32), Count(50 - 1));  // reduction: points - outputs
-}
-
-TEST(OperandFootprint, SharedIndexAcrossDimensions) {
-  // a[i, i+j] with i in [0,4), j in [0,3) on a [4,8] tensor: 4*3 distinct (row, col) pairs.
-  ir::EinsumOp e;
-  e.indices = {{"i", 4}, {"j", 3}};
-  ir::Operand op{{ir::AffineExpr::index(0), ir::AffineExpr::make({{0, 1}, {1, 1}}, 0)}, {}};
-  ir::Tensor t;
-  t.name = "a";
-  t.shape = {4, 8};
-  EXPECT_EQ(operand_footprint(e, op, t), Count(4 * 3));
-}
-
-TEST(OperandFootprint, ConstantOutOfRangeReadsNothing) {
-  ir::EinsumOp e;
-  e.indices = {{"i", 4}};
-  ir::Tensor t;
-  t.name = "a";
-  t.shape = {4, 2};
-  ir::Operand in_range{{ir::AffineExpr::index(0), ir::AffineExpr::constant(1)}, {}};
-  ir::Operand out_of_range{{ir::AffineExpr::index(0), ir::AffineExpr::constant(5)}, 0.0};
-  EXPECT_EQ(operand_footprint(e, in_range, t), Count(4));
-  EXPECT_EQ(operand_footprint(e, out_of_range, t), Count(0));
-}
-
-TEST(OperandFootprint, NonContiguousWindowMatchesBruteForce) {
-  // 3*p + 5*r - 4 over p<7, r<3 on a dim of 20: compare with a brute-force distinct count.
-  ir::EinsumOp e;
-  e.indices = {{"p", 7}, {"r", 3}};
-  ir::Operand op{{ir::AffineExpr::make({{0, 3}, {1, 5}}, -4)}, 0.0};
-  ir::Tensor t;
-  t.name = "x";
-  t.shape = {20};
-  std::vector<bool> seen(20, false);
-  for (int p = 0; p < 7; ++p)
-    for (int r = 0; r < 3; ++r) {
-      int v = 3 * p + 5 * r - 4;
-      if (v >= 0 && v < 20) seen[v] = true;
-    }
-  Count expected = 0;
-  for (bool s : seen) expected += s ? 1 : 0;
-  EXPECT_EQ(operand_footprint(e, op, t), expected);
-}
-
-TEST(OperandFootprint, RandomAffineSubscriptsMatchBruteForce) {
-  // Odd trials: one dimension mixing up to three indices (closed form, contiguity test or
-  // bitset). Even trials: two such dimensions, usually sharing an index (joint group).
-  // Both against a brute-force set of touched (row, col) pairs.
-  std::mt19937 rng(12345);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  for (int trial = 0; trial < 600; ++trial) {
-    ir::EinsumOp e;
-    const int n = pick(1, 3);
-    for (int i = 0; i < n; ++i) e.indices.push_back({"i" + std::to_string(i), pick(1, 9)});
-    ir::Tensor t;
-    t.name = "x";
-    const bool one_dim = trial % 2 == 1;
-    t.shape = {pick(1, 60), one_dim ? 1 : pick(1, 12)};
-    ir::Operand op;
-    op.pad = 0.0;
-    for (int d = 0; d < 2; ++d) {
-      if (d == 1 && one_dim) {
-        op.subscript.push_back(ir::AffineExpr::constant(0));
-        break;
-      }
-      std::vector<ir::AffineTerm> terms;
-      for (int i = 0; i < n; ++i)
-        if (pick(0, 2) != 0) terms.push_back({i, pick(-4, 6)});
-      op.subscript.push_back(ir::AffineExpr::make(terms, pick(-6, 6)));
-    }
-    std::set<std::pair<std::int64_t, std::int64_t>> touched;
-    std::vector<std::int64_t> at(n, 0);
-    for (;;) {
-      std::int64_t r = op.subscript[0].evaluate(at.data()), c = op.subscript[1].evaluate(at.data());
-      if (r >= 0 && r < t.shape[0] && c >= 0 && c < t.shape[1]) touched.insert({r, c});
-      int j = 0;
-      for (; j < n; ++j) {
-        if (++at[j] < e.indices[j].extent) break;
-        at[j] = 0;
-      }
-      if (j == n) break;
-    }
-    EXPECT_EQ(operand_footprint(e, op, t), Count(touched.size())) << "trial " << trial;
-  }
-}
-
-TEST(OperandFootprint, WideSparseWindowIsEnumerated) {
-  // 10^9*p + r, p < 4, r < 3: a window of 3e9 values (too wide for a bitset) holding only
-  // 4*3 distinct points, counted exactly by enumeration.
-  ir::EinsumOp e;
-  e.indices = {{"p", 4}, {"r", 3}};
-  ir::Operand op{{ir::AffineExpr::make({{0, 1000000000}, {1, 1}}, 0)}, {}};
-  ir::Tensor t;
-  t.name = "x";
-  t.shape = {4000000000};
-  EXPECT_EQ(operand_footprint(e, op, t), Count(4 * 3));
-}
-
-TEST(OperandFootprint, LargeDiagonalFallsBackToItsLargestDimension) {
-  // a[i,i] with 2^23 diagonal points (beyond the 2^22 enumeration limit): the largest single
-  // dimension's count, which for a diagonal is exact.
-  constexpr std::int64_t N = std::int64_t{1} << 23;
-  ir::EinsumOp e;
-  e.indices = {{"i", N}};
-  ir::Operand op{{ir::AffineExpr::index(0), ir::AffineExpr::index(0)}, {}};
-  ir::Tensor t;
-  t.name = "a";
-  t.shape = {N, N};
-  EXPECT_EQ(operand_footprint(e, op, t), Count::from_signed(N));
-}
-
-TEST(OperandFootprint, HugeIrregularSubscriptIsALowerBound) {
-  // 2*p + 3*r with p, r < 1e8 takes every value in [0, 5(N-1)] except 1 and 5(N-1)-1: too
-  // wide to enumerate, so the footprint is a lower bound, never above the true count.
-  constexpr std::int64_t N = 100000000;
-  ir::EinsumOp e;
-  e.indices = {{"p", N}, {"r", N}};
-  ir::Operand op{{ir::AffineExpr::make({{0, 2}, {1, 3}}, 0)}, {}};
-  ir::Tensor t;
-  t.name = "x";
-  t.shape = {5 * (N - 1) + 1};
-  const Count fp = operand_footprint(e, op, t);
-  EXPECT_LE(fp, Count::from_signed(5 * (N - 1) + 1 - 2));  // never an overestimate
-  EXPECT_GE(fp, Count::from_signed(N));                     // at least one index's progression
-}
-
-TEST(OperandFootprint, SubscriptRankMismatchIsUserError) {
-  ir::EinsumOp e;
-  e.indices = {{"i", 4}};
-  ir::Tensor t;
-  t.name = "a";
-  t.shape = {4, 2};
-  ir::Operand op{{ir::AffineExpr::index(0)}, {}};
-  try {
-    operand_footprint(e, op, t);
-    FAIL() << "expected UserError";
-  } catch (const UserError& ex) {
-    EXPECT_EQ(ex.kind(), UserError::Kind::InvalidGraph);
-    EXPECT_NE(std::string(ex.what()).find("1 expressions for 2 dimensions"), std::string::npos);
-  }
-}
-
 // ---- dtypes and sparsity -------------------------------------------------------------
 
 TEST(EinsumWork, MixedDtypesChargeEachOperandAtItsWidth) {
@@ -498,142 +345,7 @@ TEST(EinsumWork, UnstructuredSparsityIsNotSkippedWork) {
   EXPECT_EQ(w.bytes_read, Count(2 * M * K + (K * N) / 8 + (K * N / 4) * 16 / 8));
 }
 
-TEST(TensorBytes, WidthsAndSparsity) {
-  ir::Tensor t;
-  t.dtype = DType::F6;
-  EXPECT_EQ(tensor_bytes(t, Count(5)), Count((5 * 6 + 7) / 8));  // 30 bits round up to 4 bytes
-  t.dtype = DType::I4;
-  EXPECT_EQ(tensor_bytes(t, Count(7)), Count(4));                 // 28 bits -> 4 bytes
-  t.dtype = DType::BF16;
-  t.sparsity = ir::Sparsity{0.5, true};
-  // 2:4: half the values, each with a 2-bit index, rounded up to whole bytes.
-  EXPECT_EQ(tensor_bytes(t, Count(100)), Count((50 * (16 + 2) + 7) / 8));
-}
-
-// Unstructured sparsity: min(dense, ceil(n/8) bitmap bytes + ceil(nnz * bits / 8)) with
-// nnz = ceil(n * (1 - f)).
-TEST(TensorBytes, UnstructuredSparsityUsesTheBitmapFormatWhenSmaller) {
-  ir::Tensor t;
-  t.dtype = DType::BF16;
-  t.sparsity = ir::Sparsity{0.9, false};
-  // n = 100: bitmap ceil(100/8) = 13 bytes, nnz = 10 values of 2 bytes.
-  EXPECT_EQ(tensor_bytes(t, Count(100)), Count((100 + 7) / 8 + 10 * 2));
-  // n = 101: nnz = ceil(101 * 0.1) = ceil(10.1) = 11; bitmap ceil(101/8) = 13.
-  EXPECT_EQ(tensor_bytes(t, Count(101)), Count((101 + 7) / 8 + 11 * 2));
-  // zeros=0.3 is read as 3/10 (the decimal the IR prints): 10 elements keep 7 nonzeros.
-  t.sparsity = ir::Sparsity{0.3, false};
-  EXPECT_EQ(tensor_bytes(t, Count(10)), Count((10 + 7) / 8 + 7 * 2));
-  // f = 1: only the bitmap.
-  t.sparsity = ir::Sparsity{1.0, false};
-  EXPECT_EQ(tensor_bytes(t, Count(64)), Count(64 / 8));
-  // f = 0: dense.
-  t.sparsity = ir::Sparsity{0.0, false};
-  EXPECT_EQ(tensor_bytes(t, Count(64)), Count(64 * 2));
-  // A small zero fraction does not pay for the bitmap: int4 at f = 0.1 keeps 90 of 100
-  // values, 13 + 45 bytes > 50 dense bytes.
-  t.dtype = DType::I4;
-  t.sparsity = ir::Sparsity{0.1, false};
-  EXPECT_EQ(tensor_bytes(t, Count(100)), Count(100 * 4 / 8));
-  // f32 at f = 0.5: a 1000-bit bitmap and 500 values of 4 bytes.
-  t.dtype = DType::F32;
-  t.sparsity = ir::Sparsity{0.5, false};
-  EXPECT_EQ(tensor_bytes(t, Count(1000)), Count(1000 / 8 + 500 * 4));
-}
-
-TEST(TensorBytes, UnstructuredSparsityIsExactForHugeTensors) {
-  const Count two40(std::uint64_t{1} << 40);
-  ir::Tensor t;
-  t.dtype = DType::I8;
-  t.sparsity = ir::Sparsity{0.25, false};
-  // n = 2^80: nnz = 3/4 of it = 6 * 2^77 values of one byte; bitmap 2^77 bytes.
-  const Count two77 = two40 * Count(std::uint64_t{1} << 37);
-  EXPECT_EQ(tensor_bytes(t, two40 * two40), two77 + Count(6) * two77);
-  // n = 2^120, f = 0.375 (n * 375 needs more than 128 bits, so f is taken in binary, where
-  // it is exactly 3/8): nnz = 5 * 2^117; bitmap 2^117 bytes.
-  t.sparsity = ir::Sparsity{0.375, false};
-  const Count two117 = two77 * two40;
-  EXPECT_EQ(tensor_bytes(t, two40 * two40 * two40), two117 + Count(5) * two117);
-}
-
-TEST(TensorBytes, ZeroFractionOutsideZeroToOneIsAnInvalidGraph) {
-  ir::Tensor t;
-  t.name = "w";
-  t.dtype = DType::F32;
-  t.sparsity = ir::Sparsity{1.5, false};
-  try {
-    tensor_bytes(t, Count(8));
-    FAIL() << "expected UserError";
-  } catch (const UserError& e) {
-    EXPECT_EQ(e.kind(), UserError::Kind::InvalidGraph);
-    EXPECT_NE(std::string(e.what()).find("tensor 'w' has zero fraction 1.5"), std::string::npos);
-  }
-}
-
 // ---- elementwise and reductions ------------------------------------------------------
-
-TEST(CombineCost, FunctionTable) {
-  using ir::Expr;
-  using ir::ExprOp;
-  Expr x = Expr::operand(0);
-  EXPECT_EQ(combine_cost(x).vector_flops, 0u);
-  CombineCost sig = combine_cost(Expr::make(ExprOp::Sigmoid, {x}));
-  EXPECT_EQ(sig.special_ops, 2u);  // exp, recip
-  EXPECT_EQ(sig.vector_flops, 1u);  // add
-  CombineCost pw = combine_cost(Expr::make(ExprOp::Pow, {x, Expr::constant(3)}));
-  EXPECT_EQ(pw.special_ops, 2u);  // log, exp
-  EXPECT_EQ(pw.vector_flops, 1u);  // mul
-  // gelu(tanh form) pieces: mul(x, add(1, tanh(x))) = 2 vector + 1 special.
-  Expr one_plus_tanh =
-      Expr::make(ExprOp::Add, {Expr::constant(1), Expr::make(ExprOp::Tanh, {x})});
-  CombineCost gelu = combine_cost(Expr::make(ExprOp::Mul, {x, one_plus_tanh}));
-  EXPECT_EQ(gelu.vector_flops, 2u);
-  EXPECT_EQ(gelu.special_ops, 1u);
-  CombineCost sel = combine_cost(Expr::make(
-      ExprOp::Select, {Expr::make(ExprOp::Gt, {x, Expr::constant(0)}), x, Expr::constant(0)}));
-  EXPECT_EQ(sel.vector_flops, 2u);  // gt, select
-}
-
-// A subexpression that occurs several times is computed once by any implementation, so it
-// is counted once: structurally equal subtrees, whether built twice or shared.
-TEST(CombineCost, RepeatedSubexpressionCountsOnce) {
-  using ir::Expr;
-  using ir::ExprOp;
-  Expr x = Expr::operand(0), y = Expr::operand(1);
-  auto diff = [&] { return Expr::make(ExprOp::Sub, {x, y}); };  // a fresh tree each call
-  // (x - y) * (x - y): one sub, one mul.
-  CombineCost sq = combine_cost(Expr::make(ExprOp::Mul, {diff(), diff()}));
-  EXPECT_EQ(sq.vector_flops, 2u);
-  EXPECT_EQ(sq.special_ops, 0u);
-  // exp(x) + exp(x): one exp, one add.
-  CombineCost e = combine_cost(Expr::make(
-      ExprOp::Add, {Expr::make(ExprOp::Exp, {x}), Expr::make(ExprOp::Exp, {x})}));
-  EXPECT_EQ(e.special_ops, 1u);
-  EXPECT_EQ(e.vector_flops, 1u);
-  // Different operands or constants are different values: sub(x, y) and sub(y, x) both count.
-  CombineCost two = combine_cost(
-      Expr::make(ExprOp::Mul, {diff(), Expr::make(ExprOp::Sub, {y, x})}));
-  EXPECT_EQ(two.vector_flops, 3u);
-  CombineCost consts = combine_cost(
-      Expr::make(ExprOp::Add, {Expr::make(ExprOp::Mul, {x, Expr::constant(2)}),
-                               Expr::make(ExprOp::Mul, {x, Expr::constant(3)})}));
-  EXPECT_EQ(consts.vector_flops, 3u);
-  // softplus with beta = 2 (as lowered): beta*x in the threshold test and in the exponent.
-  Expr bx = Expr::make(ExprOp::Mul, {Expr::constant(2), x});
-  Expr soft = Expr::make(
-      ExprOp::Mul,
-      {Expr::make(ExprOp::Log,
-                  {Expr::make(ExprOp::Add, {Expr::constant(1), Expr::make(ExprOp::Exp, {bx})})}),
-       Expr::constant(0.5)});
-  CombineCost sp = combine_cost(Expr::make(
-      ExprOp::Select, {Expr::make(ExprOp::Gt, {bx, Expr::constant(20)}), x, soft}));
-  EXPECT_EQ(sp.vector_flops, 5u);  // mul (beta x, once), gt, select, add, mul (1/beta)
-  EXPECT_EQ(sp.special_ops, 2u);   // exp, log
-  // A tree shared 60 levels deep (d = x - y; d = d * d; ...) unfolds to 2^60 nodes; each
-  // distinct one is counted once, and found without walking the unfolded tree.
-  Expr d = diff();
-  for (int i = 0; i < 60; ++i) d = Expr::make(ExprOp::Mul, {d, d});
-  EXPECT_EQ(combine_cost(d).vector_flops, 61u);
-}
 
 TEST(EinsumWork, RepeatedSubexpressionIsComputedOncePerPoint) {
   constexpr std::uint64_t B = 4, C = 256;
@@ -644,37 +356,6 @@ TEST(EinsumWork, RepeatedSubexpressionIsComputedOncePerPoint) {
   Work v = work_of(g, "v");
   // Per point one sub and one mul; the sum reduces B*C products into B values.
   EXPECT_EQ(at(v.vector_flops, DType::F32), Count(B * C * 2 + (B * C - B)));
-}
-
-TEST(CombineCost, RoundingRemainderAndBitFunctions) {
-  using ir::Expr;
-  using ir::ExprOp;
-  Expr x = Expr::operand(0), y = Expr::operand(1);
-  // One vector op each: rounding, sign and the integer bit operations.
-  for (ExprOp op : {ExprOp::Floor, ExprOp::Ceil, ExprOp::Trunc, ExprOp::RoundEven, ExprOp::RoundAway,
-                    ExprOp::Sign, ExprOp::Not, ExprOp::Popcount, ExprOp::Clz}) {
-    CombineCost c = combine_cost(Expr::make(op, {x}));
-    EXPECT_EQ(c.vector_flops, 1u) << ir::expr_op_name(op);
-    EXPECT_EQ(c.special_ops, 0u) << ir::expr_op_name(op);
-  }
-  for (ExprOp op : {ExprOp::And, ExprOp::Or, ExprOp::Xor, ExprOp::Shl, ExprOp::Ashr, ExprOp::Lshr}) {
-    CombineCost c = combine_cost(Expr::make(op, {x, y}));
-    EXPECT_EQ(c.vector_flops, 1u) << ir::expr_op_name(op);
-  }
-  EXPECT_EQ(combine_cost(Expr::make(ExprOp::IDiv, {x, y})).vector_flops, 2u);  // div, trunc
-  EXPECT_EQ(combine_cost(Expr::make(ExprOp::Rem, {x, y})).vector_flops, 4u);  // div, trunc, mul, sub
-  EXPECT_EQ(combine_cost(Expr::make(ExprOp::Mod, {x, y})).vector_flops, 6u);  // rem + compare, add
-  CombineCost a2 = combine_cost(Expr::make(ExprOp::Atan2, {x, y}));
-  EXPECT_EQ(a2.special_ops, 1u);   // atan
-  EXPECT_EQ(a2.vector_flops, 2u);  // div, quadrant select
-  for (ExprOp op : {ExprOp::Atan, ExprOp::Asin, ExprOp::Acos, ExprOp::ErfInv, ExprOp::Lgamma, ExprOp::Digamma})
-    EXPECT_EQ(combine_cost(Expr::make(op, {x})).special_ops, 1u) << ir::expr_op_name(op);
-  // A bit reinterpretation is free: only the or and the shift of the RNG idiom count.
-  CombineCost rng = combine_cost(Expr::make(
-      ExprOp::BitsF32, {Expr::make(ExprOp::Or, {Expr::make(ExprOp::Lshr, {x, Expr::constant(9)}),
-                                                Expr::constant(1065353216)})}));
-  EXPECT_EQ(rng.vector_flops, 2u);
-  EXPECT_EQ(rng.special_ops, 0u);
 }
 
 TEST(EinsumWork, IntegerBitOpsCountAsVectorWorkOfTheOutputType) {

@@ -7,14 +7,13 @@
 
 #include "solar/cost/work.h"
 #include "solar/ir/text.h"
+#include "testing/graph_lookup.h"
 #include "solar/tiling/curve.h"
 
 namespace solar::tiling {
 namespace {
 
-const ir::Op& op_of(const ir::Graph& g, std::string_view name) {
-  return g.op(*g.producer(*g.find_tensor(name)));
-}
+using testing::op_of;
 
 TEST(Problem, MatmulFromGraph) {
   ir::Graph g = ir::parse_graph(R"(
@@ -29,59 +28,6 @@ TEST(Problem, MatmulFromGraph) {
   EXPECT_TRUE(p.output().output);
   EXPECT_EQ(p.points(), Count(8 * 3 * 5));                             // M*N*K
   EXPECT_EQ(p.compulsory_bits, Count(16 * 8 * 5 + 32 * 5 * 3 + 32 * 8 * 3));  // A + B + C bits
-}
-
-// Every byte the tiling counts uses cost::tensor_bytes's rule: storage_bits rounded up to
-// bytes is tensor_bytes, for dense, 2:4 and bitmap tensors of every width, small and huge
-// counts, and fractions whose double is not their decimal (0.3, 1e-05).
-TEST(Storage, BitsRoundUpToTensorBytes) {
-  const Count two40(std::uint64_t{1} << 40);
-  std::vector<Count> counts;
-  for (std::uint64_t n = 0; n <= 300; ++n) counts.push_back(Count(n));
-  for (Count n : {two40 * two40, two40 * two40 * two40 + Count(12345), Count(999999999999)})
-    counts.push_back(n);
-  const std::vector<std::optional<ir::Sparsity>> sparsities = {
-      std::nullopt,       ir::Sparsity{0, false},     ir::Sparsity{0.5, true},
-      ir::Sparsity{0.75, true}, ir::Sparsity{0.3, false}, ir::Sparsity{1e-05, false},
-      ir::Sparsity{0.9, false}, ir::Sparsity{1.0, false}, ir::Sparsity{0.375, false},
-      ir::Sparsity{1.0 / 3, false}, ir::Sparsity{0.0625, false}};
-  int checked = 0;
-  for (ir::DType d : {ir::DType::BF16, ir::DType::F32, ir::DType::I4, ir::DType::F6,
-                      ir::DType::F8E4M3, ir::DType::Bool})
-    for (const auto& sp : sparsities) {
-      ir::Tensor t;
-      t.name = "t";
-      t.dtype = d;
-      t.sparsity = sp;
-      const Storage st = storage_of(t);
-      for (Count n : counts) {
-        EXPECT_EQ(storage_bits(st, ir::dtype_bits(d), n).ceil_div(8), cost::tensor_bytes(t, n))
-            << ir::dtype_name(d) << " n = " << n.str() << " f = " << (sp ? sp->zero_fraction : 0);
-        ++checked;
-      }
-    }
-  EXPECT_GT(checked, 10000);
-}
-
-TEST(Storage, FormatsFollowTheSparsityAnnotation) {
-  ir::Tensor t;
-  t.name = "w";
-  t.dtype = ir::DType::BF16;
-  EXPECT_EQ(storage_of(t).format, StorageFormat::Dense);
-  t.sparsity = ir::Sparsity{0.5, true};
-  EXPECT_EQ(storage_of(t), (Storage{StorageFormat::Compressed24, 0.5}));
-  t.sparsity = ir::Sparsity{0.3, false};
-  EXPECT_EQ(storage_of(t), (Storage{StorageFormat::Bitmap, 0.3}));
-  t.sparsity = ir::Sparsity{0, false};
-  EXPECT_EQ(storage_of(t).format, StorageFormat::Dense);
-  t.sparsity = ir::Sparsity{1.5, false};
-  try {
-    storage_of(t);
-    FAIL() << "expected UserError";
-  } catch (const UserError& e) {
-    EXPECT_EQ(e.kind(), UserError::Kind::InvalidGraph);
-    EXPECT_NE(std::string(e.what()).find("tensor 'w' has zero fraction 1.5"), std::string::npos);
-  }
 }
 
 TEST(Problem, SparseOperandsKeepTheirStorage) {
