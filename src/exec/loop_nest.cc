@@ -198,30 +198,6 @@ Storage compute_storage(const std::vector<Storage>& operand_storage, Storage out
   return integer_closed(combine) ? Storage::I64 : Storage::F64;
 }
 
-IntType integer_type(const std::vector<DType>& operand_dtypes, DType output_dtype) {
-  IntType t;
-  bool any_int = false, any_bool = false;
-  auto consider = [&](DType d) {
-    if (d == DType::Bool) {
-      any_bool = true;
-      return;
-    }
-    if (!ir::is_integer(d)) return;
-    const int bits = ir::dtype_bits(d);
-    const bool is_unsigned = d == DType::U8;
-    if (!any_int || bits > t.bits || (bits == t.bits && !is_unsigned)) {
-      t.bits = bits;
-      t.is_unsigned = is_unsigned;
-    }
-    any_int = true;
-  };
-  for (DType d : operand_dtypes) consider(d);
-  consider(output_dtype);
-  if (!any_int && any_bool) return IntType{1, true, true};
-  if (!any_int) return IntType{};
-  return t;
-}
-
 double reduce_identity(Reduce r, DType d) {
   const bool integer = !ir::is_float(d);
   auto int_range = [&](bool max_end) -> double {

@@ -12,7 +12,9 @@
 #include "solar/ir/affine.h"
 #include "solar/ir/expr.h"
 #include "solar/ir/graph.h"
+#include "solar/ir/integer_type.h"
 #include "solar/ir/shape.h"
+#include "solar/util/int_math.h"  // for the ISA-specific executors (loop_exec.inc)
 
 namespace solar::exec {
 
@@ -26,19 +28,10 @@ struct LoopTensor {
   std::optional<double> pad;  // operands only: the value read outside the tensor
 };
 
-// The integer type an einsum's combine works in (ir/expr.h, "Integer semantics"): its width
-// in bits and signedness. Bool is width 1, unsigned, with not(x) as logical not and no
-// wrap-around of other results (a bool sum stays a truth value when stored).
-struct IntType {
-  int bits = 64;
-  bool is_unsigned = false;
-  bool is_bool = false;
-};
-
-// The einsum's integer type: the widest integer dtype among the operands and the output
-// (float operands and a float output do not count; at equal width a signed type wins); bool
-// when all are bool; i64 when none is an integer.
-IntType integer_type(const std::vector<ir::DType>& operand_dtypes, ir::DType output_dtype);
+// The integer type an einsum's combine works in (ir/integer_type.h, the rule the analyses of
+// combines share).
+using IntType = ir::IntegerType;
+using ir::integer_type;
 
 // One einsum over raw tensors; ir::EinsumOp semantics (include/solar/ir/graph.h), except
 // that when the output map is one-to-one, output elements outside the image of the iteration

@@ -4,15 +4,19 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <numeric>
 #include <optional>
 #include <utility>
 #include <variant>
 
 #include "families.h"
 #include "solar/cost/work.h"
+#include "solar/ir/attrs.h"
 #include "solar/ir/dtype.h"
+#include "solar/ir/region.h"
+#include "solar/ir/rewrite.h"
+#include "solar/ir/value_domain.h"
 #include "solar/ir/verify.h"
+#include "solar/ir/view_map.h"
 #include "solar/util/errors.h"
 
 namespace solar::lower {
@@ -30,279 +34,14 @@ using ir::TensorId;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// A region: the points satisfying every constraint (a conjunction), over a tensor's
-// dimensions or an einsum's indices (the variables of the expressions). Empty: everywhere.
-using Region = std::vector<AffineConstraint>;
-using Subst = std::vector<std::optional<AffineExpr>>;  // variable -> expression
-
-// ---- affine helpers ---------------------------------------------------------------------
-
-// `e` with every variable v replaced by `repl[v]`; nullopt when some variable has none (or
-// a coefficient would overflow).
-std::optional<AffineExpr> substitute(const AffineExpr& e, const Subst& repl) {
-  std::int64_t c = e.constant_term();
-  std::vector<AffineTerm> terms;
-  for (const AffineTerm& t : e.terms()) {
-    if (t.index >= static_cast<IndexPos>(repl.size()) || !repl[t.index]) return std::nullopt;
-    const AffineExpr& r = *repl[t.index];
-    std::int64_t k;
-    if (__builtin_mul_overflow(t.coef, r.constant_term(), &k) || __builtin_add_overflow(c, k, &c))
-      return std::nullopt;
-    for (const AffineTerm& u : r.terms()) {
-      if (__builtin_mul_overflow(t.coef, u.coef, &k)) return std::nullopt;
-      terms.push_back({u.index, k});
-    }
-  }
-  return AffineExpr::make(std::move(terms), c);
-}
-
-AffineExpr scaled(const AffineExpr& e, std::int64_t k, std::int64_t add = 0) {
-  std::vector<AffineTerm> terms = e.terms();
-  for (AffineTerm& t : terms) t.coef *= k;
-  return AffineExpr::make(std::move(terms), e.constant_term() * k + add);
-}
-
-AffineExpr plus(const AffineExpr& a, const AffineExpr& b, std::int64_t sign = 1) {
-  std::vector<AffineTerm> terms = a.terms();
-  for (const AffineTerm& t : b.terms()) terms.push_back({t.index, sign * t.coef});
-  return AffineExpr::make(std::move(terms), a.constant_term() + sign * b.constant_term());
-}
-
-// e >= 0 over the integers, with the coefficients' common divisor taken out (2i - 2j - 1 >= 0
-// is i - j - 1 >= 0), so that equal constraints compare equal.
-AffineConstraint normalized(const AffineExpr& e) {
-  std::int64_t g = 0;
-  for (const AffineTerm& t : e.terms()) g = std::gcd(g, t.coef < 0 ? -t.coef : t.coef);
-  if (g <= 1) return {e};
-  std::vector<AffineTerm> terms = e.terms();
-  for (AffineTerm& t : terms) t.coef /= g;
-  return {AffineExpr::make(std::move(terms), detail::floor_div(e.constant_term(), g))};
-}
-
-// The complement of e >= 0: -e - 1 >= 0.
-AffineConstraint negated(const AffineConstraint& c) { return normalized(scaled(c.expr, -1, -1)); }
-
-bool less(const AffineConstraint& a, const AffineConstraint& b) {
-  const auto& x = a.expr.terms();
-  const auto& y = b.expr.terms();
-  for (std::size_t i = 0; i < std::min(x.size(), y.size()); ++i) {
-    if (x[i].index != y[i].index) return x[i].index < y[i].index;
-    if (x[i].coef != y[i].coef) return x[i].coef < y[i].coef;
-  }
-  if (x.size() != y.size()) return x.size() < y.size();
-  return a.expr.constant_term() < b.expr.constant_term();
-}
-
-// Sorted, without duplicates and without constraints that hold at every point of the box
-// of `extents` (the variables' ranges); a region that excludes everything keeps its
-// constraints.
-Region canonical(Region r, const std::vector<std::int64_t>& extents) {
-  for (AffineConstraint& c : r) c = normalized(c.expr);
-  std::erase_if(r, [&](const AffineConstraint& c) {
-    for (const AffineTerm& t : c.expr.terms())
-      if (t.index >= static_cast<IndexPos>(extents.size())) return false;
-    return c.expr.min_value(extents) >= 0;
-  });
-  std::sort(r.begin(), r.end(), less);
-  r.erase(std::unique(r.begin(), r.end()), r.end());
-  return r;
-}
-
-// Constraints of `r` over new variables (`repl`: old variable -> expression); nullopt when
-// one of them does not map.
-std::optional<Region> mapped(const Region& r, const Subst& repl) {
-  Region out;
-  for (const AffineConstraint& c : r) {
-    std::optional<AffineExpr> e = substitute(c.expr, repl);
-    if (!e) return std::nullopt;
-    out.push_back({*e});
-  }
-  return out;
-}
-
-// The constraints of `r` that map (the others dropped: a larger region).
-Region mapped_part(const Region& r, const Subst& repl) {
-  Region out;
-  for (const AffineConstraint& c : r)
-    if (std::optional<AffineExpr> e = substitute(c.expr, repl)) out.push_back({*e});
-  return out;
-}
-
-// Constraints common to both: a region holding both (their union lies inside it).
-Region common(const Region& a, const Region& b) {
-  Region out;
-  for (const AffineConstraint& c : a)
-    if (std::find(b.begin(), b.end(), c) != b.end()) out.push_back(c);
-  return out;
-}
-
-// Whether every assignment of the indices in `kept` (within `extents`) has a point of the
-// region: solved for the one other index the constraints involve (coefficients +-1), each
-// lower bound against each upper bound over the box. False when that cannot be shown (two
-// or more other indices, other coefficients).
-bool covers(const Region& r, const std::vector<std::int64_t>& extents,
-            const std::vector<bool>& kept) {
-  int other = -1;
-  for (const AffineConstraint& c : r)
-    for (const AffineTerm& t : c.expr.terms())
-      if (!kept[t.index]) {
-        if (other >= 0 && other != t.index) return false;
-        other = t.index;
-      }
-  std::vector<AffineExpr> lows, highs;
-  if (other >= 0) {
-    lows.push_back(AffineExpr::constant(0));
-    highs.push_back(AffineExpr::constant(extents[other] - 1));
-  }
-  for (const AffineConstraint& c : r) {
-    std::int64_t coef = 0;
-    std::vector<AffineTerm> rest;
-    for (const AffineTerm& t : c.expr.terms()) (t.index == other ? coef = t.coef : (rest.push_back(t), 0));
-    AffineExpr e = AffineExpr::make(std::move(rest), c.expr.constant_term());
-    if (coef == 0) {
-      if (e.min_value(extents) < 0) return false;  // some assignment fails it outright
-    } else if (coef == 1) {
-      lows.push_back(scaled(e, -1));  // x >= -e
-    } else if (coef == -1) {
-      highs.push_back(e);  // x <= e
-    } else {
-      return false;
-    }
-  }
-  for (const AffineExpr& lo : lows)
-    for (const AffineExpr& hi : highs)
-      if (plus(hi, lo, -1).min_value(extents) < 0) return false;
-  return true;
-}
-
-// ---- abstract values --------------------------------------------------------------------
-
-// What is known of a value: a constant, finite (the program's data, by the assumption in
-// masks.h), or anything (a maximum over no point, an -inf met by an unknown sign).
-struct Val {
-  enum Kind : std::uint8_t { Const, Finite, Any } kind = Finite;
-  double c = 0;
-  static Val cst(double v) { return std::isnan(v) ? Val{Any} : Val{Const, v}; }
-  bool finite() const { return kind == Finite || (kind == Const && std::isfinite(c)); }
-  bool is(double v) const { return kind == Const && c == v; }
-  bool positive() const { return kind == Const && c > 0 && std::isfinite(c); }
-  friend bool operator==(const Val& a, const Val& b) {
-    return a.kind == b.kind && (a.kind != Const || a.c == b.c);
-  }
-};
-
-Val join(Val a, Val b) {
-  if (a == b) return a;
-  if (a.finite() && b.finite()) return {Val::Finite};
-  return {Val::Any};
-}
-
-bool is_compare(ExprOp op) {
-  return op == ExprOp::Lt || op == ExprOp::Le || op == ExprOp::Gt || op == ExprOp::Ge ||
-         op == ExprOp::Eq || op == ExprOp::Ne;
-}
-
-double compare(ExprOp op, double a, double b) {
-  switch (op) {
-    case ExprOp::Lt: return a < b;
-    case ExprOp::Le: return a <= b;
-    case ExprOp::Gt: return a > b;
-    case ExprOp::Ge: return a >= b;
-    case ExprOp::Eq: return a == b;
-    default: return a != b;
-  }
-}
-
-// A binary node on two known values.
-std::optional<double> fold(ExprOp op, double a, double b) {
-  switch (op) {
-    case ExprOp::Add: return a + b;
-    case ExprOp::Sub: return a - b;
-    case ExprOp::Mul: return a * b;
-    case ExprOp::Div: return a / b;
-    case ExprOp::Max: return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
-    case ExprOp::Min: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
-    default: return is_compare(op) ? std::optional<double>(compare(op, a, b)) : std::nullopt;
-  }
-}
-
-std::optional<double> fold(ExprOp op, double a) {
-  switch (op) {
-    case ExprOp::Neg: return -a;
-    case ExprOp::Abs: return std::fabs(a);
-    case ExprOp::Square: return a * a;
-    case ExprOp::Relu: return std::isnan(a) ? a : std::max(a, 0.0);
-    case ExprOp::Exp: return std::exp(a);
-    case ExprOp::Log: return std::log(a);
-    case ExprOp::Sqrt: return std::sqrt(a);
-    case ExprOp::Rsqrt: return 1 / std::sqrt(a);
-    case ExprOp::Recip: return 1 / a;
-    case ExprOp::Tanh: return std::tanh(a);
-    case ExprOp::Sigmoid: return 1 / (1 + std::exp(-a));
-    case ExprOp::Floor: return std::floor(a);
-    case ExprOp::Ceil: return std::ceil(a);
-    case ExprOp::Trunc: return std::trunc(a);
-    case ExprOp::Not: return a == 0;
-    default: return std::nullopt;
-  }
-}
-
-Val binary(ExprOp op, Val a, Val b) {
-  if (a.kind == Val::Const && b.kind == Val::Const) {
-    if (std::optional<double> v = fold(op, a.c, b.c)) return Val::cst(*v);
-    return a.finite() && b.finite() ? Val{Val::Finite} : Val{Val::Any};
-  }
-  if (a.kind == Val::Any || b.kind == Val::Any) return {Val::Any};
-  // One side is finite data, the other finite data or a constant (maybe infinite).
-  const bool inf_a = a.kind == Val::Const && std::isinf(a.c);
-  const bool inf_b = b.kind == Val::Const && std::isinf(b.c);
-  switch (op) {
-    case ExprOp::Add:
-      if (inf_a) return a;
-      if (inf_b) return b;
-      return {Val::Finite};
-    case ExprOp::Sub:
-      if (inf_a) return a;
-      if (inf_b) return Val::cst(-b.c);
-      return {Val::Finite};
-    case ExprOp::Mul:
-      if (a.is(0) || b.is(0)) return Val::cst(0);  // 0 times finite data
-      if (inf_a || inf_b) return {Val::Any};       // the data's sign decides
-      return {Val::Finite};
-    case ExprOp::Div:
-      if (inf_a && b.positive()) return a;
-      if (inf_b) return Val::cst(0);  // finite data over an infinity
-      if (inf_a) return {Val::Any};
-      // 0 / data: the caller decides (the divisor is known nonzero only at some points).
-      return {Val::Finite};
-    case ExprOp::Max:
-      if (a.is(kInf) || b.is(kInf)) return Val::cst(kInf);
-      if (a.is(-kInf)) return b;
-      if (b.is(-kInf)) return a;
-      return {Val::Finite};
-    case ExprOp::Min:
-      if (a.is(-kInf) || b.is(-kInf)) return Val::cst(-kInf);
-      if (a.is(kInf)) return b;
-      if (b.is(kInf)) return a;
-      return {Val::Finite};
-    default:
-      if (is_compare(op)) {
-        // An infinity against finite data compares the same way whatever the data.
-        if (inf_a) return Val::cst(compare(op, a.c, 0));
-        if (inf_b) return Val::cst(compare(op, 0, b.c));
-        return {Val::Finite};
-      }
-      return inf_a || inf_b ? Val{Val::Any} : Val{Val::Finite};
-  }
-}
-
-Val unary(ExprOp op, Val a) {
-  if (a.kind == Val::Const) {
-    if (std::optional<double> v = fold(op, a.c)) return Val::cst(*v);
-    return a.finite() ? Val{Val::Finite} : Val{Val::Any};
-  }
-  return a;  // data in, data out (finite by the assumption), or anything
-}
+// The IR analyses the pass is built on: regions (over a tensor's dimensions or an einsum's
+// indices, ir/region.h), the value domain and index values (ir/value_domain.h), and how
+// moves rename elements (ir/view_map.h).
+using ir::Region;
+using Subst = ir::Substitution;  // variable -> expression
+using Val = ir::AbstractValue;
+using ir::join;
+using ir::Truth;
 
 // ---- facts ------------------------------------------------------------------------------
 
@@ -324,14 +63,14 @@ struct Fact {
 // dead points) when one constraint separates them; sides that agree merge.
 Fact tidy(Fact f, const std::vector<std::int64_t>& shape) {
   if (f.index) return f;
-  f.region = canonical(std::move(f.region), shape);
+  f.region = ir::canonical_region(std::move(f.region), shape);
   if (f.region.empty() || f.inside == f.outside) {
     f.region.clear();
     f.outside = f.inside;
     return f;
   }
   if (f.region.size() == 1 && f.inside.kind == Val::Const && f.outside.kind != Val::Const) {
-    f.region = {negated(f.region[0])};
+    f.region = {ir::negated(f.region[0])};
     std::swap(f.inside, f.outside);
   }
   return f;
@@ -368,191 +107,7 @@ std::optional<AffineExpr> exact_index(std::optional<AffineExpr> e, const ir::Ten
   return e;
 }
 
-// ---- views ------------------------------------------------------------------------------
-
-// How the dimensions of a free view's input and output correspond: out_of_in[d] is the
-// output dimension walking the same elements as input dimension d (-1: none); in_of_out the
-// converse. Row-major reshapes: a pair of dimensions of equal extent and equal element
-// stride always holds the same coordinate; broadcasts: aligned right, size-1 input
-// dimensions spread.
-struct DimMap {
-  std::vector<int> out_of_in, in_of_out;
-};
-
-DimMap view_map(const std::vector<std::int64_t>& in, const std::vector<std::int64_t>& out) {
-  DimMap m{std::vector<int>(in.size(), -1), std::vector<int>(out.size(), -1)};
-  if (ir::numel(in) == ir::numel(out)) {
-    const std::vector<std::int64_t> si = ir::row_major_strides(in);
-    const std::vector<std::int64_t> so = ir::row_major_strides(out);
-    for (std::size_t d = 0; d < in.size(); ++d)
-      for (std::size_t e = 0; e < out.size(); ++e)
-        if (in[d] > 1 && in[d] == out[e] && si[d] == so[e]) {
-          m.out_of_in[d] = static_cast<int>(e);
-          m.in_of_out[e] = static_cast<int>(d);
-        }
-    return m;
-  }
-  if (out.size() < in.size()) return m;
-  const std::size_t shift = out.size() - in.size();
-  for (std::size_t d = 0; d < in.size(); ++d)
-    if (in[d] == out[d + shift] && in[d] > 1) {
-      m.out_of_in[d] = static_cast<int>(d + shift);
-      m.in_of_out[d + shift] = static_cast<int>(d);
-    }
-  return m;
-}
-
-// Input dimension d -> its output dimension, size-1 input dimensions -> 0 (the only value).
-Subst forward_subst(const DimMap& m, const std::vector<std::int64_t>& in) {
-  Subst s(in.size());
-  for (std::size_t d = 0; d < in.size(); ++d) {
-    if (m.out_of_in[d] >= 0) s[d] = AffineExpr::index(m.out_of_in[d]);
-    else if (in[d] == 1) s[d] = AffineExpr::constant(0);
-  }
-  return s;
-}
-
-Subst backward_subst(const DimMap& m, const std::vector<std::int64_t>& out) {
-  Subst s(out.size());
-  for (std::size_t e = 0; e < out.size(); ++e) {
-    if (m.in_of_out[e] >= 0) s[e] = AffineExpr::index(m.in_of_out[e]);
-    else if (out[e] == 1) s[e] = AffineExpr::constant(0);
-  }
-  return s;
-}
-
-const std::vector<std::int64_t>* list_attr(const ir::MoveOp& m, const char* name) {
-  auto it = m.attrs.find(name);
-  return it == m.attrs.end() ? nullptr : std::get_if<std::vector<std::int64_t>>(&it->second);
-}
-
-// A one-input, one-output move that renames elements: the substitutions from input to output
-// dimensions (forward) and from output to input dimensions (backward), or nullopt for a move
-// that mixes or drops elements (concat, pad, gather, scatter, a repeat).
-struct MovePaths {
-  Subst forward, backward;
-};
-std::optional<MovePaths> move_paths(const ir::Graph& g, const ir::Op& op) {
-  if (op.inputs.size() != 1 || op.outputs.size() != 1) return std::nullopt;
-  const ir::MoveOp& m = op.move();
-  const auto& in = g.tensor(op.inputs[0]).shape;
-  const auto& out = g.tensor(op.outputs[0]).shape;
-  switch (m.kind) {
-    case ir::MoveKind::View: case ir::MoveKind::Copy: {
-      if (g.tensor(op.inputs[0]).dtype != g.tensor(op.outputs[0]).dtype) return std::nullopt;
-      if (ir::numel(in) != ir::numel(out)) {  // a broadcast (a repeat is not a view of this)
-        if (out.size() < in.size()) return std::nullopt;
-        for (std::size_t d = 0; d < in.size(); ++d)
-          if (in[d] != 1 && in[d] != out[d + out.size() - in.size()]) return std::nullopt;
-      }
-      const DimMap dm = view_map(in, out);
-      return MovePaths{forward_subst(dm, in), backward_subst(dm, out)};
-    }
-    case ir::MoveKind::Cast:
-      if (in != out) return std::nullopt;
-      [[fallthrough]];
-    case ir::MoveKind::Permute: {
-      std::vector<std::int64_t> perm(in.size());
-      std::iota(perm.begin(), perm.end(), 0);
-      if (m.kind == ir::MoveKind::Permute) {
-        const auto* p = list_attr(m, "perm");
-        if (!p || p->size() != in.size()) return std::nullopt;
-        perm = *p;
-      }
-      MovePaths paths{Subst(in.size()), Subst(out.size())};
-      for (std::size_t e = 0; e < perm.size(); ++e) {
-        const auto d = static_cast<std::size_t>(perm[e]);
-        if (d >= in.size()) return std::nullopt;
-        paths.forward[d] = AffineExpr::index(static_cast<IndexPos>(e));
-        paths.backward[e] = AffineExpr::index(static_cast<IndexPos>(d));
-      }
-      return paths;
-    }
-    case ir::MoveKind::Slice: {
-      const auto* starts = list_attr(m, "starts");
-      const auto* steps = list_attr(m, "steps");
-      if (!starts || starts->size() != in.size() || (steps && steps->size() != in.size()))
-        return std::nullopt;
-      // out[o] = in[start + step * o] per dimension.
-      MovePaths paths{Subst(in.size()), Subst(out.size())};
-      for (std::size_t d = 0; d < in.size(); ++d) {
-        const std::int64_t start = (*starts)[d], step = steps ? (*steps)[d] : 1;
-        if (start < 0 || step < 1) return std::nullopt;
-        const auto v = static_cast<IndexPos>(d);
-        paths.forward[d] = AffineExpr::make({{v, step}}, start);
-        if (step == 1) paths.backward[d] = AffineExpr::make({{v, 1}}, -start);
-      }
-      return paths;
-    }
-    case ir::MoveKind::Concat: case ir::MoveKind::Pad: case ir::MoveKind::Gather:
-    case ir::MoveKind::Scatter:
-      return std::nullopt;
-  }
-  return std::nullopt;
-}
-
 // ---- the pass ---------------------------------------------------------------------------
-
-// Index expressions of a combine over the op's indices, from operands whose values are
-// indices (operand k: idx[k]) and integer constants.
-std::optional<AffineExpr> eval_index(const Expr& e, const std::vector<std::optional<AffineExpr>>& idx) {
-  switch (e.op()) {
-    case ExprOp::Operand: return idx[e.operand_index()];
-    case ExprOp::Const: {
-      const double v = e.value();
-      if (v != std::floor(v) || std::fabs(v) > 9007199254740992.0) return std::nullopt;
-      return AffineExpr::constant(static_cast<std::int64_t>(v));
-    }
-    case ExprOp::Add: case ExprOp::Sub: {
-      auto a = eval_index(e.children()[0], idx);
-      auto b = a ? eval_index(e.children()[1], idx) : std::nullopt;
-      if (!b) return std::nullopt;
-      return plus(*a, *b, e.op() == ExprOp::Add ? 1 : -1);
-    }
-    case ExprOp::Neg: {
-      auto a = eval_index(e.children()[0], idx);
-      return a ? std::optional<AffineExpr>(scaled(*a, -1)) : std::nullopt;
-    }
-    case ExprOp::Mul: {
-      auto a = eval_index(e.children()[0], idx);
-      auto b = a ? eval_index(e.children()[1], idx) : std::nullopt;
-      if (!b) return std::nullopt;
-      if (a->is_constant()) return scaled(*b, a->constant_term());
-      if (b->is_constant()) return scaled(*a, b->constant_term());
-      return std::nullopt;
-    }
-    default: return std::nullopt;
-  }
-}
-
-// The points where a comparison of two index expressions holds: the region, and whether it
-// holds inside it (false for `ne`, which holds outside the region of `eq`).
-struct Truth {
-  Region region;
-  bool inside = true;
-};
-std::optional<Truth> compare_truth(const Expr& e, const std::vector<std::optional<AffineExpr>>& idx,
-                                   const std::vector<std::int64_t>& extents) {
-  if (!is_compare(e.op())) return std::nullopt;
-  auto a = eval_index(e.children()[0], idx);
-  auto b = a ? eval_index(e.children()[1], idx) : std::nullopt;
-  if (!b) return std::nullopt;
-  const AffineExpr d = plus(*a, *b, -1);  // a - b
-  Truth t;
-  switch (e.op()) {
-    case ExprOp::Ge: t.region = {{d}}; break;
-    case ExprOp::Gt: t.region = {{scaled(d, 1, -1)}}; break;
-    case ExprOp::Le: t.region = {{scaled(d, -1)}}; break;
-    case ExprOp::Lt: t.region = {{scaled(d, -1, -1)}}; break;
-    case ExprOp::Eq: case ExprOp::Ne:
-      t.region = {{d}, {scaled(d, -1)}};
-      t.inside = e.op() == ExprOp::Eq;
-      break;
-    default: return std::nullopt;
-  }
-  t.region = canonical(std::move(t.region), extents);
-  return t;
-}
 
 class Recognizer {
  public:
@@ -574,6 +129,7 @@ class Recognizer {
     std::vector<std::optional<Region>> region;     // per operand: its fact's region, mapped
     std::vector<const Fact*> fact;
     std::vector<std::vector<bool>> reads;          // per operand: the indices its subscript uses
+    ir::IntegerType integer;                       // the type its combine's integers have
   };
 
   Operands operands_of(const ir::Op& op) const;
@@ -616,6 +172,9 @@ Recognizer::Operands Recognizer::operands_of(const ir::Op& op) const {
   const ir::EinsumOp& e = op.einsum();
   Operands o;
   const std::size_t n = e.indices.size();
+  std::vector<ir::DType> dtypes;
+  for (TensorId t : op.inputs) dtypes.push_back(g_.tensor(t).dtype);
+  o.integer = ir::integer_type(dtypes, g_.tensor(op.outputs[0]).dtype);
   for (std::size_t k = 0; k < e.operands.size(); ++k) {
     const ir::Operand& opd = e.operands[k];
     const Fact& f = facts_[op.inputs[k].value];
@@ -631,9 +190,9 @@ Recognizer::Operands Recognizer::operands_of(const ir::Op& op) const {
       o.region.push_back(std::nullopt);
       continue;
     }
-    o.index.push_back(f.index ? substitute(*f.index, sub) : std::nullopt);
-    std::optional<Region> r = f.region.empty() ? std::nullopt : mapped(f.region, sub);
-    o.region.push_back(r ? std::optional<Region>(canonical(std::move(*r), e.extents())) : r);
+    o.index.push_back(f.index ? ir::image_of(*f.index, sub) : std::nullopt);
+    std::optional<Region> r = f.region.empty() ? std::nullopt : ir::substitute_region(f.region, sub);
+    o.region.push_back(r ? std::optional<Region>(ir::canonical_region(std::move(*r), e.extents())) : r);
   }
   return o;
 }
@@ -648,12 +207,12 @@ std::optional<bool> Recognizer::within(const Region& r, Side s) {
     if (std::all_of(r.begin(), r.end(), [&](const AffineConstraint& c) { return has(side, c); }))
       return true;
     for (const AffineConstraint& c : r)
-      if (has(side, negated(c))) return false;
+      if (has(side, ir::negated(c))) return false;
     return std::nullopt;
   }
   const AffineConstraint& f = side[static_cast<std::size_t>(s.fail)];
   if (has(r, f)) return false;
-  if (r.size() == 1 && r[0] == negated(f)) return true;
+  if (r.size() == 1 && r[0] == ir::negated(f)) return true;
   return std::nullopt;
 }
 
@@ -686,7 +245,7 @@ std::vector<bool> Recognizer::reads_of(const Expr& e, const Operands& o, std::si
 Val Recognizer::eval(const Expr& e, const ir::EinsumOp& es, const Operands& o, Side s) const {
   switch (e.op()) {
     case ExprOp::Operand: return value(o, static_cast<std::size_t>(e.operand_index()), s);
-    case ExprOp::Const: return Val::cst(e.value());
+    case ExprOp::Const: return Val::constant(e.value());
     case ExprOp::Select: {
       const Val c = eval(e.children()[0], es, o, s);
       if (c.kind == Val::Const) return eval(e.children()[c.c != 0 ? 1 : 2], es, o, s);
@@ -694,24 +253,24 @@ Val Recognizer::eval(const Expr& e, const ir::EinsumOp& es, const Operands& o, S
     }
     default: break;
   }
-  if (is_compare(e.op()) && s.region) {
-    if (std::optional<Truth> t = compare_truth(e, o.index, es.extents())) {
-      if (std::optional<bool> in = within(t->region, s)) return Val::cst(*in == t->inside ? 1 : 0);
+  if (ir::is_comparison(e.op()) && s.region) {
+    if (std::optional<Truth> t = ir::comparison_truth(e, o.index, es.extents())) {
+      if (std::optional<bool> in = within(t->region, s)) return Val::constant(*in == t->inside ? 1 : 0);
       return {Val::Finite};
     }
   }
   const std::vector<Expr>& ch = e.children();
-  if (ch.size() == 1) return unary(e.op(), eval(ch[0], es, o, s));
+  if (ch.size() == 1) return ir::abstract_unary(e.op(), eval(ch[0], es, o, s), o.integer);
   if (ch.size() == 2) {
     const Val a = eval(ch[0], es, o, s), b = eval(ch[1], es, o, s);
     if (e.op() == ExprOp::Div && a.is(0) && b.kind == Val::Finite && s.region && s.fail >= 0) {
       // 0 / d at a dead point: d is the value it has at some live point reading the same
       // elements, where the program's quotient is finite (the assumption), so d != 0.
-      if (covers(*s.region, es.extents(), reads_of(ch[1], o, es.indices.size())))
-        return Val::cst(0);
+      if (ir::covers_every_assignment(*s.region, es.extents(), reads_of(ch[1], o, es.indices.size())))
+        return Val::constant(0);
       return {Val::Finite};
     }
-    return binary(e.op(), a, b);
+    return ir::abstract_binary(e.op(), a, b);
   }
   Val v = eval(ch[0], es, o, s);
   for (std::size_t i = 1; i < ch.size(); ++i) v = join(v, eval(ch[i], es, o, s));
@@ -721,7 +280,7 @@ Val Recognizer::eval(const Expr& e, const ir::EinsumOp& es, const Operands& o, S
 // Regions of the comparisons of indices in a combine, in the op's index space.
 void truths(const Expr& e, const std::vector<std::optional<AffineExpr>>& idx,
             const std::vector<std::int64_t>& extents, std::vector<Region>& out) {
-  if (std::optional<Truth> t = compare_truth(e, idx, extents)) {
+  if (std::optional<Truth> t = ir::comparison_truth(e, idx, extents)) {
     out.push_back(t->region);
     return;
   }
@@ -735,12 +294,12 @@ std::vector<Region> candidates(const std::vector<Region>& found,
                                const std::vector<std::int64_t>& extents) {
   std::vector<Region> base;
   auto add = [&](std::vector<Region>& to, Region r) {
-    r = canonical(std::move(r), extents);
+    r = ir::canonical_region(std::move(r), extents);
     if (!r.empty() && std::find(to.begin(), to.end(), r) == to.end()) to.push_back(std::move(r));
   };
   for (const Region& r : found) {
     add(base, r);
-    if (r.size() == 1) add(base, {negated(r[0])});
+    if (r.size() == 1) add(base, {ir::negated(r[0])});
   }
   std::vector<Region> all = base;
   for (std::size_t i = 0; i < base.size(); ++i)
@@ -796,8 +355,8 @@ void Recognizer::forward_einsum(const ir::Op& op) {
   const Operands o = operands_of(op);
 
   if (elementwise && e.mask.empty()) {
-    if (auto idx = eval_index(e.combine, o.index)) {
-      f.index = exact_index(substitute(*idx, to_out), out);
+    if (auto idx = ir::index_value(e.combine, o.index)) {
+      f.index = exact_index(ir::image_of(*idx, to_out), out);
       if (f.index) return;
     }
   }
@@ -805,7 +364,7 @@ void Recognizer::forward_einsum(const ir::Op& op) {
   // and comparisons suggest.
   std::vector<Region> cands;
   if (!e.mask.empty()) {
-    cands.push_back(canonical(e.mask, ext));
+    cands.push_back(ir::canonical_region(e.mask, ext));
   } else {
     std::vector<Region> found;
     for (std::size_t k = 0; k < o.region.size(); ++k)
@@ -827,7 +386,7 @@ void Recognizer::forward_einsum(const ir::Op& op) {
     int best_rank = -1;
     for (const Region& r : cands) {
       const Val in = eval(e.combine, e, o, Side{&r, -1});
-      const Val outv = e.mask.empty() ? eval_outside(e.combine, e, o, r) : Val::cst(0);
+      const Val outv = e.mask.empty() ? eval_outside(e.combine, e, o, r) : Val::constant(0);
       if (outv.kind != Val::Const && in.kind != Val::Const) continue;
       const int rank = (outv.is(0) && in.kind != Val::Const ? 2 : outv.kind == Val::Const ? 1 : 0) *
                            1000 + static_cast<int>(r.size());
@@ -844,7 +403,7 @@ void Recognizer::forward_einsum(const ir::Op& op) {
     }
     // Dead points the op computes as 0: its masked form writes 0 there.
     if (e.mask.empty() && best_out.is(0) && best_in.kind != Val::Const) try_mask(op, *best, true);
-    f = tidy(Fact{std::nullopt, mapped_part(*best, to_out), best_in, best_out}, out.shape);
+    f = tidy(Fact{std::nullopt, ir::substitute_region_part(*best, to_out), best_in, best_out}, out.shape);
     return;
   }
   // A reduction: masked by a region outside which the combine gives the reduction's identity
@@ -862,13 +421,13 @@ void Recognizer::forward_einsum(const ir::Op& op) {
   if (chosen && (!e.mask.empty() || try_mask(op, *chosen, true))) {
     result = eval(e.combine, e, o, Side{chosen, -1});
     // A row without a live point holds the identity: -inf or +inf for max and min.
-    if (e.reduce != Reduce::Sum && !covers(*chosen, ext, in_out)) result = {Val::Any};
+    if (e.reduce != Reduce::Sum && !ir::covers_every_assignment(*chosen, ext, in_out)) result = {Val::Any};
   }
   f.inside = result.finite() ? Val{Val::Finite} : Val{Val::Any};
 }
 
 void Recognizer::forward_move(const ir::Op& op) {
-  std::optional<MovePaths> p = move_paths(g_, op);
+  std::optional<ir::MovePaths> p = ir::move_paths(g_, op);
   if (!p) return;
   const Fact& in = facts_[op.inputs[0].value];
   const ir::Tensor& out = g_.tensor(op.outputs[0]);
@@ -879,7 +438,7 @@ void Recognizer::forward_move(const ir::Op& op) {
     // A cast keeps 0, 1 and infinities in a float type, truth values in bool.
     auto cast = [&](Val v) -> Val {
       if (v.kind != Val::Const) return v;
-      if (out.dtype == ir::DType::Bool) return Val::cst(v.c != 0);
+      if (out.dtype == ir::DType::Bool) return Val::constant(v.c != 0);
       if (ir::is_float(out.dtype) && (v.c == 0 || v.c == 1 || std::isinf(v.c))) return v;
       if (ir::is_integer(out.dtype) && (v.c == 0 || v.c == 1)) return v;
       return {Val::Finite};
@@ -887,12 +446,12 @@ void Recognizer::forward_move(const ir::Op& op) {
     f.inside = cast(f.inside);
     f.outside = cast(f.outside);
     if (in.index && out.dtype != ir::DType::Bool)
-      f.index = exact_index(substitute(*in.index, p->forward), out);
+      f.index = exact_index(ir::image_of(*in.index, p->forward), out);
   } else if (in.index) {
-    f.index = exact_index(substitute(*in.index, p->forward), out);
+    f.index = exact_index(ir::image_of(*in.index, p->forward), out);
   }
   if (!in.region.empty()) {
-    std::optional<Region> r = mapped(in.region, p->forward);
+    std::optional<Region> r = ir::substitute_region(in.region, p->forward);
     if (!r) {
       f.region.clear();
       f.inside = join(f.inside, f.outside);
@@ -912,14 +471,9 @@ void Recognizer::forward_opaque(const ir::Op& op) {
   const ir::Tensor& out = g_.tensor(op.outputs[0]);
   if (out.shape.size() != 1) return;
   auto num = [&](const char* name) -> std::optional<std::int64_t> {
-    auto it = o.attrs.find(name);
-    if (it == o.attrs.end()) return std::nullopt;
-    double v;
-    if (const auto* d = std::get_if<double>(&it->second)) v = *d;
-    else if (const auto* i = std::get_if<std::int64_t>(&it->second)) v = static_cast<double>(*i);
-    else return std::nullopt;
-    if (v != std::floor(v) || std::fabs(v) > 1e15) return std::nullopt;
-    return static_cast<std::int64_t>(v);
+    const std::optional<double> v = ir::find_number(o.attrs, name);
+    if (!v || *v != std::floor(*v) || std::fabs(*v) > 1e15) return std::nullopt;
+    return static_cast<std::int64_t>(*v);
   };
   const auto start = num("start"), step = num("step");
   if (!start || !step) return;
@@ -930,7 +484,7 @@ void Recognizer::observe(TensorId t, Region r) {
   std::optional<Region>& d = demand_[t.value];
   read_[t.value] = true;
   if (!d) d = std::move(r);
-  else if (!d->empty()) d = common(*d, r);
+  else if (!d->empty()) d = ir::common_constraints(*d, r);
 }
 
 Region Recognizer::branch_region(const ir::EinsumOp& e, const Operands& o, std::size_t k) const {
@@ -947,18 +501,18 @@ Region Recognizer::branch_region(const ir::EinsumOp& e, const Operands& o, std::
   const bool in_a = mentions(x.children()[1], mentions), in_b = mentions(x.children()[2], mentions);
   if (mentions(c, mentions) || in_a == in_b) return {};
   // The condition's truth: a comparison of indices, or an operand holding a mask.
-  std::optional<Truth> t = compare_truth(c, o.index, e.extents());
+  std::optional<Truth> t = ir::comparison_truth(c, o.index, e.extents());
   if (!t && c.op() == ExprOp::Operand) {
     const std::size_t j = static_cast<std::size_t>(c.operand_index());
     const Fact& f = *o.fact[j];
     if (o.region[j] && f.inside.kind == Val::Const && f.outside.kind == Val::Const &&
         (f.inside.c != 0) != (f.outside.c != 0))
-      t = Truth{canonical(*o.region[j], e.extents()), f.inside.c != 0};
+      t = Truth{ir::canonical_region(*o.region[j], e.extents()), f.inside.c != 0};
   }
   if (!t || t->region.empty()) return {};
   const bool taken_inside = in_a == t->inside;
   if (taken_inside) return t->region;
-  if (t->region.size() == 1) return {negated(t->region[0])};
+  if (t->region.size() == 1) return {ir::negated(t->region[0])};
   return {};
 }
 
@@ -978,7 +532,7 @@ Region Recognizer::read_region(const ir::Op& op, std::size_t k, const Operands& 
   r.insert(r.end(), added_[op.id.value].begin(), added_[op.id.value].end());
   const Region b = branch_region(e, o, k);
   r.insert(r.end(), b.begin(), b.end());
-  return canonical(mapped_part(r, dims_of(e, k)), g_.tensor(op.inputs[k]).shape);
+  return ir::canonical_region(ir::substitute_region_part(r, dims_of(e, k)), g_.tensor(op.inputs[k]).shape);
 }
 
 void Recognizer::backward_op(const ir::Op& op) {
@@ -996,24 +550,24 @@ void Recognizer::backward_op(const ir::Op& op) {
       const ir::Tensor& out = g_.tensor(op.outputs[0]);
       const Region d = demand_of(out.id);
       Subst from_out(e.output.begin(), e.output.end());
-      Region space = mapped_part(d, from_out);  // every output subscript maps
+      Region space = ir::substitute_region_part(d, from_out);  // every output subscript maps
       if (!space.empty() && !facts_[out.id.value].structural() && how_[op.id.value] == 0)
-        try_mask(op, canonical(space, e.extents()), false);
+        try_mask(op, ir::canonical_region(space, e.extents()), false);
       // The op's live points after masking, and the output demand, bound what it reads.
       const Operands o = operands_of(op);
       for (std::size_t k = 0; k < e.operands.size(); ++k) {
         Region r = read_region(op, k, o);
-        const Region extra = canonical(mapped_part(space, dims_of(e, k)), g_.tensor(op.inputs[k]).shape);
+        const Region extra = ir::canonical_region(ir::substitute_region_part(space, dims_of(e, k)), g_.tensor(op.inputs[k]).shape);
         r.insert(r.end(), extra.begin(), extra.end());
-        observe(op.inputs[k], canonical(std::move(r), g_.tensor(op.inputs[k]).shape));
+        observe(op.inputs[k], ir::canonical_region(std::move(r), g_.tensor(op.inputs[k]).shape));
       }
       return;
     }
     case ir::OpKind::Move: {
-      std::optional<MovePaths> p = move_paths(g_, op);
+      std::optional<ir::MovePaths> p = ir::move_paths(g_, op);
       for (TensorId t : op.inputs) {
         Region r;
-        if (p) r = canonical(mapped_part(demand_of(op.outputs[0]), p->backward), g_.tensor(t).shape);
+        if (p) r = ir::canonical_region(ir::substitute_region_part(demand_of(op.outputs[0]), p->backward), g_.tensor(t).shape);
         observe(t, std::move(r));
       }
       return;
@@ -1039,7 +593,7 @@ MaskRecognition Recognizer::run(ir::Graph& g) {
       // Constant fills are facts too (ones, -inf).
       const Expr& c = op.einsum().combine;
       if (c.op() == ExprOp::Const && op.einsum().mask.empty()) {
-        facts_[op.outputs[0].value].inside = Val::cst(c.value());
+        facts_[op.outputs[0].value].inside = Val::constant(c.value());
         continue;
       }
     }
@@ -1088,21 +642,18 @@ MaskRecognition Recognizer::run(ir::Graph& g) {
     }
   }
 
-  // Rebuild the graph with the new masks (ids and names kept).
-  ir::Graph out;
-  out.name = g.name;
-  out.frontend = g.frontend;
-  out.source = g.source;
-  for (const ir::Tensor& t : g.tensors()) out.add_tensor(t);
+  // Rewrite the graph with the new masks (ids and names kept).
+  ir::Rewriter rw(g);
+  for (const ir::Tensor& t : g.tensors()) rw.keep(t.id);
   for (const ir::Op& op : g.ops()) {
     ir::Op copy = op;
     if (!added_[op.id.value].empty()) {
       ir::EinsumOp& e = std::get<ir::EinsumOp>(copy.body);
       e.mask.insert(e.mask.end(), added_[op.id.value].begin(), added_[op.id.value].end());
     }
-    out.add_op(std::move(copy));
+    rw.keep(std::move(copy));
   }
-  g = std::move(out);
+  g = std::move(rw).finish();
   return result;
 }
 
@@ -1110,7 +661,11 @@ MaskRecognition Recognizer::run(ir::Graph& g) {
 
 MaskRecognition recognize_masks(ir::Graph& g) {
   Recognizer r(g);
-  return r.run(g);
+  try {
+    return r.run(g);
+  } catch (const ir::AffineOverflow&) {
+    return {};  // index arithmetic past 64 bits: no structure is known (the graph is as it was)
+  }
 }
 
 namespace detail {

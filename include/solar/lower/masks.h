@@ -14,6 +14,8 @@
 //   readers are masked there, or a select takes the other branch there) gets that region as
 //   its mask: what it computed there was dead. Values outside the region may change (the
 //   masked op writes 0); no program output or observed value does.
+// - The analysis is the IR's (ir/region.h, ir/value_domain.h, ir/view_map.h); this pass
+//   gathers its facts over the graph and adds the masks.
 // - Assumption (the one the SDPA lowering makes): the values the program computes at live
 //   points are finite (0 * v = 0, -inf - m = -inf for a finite m) unless the structure says
 //   otherwise (an -inf constant, a maximum over a row with no live point).
@@ -33,9 +35,10 @@ struct MaskRecognition {
   std::vector<ir::TensorId> changed;
 };
 
-// Adds the masks above to the einsums of `g` (op and tensor ids and names are kept). A mask
-// that the cost module could not count is not added. Runs in O(ops + edges) plus the
-// masked ops' constraints.
+// Adds the masks above to the einsums of `g` (op and tensor ids and names are kept, and every
+// graph-level field: the graph is rewritten with ir::Rewriter). A mask that the cost module
+// could not count is not added; index arithmetic past 64 bits leaves `g` as it is. Runs in
+// O(ops + edges) plus the masked ops' constraints.
 MaskRecognition recognize_masks(ir::Graph& g);
 
 }  // namespace solar::lower

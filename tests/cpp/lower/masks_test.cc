@@ -1,6 +1,7 @@
 #include "solar/lower/masks.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -8,6 +9,8 @@
 #include "solar/cost/work.h"
 #include "solar/ir/text.h"
 #include "solar/ir/verify.h"
+#include "solar/lower/aten.h"
+#include "solar/lower/optrace.h"
 
 namespace solar::lower {
 namespace {
@@ -285,6 +288,53 @@ TEST(Masks, GraphsWithoutStructureAreUntouched) {
   MaskRecognition r = recognize_masks(g);
   EXPECT_TRUE(r.forward.empty() && r.backward.empty() && r.changed.empty());
   EXPECT_EQ(ir::print_graph(g), before);
+}
+
+TEST(Masks, AMaskedProgramKeepsItsModuleClasses) {
+  // A causal masked_fill inside module "attn" of class Attn, as PyTorch records it: the mask
+  // recognition rewrites the graph and keeps every graph-level field, the module classes too.
+  const OpTrace t = parse_optrace(R"({
+    "schema": "solar.optrace.v1", "name": "causal", "frontend": "torch",
+    "modules": {"": "Model", "attn": "Attn"},
+    "tensors": [
+      {"id": 0, "shape": [1, 8, 4], "dtype": "float32", "role": "input"},
+      {"id": 1, "shape": [1, 4, 8], "dtype": "float32", "role": "input"},
+      {"id": 2, "shape": [1, 8, 4], "dtype": "float32", "role": "input"},
+      {"id": 3, "shape": [1, 8, 8], "dtype": "float32", "role": "intermediate"},
+      {"id": 4, "shape": [8, 8], "dtype": "bool", "role": "intermediate"},
+      {"id": 5, "shape": [8, 8], "dtype": "bool", "role": "intermediate"},
+      {"id": 6, "shape": [1, 8, 8], "dtype": "float32", "role": "intermediate"},
+      {"id": 7, "shape": [1, 8, 8], "dtype": "float32", "role": "intermediate"},
+      {"id": 8, "shape": [1, 8, 4], "dtype": "float32", "role": "output"}
+    ],
+    "ops": [
+      {"op": "aten::bmm.default", "args": {"self": {"tensor": 0}, "mat2": {"tensor": 1}},
+       "outputs": [3], "module": "attn"},
+      {"op": "aten::ones.default", "args": {"size": [8, 8], "dtype": {"dtype": "bool"}},
+       "outputs": [4], "module": "attn"},
+      {"op": "aten::triu.default", "args": {"self": {"tensor": 4}, "diagonal": 1},
+       "outputs": [5], "module": "attn"},
+      {"op": "aten::masked_fill.Scalar",
+       "args": {"self": {"tensor": 3}, "mask": {"tensor": 5}, "value": {"float": "-inf"}},
+       "outputs": [6], "module": "attn"},
+      {"op": "aten::_softmax.default",
+       "args": {"self": {"tensor": 6}, "dim": -1, "half_to_float": false},
+       "outputs": [7], "module": "attn"},
+      {"op": "aten::bmm.default", "args": {"self": {"tensor": 7}, "mat2": {"tensor": 2}},
+       "outputs": [8], "module": "attn"}
+    ]
+  })", "causal.json");
+  const LowerResult r = lower_aten(t);
+  ASSERT_TRUE(r.warnings.empty());
+  // The rewrite happened: the P V contraction runs over the causal points only.
+  const ir::Op& pv = *std::find_if(r.graph.ops().begin(), r.graph.ops().end(), [&](const ir::Op& op) {
+    return r.graph.tensor(op.outputs[0]).role == ir::Role::Output;
+  });
+  EXPECT_EQ(cost::live_points(pv.einsum()), Count(kCausal * kD));
+  EXPECT_EQ(r.graph.module_types, (std::map<std::string, std::string>{{"", "Model"},
+                                                                      {"attn", "Attn"}}));
+  EXPECT_EQ(r.graph.name, "causal");
+  EXPECT_EQ(r.graph.frontend, "torch");
 }
 
 }  // namespace
