@@ -1,10 +1,12 @@
-// How `solar arch list` and `solar arch show` present devices: JSON, text and a table.
+// How `solar arch list` and `solar arch show` present devices and systems: JSON, text and
+// tables.
 #include <cmath>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "solar/cli/cli.h"
+#include "solar/hw/system.h"
 #include "solar/ir/dtype.h"
 
 namespace solar::cli {
@@ -44,6 +46,120 @@ std::string peak_cell(const hw::Device& d, hw::UnitKind kind, ir::DType dtype) {
   return p ? si(*p, "FLOP/s") : "-";
 }
 
+// ---- interconnects ----------------------------------------------------------------------
+
+json reduction_json(const hw::InNetworkReduction& r) {
+  json j = {{"name", r.name}, {"source", r.source}, {"flag", r.flag}};
+  if (!r.note.empty()) j["note"] = r.note;
+  if (r.from_devices) j["from_devices"] = sourced_json(*r.from_devices, "count");
+  return j;
+}
+
+json scale_up_link_json(const hw::ScaleUpLink& l) {
+  json j = {{"fabric", l.fabric},
+            {"topology", hw::topology_name(l.topology)},
+            {"bandwidth", sourced_json(l.bandwidth, "bytes/s")}};
+  if (l.links) j["links"] = sourced_json(*l.links, "count");
+  if (l.peer_bandwidth) j["peer_bandwidth"] = sourced_json(*l.peer_bandwidth, "bytes/s");
+  if (l.link_bandwidth) j["link_bandwidth"] = sourced_json(*l.link_bandwidth, "bytes/s");
+  if (l.reduction) j["in_network_reduction"] = reduction_json(*l.reduction);
+  if (l.latency) j["latency"] = sourced_json(*l.latency, "s");
+  return j;
+}
+
+json scale_out_json(const hw::ScaleOutLink& l) {
+  json j = {{"fabric", l.fabric}, {"bandwidth", sourced_json(l.bandwidth, "bytes/s")}};
+  if (l.reduction) j["in_network_reduction"] = reduction_json(*l.reduction);
+  if (l.latency) j["latency"] = sourced_json(*l.latency, "s");
+  return j;
+}
+
+json interconnect_json(const hw::Interconnect& ic) {
+  json j = json::object();
+  if (ic.scale_up) {
+    json up = scale_up_link_json(ic.scale_up->link);
+    if (ic.scale_up->max_devices) up["max_devices"] = sourced_json(*ic.scale_up->max_devices, "count");
+    if (ic.scale_up->torus_axes) {
+      json t = {{"axes", sourced_json(*ic.scale_up->torus_axes, "count")}};
+      if (ic.scale_up->wraparound_from) {
+        t["wraparound_from"] = sourced_json(*ic.scale_up->wraparound_from, "count");
+        t["wraparound_scope"] = hw::wrap_scope_name(ic.scale_up->wraparound_scope);
+      }
+      up["torus"] = t;
+    }
+    j["scale_up"] = up;
+  }
+  if (ic.scale_out) j["scale_out"] = scale_out_json(*ic.scale_out);
+  return j;
+}
+
+// A latency in microseconds (si() has no prefixes below 1).
+std::string latency_text(const hw::Sourced& s) {
+  hw::Sourced us = s;
+  us.value *= 1e6;
+  return sourced_text(us, "us");
+}
+
+// The lines of a scale-up link, indented by two spaces.
+std::string scale_up_link_text(const hw::ScaleUpLink& l) {
+  std::string out;
+  out += fmt::format("  {:<14} {}\n", "bandwidth", sourced_text(l.bandwidth, "B/s"));
+  if (l.peer_bandwidth)
+    out += fmt::format("  {:<14} {}\n", "to one peer", sourced_text(*l.peer_bandwidth, "B/s"));
+  if (l.link_bandwidth)
+    out += fmt::format("  {:<14} {}\n", "per link", sourced_text(*l.link_bandwidth, "B/s"));
+  if (l.links) out += fmt::format("  {:<14} {}\n", "links", sourced_text(*l.links, ""));
+  if (l.reduction) {
+    out += fmt::format("  {:<14} {} [{}] {}{}\n", "reduction", l.reduction->name, l.reduction->flag,
+                       l.reduction->source,
+                       l.reduction->note.empty() ? "" : " (" + l.reduction->note + ")");
+    if (l.reduction->from_devices)
+      out += fmt::format("  {:<14} {}\n", "  from", sourced_text(*l.reduction->from_devices, "devices"));
+  }
+  out += l.latency ? fmt::format("  {:<14} {}\n", "latency/hop", latency_text(*l.latency))
+                   : fmt::format("  {:<14} not published\n", "latency/hop");
+  return out;
+}
+
+std::string scale_out_text(const hw::ScaleOutLink& l) {
+  std::string out = fmt::format("scale-out: {}\n", l.fabric);
+  out += fmt::format("  {:<14} {}\n", "bandwidth", sourced_text(l.bandwidth, "B/s"));
+  if (l.reduction)
+    out += fmt::format("  {:<14} {} [{}] {}\n", "reduction", l.reduction->name, l.reduction->flag,
+                       l.reduction->source);
+  out += l.latency ? fmt::format("  {:<14} {}\n", "latency", latency_text(*l.latency))
+                   : fmt::format("  {:<14} not published\n", "latency");
+  return out;
+}
+
+std::string interconnect_text(const hw::Interconnect& ic) {
+  std::string out = "\ninterconnect (bandwidths per device, per direction)\n";
+  if (ic.scale_up) {
+    const hw::DeviceScaleUp& up = *ic.scale_up;
+    out += fmt::format("scale-up, {}: {}\n", hw::topology_name(up.link.topology), up.link.fabric);
+    out += scale_up_link_text(up.link);
+    if (up.max_devices)
+      out += fmt::format("  {:<14} {}\n", "max devices", sourced_text(*up.max_devices, ""));
+    if (up.torus_axes) {
+      out += fmt::format("  {:<14} {}\n", "torus axes", sourced_text(*up.torus_axes, ""));
+      if (up.wraparound_from)
+        out += fmt::format("  {:<14} {} (scope: {})\n", "wraps from",
+                           sourced_text(*up.wraparound_from, ""),
+                           hw::wrap_scope_name(up.wraparound_scope));
+    }
+  }
+  if (ic.scale_out) out += scale_out_text(*ic.scale_out);
+  return out;
+}
+
+std::string domain_shape(const hw::System& s) {
+  if (s.scale_up.link.topology != hw::Topology::Torus) return std::to_string(s.scale_up.devices);
+  std::string out;
+  for (size_t i = 0; i < s.scale_up.torus_dims.size(); ++i)
+    out += (i ? "x" : "") + std::to_string(s.scale_up.torus_dims[i]);
+  return out;
+}
+
 }  // namespace
 
 json device_to_json(const hw::Device& d) {
@@ -78,6 +194,7 @@ json device_to_json(const hw::Device& d) {
                                        : json{{"value", d.num_sms}}},
           {"units", units},
           {"memory", memory},
+          {"interconnect", d.interconnect ? interconnect_json(*d.interconnect) : json(nullptr)},
           {"sources", d.sources},
           {"notes", d.notes},
           {"file", d.file}};
@@ -116,6 +233,7 @@ std::string device_text(const hw::Device& d) {
     if (m.bandwidth)
       out += fmt::format("    {:<10} {}\n", "bandwidth", sourced_text(*m.bandwidth, "B/s"));
   }
+  if (d.interconnect) out += interconnect_text(*d.interconnect);
   if (!d.sources.empty()) {
     out += "\nsources\n";
     for (const auto& [key, where] : d.sources) out += fmt::format("  {}: {}\n", key, where);
@@ -144,6 +262,75 @@ std::string device_list_table(const hw::DeviceDb& db) {
                        peak_cell(d, hw::UnitKind::Vector, ir::DType::F32), bw);
   }
   out += "Peaks are dense FLOP/s; `solar arch show ID` gives every number with its source.\n";
+  return out;
+}
+
+json system_to_json(const hw::System& s) {
+  json up = scale_up_link_json(s.scale_up.link);
+  up["devices"] = s.scale_up.devices;
+  if (s.scale_up.link.topology == hw::Topology::Torus)
+    up["torus"] = {{"dims", s.scale_up.torus_dims}, {"wraparound", s.scale_up.wraparound}};
+  return {{"schema", "solar.system.v1"},
+          {"id", s.id},
+          {"name", s.name},
+          {"device", s.device},
+          {"nodes", s.nodes},
+          {"devices", s.devices()},
+          {"scale_up", up},
+          {"scale_out", s.scale_out ? scale_out_json(*s.scale_out) : json(nullptr)},
+          {"sources", s.sources},
+          {"notes", s.notes},
+          {"file", s.file}};
+}
+
+std::string system_text(const hw::System& s) {
+  std::string out = fmt::format("{}: {}\n", s.id, s.name);
+  out += fmt::format("  {} node{} x {} {} = {} devices\n", s.nodes, s.nodes == 1 ? "" : "s",
+                     s.scale_up.devices, s.device, s.devices());
+  out += fmt::format("  loaded from {}\n", s.file);
+  out += "\nbandwidths per device, per direction   [flag] source\n";
+  out += fmt::format("scale-up domain: {} {}, {}\n", domain_shape(s),
+                     hw::topology_name(s.scale_up.link.topology), s.scale_up.link.fabric);
+  if (s.scale_up.link.topology == hw::Topology::Torus) {
+    std::string wrap;
+    for (size_t i = 0; i < s.scale_up.wraparound.size(); ++i)
+      wrap += (i ? ", " : "") + std::string(s.scale_up.wraparound[i] ? "yes" : "no");
+    out += fmt::format("  {:<14} {}\n", "wraparound", wrap);
+  }
+  out += scale_up_link_text(s.scale_up.link);
+  out += s.scale_out ? scale_out_text(*s.scale_out) : "scale-out: none\n";
+  if (!s.sources.empty()) {
+    out += "\nsources\n";
+    for (const auto& [key, where] : s.sources) out += fmt::format("  {}: {}\n", key, where);
+  }
+  if (!s.notes.empty()) out += fmt::format("\nnotes: {}\n", s.notes);
+  out += "\nflags: V vendor, V-rev vendor (revised), D derived, E estimate, M measured here\n";
+  return out;
+}
+
+std::string system_list_table(const hw::SystemDb& db) {
+  static constexpr const char* kRow = "{:<14} {:<40} {:<16} {:<14} {:>22} {:>12}  {}\n";
+  std::string out = fmt::format(kRow, "ID", "NAME", "DEVICES", "DOMAIN", "SCALE-UP/DEV/DIR",
+                                "SCALE-OUT", "IN-NETWORK REDUCTION");
+  for (const std::string& id : db.ids()) {
+    const hw::System& s = db.get(id);
+    const hw::ScaleUpLink& l = s.scale_up.link;
+    std::string up = si(l.bandwidth.value, "B/s");
+    if (l.peer_bandwidth) up += fmt::format(" ({:g}/peer)", l.peer_bandwidth->value / 1e9);
+    if (l.link_bandwidth) up += fmt::format(" ({:g}/link)", l.link_bandwidth->value / 1e9);
+    std::string reduction = "-";
+    if (l.reduction)
+      reduction = l.reduction->name +
+                  (l.reduction->from_devices
+                       ? fmt::format(", from {:g}", l.reduction->from_devices->value)
+                       : "");
+    out += fmt::format(kRow, s.id, s.name,
+                       fmt::format("{}x {}", s.devices(), s.device),
+                       fmt::format("{} {}", domain_shape(s), hw::topology_name(l.topology)), up,
+                       s.scale_out ? si(s.scale_out->bandwidth.value, "B/s") : "-", reduction);
+  }
+  out += "Bandwidths per device and direction (GB/s in parentheses); `solar arch show ID` gives "
+         "every number with its source.\n";
   return out;
 }
 

@@ -236,17 +236,35 @@ int run_export(const ExportArgs& a, std::ostream& out) {
 
 int run_arch_list(std::ostream& out) {
   hw::DeviceDb db = hw::DeviceDb::load_default();
-  out << device_list_table(db);
+  out << device_list_table(db) << '\n' << system_list_table(hw::SystemDb::builtin());
   return kOk;
 }
 
 int run_arch_show(const ArchShowArgs& a, std::ostream& out) {
   hw::DeviceDb db = hw::DeviceDb::load_default();
-  const hw::Device& d = db.get(a.id);
+  // A system id or the inline form NxDEVICE shows a system; anything else a device.
+  hw::SystemDb systems = hw::SystemDb::builtin();
+  if (systems.find(a.id) != nullptr || hw::is_system_spec(a.id)) {
+    hw::System s = hw::resolve_system(a.id, std::nullopt, db, systems);
+    if (a.json)
+      out << system_to_json(s).dump(2) << '\n';
+    else
+      out << system_text(s);
+    return kOk;
+  }
+  const hw::Device* d = nullptr;
+  try {
+    d = &db.get(a.id);
+  } catch (const UserError& e) {
+    if (e.kind() != UserError::Kind::UnknownDevice) throw;
+    std::string known;
+    for (const std::string& id : systems.ids()) known += (known.empty() ? "" : ", ") + id;
+    throw UserError(e.kind(), e.message() + "; known systems: " + known + " (or NxDEVICE)");
+  }
   if (a.json)
-    out << device_to_json(d).dump(2) << '\n';
+    out << device_to_json(*d).dump(2) << '\n';
   else
-    out << device_text(d);
+    out << device_text(*d);
   return kOk;
 }
 
@@ -436,11 +454,13 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
 
   CLI::App* arch = app.add_subcommand("arch", "The device database");
   arch->require_subcommand(1);
-  CLI::App* arch_list = arch->add_subcommand("list", "List the known devices");
+  CLI::App* arch_list = arch->add_subcommand("list", "List the known devices and systems");
   ArchShowArgs show_args;
-  CLI::App* arch_show = arch->add_subcommand("show", "Show every number of a device with its source");
-  arch_show->add_option("ID", show_args.id, "Device id")->required();
-  arch_show->add_flag("--json", show_args.json, "Print the device as JSON (solar.device.v1)");
+  CLI::App* arch_show = arch->add_subcommand(
+      "show", "Show every number of a device or system with its source");
+  arch_show->add_option("ID", show_args.id, "Device id, system id, or NxDEVICE")->required();
+  arch_show->add_flag("--json", show_args.json,
+                      "Print as JSON (solar.device.v1, or solar.system.v1 for a system)");
   arch_show->add_flag("--debug", debug, "On error, also print the exception's type and origin");
 
   // Commands the Python console script adds (they need the frontends): listed so that

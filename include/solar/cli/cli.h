@@ -10,6 +10,7 @@
 
 #include "solar/hw/database.h"
 #include "solar/hw/device.h"
+#include "solar/hw/system.h"
 
 namespace solar::cli {
 
@@ -60,6 +61,17 @@ std::string device_text(const hw::Device& d);
 // `solar arch list`: one row per device (id, name, key dense peaks, DRAM bandwidth). The
 // run-time `host` is listed without being detected (detection probes the memory).
 std::string device_list_table(const hw::DeviceDb& db);
+
+// A system as JSON ("solar.system.v1"): every rate with its unit (bytes/s per device per
+// direction, seconds), source and flag.
+nlohmann::json system_to_json(const hw::System& s);
+
+// `solar arch show ID` for a system: its domains and every number with its source and flag.
+std::string system_text(const hw::System& s);
+
+// `solar arch list`, after the devices: one row per built-in system (id, name, devices, domain,
+// scale-up and scale-out bandwidth per device per direction, in-network reduction).
+std::string system_list_table(const hw::SystemDb& db);
 
 // Writes `contents` to `path` atomically: into a temporary file in the same folder, renamed
 // over `path` only when complete (removed on failure), so no partial file is ever left. An

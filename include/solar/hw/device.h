@@ -1,5 +1,5 @@
 // A device: compute units with dense peak rates per dtype (and 2:4 structured-sparse peaks
-// where the vendor publishes them), memory levels, with sources.
+// where the vendor publishes them), memory levels and interconnects, with sources.
 //
 // Units: every rate is in FLOP/s (operations per second for integer and special-function
 // units), 1 MAC = 2 FLOP. `peak` is dense (no 2:4 sparsity); `sparse_2_4_peak` is the rate
@@ -21,19 +21,11 @@
 #include <string_view>
 #include <vector>
 
+#include "solar/hw/interconnect.h"
+#include "solar/hw/sourced.h"
 #include "solar/ir/dtype.h"
 
 namespace solar::hw {
-
-// A number with where it comes from. `flag` is V (vendor), V-rev (vendor revised the figure;
-// the old one in `note`), D (derived, arithmetic in `note`), E (estimate or third party,
-// reason in `note`) or M (measured or read on this machine, how in `note`).
-struct Sourced {
-  double value = 0;    // in the unit the field states (FLOP/s, bytes/s, bytes, MHz, a count)
-  std::string source;  // a key of Device::sources
-  std::string flag;
-  std::string note;
-};
 
 enum class UnitKind {
   Tensor,  // matrix units (tensor cores, MXU, XMX, AMX): contractions
@@ -82,6 +74,9 @@ struct Device {
   std::optional<Sourced> num_sms_source;  // provenance of num_sms (value == num_sms)
   std::vector<ComputeUnit> units;
   std::vector<MemorySpec> memory;  // outermost first: dram, then llc/l2, ...
+  // The links that join it to other devices, where published (docs/devices.md,
+  // "Interconnects"); absent for a device whose links are not in the database.
+  std::optional<Interconnect> interconnect;
   std::map<std::string, std::string> sources;  // key -> URL or citation
   std::string notes;
   std::string file;      // where it was loaded from ("builtin:arch/H100_SXM.yaml", a path)

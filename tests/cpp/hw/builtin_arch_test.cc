@@ -628,5 +628,75 @@ TEST(BuiltinArch, ServingDevicesAddedAfterTheReference) {
   EXPECT_TRUE(near_rel(g3.memory_level(MemoryLevel::L2)->bandwidth->value, 12.8 * kT, 1e-12));
 }
 
+// The interconnect sections: per device and per direction, half of the vendors' bidirectional
+// headlines (the interconnect reference, sections 1-3); absent where no source was found.
+TEST(BuiltinArch, InterconnectsPerDirection) {
+  struct Row {
+    const char* id;
+    Topology topology;
+    double up_gb;      // per device per direction
+    double peer_gb;    // mesh: to one peer; torus: per link; else 0
+    int max_devices;   // 0: not published
+    double out_gb;     // NIC per device per direction; 0: none
+    bool reduction;
+  };
+  const double pcie4 = 16 * 16 * 128.0 / 130 / 8;  // GT/s x lanes x encoding / bits: 31.5
+  const Row rows[] = {
+      {"A100_SXM_40GB", Topology::Switched, 600 / 2.0, 0, 16, 200 / 8.0, false},
+      {"A100_SXM_80GB", Topology::Switched, 600 / 2.0, 0, 16, 200 / 8.0, false},
+      {"H100_SXM", Topology::Switched, 900 / 2.0, 0, 8, 400 / 8.0, true},
+      {"H200", Topology::Switched, 900 / 2.0, 0, 8, 400 / 8.0, true},
+      {"B200", Topology::Switched, 18 * 100 / 2.0, 0, 8, 400 / 8.0, true},
+      {"GB200", Topology::Switched, 1800 / 2.0, 0, 72, 400 / 8.0, true},
+      {"MI300X", Topology::Mesh, 7 * 128 / 2.0, 128 / 2.0, 8, 400 / 8.0, false},
+      {"Gaudi3", Topology::Mesh, 21 * 200 / 8.0, 3 * 200 / 8.0, 8, 3 * 200 / 8.0, false},
+      {"TPU_v5e", Topology::Torus, 400 / 2.0, 400 / 2.0 / 4, 256, 2 * 100 / 8.0 / 8, false},
+      {"TPU_v5p", Topology::Torus, 1200 / 2.0, 1200 / 2.0 / 6, 6144, 50 / 8.0, false},
+      {"L40S", Topology::Pcie, pcie4, 0, 0, 0, false},
+      {"L4", Topology::Pcie, pcie4, 0, 0, 0, false},
+      {"A10G", Topology::Pcie, pcie4, 0, 0, 0, false},
+      {"RTX6000_Ada", Topology::Pcie, pcie4, 0, 0, 0, false},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.id);
+    const Device& d = builtins().get(r.id);
+    ASSERT_TRUE(d.interconnect && d.interconnect->scale_up);
+    const DeviceScaleUp& up = *d.interconnect->scale_up;
+    EXPECT_EQ(up.link.topology, r.topology);
+    EXPECT_TRUE(near_rel(up.link.bandwidth.value, r.up_gb * kG, 1e-3));
+    if (r.topology == Topology::Mesh)
+      EXPECT_TRUE(near_rel(up.link.peer_bandwidth->value, r.peer_gb * kG, 1e-12));
+    if (r.topology == Topology::Torus)
+      EXPECT_TRUE(near_rel(up.link.link_bandwidth->value, r.peer_gb * kG, 1e-12));
+    EXPECT_EQ(up.max_devices.has_value(), r.max_devices > 0);
+    if (up.max_devices) EXPECT_EQ(up.max_devices->value, r.max_devices);
+    EXPECT_EQ(d.interconnect->scale_out.has_value(), r.out_gb > 0);
+    if (r.out_gb > 0)
+      EXPECT_TRUE(near_rel(d.interconnect->scale_out->bandwidth.value, r.out_gb * kG, 1e-12));
+    EXPECT_EQ(up.link.reduction.has_value(), r.reduction);
+    if (r.reduction) EXPECT_EQ(up.link.reduction->min_group(), 5);
+    EXPECT_FALSE(up.link.latency.has_value());  // no hop latency is published
+    // Every interconnect number names a source of the file and a flag.
+    for (const Sourced* n : {&up.link.bandwidth}) {
+      EXPECT_TRUE(d.sources.count(n->source)) << n->source;
+      if (n->flag != "V") EXPECT_FALSE(n->note.empty());
+    }
+  }
+  // Torus axes and their wraparound rules.
+  const DeviceScaleUp& v5e = *builtins().get("TPU_v5e").interconnect->scale_up;
+  EXPECT_EQ(v5e.torus_axes->value, 2);
+  EXPECT_EQ(v5e.wraparound_from->value, 16);
+  EXPECT_EQ(v5e.wraparound_scope, WrapScope::Axis);
+  const DeviceScaleUp& v5p = *builtins().get("TPU_v5p").interconnect->scale_up;
+  EXPECT_EQ(v5p.torus_axes->value, 3);
+  EXPECT_EQ(v5p.wraparound_from->value, 4);
+  EXPECT_EQ(v5p.wraparound_scope, WrapScope::Slice);
+  // Devices whose links no source in the reference gives: no section, never a guess.
+  for (const char* id : {"V100_SXM2_32GB", "H100_PCIe", "A100_PCIe_40GB", "GH200_96GB",
+                         "GH200_144GB", "Jetson_Orin", "Jetson_Thor", "T4", "RTX4090", "A6000",
+                         "MI250X"})
+    EXPECT_FALSE(builtins().get(id).interconnect.has_value()) << id;
+}
+
 }  // namespace
 }  // namespace solar::hw

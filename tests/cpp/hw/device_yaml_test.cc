@@ -211,5 +211,131 @@ TEST(DeviceYaml, RejectsANonMapping) {
   EXPECT_THROW(parse_device_yaml("", "empty.yaml"), UserError);
 }
 
+// ---- interconnect ---------------------------------------------------------------------------
+
+// kToy with an interconnect section appended (from line 24).
+std::string with_interconnect(const std::string& section) { return kToy + section; }
+
+const std::string kSwitched = R"(interconnect:
+  scale_up:
+    fabric: "ToyLink to a toy switch"
+    topology: switched
+    bandwidth: {gb_per_s: 300, source: sheet, flag: D, note: "600 bidirectional / 2"}
+    links: {value: 12, source: sheet, flag: V}
+    max_devices: {value: 8, source: sheet, flag: V}
+    in_network_reduction: {name: "Toy SHARP", source: sheet, flag: V}
+    latency: {ns: 500, source: sheet, flag: V}
+  scale_out:
+    fabric: "one NIC"
+    bandwidth: {gb_per_s: 25, source: calc, flag: D, note: "200 Gb/s / 8"}
+)";
+
+TEST(DeviceYamlInterconnect, ReadsScaleUpAndScaleOut) {
+  Device d = parse_device_yaml(with_interconnect(kSwitched), "toy.yaml");
+  ASSERT_TRUE(d.interconnect.has_value());
+  const DeviceScaleUp& up = *d.interconnect->scale_up;
+  EXPECT_EQ(up.link.topology, Topology::Switched);
+  EXPECT_EQ(up.link.fabric, "ToyLink to a toy switch");
+  EXPECT_DOUBLE_EQ(up.link.bandwidth.value, 300e9);  // bytes/s per direction
+  EXPECT_EQ(up.link.links->value, 12);
+  EXPECT_EQ(up.max_devices->value, 8);
+  EXPECT_EQ(up.link.reduction->name, "Toy SHARP");
+  EXPECT_EQ(up.link.reduction->min_group(), 2);  // no from_devices: any group
+  EXPECT_DOUBLE_EQ(up.link.latency->value, 500e-9);
+  EXPECT_DOUBLE_EQ(d.interconnect->scale_out->bandwidth.value, 25e9);
+  EXPECT_FALSE(parse_device_yaml(kToy, "toy.yaml").interconnect.has_value());
+}
+
+TEST(DeviceYamlInterconnect, TorusAxesAndWraparound) {
+  Device d = parse_device_yaml(with_interconnect(R"(interconnect:
+  scale_up:
+    fabric: ICI
+    topology: torus
+    bandwidth: {gb_per_s: 600, source: sheet, flag: V}
+    link_bandwidth: {gb_per_s: 100, source: sheet, flag: V}
+    torus:
+      axes: {value: 3, source: sheet, flag: V}
+      wraparound_from: {value: 4, source: calc, flag: E, note: "full cubes"}
+      wraparound_scope: slice
+)"), "toy.yaml");
+  const DeviceScaleUp& up = *d.interconnect->scale_up;
+  EXPECT_EQ(up.torus_axes->value, 3);
+  EXPECT_EQ(up.wraparound_from->value, 4);
+  EXPECT_EQ(up.wraparound_scope, WrapScope::Slice);
+  EXPECT_FALSE(d.interconnect->scale_out.has_value());
+}
+
+struct BadLink {
+  const char* name;
+  std::string find;
+  std::string replace;
+  std::string message;
+  int line;
+};
+
+class DeviceYamlInterconnectError : public ::testing::TestWithParam<BadLink> {};
+
+TEST_P(DeviceYamlInterconnectError, NamesTheProblemAndItsLine) {
+  const BadLink& b = GetParam();
+  std::string text = with_interconnect(kSwitched);
+  size_t at = text.find(b.find);
+  ASSERT_NE(at, std::string::npos) << b.find;
+  text.replace(at, b.find.size(), b.replace);
+  try {
+    parse_device_yaml(text, "bad.yaml");
+    FAIL() << "accepted: " << b.name;
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.kind(), UserError::Kind::Parse);
+    EXPECT_NE(std::string(e.what()).find(b.message), std::string::npos) << e.what();
+    EXPECT_EQ(e.origin().line, b.line) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rejections, DeviceYamlInterconnectError,
+    ::testing::Values(
+        BadLink{"UnknownKey", "    links:", "    ports:", "unknown key 'ports'", 29},
+        BadLink{"BandwidthWithoutSource", "{gb_per_s: 300, source: sheet, flag: D,",
+                "{gb_per_s: 300, flag: D,", "interconnect: scale_up: bandwidth: missing key 'source'",
+                28},
+        BadLink{"BandwidthAsACount", "{gb_per_s: 300,", "{value: 300,",
+                "'value' is not a unit for this number; give one of tb_per_s, gb_per_s", 28},
+        BadLink{"ZeroBandwidth", "{gb_per_s: 25,", "{gb_per_s: 0,", "must be positive", 35},
+        BadLink{"UnknownTopology", "topology: switched", "topology: ring", "topology must be", 27},
+        BadLink{"ReductionWithoutASwitch", "topology: switched", "topology: pcie",
+                "'in_network_reduction' needs a switch", 31},
+        BadLink{"ReductionWithoutSource", "{name: \"Toy SHARP\", source: sheet, flag: V}",
+                "{name: \"Toy SHARP\", flag: V}", "in_network_reduction: missing key 'source'", 31},
+        BadLink{"Empty", "  scale_up:", "  scale_upp:", "unknown key 'scale_upp'", 25},
+        BadLink{"ScaleOutWithoutFabric", "    fabric: \"one NIC\"\n", "",
+                "interconnect: scale_out: missing key 'fabric'", 34}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// A torus without its axes, and a mesh whose peers need more than the device's bandwidth (the
+// reduction line of kSwitched removed: no mesh or torus has one).
+TEST(DeviceYamlInterconnect, TopologyKeysMustAgree) {
+  std::string base = with_interconnect(kSwitched);
+  base.erase(base.find("    in_network_reduction:"), base.find("    latency:") - base.find("    in_network_reduction:"));
+  auto error = [&](const std::string& topology) {
+    std::string text = base;
+    text.replace(text.find("topology: switched\n"), 19, topology);
+    try {
+      parse_device_yaml(text, "bad.yaml");
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(error("topology: torus\n    link_bandwidth: {gb_per_s: 50, source: sheet, flag: V}\n")
+                .find("bad.yaml:26: interconnect: scale_up: a torus needs 'torus: {axes: ...}'"),
+            std::string::npos);
+  EXPECT_NE(error("topology: mesh\n    peer_bandwidth: {gb_per_s: 50, source: sheet, flag: V}\n")
+                .find("bad.yaml:28: interconnect: scale_up: 7 x peer_bandwidth = 350 GB/s is more "
+                      "than the device's bandwidth 300 GB/s"),
+            std::string::npos);
+  EXPECT_EQ(error("topology: mesh\n    peer_bandwidth: {gb_per_s: 40, source: sheet, flag: V}\n"),
+            "accepted");  // 7 x 40 = 280 <= 300
+}
+
 }  // namespace
 }  // namespace solar::hw
