@@ -29,6 +29,7 @@ from . import _core, programs
 from .analysis import ProgramOptions
 from .atomic_write import check as check_outputs
 from .atomic_write import write_atomically
+from .command_options import add_options
 from .errors import command, fail, parse_args, user_error
 from .program_source import OverrideError, ProgramFormatError, parse_overrides
 
@@ -303,26 +304,29 @@ def format_measurement(section: Dict[str, Any], top: int = 10) -> str:
     return "\n".join(lines) + "\n"
 
 
-@command()
-def main(args: Sequence[str]) -> int:
-    """`solar bench PROGRAM [--compile] [--trials N] ...`; returns the exit code."""
-    codes = _core.EXIT_CODES
+def parser() -> argparse.ArgumentParser:
+    """The command line of `solar bench`."""
     p = argparse.ArgumentParser(prog="solar bench",
                                 description="Time a PyTorch program and compare it with its SOL")
     p.add_argument("program")
     p.add_argument("--compile", action="store_true", help="time torch.compile(model)")
-    p.add_argument("--eval", action="store_true",
-                   help="model.eval() first (default: the mode the program leaves its module in)")
+    add_options(p, ("eval",))
     p.add_argument("--trials", type=int, default=10)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--no-flush", action="store_true", help="do not flush caches between trials")
     p.add_argument("--profile", action="store_true", help="per-op times joined with bounds")
     p.add_argument("--device", choices=["cpu", "cuda"])
-    p.add_argument("--policy", default="pytorch-default")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    add_options(p, ("policy", "set"))
     p.add_argument("--json", dest="json_path")
     p.add_argument("--top", type=int, default=10)
-    ns = parse_args(p, args)
+    return p
+
+
+@command()
+def main(args: Sequence[str]) -> int:
+    """`solar bench PROGRAM [--compile] [--trials N] ...`; returns the exit code."""
+    codes = _core.EXIT_CODES
+    ns = parse_args(parser(), args)
     if ns.trials < 1 or ns.warmup < 0:
         raise fail("--trials must be >= 1 and --warmup >= 0", "usage")
     overrides = parse_overrides(ns.set)

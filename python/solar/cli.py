@@ -22,6 +22,8 @@ from typing import List, NoReturn, Optional, Sequence
 
 from . import _core, cli_usage, models, programs
 from .analysis import ProgramOptions
+from .command_options import (DEFAULT_ARCH, add_capture_options, add_device_options,
+                              add_level_options, add_math_options, add_options, arch_ids)
 from . import atomic_write
 from .atomic_write import write_atomically
 from .errors import command, fail, failing_line, parse_args
@@ -89,50 +91,24 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
                    help="a PyTorch, JAX or loop-language program (.py), a saved OpTrace "
                         "(trace.json)" + (", or a model: hf:NAME or config.json "
                                           "(docs/models.md)" if command == "analyze" else ""))
-    p.add_argument("--arch", action="append", default=[], metavar="ID",
-                   help="device id, repeatable or comma-separated (default H100_SXM)")
+    add_device_options(p)
     p.add_argument("--json", dest="json_path", metavar="PATH",
                    help="write the JSON report to PATH; - writes it to stdout instead")
-    p.add_argument("--policy", default="pytorch-default",
-                   help="math policy: pytorch-default, tf32 or strict-fp32")
-    p.add_argument("--cache-state", default="cold", help="cold or warm")
+    add_math_options(p)
     p.add_argument("--top", type=int, default=10, metavar="N",
                    help="rows of the top-ops table (default 10; 0 hides it)")
     p.add_argument("--by", choices=["module", "line", "op"], default="module",
                    help="text breakdown: the module tree (default), source lines, or top ops")
     p.add_argument("--depth", type=int, default=3,
                    help="module-tree rows down to this depth (default 3; 1: top level)")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="set a module-level constant of the program (a Python literal)")
-    p.add_argument("--shrink", type=int, metavar="N",
-                   help="reduce the program's integer size constants to at most N (as "
-                        "`solar suite --shrink`), retrying at 2N, 4N, ... if it raises")
+    add_capture_options(p)
+    add_options(p, ("shrink",))
     p.add_argument("--save-trace", metavar="PATH", help="write the captured OpTrace")
-    p.add_argument("--strict", action="store_true",
-                   help="an op that cannot be lowered is an error (exit 7)")
-    p.add_argument("--real", action="store_true", help="capture on real tensors, not fake ones")
-    p.add_argument("--eval", action="store_true",
-                   help="PyTorch: model.eval() first (default: the mode the program leaves its "
-                        "module in; a fresh module trains: batch statistics, active dropout)")
-    p.add_argument("--train", action="store_true", help="forward + backward (autograd graph)")
-    p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"],
-                   help="with --train: add this optimizer's update step")
-    p.add_argument("--no-crosscheck", action="store_true",
-                   help="skip the FlopCounterMode cross-check")
-    p.add_argument("--unroll", action="store_true",
-                   help="capture loops step by step: PyTorch nn.LSTM/GRU/RNN one aten op per "
-                        "time step (torch's CPU kernel), JAX scan/fori_loop/while_loop one "
-                        "copy of the body per iteration, instead of one repeat op each")
-    if command == "analyze":
-        p.add_argument("--validate", action="store_true",
-                       help="also run the program and the graph and compare outputs")
+    add_options(p, ("no_crosscheck", "validate") if command == "analyze" else ("no_crosscheck",))
     p.add_argument("--reference", metavar="REF.py",
                    help="loop programs: also compare with this PyTorch, JAX or NumPy program "
                         "run on the same inputs (implies validation)")
-    p.add_argument("--mode", default="attainable", choices=["attainable", "provable"],
-                   help="the cache-aware level's traffic: attainable or provable")
-    p.add_argument("--no-cache-aware", action="store_true",
-                   help="skip the cache-aware level and the ski-slope")
+    add_level_options(p)
     p.add_argument("--ski-slope", metavar="PATH", help="write the ski-slope chart (SVG)")
     if command == "analyze":
         m = p.add_argument_group("models (hf:NAME or config.json; docs/models.md)")
@@ -149,16 +125,8 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
                        help="build a model past the work estimate's limits (docs/models.md)")
         p.add_argument("--html", metavar="PATH",
                        help="write the HTML report (one self-contained file: docs/html-report.md)")
-    p.add_argument("--max-mappings", type=int, default=None,
-                   help="mappings each einsum's tiling search evaluates before thinning")
-    p.add_argument("--debug", action="store_true",
-                   help="on error, show the traceback of the program's failure")
+    add_options(p, ("max_mappings", "debug"))
     return p
-
-
-def _archs(values: List[str]) -> List[str]:
-    """--arch values, each repeatable or comma-separated, in order."""
-    return [x for a in values for x in a.split(",") if x]
 
 
 def _load_program(ns, options, shrink: Optional[int] = None):
@@ -193,7 +161,7 @@ def _run_program(command: str, args: List[str]) -> int:
     codes = _core.EXIT_CODES
     ns = parse_args(_program_parser(command), args)
     overrides = parse_overrides(ns.set)
-    archs = _archs(ns.arch) or ["H100_SXM"]
+    archs = arch_ids(ns.arch) or [DEFAULT_ARCH]
     validate = command == "validate" or getattr(ns, "validate", False) or bool(ns.reference)
     options = ProgramOptions(
         archs=archs, policy=ns.policy, cache_state=ns.cache_state, overrides=overrides,
@@ -321,32 +289,20 @@ def _analyze_shrunk(path: str, options, limit: int):
     return result
 
 
-def _add_capture_options(p: argparse.ArgumentParser) -> None:
-    """The capture options `inverse` and `export` share with `analyze` for a program."""
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
-    p.add_argument("--strict", action="store_true")
-    p.add_argument("--real", action="store_true")
-    p.add_argument("--eval", action="store_true")
-    p.add_argument("--train", action="store_true")
-    p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"])
-    p.add_argument("--debug", action="store_true")
-
-
 def _inverse_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="solar inverse",
                                 description="Inverse roofline of a PyTorch or JAX program")
     p.add_argument("program")
     p.add_argument("--target-ms", type=float, help="target time per run, milliseconds")
     p.add_argument("--rate-hz", type=float, help="target rate, runs per second")
-    p.add_argument("--arch", action="append", default=[])
+    add_device_options(p, "every device of the database but host")
     p.add_argument("--bandwidth", type=float, metavar="GBps",
                    help="DRAM bandwidth in GB/s: also the least on-chip capacity at it")
     p.add_argument("--json", dest="json_path")
     p.add_argument("--html", metavar="PATH", help="write the HTML page (docs/html-report.md)")
-    p.add_argument("--policy", default="pytorch-default")
-    p.add_argument("--mode", default="attainable", choices=["attainable", "provable"])
-    p.add_argument("--max-mappings", type=int, default=None)
-    _add_capture_options(p)
+    add_options(p, ("policy", "mode", "max_mappings"))
+    add_capture_options(p)
+    add_options(p, ("debug",))
     return p
 
 
@@ -377,15 +333,16 @@ def _run_inverse(args: List[str]) -> int:
         sys.stderr.write(f"solar: error: {e}\n")
         return codes["usage"]
     overrides = parse_overrides(ns.set)
-    archs = _archs(ns.arch) or [i for i in _core.device_ids() if i.lower() != "host"]
+    archs = arch_ids(ns.arch) or [i for i in _core.device_ids() if i.lower() != "host"]
     html_cli.check_folder(ns.html)
     _check_before_capture(archs, [("PROGRAM", ns.program)],  # before the program runs
                           [("--json", ns.json_path), ("--html", ns.html)])
     # The capture's own analysis needs one device; the comparison is the inverse's.
     options = ProgramOptions(
         archs=archs[:1], policy=ns.policy, overrides=overrides, strict=ns.strict,
-        real=ns.real, train=ns.train, optimizer=ns.optimizer, eval_mode=ns.eval, validate=False,
-        crosscheck=False, cache_aware=False)  # the inverse builds its own traffic model
+        real=ns.real, train=ns.train, optimizer=ns.optimizer, eval_mode=ns.eval,
+        unroll=ns.unroll, validate=False, crosscheck=False,
+        cache_aware=False)  # the inverse builds its own traffic model
     result = _load_program(ns, options)
     for n in result.warnings:
         sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
@@ -413,7 +370,8 @@ def _export_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", required=True, choices=["accelforge", "timeloop"])
     p.add_argument("--out", required=True, metavar="DIR",
                    help="output folder: new, empty or an earlier export's")
-    _add_capture_options(p)
+    add_capture_options(p)
+    add_options(p, ("debug",))
     return p
 
 
@@ -431,8 +389,8 @@ def _run_export(args: List[str]) -> int:
     # The capture's own analysis is the cheapest one; the export needs only the graph.
     options = ProgramOptions(
         overrides=parse_overrides(ns.set), strict=ns.strict, real=ns.real, eval_mode=ns.eval,
-        train=ns.train,
-        optimizer=ns.optimizer, validate=False, crosscheck=False, cache_aware=False)
+        train=ns.train, optimizer=ns.optimizer, unroll=ns.unroll, validate=False,
+        crosscheck=False, cache_aware=False)
     result = _load_program(ns, options)
     for n in result.warnings:
         sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")

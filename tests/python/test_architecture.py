@@ -4,7 +4,7 @@ order of layers, and only heavy optional dependencies are imported inside functi
     0  leaves over the C++ core: _core, errors, atomic_write, report, executor, builder, and
        the HTML rendering of report dicts (solar.html; report.Report renders with it)
     1  shared analysis types and program-source helpers: analysis, validation, program_source,
-       shrink, memory_limit
+       shrink, memory_limit, command_options
     2  frontends: frontends.torch, frontends.jax, frontends.loopir (never each other)
     3  programs: the dispatch (programs.py, the one place that loads frontends lazily), the
        package facade (solar), the loop language (solar.loopir) and Hugging Face models
@@ -33,7 +33,7 @@ LAYERS = {
     "solar._core": 0, "solar.errors": 0, "solar.atomic_write": 0, "solar.report": 0,
     "solar.executor": 0, "solar.builder": 0, "solar.html": 0,
     "solar.analysis": 1, "solar.validation": 1, "solar.program_source": 1, "solar.shrink": 1,
-    "solar.memory_limit": 1,
+    "solar.memory_limit": 1, "solar.command_options": 1,
     "solar.frontends": 2,
     "solar.programs": 3, "solar": 3, "solar.loopir": 3, "solar.models": 3,
     "solar.suite": 4, "solar.bench": 4, "solar.headroom": 4, "solar.sweep": 4,

@@ -10,11 +10,14 @@ import signal
 import sys
 import tempfile
 import time
-from typing import List, Sequence
+from typing import List
 
 from .. import _core, headroom
 from ..atomic_write import check as check_outputs
 from ..atomic_write import write_atomically
+from ..command_options import (DEFAULT_ARCH, add_capture_options, add_device_options,
+                               add_level_options, add_math_options, add_options, arch_ids,
+                               canonical_archs)
 from ..errors import command, parse_args
 from ..html import write as write_html
 from ..program_source import parse_overrides
@@ -32,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
                     "programs did (see the summary and --json); 2 usage, 3 missing DIR or "
                     "output folder, 6 unknown device.")
     p.add_argument("dir", metavar="DIR")
-    p.add_argument("--arch", action="append", default=[], help="device id(s); default H100_SXM")
+    add_device_options(p)
     p.add_argument("--json", dest="json_path", metavar="PATH", help="write solar.suite.v1 JSON")
     p.add_argument("--csv", dest="csv_path", metavar="PATH", help="one row per program")
     p.add_argument("--html", dest="html_path", metavar="PATH",
@@ -40,35 +43,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds per program before its worker is killed (default 300)")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="replace a module-level constant in the programs that assign it")
-    p.add_argument("--shrink", type=int, metavar="N",
-                   help="reduce each program's integer size constants to at most N, keeping "
-                        "their divisibility (groups, heads); a program that raises at that "
-                        "size is retried at 2N, 4N, ..., then at its own sizes")
-    p.add_argument("--policy", default="pytorch-default")
-    p.add_argument("--cache-state", default="cold")
-    p.add_argument("--strict", action="store_true", help="an unanalyzed op fails its program")
-    p.add_argument("--real", action="store_true", help="capture on real tensors")
-    p.add_argument("--eval", action="store_true",
-                   help="model.eval() first (default: each module's own mode)")
-    p.add_argument("--train", action="store_true", help="forward + backward")
-    p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"])
-    p.add_argument("--validate", action="store_true",
-                   help="run each program and its graph and compare outputs")
-    p.add_argument("--no-crosscheck", action="store_true",
-                   help="skip the FlopCounterMode cross-check")
-    p.add_argument("--unroll", action="store_true",
-                   help="capture loops (LSTM/GRU/RNN layers, JAX scans) step by step, not as "
-                        "repeat ops")
+    add_capture_options(p)
+    add_options(p, ("shrink",))
+    add_math_options(p)
+    add_options(p, ("validate", "no_crosscheck"))
     p.add_argument("--memory-limit", type=float, metavar="GB",
                    help="address space per worker in GB (RLIMIT_AS; torch itself takes "
                         "1-2 GB): a program allocating past it fails with cause "
                         "out_of_memory")
-    p.add_argument("--mode", default="attainable", choices=["attainable", "provable"],
-                   help="the cache-aware level's mode (as for `solar analyze`)")
-    p.add_argument("--no-cache-aware", action="store_true",
-                   help="skip the cache-aware level and the ski-slope")
+    add_level_options(p)
     p.add_argument("--no-ops", action="store_true",
                    help="leave the per-op rows (`ops`) out of each report in --json")
     p.add_argument("--top", type=int, default=10, help="unanalyzed aten ops listed (default 10)")
@@ -79,21 +62,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="PREFIX",
                    help="with --timings: write PREFIX.svg and PREFIX.png, measured vs fused SOL")
     return p
-
-
-def canonical_archs(requested: Sequence[str]) -> List[str]:
-    """Device ids as the database spells them, each once; UserError for an unknown one.
-    The database is consulted without resolving `host` (which would probe this machine)."""
-    known = {d.lower(): d for d in _core.device_ids()}
-    out: List[str] = []
-    for a in requested:
-        d = known.get(a.lower())
-        if d is None:
-            _core.device(a)  # raises the UserError that lists the known devices
-            d = a
-        if d not in out:
-            out.append(d)
-    return out
 
 
 def _check_policy(policy: str, cache_state: str) -> None:
@@ -124,9 +92,7 @@ def main(args: List[str]) -> int:
         return usage("--optimizer needs --train")
     if ns.memory_limit is not None and not ns.memory_limit > 0:
         return usage("--memory-limit must be positive")
-    requested: List[str] = []
-    for a in ns.arch or ["H100_SXM"]:
-        requested.extend(x.strip() for x in a.split(",") if x.strip())
+    requested = arch_ids(ns.arch or [DEFAULT_ARCH])
     if not requested:
         return usage("--arch: no device id")
     try:

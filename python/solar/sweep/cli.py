@@ -17,6 +17,8 @@ from typing import Any, Dict, List
 
 from .. import _core
 from ..atomic_write import write_atomically
+from ..command_options import (DEFAULT_ARCH, add_device_options, add_level_options,
+                               add_math_options, add_options, arch_ids)
 from ..errors import command, parse_args
 from ..models import estimate as model_estimate
 from ..suite.progress import Progress
@@ -47,29 +49,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("inputs", nargs="+", metavar="SPEC|PROGRAM",
                    help="a spec file (.yaml, .yml, .json), or programs: PROGRAM.py, hf:NAME, "
                         "a model's config.json")
-    p.add_argument("--arch", action="append", default=[], metavar="ID",
-                   help="device id, repeatable or comma-separated (default H100_SXM)")
+    add_device_options(p)
     p.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
                    help="sweep a module-level constant (or a model setting: batch, seq, "
                         "context, phase, dtype) over these values; repeatable (the product)")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="a fixed module-level constant of the .py programs")
+    add_options(p, ("set",))
     p.add_argument("--phase", help="Hugging Face models: the phase (prefill, decode, ...)")
     p.add_argument("--dtype", help="Hugging Face models: the dtype (bf16, ...)")
-    p.add_argument("--policy", help="math policy: pytorch-default, tf32 or strict-fp32")
-    p.add_argument("--cache-state", dest="cache_state", help="cold (default) or warm")
-    p.add_argument("--mode", choices=["attainable", "provable"],
-                   help="the cache-aware level's traffic (default attainable)")
-    p.add_argument("--no-cache-aware", dest="no_cache_aware", action="store_true",
-                   default=None, help="skip the cache-aware level (faster)")
+    # Unset by default: a spec file says them, and they are refused beside one.
+    add_math_options(p, unset=True)
+    add_level_options(p, unset=True)
     p.add_argument("--crosscheck", action="store_true", default=None,
                    help="also run the FlopCounterMode cross-check (off in sweeps)")
-    p.add_argument("--train", action="store_true", default=None,
-                   help="forward + backward")
-    p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"],
-                   help="with --train: add this optimizer's step")
-    p.add_argument("--strict", action="store_true", default=None,
-                   help="an op that cannot be lowered fails its point")
+    add_options(p, ("train", "optimizer", "strict"), unset=True)
     p.add_argument("--out", metavar="DIR",
                    help="output folder (created; its parent must exist); a spec's `out`")
     p.add_argument("--jobs", type=int, metavar="N",
@@ -130,8 +122,7 @@ def build_spec(ns: argparse.Namespace) -> spec_mod.Spec:
         model = {k: getattr(ns, k) for k in ("phase", "dtype") if getattr(ns, k) is not None}
         fields: Dict[str, Any] = {
             "programs": list(ns.inputs),
-            "archs": [x.strip() for a in ns.arch for x in a.split(",") if x.strip()]
-            or ["H100_SXM"],
+            "archs": arch_ids(ns.arch) or [DEFAULT_ARCH],
             "grid": grid,
             "set": {k: spec_mod.parse_value(v) for k, v in _pairs(ns.set, "--set").items()},
             "model": model}

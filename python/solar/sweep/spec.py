@@ -24,7 +24,7 @@ from ..errors import user_error
 from ..models import estimate as model_estimate
 from ..models.run import DEFAULT_SEQ
 from ..program_source import module_constants
-from ..suite.cli import canonical_archs
+from ..command_options import canonical_archs
 
 SPEC_SCHEMA = "solar.sweep-spec.v1"
 

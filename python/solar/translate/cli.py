@@ -16,6 +16,7 @@ from typing import List
 from .. import _core
 from ..atomic_write import check as check_outputs
 from ..atomic_write import write_atomically
+from ..command_options import DEFAULT_ARCH, add_device_options, arch_ids
 from ..errors import command, fail, parse_args
 from . import agent, batch, prompt, source
 
@@ -48,7 +49,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-dir", metavar="DIR")
     p.add_argument("--shrink", type=int, default=16, metavar="N",
                    help="test sizes: the source's size constants reduced to at most N (default 16)")
-    p.add_argument("--arch", action="append", default=[], help="device(s) of the report")
+    add_device_options(p)
     p.add_argument("--json", dest="json_path", metavar="PATH",
                    help="the report JSON with its `translation` section (a folder: the summary)")
     p.add_argument("--jobs", type=int, default=1, help="a folder: sources translated at once")
@@ -80,7 +81,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _options(ns) -> agent.TranslateOptions:
-    archs = [a for v in ns.arch for a in v.split(",") if a] or ["H100_SXM"]
+    archs = arch_ids(ns.arch) or [DEFAULT_ARCH]
     return agent.TranslateOptions(
         lang=ns.lang, model=ns.model, endpoint=ns.endpoint, key_env=ns.api_key_env,
         attempts=ns.attempts, reference=ns.reference, unvalidated=ns.unvalidated,

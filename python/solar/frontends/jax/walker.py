@@ -462,18 +462,26 @@ class Walker:
             return None
         return [np.asarray(r) if not rec.with_values else r for r in res]
 
+    def _kept_as_loop(self, what: str, record) -> Optional[List[Any]]:
+        """record(): the loop as one repeat op; or None, noting why `what` is unrolled
+        instead (a body that one symbolic walk cannot capture)."""
+        try:
+            return record()
+        except Unroll as e:
+            self.rec.note(f"{self.rec.where()}{what} unrolled: {e}")
+            return None
+
     # --- scan: one repeat op, or the body once per iteration
     def scan(self, eqn, ins):
         p = eqn.params
         length = int(p["length"])
         if not self.unroll and length > 0:
             nc, ncarry = int(p["num_consts"]), int(p["num_carry"])
-            try:
-                return self.repeat(eqn, ins, p["jaxpr"], ins[:nc], ins[nc:nc + ncarry],
-                                   ins[nc + ncarry:], length, bool(p.get("reverse", False)), "")
-            except Unroll as e:
-                self.rec.note(f"{self.rec.where()}jax::scan of {length} iterations "
-                              f"unrolled: {e}")
+            outs = self._kept_as_loop(f"jax::scan of {length} iterations", lambda: self.repeat(
+                eqn, ins, p["jaxpr"], ins[:nc], ins[nc:nc + ncarry], ins[nc + ncarry:], length,
+                bool(p.get("reverse", False)), ""))
+            if outs is not None:
+                return outs
         return self.scan_unrolled(eqn, ins)
 
     def scan_unrolled(self, eqn, ins):
@@ -629,12 +637,11 @@ class Walker:
                 trips, finals = static
                 p = eqn.params
                 cn, bn = int(p["cond_nconsts"]), int(p["body_nconsts"])
-                try:
-                    return self.repeat(eqn, ins, p["body_jaxpr"], ins[cn:cn + bn],
-                                       ins[cn + bn:], [], trips, False, "", finals)
-                except Unroll as e:
-                    self.rec.note(f"{self.rec.where()}jax::while of {trips} iterations "
-                                  f"unrolled: {e}")
+                outs = self._kept_as_loop(f"jax::while of {trips} iterations", lambda: self.repeat(
+                    eqn, ins, p["body_jaxpr"], ins[cn:cn + bn], ins[cn + bn:], [], trips, False,
+                    "", finals))
+                if outs is not None:
+                    return outs
         return self.while_unrolled(eqn, ins)
 
     def while_unrolled(self, eqn, ins):
