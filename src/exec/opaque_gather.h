@@ -1,7 +1,7 @@
 // Opaque kernels of XLA's general gather and scatter (the `lax.gather` / `lax.scatter*`
 // primitives with any dimension numbers), which the graph's gather/scatter moves (one axis,
 // "take" or "elements") cannot express. The JAX table lowers such ops to these
-// (src/lower/jax.cc); semantics follow the XLA operation semantics page, with JAX's modes.
+// (src/lower/jax_index.cc); semantics follow the XLA operation semantics page, with JAX's modes.
 //
 // "xla_gather": inputs (operand, indices), one output. Integer-list attributes
 // offset_dims, collapsed_slice_dims, start_index_map, operand_batching_dims,

@@ -1,7 +1,7 @@
 """Training-step capture (capture(..., train=True[, optimizer])) lowered by the aten table's
-training half (src/lower/aten_train.cc): every op of real PyTorch training steps lowers, the
-MACs match formulas, and the lowered graph, run by Solar's executor on the real tensors,
-reproduces the gradients (and optimizer updates) PyTorch computes."""
+backward and optimizer ops (src/lower/aten_*.cc): every op of real PyTorch training steps
+lowers, the MACs match formulas, and the lowered graph, run by Solar's executor on the real
+tensors, reproduces the gradients (and optimizer updates) PyTorch computes."""
 
 import copy
 
