@@ -61,6 +61,35 @@ std::vector<bool> wraparound_of(const DeviceScaleUp& up, const std::vector<int>&
   throw InternalError("bad WrapScope", __FILE__, __LINE__);
 }
 
+// The keys of `sources` that the links' numbers and claims cite.
+std::map<std::string, std::string> cited_sources(const std::map<std::string, std::string>& sources,
+                                                 const ScaleUpLink& up,
+                                                 const std::optional<ScaleOutLink>& out) {
+  std::vector<std::string> keys = {up.bandwidth.source};
+  auto add = [&](const std::optional<Sourced>& n) {
+    if (n) keys.push_back(n->source);
+  };
+  auto add_reduction = [&](const std::optional<InNetworkReduction>& r) {
+    if (!r) return;
+    keys.push_back(r->source);
+    add(r->from_devices);
+  };
+  add(up.links);
+  add(up.peer_bandwidth);
+  add(up.link_bandwidth);
+  add(up.latency);
+  add_reduction(up.reduction);
+  if (out) {
+    keys.push_back(out->bandwidth.source);
+    add(out->latency);
+    add_reduction(out->reduction);
+  }
+  std::map<std::string, std::string> cited;
+  for (const std::string& k : keys)
+    if (auto it = sources.find(k); it != sources.end()) cited.insert(*it);
+  return cited;
+}
+
 std::string read_system_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
@@ -126,7 +155,7 @@ System parse_system_spec(std::string_view spec, int nodes, const DeviceDb& devic
   s.id = fmt::format("{}x{}", join_dims(dims), d.id);
   s.name = fmt::format("{} x {}", join_dims(dims), d.name);
   s.device = d.id;
-  s.sources = d.sources;
+  s.sources = cited_sources(d.sources, s.scale_up.link, s.scale_out);
   s.notes = fmt::format("Inline system: one {} scale-up domain of {} built from the interconnect "
                         "section of {} ({}).", topology, s.scale_up.devices, d.id, d.file);
   s.file = "inline:" + s.id;

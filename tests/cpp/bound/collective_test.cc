@@ -143,8 +143,14 @@ TEST(PcieDomain, IsSwitchedAtThePcieRate) {
   hw::System sys = switched(4, 1, 0);
   sys.scale_up.link.topology = hw::Topology::Pcie;
   sys.scale_up.link.bandwidth = rate(31.5e9);
-  CollectiveBound b = collective_bound(sys, CK::AllGather, in_domain(4), S);
-  EXPECT_DOUBLE_EQ(b.seconds, 3.0 / 4 * S / 31.5e9);
+  for (CK k : kAllKinds) {
+    const int n = k == CK::SendRecv ? 2 : 4;
+    CollectiveBound b = collective_bound(sys, k, in_domain(n), S);
+    EXPECT_DOUBLE_EQ(b.seconds, point_to_point_bytes(k, n, S) / 31.5e9)
+        << collective_kind_name(k);
+  }
+  EXPECT_DOUBLE_EQ(collective_bound(sys, CK::AllGather, in_domain(4), S).seconds,
+                   3.0 / 4 * S / 31.5e9);
 }
 
 // ---- mesh ----------------------------------------------------------------------------------

@@ -138,7 +138,11 @@ TEST(SystemSpec, OneDomainOfNDevicesWithTheDevicesLink) {
   EXPECT_DOUBLE_EQ(s.scale_up.link.bandwidth.value, 450 * kG);
   EXPECT_TRUE(s.scale_up.link.reduction.has_value());
   EXPECT_EQ(s.file, "inline:8xH100_SXM");
-  EXPECT_TRUE(s.sources.count(s.scale_up.link.bandwidth.source));  // the device's sources
+  // The device's sources that the links cite, and only those.
+  EXPECT_TRUE(s.sources.count(s.scale_up.link.bandwidth.source));
+  EXPECT_TRUE(s.sources.count(s.scale_up.link.reduction->source));
+  EXPECT_TRUE(s.sources.count(s.scale_out->bandwidth.source));
+  EXPECT_FALSE(s.sources.count("hpctech"));  // the datasheet of its compute figures
 
   System four = parse_system_spec("4xh100_sxm", 4, devices());  // ids are case-insensitive
   EXPECT_EQ(four.id, "4xH100_SXM");
