@@ -294,8 +294,12 @@ CollectiveBound collective_bound(const hw::System& system, CollectiveKind kind,
   b.payload = payload;
   b.group = group;
   if (g >= 2) b.terms.push_back(scale_up_term(system, kind, group, payload));
-  // with_nodes refuses nodes > 1 without a scale-out link, so m >= 2 has one.
-  if (m >= 2) b.terms.push_back(scale_out_term(system, kind, group, payload));
+  if (m >= 2) {
+    // Files and with_nodes refuse nodes > 1 without a scale-out link; a hand-built value may not.
+    if (!system.scale_out)
+      bad(fmt::format("a group over {} domains on {}, which has no scale-out link", m, system.id));
+    b.terms.push_back(scale_out_term(system, kind, group, payload));
+  }
   for (const LinkTerm& t : b.terms) {
     b.seconds = std::max(b.seconds, t.seconds);
     if (t.latency_seconds) b.latency_seconds = std::max(b.latency_seconds.value_or(0), *t.latency_seconds);

@@ -378,6 +378,10 @@ TEST(CollectiveBound, RefusesGroupsThatDoNotFit) {
   expect_bad([&] { collective_bound(t, CK::AllReduce, GroupLayout{4, 1, {4}}, S); },
              "needs 2 torus extents");
   expect_bad([&] { contiguous_group(t, 6); }, "axis by axis");
+  hw::System no_nics = switched(8, 2, 5);
+  no_nics.scale_out.reset();
+  expect_bad([&] { collective_bound(no_nics, CK::AllReduce, GroupLayout{8, 2, {}}, S); },
+             "no scale-out link");
 }
 
 // ---- the built-in systems ------------------------------------------------------------------
