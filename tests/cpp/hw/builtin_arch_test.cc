@@ -629,7 +629,7 @@ TEST(BuiltinArch, ServingDevicesAddedAfterTheReference) {
 }
 
 // The interconnect sections: per device and per direction, half of the vendors' bidirectional
-// headlines (the interconnect reference, sections 1-3); absent where no source was found.
+// headlines (docs/devices.md, "Interconnects"); absent where no source was found.
 TEST(BuiltinArch, InterconnectsPerDirection) {
   struct Row {
     const char* id;
@@ -691,7 +691,7 @@ TEST(BuiltinArch, InterconnectsPerDirection) {
   EXPECT_EQ(v5p.torus_axes->value, 3);
   EXPECT_EQ(v5p.wraparound_from->value, 4);
   EXPECT_EQ(v5p.wraparound_scope, WrapScope::Slice);
-  // Devices whose links no source in the reference gives: no section, never a guess.
+  // Devices whose links no checked source gives: no section, never a guess.
   for (const char* id : {"V100_SXM2_32GB", "H100_PCIe", "A100_PCIe_40GB", "GH200_96GB",
                          "GH200_144GB", "Jetson_Orin", "Jetson_Thor", "T4", "RTX4090", "A6000",
                          "MI250X"})

@@ -1,4 +1,4 @@
-// Systems: the built-in arch/systems/*.yaml files against the interconnect reference, the inline
+// Systems: the built-in arch/systems/*.yaml files against the vendors' figures, the inline
 // form NxDEVICE from a device's interconnect section, --nodes, and what --system resolves to.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
