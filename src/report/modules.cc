@@ -93,22 +93,36 @@ class Builder {
   // Each tensor, seen through free views, crosses the boundary of every module that holds
   // one of its readers but not its producer (a read) or its producer but not one of its
   // readers (a write); a graph output is written out of every module holding its producer.
+  // A crossing moves what is read of the tensor: through a free view, the elements the view
+  // names (a reshape or a broadcast its whole source, a slice that does not copy its part);
+  // the parts of one tensor a module moves add up to the whole tensor at most.
   void boundary_bytes() {
     const auto& tensors = g_.tensors();
     std::vector<std::uint32_t> root(tensors.size());
-    for (std::size_t t = 0; t < tensors.size(); ++t) root[t] = static_cast<std::uint32_t>(t);
+    std::vector<Count> named(tensors.size());  // the bytes of its root a tensor names
+    for (std::size_t t = 0; t < tensors.size(); ++t) {
+      root[t] = static_cast<std::uint32_t>(t);
+      named[t] = tensors[t].size_bytes();
+    }
     auto is_view = [](const ir::Op& op) { return ir::is_free_view(op) && !op.inputs.empty(); };
     std::vector<int> producer(tensors.size(), -1);  // the producing node; -1 outside all
     for (const ir::Op& op : g_.ops()) {
       if (is_view(op)) {
-        for (ir::TensorId o : op.outputs) root[o.value] = root[op.inputs[0].value];
+        const std::uint32_t in = op.inputs[0].value;
+        for (ir::TensorId o : op.outputs) {
+          root[o.value] = root[in];
+          named[o.value] = std::min(named[o.value], named[in]);
+        }
         continue;
       }
       if (op_node_[op.id.value] < 0) continue;
       for (ir::TensorId o : op.outputs) producer[o.value] = op_node_[op.id.value];
     }
-    // (node, tensor) pairs counted, so that a tensor read twice counts once per side.
+    auto key = [](int n, std::uint32_t t) { return (std::uint64_t(n) << 32) | t; };
+    // (node, tensor) pairs counted, so that a tensor read twice counts once per side; per
+    // (node, root) the bytes moved of it (the root's are the compulsory traffic: finish_levels).
     std::unordered_set<std::uint64_t> read_mark, write_mark;
+    std::unordered_map<std::uint64_t, Count> moved;
     auto depth = [&](int n) { return n < 0 ? -1 : nodes_[n].depth; };
     auto parent = [&](int n) { return nodes_[n].parent; };
     // Nodes from `a` up to (not including) the lowest common ancestor with `b`.
@@ -121,49 +135,46 @@ class Builder {
       for (int n : path) visit(n);
     };
     auto add = [&](std::unordered_set<std::uint64_t>& mark, int n, std::uint32_t t) {
-      // The root's bytes are the compulsory traffic (finish_levels).
-      if (n <= 0 || !mark.insert((std::uint64_t(n) << 32) | t).second) return;
-      nodes_[n].node.bytes_fused += tensors[t].size_bytes();
+      if (n <= 0 || !mark.insert(key(n, t)).second) return;
+      moved[key(n, root[t])] += named[t];
     };
     // A source a gather reads (an embedding table) is read where gathered, as the program's
     // compulsory traffic counts it (docs/cost.md): per module, the largest such read.
     std::unordered_map<std::uint64_t, Count> gathered;
-    auto add_gathered = [&](int n, std::uint32_t t, Count bytes) {
-      if (n <= 0 || read_mark.contains((std::uint64_t(n) << 32) | t)) return;
-      Count& b = gathered[(std::uint64_t(n) << 32) | t];
-      b = std::max(b, bytes);
-    };
     for (const ir::Op& op : g_.ops()) {
       int c = op_node_[op.id.value];
       if (c < 0 || is_view(op)) continue;
       const bool gather = op.kind() == ir::OpKind::Move && op.move().kind == ir::MoveKind::Gather;
       for (std::size_t k = 0; k < op.inputs.size(); ++k) {
-        std::uint32_t t = root[op.inputs[k].value];
+        const std::uint32_t v = op.inputs[k].value, t = root[v];
         int p = producer[t];
         if (p < 0 && gather && k == 0 && !op.outputs.empty()) {
-          const ir::Tensor& data = tensors[t];
-          const Count bytes = cost::tensor_bytes(
-              data, std::min(g_.tensor(op.outputs[0]).num_elements(), data.num_elements()));
-          for (int n = c; n > 0; n = parent(n)) add_gathered(n, t, bytes);
-          continue;
-        }
-        if (p < 0) {  // a graph source: read into every module holding the reader
+          const Count bytes = std::min(named[v], cost::tensor_bytes(tensors[t], std::min(
+              g_.tensor(op.outputs[0]).num_elements(), tensors[t].num_elements())));
           for (int n = c; n > 0; n = parent(n)) {
-            gathered.erase((std::uint64_t(n) << 32) | t);  // read whole here after all
-            add(read_mark, n, t);
+            Count& b = gathered[key(n, t)];
+            b = std::max(b, bytes);
           }
           continue;
         }
-        below_common(c, p, [&](int n) { add(read_mark, n, t); });
-        below_common(p, c, [&](int n) { add(write_mark, n, t); });
+        if (p < 0) {  // a graph source: read into every module holding the reader
+          for (int n = c; n > 0; n = parent(n)) add(read_mark, n, v);
+          continue;
+        }
+        below_common(c, p, [&](int n) { add(read_mark, n, v); });
+        below_common(p, c, [&](int n) { add(write_mark, n, v); });
       }
     }
     for (std::size_t t = 0; t < tensors.size(); ++t) {
       if (tensors[t].role != ir::Role::Output) continue;
-      std::uint32_t rt = root[t];
-      for (int n = producer[rt]; n > 0; n = parent(n)) add(write_mark, n, rt);
+      for (int n = producer[root[t]]; n > 0; n = parent(n))
+        add(write_mark, n, static_cast<std::uint32_t>(t));
     }
-    for (const auto& [key, bytes] : gathered) nodes_[key >> 32].node.bytes_fused += bytes;
+    for (const auto& [k, bytes] : gathered) moved[k] += bytes;
+    for (const auto& [k, bytes] : moved) {
+      const Count whole = tensors[k & 0xFFFFFFFFu].size_bytes();
+      nodes_[k >> 32].node.bytes_fused += std::min(bytes, whole);
+    }
   }
 
   void finish_levels() {

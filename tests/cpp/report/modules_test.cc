@@ -123,6 +123,32 @@ q = f32[64,64]{output} einsum "ij,ij->ij" (p, v) module "m"
   EXPECT_EQ(root.children[0].ops, 3u);
 }
 
+TEST(ModuleTree, ASliceThatDoesNotCopyMovesOnlyItsPart) {
+  // rnn writes h; outside every module the program takes h's last row (a slice that does not
+  // copy: a free view) and fc reads it. Only the row crosses out of rnn and into fc.
+  // attn reads two overlapping row slices of x: their parts add up to x once at most.
+  ir::Graph g = ir::parse_graph(R"(x = f32[64,64] input
+w = f32[64,64] weight
+u = f32[64,4] weight
+h = f32[64,64] einsum "ij,jk->ik" (x, w) module "rnn"
+last = f32[1,64] move slice {starts=[63,0], ends=[64,64], steps=[1,1]} (h)
+o = f32[1,4]{output} einsum "ij,jk->ik" (last, u) module "fc"
+q = f32[32,64] move slice {starts=[0,0], ends=[32,64], steps=[1,1]} (x)
+k = f32[48,64] move slice {starts=[16,0], ends=[64,64], steps=[1,1]} (x)
+s = f32[32,48]{output} einsum [i=32,j=48,d=64] sum mul($0,$1) (q[i,d], k[j,d]) -> [i,j] module "attn"
+)");
+  hw::Device dev = testing::DeviceBuilder("SYN").vector(DType::F32, 1e13).dram(kBandwidth).build();
+  LevelOptions levels;
+  levels.cache_aware = false;
+  Report r = analyze(g, {&dev}, bound::Options{}, levels);
+  ModuleNode root = module_tree(r);
+  const Count row = Count(64 * 4);
+  EXPECT_EQ(child(root, "rnn").bytes_fused, Count(2) * kTensor + row);  // x, w in; h's last row out
+  EXPECT_EQ(child(root, "fc").bytes_fused, row + Count(64 * 4 * 4) + Count(4 * 4));  // row, u, o
+  // q and k name 32 + 48 of x's 64 rows: x once, and s out.
+  EXPECT_EQ(child(root, "attn").bytes_fused, kTensor + Count(32 * 48 * 4));
+}
+
 TEST(ModuleTree, LevelsAndSharesPerDevice) {
   Fixture f;
   ModuleNode root = module_tree(f.r);
