@@ -79,7 +79,8 @@ class Unroller {
           inner[in.param.value] = state[k];
           continue;
         }
-        const Tensor& outer = out_.tensor(env[op.inputs[k].value]);
+        // A copy: adding the row's tensors below may move the graph's tensors.
+        const Tensor outer = out_.tensor(env[op.inputs[k].value]);
         const std::size_t axis = static_cast<std::size_t>(in.axis);
         std::vector<std::int64_t> starts(outer.shape.size(), 0), ends = outer.shape,
                                   steps(outer.shape.size(), 1);

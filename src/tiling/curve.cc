@@ -415,7 +415,9 @@ struct Searcher {
       std::sort(activatable.begin(), activatable.end());
       truncated = true;
     }
-    std::vector<std::uint32_t> key{affine, grouped};
+    // The tensor count first: without it a problem of more tensors could share the key of
+    // one of fewer tensors whose activatable ranks continue where the other's masks stop.
+    std::vector<std::uint32_t> key{affine, grouped, static_cast<std::uint32_t>(q.tensors.size())};
     for (const TensorAccess& x : q.tensors) key.push_back(x.ranks);
     key.insert(key.end(), activatable.begin(), activatable.end());
     static std::mutex mutex;
