@@ -25,14 +25,7 @@
 namespace solar::lower::detail {
 namespace {
 
-using ir::AffineConstraint;
-using ir::AffineExpr;
-using ir::AffineTerm;
-using ir::Expr;
-using ir::ExprOp;
 using ir::IndexPos;
-using ir::Reduce;
-using ir::TensorId;
 using json = nlohmann::json;
 using Kind = UserError::Kind;
 

@@ -21,18 +21,11 @@
 
 namespace solar::lower {
 
+// In detail: the lowering's vocabulary (context.h) is the pass's.
+namespace detail {
 namespace {
 
-using ir::AffineConstraint;
-using ir::AffineExpr;
-using ir::AffineTerm;
-using ir::Expr;
-using ir::ExprOp;
 using ir::IndexPos;
-using ir::Reduce;
-using ir::TensorId;
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // The IR analyses the pass is built on: regions (over a tensor's dimensions or an einsum's
 // indices, ir/region.h), the value domain and index values (ir/value_domain.h), and how
@@ -658,9 +651,10 @@ MaskRecognition Recognizer::run(ir::Graph& g) {
 }
 
 }  // namespace
+}  // namespace detail
 
 MaskRecognition recognize_masks(ir::Graph& g) {
-  Recognizer r(g);
+  detail::Recognizer r(g);
   try {
     return r.run(g);
   } catch (const ir::AffineOverflow&) {
