@@ -95,11 +95,7 @@ void lower_sdpa_backward(Context& c) {
              Reduce::Sum, mask);
   };
   // Causal mask over a [..., L, S] elementwise space.
-  std::vector<AffineConstraint> emask;
-  if (causal)
-    emask.push_back({AffineExpr::make({AffineTerm{static_cast<ir::IndexPos>(r - 2), 1},
-                                       AffineTerm{static_cast<ir::IndexPos>(r - 1), -1}},
-                                      0)});
+  const std::vector<AffineConstraint> emask = causal_mask(r, causal);
 
   // Scores and probabilities.
   TensorId scores = c.temp("scores", sshape, dt);

@@ -18,13 +18,19 @@ namespace solar::lower::detail {
 
 namespace {
 
-// A convolution's groups and, per spatial dimension, its stride, padding and dilation.
+// A convolution's spatial rank, groups and, per spatial dimension, its stride, padding and
+// dilation, for operands x, w, y of one rank >= 3 (`what` names the op when they are not).
 struct ConvArgs {
+  std::size_t nd;
   std::int64_t groups;
   std::vector<std::int64_t> stride, pad, dil;
 };
-ConvArgs conv_args(Context& c, std::size_t nd) {
+ConvArgs conv_args(Context& c, const Shape& xs, const Shape& ws, const Shape& ys,
+                   const char* what) {
+  if (xs.size() < 3 || ws.size() != xs.size() || ys.size() != xs.size())
+    throw Unsupported(fmt::format("{} needs batched input [N, C, spatial...]", what));
   ConvArgs a;
+  const std::size_t nd = a.nd = xs.size() - 2;
   a.groups = c.int_arg("groups", 1);
   a.stride = per_dim(c, "stride", nd, 1);
   a.pad = per_dim(c, "padding", nd, 0);
@@ -49,10 +55,8 @@ ConvArgs conv_args(Context& c, std::size_t nd) {
 void lower_transposed_convolution(Context& c, TensorId x, TensorId w) {
   TensorId out = c.def(0);
   const auto xs = c.t(x).shape, ws = c.t(w).shape, os = c.t(out).shape;
-  if (xs.size() < 3 || ws.size() != xs.size() || os.size() != xs.size())
-    throw Unsupported("transposed convolution needs batched input [N, C, spatial...]");
-  const std::size_t nd = xs.size() - 2;
-  const ConvArgs args = conv_args(c, nd);
+  const ConvArgs args = conv_args(c, xs, ws, os, "transposed convolution");
+  const std::size_t nd = args.nd;
   const std::int64_t G = args.groups;
   const std::vector<std::int64_t>&stride = args.stride, &pad = args.pad, &dil = args.dil;
   const std::int64_t Cin = ws[0], Kg = ws[1];
@@ -146,10 +150,8 @@ void lower_convolution(Context& c) {
   if (c.bool_arg("transposed", false)) return lower_transposed_convolution(c, x, w);
   TensorId out = c.def(0);
   const auto xs = c.t(x).shape, ws = c.t(w).shape, os = c.t(out).shape;
-  if (xs.size() < 3 || ws.size() != xs.size() || os.size() != xs.size())
-    throw Unsupported("convolution needs batched input [N, C, spatial...]");
-  const std::size_t nd = xs.size() - 2;
-  const ConvArgs args = conv_args(c, nd);
+  const ConvArgs args = conv_args(c, xs, ws, os, "convolution");
+  const std::size_t nd = args.nd;
   const std::int64_t G = args.groups;
   const std::vector<std::int64_t>&stride = args.stride, &pad = args.pad, &dil = args.dil;
   const std::int64_t K = ws[0], Cg = ws[1];
@@ -207,11 +209,9 @@ void lower_im2col(Context& c) {
 void lower_convolution_backward(Context& c) {
   TensorId gy = c.use_arg("grad_output"), x = c.use_arg("input"), w = c.use_arg("weight");
   const Shape ys = c.t(gy).shape, xs = c.t(x).shape, ws = c.t(w).shape;
-  if (xs.size() < 3 || ws.size() != xs.size() || ys.size() != xs.size())
-    throw Unsupported("convolution backward needs batched input [N, C, spatial...]");
-  const std::size_t nd = xs.size() - 2;
+  const ConvArgs args = conv_args(c, xs, ws, ys, "convolution backward");
+  const std::size_t nd = args.nd;
   const bool transposed = c.bool_arg("transposed", false);
-  const ConvArgs args = conv_args(c, nd);
   const std::int64_t G = args.groups;
   const std::vector<std::int64_t>&stride = args.stride, &pad = args.pad, &dil = args.dil;
   // Channels: the "small" side (the einsum operand with the c index) and the "big" side.

@@ -23,6 +23,13 @@ AttentionDims attention_dims(const Shape& qs, const Shape& ks, const Shape& vs) 
   return a;
 }
 
+std::vector<ir::AffineConstraint> causal_mask(std::size_t rank, bool causal) {
+  if (!causal) return {};
+  return {{AffineExpr::make({AffineTerm{static_cast<ir::IndexPos>(rank - 2), 1},
+                             AffineTerm{static_cast<ir::IndexPos>(rank - 1), -1}},
+                            0)}};
+}
+
 void attention(Context& c, TensorId q, TensorId k, TensorId v, const TensorAt& mask_at,
                const TensorAt& out, double scale, bool causal) {
   c.set_contraction_hint(ir::ContractionHint::Attention);  // the framework's attention kernels
@@ -57,12 +64,7 @@ void attention(Context& c, TensorId q, TensorId k, TensorId v, const TensorAt& m
     if (causal) mask.push_back({AffineExpr::make({AffineTerm{l, 1}, AffineTerm{key, -1}}, 0)});
     c.einsum({a, b}, dst, std::move(s), {sa, sb}, so, mul(arg(0), arg(1)), Reduce::Sum, mask);
   };
-  // Causal mask over a [..., L, S] elementwise/reduction space: index l is r-2, s is r-1.
-  std::vector<ir::AffineConstraint> mask;
-  if (causal)
-    mask.push_back({AffineExpr::make({AffineTerm{static_cast<ir::IndexPos>(r - 2), 1},
-                                      AffineTerm{static_cast<ir::IndexPos>(r - 1), -1}},
-                                     0)});
+  const std::vector<ir::AffineConstraint> mask = causal_mask(r, causal);
   TensorId scores = c.temp("scores", sshape, dt);
   contract(q, k, scores, E, S, true);
   TensorId scaled_scores = c.temp("scaled", sshape, dt);

@@ -17,8 +17,9 @@ Fn pointwise(ReadTerm read, std::size_t arity,
 }
 
 Fn unary(ReadTerm read, std::function<Expr(Context&, Expr)> f) {
-  return pointwise(std::move(read), 1,
-                   [f = std::move(f)](Context& c, const std::vector<Expr>& x) { return f(c, x[0]); });
+  return pointwise(std::move(read), 1, [f = std::move(f)](Context& c, const std::vector<Expr>& x) {
+    return f(c, x[0]);
+  });
 }
 
 Fn unary(ReadTerm read, ExprOp op) {

@@ -1,7 +1,7 @@
 // The op library every dialect table calls: dialect-neutral builders that stage one op family
 // (elementwise maps, flips, convolutions and window reductions, arg-reductions, scans, sorts,
-// gathers and scatters, softmax, attention) into a Context from tensors, shapes, window parameters and
-// dtypes. A builder never reads an op's named arguments or operand list: each dialect's entry
+// gathers and scatters, softmax, attention) into a Context from tensors, shapes, window
+// parameters and dtypes. A builder never reads an op's named arguments or operand list: each dialect's entry
 // reads those its own way and calls the builder, so two frontends that compute the same op
 // produce the same graph, costs and stated assumptions. Which file serves which family:
 // src/lower/README.md.
@@ -20,12 +20,13 @@
 
 namespace solar::lower::detail {
 
-// ------------------------------------------------------------------ elementwise (build_pointwise.cc)
+// ---- elementwise (build_pointwise.cc)
 
 // Reads operand k of the current op as a combine term, the dialect's way (aten by argument
 // name, jax by position in its operand list): a tensor joins `inputs` and is `$index`, a number
 // is a constant; what cannot be read throws Unsupported.
-using ReadTerm = std::function<ir::Expr(Context&, std::size_t k, std::vector<ir::TensorId>& inputs)>;
+using ReadTerm =
+    std::function<ir::Expr(Context&, std::size_t k, std::vector<ir::TensorId>& inputs)>;
 
 // f of the op's first `arity` operands, elementwise into output 0 (numpy broadcasting).
 Fn pointwise(ReadTerm read, std::size_t arity,
@@ -34,13 +35,13 @@ Fn pointwise(ReadTerm read, std::size_t arity,
 Fn unary(ReadTerm read, std::function<ir::Expr(Context&, ir::Expr)> f);
 Fn unary(ReadTerm read, ir::ExprOp op);
 
-// ------------------------------------------------------------------ data movement (build_move.cc)
+// ---- data movement (build_move.cc)
 
 // out[.., i, ..] = in[.., n-1-i, ..] along every dimension d with flipped[d] (flip, rev, a
 // reversed scan): a copy with an affine subscript.
 void flip(Context& c, ir::TensorId in, ir::TensorId out, const std::vector<bool>& flipped);
 
-// ------------------------------------------------------------------ windows (build_window.cc)
+// ---- windows (build_window.cc)
 
 // Which dimension of each operand of a convolution is which: lhs [batch, feature, spatial...],
 // rhs [output feature, input feature, spatial...], out [batch, feature, spatial...], each
@@ -80,7 +81,7 @@ void window_reduce(Context& c, ir::TensorId in, ir::TensorId out,
                    const std::vector<std::int64_t>& sizes, const std::vector<WindowDim>& window,
                    ir::Reduce r, double pad_value);
 
-// ------------------------------------------------------------------ index-valued ops (build_index.cc)
+// ---- index-valued ops (build_index.cc)
 
 // An argmax/argmin (`what`; "pool_argmax" for a pooling's indices) of `in` over `axis` (every
 // dimension without one): an opaque op that compares every element once. `attrs` are kept
@@ -129,7 +130,7 @@ void scatter(Context& c, ir::TensorId data, ir::TensorId index, ir::TensorId src
              ir::TensorId out, std::int64_t axis, IndexMode mode, ScatterReduce reduce,
              std::optional<bool> include_self = std::nullopt);
 
-// ------------------------------------------------------------------ normalization (build_norm.cc)
+// ---- normalization (build_norm.cc)
 
 // Softmax, log-softmax, or softmax whose rows of nothing but -inf give 0 (torch's
 // _safe_softmax).
@@ -139,7 +140,7 @@ enum class Softmax { Plain, Log, Safe };
 void softmax(Context& c, ir::TensorId in, ir::TensorId out, std::int64_t dim, Softmax kind,
              const std::vector<ir::AffineConstraint>& mask = {});
 
-// ------------------------------------------------------------------ attention (build_attention.cc)
+// ---- attention (build_attention.cc)
 
 // A tensor a builder asks for when it reaches it: an entry's output or a graph source is made
 // at that point, so the graph holds its tensors in the order the lowering has always staged
@@ -154,6 +155,10 @@ struct AttentionDims {
   std::int64_t Hq, Hk, L, S, E, Ev, grp;
 };
 AttentionDims attention_dims(const Shape& qs, const Shape& ks, const Shape& vs);
+
+// The causal mask over a [..., L, S] elementwise or reduction space of rank `rank` (index l
+// is rank-2, s is rank-1): key s <= query l, top-left aligned; none when not `causal`.
+std::vector<ir::AffineConstraint> causal_mask(std::size_t rank, bool causal);
 
 // Scaled dot-product attention over [..., H, L, E] operands: scores = Q K^T (grouped-query:
 // query head hk*grp + j reads key head hk), times `scale`, the mask (a bool tensor keeps

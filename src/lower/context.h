@@ -48,9 +48,15 @@ using ir::Shape;
 using ir::TensorId;
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
-inline ir::Expr mul(ir::Expr a, ir::Expr b) { return fn(ir::ExprOp::Mul, {std::move(a), std::move(b)}); }
-inline ir::Expr add(ir::Expr a, ir::Expr b) { return fn(ir::ExprOp::Add, {std::move(a), std::move(b)}); }
-inline ir::Expr sub(ir::Expr a, ir::Expr b) { return fn(ir::ExprOp::Sub, {std::move(a), std::move(b)}); }
+inline ir::Expr mul(ir::Expr a, ir::Expr b) {
+  return fn(ir::ExprOp::Mul, {std::move(a), std::move(b)});
+}
+inline ir::Expr add(ir::Expr a, ir::Expr b) {
+  return fn(ir::ExprOp::Add, {std::move(a), std::move(b)});
+}
+inline ir::Expr sub(ir::Expr a, ir::Expr b) {
+  return fn(ir::ExprOp::Sub, {std::move(a), std::move(b)});
+}
 inline ir::Expr un(ir::ExprOp op, ir::Expr a) { return fn(op, {std::move(a)}); }
 inline ir::Expr divide(ir::Expr a, ir::Expr b) {
   return fn(ir::ExprOp::Div, {std::move(a), std::move(b)});
@@ -58,7 +64,9 @@ inline ir::Expr divide(ir::Expr a, ir::Expr b) {
 inline ir::Expr sel(ir::Expr c, ir::Expr a, ir::Expr b) {
   return fn(ir::ExprOp::Select, {std::move(c), std::move(a), std::move(b)});
 }
-inline ir::Expr cmp(ir::ExprOp op, ir::Expr a, ir::Expr b) { return fn(op, {std::move(a), std::move(b)}); }
+inline ir::Expr cmp(ir::ExprOp op, ir::Expr a, ir::Expr b) {
+  return fn(op, {std::move(a), std::move(b)});
+}
 
 class Context {
  public:

@@ -37,7 +37,8 @@ inline ir::Expr scaled(double alpha, ir::Expr x) {
 
 // Helpers more than one family uses (defined in the family file named).
 // aten_reduce.cc: the number of elements `dims` of `shape` reduce (1 for a scalar).
-std::int64_t reduced_count(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& dims);
+std::int64_t reduced_count(const std::vector<std::int64_t>& shape,
+                           const std::vector<std::int64_t>& dims);
 // aten_conv.cc: the per-spatial-dimension list argument `name` (one value repeats; none is
 // `dflt`), checked to have n entries.
 std::vector<std::int64_t> per_dim(Context& c, const char* name, std::size_t n, std::int64_t dflt);
@@ -83,7 +84,7 @@ void register_conv_ops(const Register& reg);       // aten_conv.cc (with im2col/
 void register_pool_ops(const Register& reg);       // aten_pool.cc (with nearest upsampling)
 void register_attention_ops(const Register& reg);  // aten_attention.cc
 void register_shape_ops(const Register& reg);      // aten_shape.cc
-void register_pad_ops(const Register& reg);        // aten_pad.cc (constant, reflection, replication)
+void register_pad_ops(const Register& reg);        // aten_pad.cc (constant, edge padding)
 void register_index_ops(const Register& reg);      // aten_index.cc (with embedding)
 void register_random_ops(const Register& reg);     // aten_random.cc (with dropout)
 void register_loss_ops(const Register& reg);       // aten_loss.cc

@@ -131,7 +131,8 @@ void lower_gather(Context& c) {
 bool box_scatter(Context& c, TensorId x, TensorId u, TensorId out, ScatterReduce reduce) {
   const auto& dn = c.a("dimension_numbers");
   const auto& iv = operands(c)[1];
-  if (!dn.is_object() || !iv.contains("values") || (reduce != ScatterReduce::None && reduce != ScatterReduce::Sum))
+  if (!dn.is_object() || !iv.contains("values") ||
+      (reduce != ScatterReduce::None && reduce != ScatterReduce::Sum))
     return false;
   const Shape xs = c.t(x).shape, us = c.t(u).shape;
   Shape window = field(dn, "update_window_dims"), smap = field(dn, "scatter_dims_to_operand_dims");
