@@ -55,6 +55,16 @@ const ModuleNode& child(const ModuleNode& m, const std::string& name) {
   return m;
 }
 
+// The module tree of a graph on a device with a vector unit and DRAM, without the
+// cache-aware level.
+ModuleNode tree_of(const char* text) {
+  const ir::Graph g = ir::parse_graph(text);
+  hw::Device dev = testing::DeviceBuilder("SYN").vector(DType::F32, 1e13).dram(kBandwidth).build();
+  LevelOptions levels;
+  levels.cache_aware = false;
+  return module_tree(analyze(g, {&dev}, bound::Options{}, levels));
+}
+
 TEST(ModuleTree, PathsNestInFirstUseOrderWithTheirClasses) {
   Fixture f;
   ModuleNode root = module_tree(f.r);
@@ -107,17 +117,12 @@ TEST(ModuleTree, FusedBytesAreTheTensorsCrossingEachBoundary) {
 
 TEST(ModuleTree, ATensorReadByManyOpsCrossesOnce) {
   // m reads x, then w, then x again (through a free view), and writes its output.
-  ir::Graph g = ir::parse_graph(R"(x = f32[64,64] input
+  ModuleNode root = tree_of(R"(x = f32[64,64] input
 w = f32[64,64] weight
 p = f32[64,64] einsum "ij,jk->ik" (x, w) module "m"
 v = f32[64,64] move view (x) module "m"
 q = f32[64,64]{output} einsum "ij,ij->ij" (p, v) module "m"
 )");
-  hw::Device dev = testing::DeviceBuilder("SYN").vector(DType::F32, 1e13).dram(kBandwidth).build();
-  LevelOptions levels;
-  levels.cache_aware = false;
-  Report r = analyze(g, {&dev}, bound::Options{}, levels);
-  ModuleNode root = module_tree(r);
   ASSERT_EQ(root.children.size(), 1u);
   EXPECT_EQ(root.children[0].bytes_fused, Count(3) * kTensor);  // x, w in; q out
   EXPECT_EQ(root.children[0].ops, 3u);
@@ -127,7 +132,7 @@ TEST(ModuleTree, ASliceThatDoesNotCopyMovesOnlyItsPart) {
   // rnn writes h; outside every module the program takes h's last row (a slice that does not
   // copy: a free view) and fc reads it. Only the row crosses out of rnn and into fc.
   // attn reads two overlapping row slices of x: their parts add up to x once at most.
-  ir::Graph g = ir::parse_graph(R"(x = f32[64,64] input
+  ModuleNode root = tree_of(R"(x = f32[64,64] input
 w = f32[64,64] weight
 u = f32[64,4] weight
 h = f32[64,64] einsum "ij,jk->ik" (x, w) module "rnn"
@@ -137,11 +142,6 @@ q = f32[32,64] move slice {starts=[0,0], ends=[32,64], steps=[1,1]} (x)
 k = f32[48,64] move slice {starts=[16,0], ends=[64,64], steps=[1,1]} (x)
 s = f32[32,48]{output} einsum [i=32,j=48,d=64] sum mul($0,$1) (q[i,d], k[j,d]) -> [i,j] module "attn"
 )");
-  hw::Device dev = testing::DeviceBuilder("SYN").vector(DType::F32, 1e13).dram(kBandwidth).build();
-  LevelOptions levels;
-  levels.cache_aware = false;
-  Report r = analyze(g, {&dev}, bound::Options{}, levels);
-  ModuleNode root = module_tree(r);
   const Count row = Count(64 * 4);
   EXPECT_EQ(child(root, "rnn").bytes_fused, Count(2) * kTensor + row);  // x, w in; h's last row out
   EXPECT_EQ(child(root, "fc").bytes_fused, row + Count(64 * 4 * 4) + Count(4 * 4));  // row, u, o
