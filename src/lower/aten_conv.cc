@@ -150,17 +150,15 @@ void lower_convolution(Context& c) {
   if (c.bool_arg("transposed", false)) return lower_transposed_convolution(c, x, w);
   TensorId out = c.def(0);
   const auto xs = c.t(x).shape, ws = c.t(w).shape, os = c.t(out).shape;
-  const ConvArgs args = conv_args(c, xs, ws, os, "convolution");
-  const std::size_t nd = args.nd;
-  const std::int64_t G = args.groups;
-  const std::vector<std::int64_t>&stride = args.stride, &pad = args.pad, &dil = args.dil;
+  const ConvArgs a = conv_args(c, xs, ws, os, "convolution");
   const std::int64_t K = ws[0], Cg = ws[1];
-  if (G < 1 || K % G != 0 || xs[1] != Cg * G) throw Unsupported("inconsistent convolution groups");
+  if (a.groups < 1 || K % a.groups != 0 || xs[1] != Cg * a.groups)
+    throw Unsupported("inconsistent convolution groups");
   TensorId y = c.has("bias") ? c.temp("conv", os, c.t(out).dtype) : out;
   std::vector<WindowDim> window;
-  for (std::size_t d = 0; d < nd; ++d)
-    window.push_back({.stride = stride[d], .dilation = dil[d], .pad_lo = pad[d]});
-  convolution(c, x, w, y, ConvLayout::identity(xs.size()), window, G, 1);
+  for (std::size_t d = 0; d < a.nd; ++d)
+    window.push_back({.stride = a.stride[d], .dilation = a.dil[d], .pad_lo = a.pad[d]});
+  convolution(c, x, w, y, ConvLayout::identity(xs.size()), window, a.groups, 1);
   if (c.has("bias")) c.channelwise({y, c.use_arg("bias")}, out, add(arg(0), arg(1)), 1);
 }
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -286,14 +287,20 @@ void scatter_to_plane(Context& c, std::size_t nd) {
   c.move(MoveKind::View, {s}, out);
 }
 
+// A pooling gradient's operands (grad_output, self), of one rank of at least nd.
+std::pair<TensorId, TensorId> gradient_operands(Context& c, std::size_t nd) {
+  TensorId gy = c.use_arg("grad_output"), x = c.use_arg("self");
+  if (c.t(x).shape.size() < nd || c.t(gy).shape.size() != c.t(x).shape.size())
+    throw Unsupported("pooling gradient rank mismatch");
+  return {gy, x};
+}
+
 // avg_pool{1,2,3}d_backward: dx[i] = sum over the windows p holding i of dy[p] / divisor;
 // per spatial dim the live (i, p) pairs are 0 <= i + pad - p*s <= kernel - 1.
 Fn avg_pool_backward(std::size_t nd) {
   return [=](Context& c) {
-    TensorId gy = c.use_arg("grad_output"), x = c.use_arg("self");
+    const auto [gy, x] = gradient_operands(c, nd);
     const Shape xs = c.t(x).shape, ys = c.t(gy).shape;
-    if (xs.size() < nd || ys.size() != xs.size())
-      throw Unsupported("pooling gradient rank mismatch");
     auto kernel = per_dim(c, "kernel_size", nd, 1);
     auto stride = c.ints("stride").empty() ? kernel : per_dim(c, "stride", nd, 1);
     auto pad = per_dim(c, "padding", nd, 0);
@@ -329,10 +336,8 @@ Fn avg_pool_backward(std::size_t nd) {
 // gets its window's gradient / window size, a broadcast over [.., O, k, ..] viewed back.
 Fn adaptive_avg_pool_backward(std::size_t nd) {
   return [=](Context& c) {
-    TensorId gy = c.use_arg("grad_output"), x = c.use_arg("self");
+    const auto [gy, x] = gradient_operands(c, nd);
     const Shape xs = c.t(x).shape, ys = c.t(gy).shape;
-    if (xs.size() < nd || ys.size() != xs.size())
-      throw Unsupported("pooling gradient rank mismatch");
     const std::size_t lead = xs.size() - nd;
     Shape split(xs.begin(), xs.begin() + lead), gshape = split;
     std::int64_t window = 1;
