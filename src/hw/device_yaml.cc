@@ -153,14 +153,7 @@ MemorySpec parse_memory(const Reader& r, const YAML::Node& node, size_t index) {
 
 Device parse_device_yaml(std::string_view yaml_text, std::string_view file) {
   Reader r(file);
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml_text));
-  } catch (const YAML::Exception& e) {
-    r.fail(e.mark, "malformed YAML: " + e.msg);
-  }
-  if (!root.IsMap())
-    r.fail(root.Mark(), fmt::format("expected a YAML mapping (a {} document)", kSchema));
+  YAML::Node root = load_document(r, yaml_text, kSchema);
 
   static constexpr std::string_view kKeys[] = {"schema", "id",      "name",  "vendor",
                                                "kind",   "sms",     "notes", "sources",
@@ -169,15 +162,7 @@ Device parse_device_yaml(std::string_view yaml_text, std::string_view file) {
   Device d;
   d.file = std::string(file);
 
-  std::string schema = top.require_string("schema");
-  if (schema != kSchema)
-    r.fail(top.require("schema").Mark(),
-           fmt::format("unsupported schema '{}' (expected {})", schema, kSchema));
-
-  d.id = top.require_string("id");
-  if (!valid_name(d.id, true))
-    r.fail(top.require("id").Mark(),
-           fmt::format("id '{}' may use only letters, digits, '_', '-' and '.'", d.id));
+  d.id = parse_schema_and_id(r, top, kSchema);
   if (lower(d.id) == "host")
     r.fail(top.require("id").Mark(), "id 'host' is reserved for the detected host CPU");
   d.name = top.require_string("name");

@@ -94,14 +94,7 @@ ScaleUpDomain parse_domain(const Reader& r, const YAML::Node& node) {
 
 System parse_system_yaml(std::string_view yaml_text, std::string_view file) {
   Reader r(file);
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml_text));
-  } catch (const YAML::Exception& e) {
-    r.fail(e.mark, "malformed YAML: " + e.msg);
-  }
-  if (!root.IsMap())
-    r.fail(root.Mark(), fmt::format("expected a YAML mapping (a {} document)", kSchema));
+  YAML::Node root = load_document(r, yaml_text, kSchema);
 
   static constexpr std::string_view kKeys[] = {"schema",  "id",       "name",      "device",
                                                "nodes",   "sources",  "scale_up",  "scale_out",
@@ -110,14 +103,7 @@ System parse_system_yaml(std::string_view yaml_text, std::string_view file) {
   System s;
   s.file = std::string(file);
 
-  std::string schema = top.require_string("schema");
-  if (schema != kSchema)
-    r.fail(top.require("schema").Mark(),
-           fmt::format("unsupported schema '{}' (expected {})", schema, kSchema));
-  s.id = top.require_string("id");
-  if (!valid_name(s.id, true))
-    r.fail(top.require("id").Mark(),
-           fmt::format("id '{}' may use only letters, digits, '_', '-' and '.'", s.id));
+  s.id = parse_schema_and_id(r, top, kSchema);
   if (is_system_spec(s.id))
     r.fail(top.require("id").Mark(),
            fmt::format("id '{}' reads as the inline form NxDEVICE; choose another", s.id));

@@ -62,6 +62,30 @@ bool valid_name(std::string_view s, bool allow_upper) {
   });
 }
 
+YAML::Node load_document(const Reader& r, std::string_view yaml_text, std::string_view schema) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::Exception& e) {
+    r.fail(e.mark, "malformed YAML: " + e.msg);
+  }
+  if (!root.IsMap())
+    r.fail(root.Mark(), fmt::format("expected a YAML mapping (a {} document)", schema));
+  return root;
+}
+
+std::string parse_schema_and_id(const Reader& r, const Fields& top, std::string_view schema) {
+  std::string given = top.require_string("schema");
+  if (given != schema)
+    r.fail(top.require("schema").Mark(),
+           fmt::format("unsupported schema '{}' (expected {})", given, schema));
+  std::string id = top.require_string("id");
+  if (!valid_name(id, true))
+    r.fail(top.require("id").Mark(),
+           fmt::format("id '{}' may use only letters, digits, '_', '-' and '.'", id));
+  return id;
+}
+
 void Reader::fail(const YAML::Mark& mark, const std::string& message) const {
   // yaml-cpp marks are 0-based; a null mark (line -1) becomes "unknown line".
   throw UserError(UserError::Kind::Parse, message,

@@ -68,6 +68,10 @@ class Reader {
   std::string file_;
 };
 
+// The root mapping of a `schema` document (solar.device.v1, solar.system.v1); UserError(Parse)
+// at the YAML's line for malformed YAML or a root that is not a mapping.
+YAML::Node load_document(const Reader& r, std::string_view yaml_text, std::string_view schema);
+
 // The entries of one YAML mapping, checked against the allowed keys (no unknown or
 // duplicate keys; yaml-cpp itself keeps duplicates silently). Empty `allowed`: any key.
 class Fields {
@@ -116,5 +120,9 @@ void parse_provenance(const Reader& r, const Fields& f, const std::string& what,
 
 // The `sources:` map into r.sources (every number below refers to it).
 void parse_sources(Reader& r, const YAML::Node& node);
+
+// The document's `id`, once its `schema` is `schema` and the id a valid name (letters,
+// digits, '_', '-' and '.').
+std::string parse_schema_and_id(const Reader& r, const Fields& top, std::string_view schema);
 
 }  // namespace solar::hw::yaml
