@@ -27,7 +27,7 @@ bool is_reduction(CollectiveKind k) {
     case CollectiveKind::SendRecv:
     case CollectiveKind::Broadcast: return false;
   }
-  throw InternalError("bad CollectiveKind", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("bad CollectiveKind");
 }
 
 // One torus axis a group spans (extent >= 2).
@@ -86,7 +86,7 @@ double scale_up_bytes(CollectiveKind kind, int g, int m, double S, bool in_switc
     case CollectiveKind::SendRecv:
     case CollectiveKind::Broadcast: return S;
   }
-  throw InternalError("bad CollectiveKind", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("bad CollectiveKind");
 }
 
 // Bytes per device per direction on the scale-out link: the inter-domain part over m domains,
@@ -101,7 +101,7 @@ double scale_out_bytes(CollectiveKind kind, int g, int m, double S, bool in_netw
     case CollectiveKind::SendRecv: return S;
     case CollectiveKind::Broadcast: return S / g;
   }
-  throw InternalError("bad CollectiveKind", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("bad CollectiveKind");
 }
 
 // Bytes that must cross, per direction, a cut of a torus group across a span of extent e
@@ -120,7 +120,7 @@ double cut_bytes(CollectiveKind kind, int e, int g, int m, double S) {
     // Every rank of one side sends a block of S/(g m) to every rank of the other.
     case CollectiveKind::AllToAll: return small * (1 - small) * g * (S / m);
   }
-  throw InternalError("bad CollectiveKind", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("bad CollectiveKind");
 }
 
 // Sequential device-to-device hops the intra-domain part needs at the least.
@@ -138,7 +138,7 @@ int scale_up_hops(const hw::System& s, CollectiveKind kind, const std::vector<Sp
       return std::max(hops, 1);
     }
   }
-  throw InternalError("bad Topology", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("bad Topology");
 }
 
 LinkTerm scale_up_term(const hw::System& s, CollectiveKind kind, const GroupLayout& group,
@@ -215,7 +215,7 @@ std::string_view collective_kind_name(CollectiveKind k) {
     case CollectiveKind::SendRecv: return "send_recv";
     case CollectiveKind::Broadcast: return "broadcast";
   }
-  throw InternalError("bad CollectiveKind", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("bad CollectiveKind");
 }
 
 std::optional<CollectiveKind> parse_collective_kind(std::string_view name) {
@@ -231,7 +231,7 @@ std::string_view link_kind_name(LinkKind k) {
     case LinkKind::ScaleUp: return "scale_up";
     case LinkKind::ScaleOut: return "scale_out";
   }
-  throw InternalError("bad LinkKind", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("bad LinkKind");
 }
 
 GroupLayout contiguous_group(const hw::System& s, int size) {

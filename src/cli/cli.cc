@@ -511,7 +511,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     if (export_cmd->parsed()) return run_export(export_args, out);
     if (arch_list->parsed()) return run_arch_list(out);
     if (arch_show->parsed()) return run_arch_show(show_args, out);
-    throw InternalError("no subcommand ran", __FILE__, __LINE__);
+    SOLAR_UNREACHABLE("no subcommand ran");
   } catch (const std::exception& e) {
     return fail(e, debug, err);
   }

@@ -273,7 +273,7 @@ Work op_work(const Graph& g, const Op& op, std::vector<Count>* input_bytes,
     case OpKind::Repeat:
       return repeat_work(g, op, input_bytes, live_outputs);
   }
-  throw InternalError("unknown op kind", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("unknown op kind");
 }
 
 }  // namespace detail

@@ -30,7 +30,7 @@ Storage storage_for(ir::DType d) {
     case ir::DType::I4: case ir::DType::U8: case ir::DType::Bool:
       return Storage::I64;
   }
-  throw InternalError("unknown dtype", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("unknown dtype");
 }
 
 std::size_t storage_bytes(Storage s) {
@@ -39,7 +39,7 @@ std::size_t storage_bytes(Storage s) {
     case Storage::F64: return 8;
     case Storage::I64: return 8;
   }
-  throw InternalError("unknown storage", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("unknown storage");
 }
 
 namespace {
@@ -241,7 +241,7 @@ std::size_t Buffer::raw_bytes() const {
     case ir::DType::Bool:
       return n * static_cast<std::size_t>(ir::dtype_bits(dtype_)) / 8;
   }
-  throw InternalError("unknown dtype", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("unknown dtype");
 }
 
 Buffer Buffer::from_raw(ir::DType dtype, std::vector<std::int64_t> shape, const void* raw) {
@@ -381,7 +381,7 @@ double Buffer::value(std::int64_t i) const {
     case Storage::F64: return data<double>()[i];
     case Storage::I64: return static_cast<double>(data<std::int64_t>()[i]);
   }
-  throw InternalError("unknown storage", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("unknown storage");
 }
 
 void round_to_dtype(ir::DType dtype, std::span<float> values) {
@@ -398,9 +398,8 @@ void round_to_dtype(ir::DType dtype, std::span<float> values) {
     case ir::DType::I4: case ir::DType::U8: case ir::DType::Bool:
       break;
   }
-  throw InternalError(fmt::format("round_to_dtype on {} values: integers are held as i64",
-                                  ir::dtype_name(dtype)),
-                      __FILE__, __LINE__);
+  SOLAR_UNREACHABLE(fmt::format("round_to_dtype on {} values: integers are held as i64",
+                                ir::dtype_name(dtype)));
 }
 
 float round_to_dtype(ir::DType dtype, float value) {
@@ -422,9 +421,8 @@ std::int64_t wrap_to_dtype(ir::DType dtype, std::int64_t v) {
     case ir::DType::F4:
       break;
   }
-  throw InternalError(fmt::format("wrap_to_dtype on {} values: floats are held as f32/f64",
-                                  ir::dtype_name(dtype)),
-                      __FILE__, __LINE__);
+  SOLAR_UNREACHABLE(fmt::format("wrap_to_dtype on {} values: floats are held as f32/f64",
+                                ir::dtype_name(dtype)));
 }
 
 void wrap_to_dtype(ir::DType dtype, std::span<std::int64_t> values) {

@@ -25,7 +25,7 @@ std::uint32_t encode_minifloat(const MiniFloat& m, float r) {
       case Special::NanOnly: return sign | (all_exp << m.man_bits) | man_mask;
       case Special::FiniteOnly: break;
     }
-    throw InternalError("NaN in a format without NaN", __FILE__, __LINE__);
+    SOLAR_UNREACHABLE("NaN in a format without NaN");
   }
   if (abs == 0x7f800000u) {
     SOLAR_CHECK(m.special == Special::Ieee, "inf in a format without inf");
@@ -80,7 +80,7 @@ const float* minifloat_table(const MiniFloat& m) {
   if (m.exp_bits == 5 && m.man_bits == 2) return e5m2.data();
   if (m.exp_bits == 2 && m.man_bits == 3) return e2m3.data();
   if (m.exp_bits == 2 && m.man_bits == 1) return e2m1.data();
-  throw InternalError("no decode table for this format", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("no decode table for this format");
 }
 
 }  // namespace solar::exec

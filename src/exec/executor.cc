@@ -388,7 +388,7 @@ void Runner::run_op(const Op& op, const ExecContext& ctx) {
     case OpKind::Unanalyzed: case OpKind::Repeat:
       break;  // refused by check_runnable; run above
   }
-  throw InternalError(fmt::format("op '{}' cannot run", op.name), __FILE__, __LINE__);
+  SOLAR_UNREACHABLE(fmt::format("op '{}' cannot run", op.name));
 }
 
 }  // namespace detail

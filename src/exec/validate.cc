@@ -37,7 +37,7 @@ Tolerance tolerance_for(ir::DType d) {
     case ir::DType::I4: case ir::DType::U8: case ir::DType::Bool:
       return {0, 0};
   }
-  throw InternalError("unknown dtype", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("unknown dtype");
 }
 
 namespace {

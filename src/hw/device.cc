@@ -10,7 +10,7 @@ std::string_view unit_kind_name(UnitKind k) {
     case UnitKind::Vector: return "vector";
     case UnitKind::Special: return "special";
   }
-  throw InternalError("bad UnitKind", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("bad UnitKind");
 }
 
 std::optional<UnitKind> parse_unit_kind(std::string_view name) {
@@ -31,7 +31,7 @@ std::string_view memory_level_name(MemoryLevel l) {
     case MemoryLevel::Vmem: return "vmem";
     case MemoryLevel::Rf: return "rf";
   }
-  throw InternalError("bad MemoryLevel", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("bad MemoryLevel");
 }
 
 std::optional<MemoryLevel> parse_memory_level(std::string_view name) {

@@ -11,7 +11,7 @@ std::string_view topology_name(Topology t) {
     case Topology::Torus: return "torus";
     case Topology::Pcie: return "pcie";
   }
-  throw InternalError("bad Topology", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("bad Topology");
 }
 
 std::optional<Topology> parse_topology(std::string_view name) {
@@ -25,7 +25,7 @@ std::string_view wrap_scope_name(WrapScope s) {
     case WrapScope::Axis: return "axis";
     case WrapScope::Slice: return "slice";
   }
-  throw InternalError("bad WrapScope", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("bad WrapScope");
 }
 
 std::optional<WrapScope> parse_wrap_scope(std::string_view name) {

@@ -58,7 +58,7 @@ std::vector<bool> wraparound_of(const DeviceScaleUp& up, const std::vector<int>&
       return std::vector<bool>(dims.size(), all);
     }
   }
-  throw InternalError("bad WrapScope", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("bad WrapScope");
 }
 
 // The keys of `sources` that the links' numbers and claims cite.

@@ -332,9 +332,8 @@ std::vector<std::string> write_export(const std::string& dir, const std::vector<
   const ExportFile* manifest = nullptr;
   std::set<std::string> written;
   for (const ExportFile& file : files) {
-    if (!stays_inside(file.path))
-      throw InternalError(fmt::format("export file path '{}' leaves the folder", file.path),
-                          __FILE__, __LINE__);
+    SOLAR_CHECK(stays_inside(file.path),
+                fmt::format("export file path '{}' leaves the folder", file.path));
     const std::string rel = normal(file.path);
     written.insert(rel);
     if (rel == kManifestName) {

@@ -26,8 +26,7 @@ Expr Expr::constant(double value) {
 }
 
 Expr Expr::make(ExprOp op, std::vector<Expr> children) {
-  if (op == ExprOp::Operand || op == ExprOp::Const)
-    throw InternalError("Expr::make cannot build a leaf", __FILE__, __LINE__);
+  SOLAR_CHECK(op != ExprOp::Operand && op != ExprOp::Const, "Expr::make cannot build a leaf");
   // The parsers check arity before they build (a parse error with its position): a wrong
   // count here is a bug of the code that built the expression (a lowering, a pass).
   SOLAR_CHECK(static_cast<int>(children.size()) == expr_arity(op),

@@ -21,7 +21,7 @@ namespace {
 // Reduction enum of aten losses: 0 none, 1 mean, 2 sum.
 void loss_reduce(Context& c, TensorId per_element, TensorId out) {
   std::int64_t mode = c.int_arg("reduction", 1);
-  if (mode == 0) throw InternalError("loss_reduce with reduction none", __FILE__, __LINE__);
+  SOLAR_CHECK(mode != 0, "loss_reduce with reduction none");
   const auto shape = c.t(per_element).shape;
   if (mode == 2) return c.reduce(per_element, out, {}, Reduce::Sum);
   TensorId s = c.temp("sum", c.t(out).shape, c.t(out).dtype);

@@ -149,8 +149,8 @@ solar::Origin Context::origin() const {
 const ir::Tensor& Context::t(TensorId id) const {
   std::size_t base = g_.tensors().size();
   if (id.value < base) return g_.tensor(id);
-  if (id.value - base >= tensors_.size())
-    throw InternalError(fmt::format("tensor id {} does not exist", id.value), __FILE__, __LINE__);
+  SOLAR_CHECK(id.value - base < tensors_.size(),
+              fmt::format("tensor id {} does not exist", id.value));
   return tensors_[id.value - base];
 }
 
@@ -192,8 +192,8 @@ void Context::commit() {
   check_staged();
   for (ir::Tensor& t : tensors_) {
     TensorId want = t.id;
-    if (g_.add_tensor(std::move(t)) != want)
-      throw InternalError("staged tensor ids out of step with the graph", __FILE__, __LINE__);
+    SOLAR_CHECK(g_.add_tensor(std::move(t)) == want,
+                "staged tensor ids out of step with the graph");
   }
   for (ir::Op& op : ops_) g_.add_op(std::move(op));
   tensors_.clear();
@@ -321,8 +321,7 @@ TensorId Context::alias_output(std::size_t k, TensorId in, Strided s) {
   const std::int64_t n = t(flat).shape.empty() ? 1 : t(flat).shape[0];
   TensorId out = def(k);
   const auto& shape = t(out).shape;
-  if (s.strides.size() != shape.size())
-    throw InternalError("alias strides do not match the view's rank", __FILE__, __LINE__);
+  SOLAR_CHECK(s.strides.size() == shape.size(), "alias strides do not match the view's rank");
   if (numel(shape) == 0) {  // an empty view reads nothing: a slice of no element
     if (t(out).dtype != t(flat).dtype) throw Unsupported("a strided view that reinterprets the dtype");
     TensorId none = temp("empty", {0}, t(out).dtype);
@@ -535,7 +534,7 @@ TensorId Context::make_uninitialized(std::int64_t id) {
 
 TensorId Context::def(std::size_t k) {
   std::optional<std::int64_t> id = out_id(k);
-  if (!id) throw InternalError(fmt::format("{} has no output {}", op_->op, k), __FILE__, __LINE__);
+  SOLAR_CHECK(id, fmt::format("{} has no output {}", op_->op, k));
   if (static_cast<std::size_t>(*id) < map_.size() && map_[*id].valid())
     throw Unsupported(fmt::format("output t{} is produced twice (in-place update without a new "
                                   "version in the trace)", *id));
@@ -622,8 +621,8 @@ TensorId Context::source(std::string name, std::vector<std::int64_t> shape, ir::
 
 void Context::mark_output(TensorId id) {
   const std::size_t base = g_.tensors().size();
-  if (id.value < base || id.value - base >= tensors_.size())
-    throw InternalError("mark_output of a tensor that is not staged", __FILE__, __LINE__);
+  SOLAR_CHECK(id.value >= base && id.value - base < tensors_.size(),
+              "mark_output of a tensor that is not staged");
   tensors_[id.value - base].role = ir::Role::Output;
 }
 

@@ -341,7 +341,7 @@ ExprOp fold_op(Reduce r) {
     case Reduce::Min: return ExprOp::Min;
     case Reduce::None: case Reduce::Any: case Reduce::All: break;
   }
-  throw InternalError("no fold for this reduction", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("no fold for this reduction");
 }
 
 // ---------------------------------------------------------------- one statement

@@ -10,10 +10,8 @@ void TableBuilder::add(std::string_view registrant,
                        const std::function<void(const Register&)>& hook) {
   hook([&](std::string_view name, Fn f) {
     auto [it, added] = registrant_.emplace(name, std::string(registrant));
-    if (!added)
-      throw InternalError(fmt::format("the {} table registers op '{}' twice: in {} and in {}",
-                                      dialect_, name, it->second, registrant),
-                          __FILE__, __LINE__);
+    SOLAR_CHECK(added, fmt::format("the {} table registers op '{}' twice: in {} and in {}",
+                                   dialect_, name, it->second, registrant));
     table_.emplace(name, std::move(f));
   });
 }

@@ -506,7 +506,7 @@ std::vector<GraphTraffic> GraphTrafficModel::at(const std::vector<Count>& capaci
       return out;
     }
   }
-  throw InternalError("unknown traffic mode", __FILE__, __LINE__);
+  SOLAR_UNREACHABLE("unknown traffic mode");
 }
 
 std::optional<FusionGroup> GraphTrafficModel::group_at(ir::OpId first, ir::OpId last,

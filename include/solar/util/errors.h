@@ -72,7 +72,11 @@ class InternalError : public Error {
 
 }  // namespace solar
 
+// The one way an internal error is raised: SOLAR_CHECK(invariant, message) where a condition
+// must hold, SOLAR_UNREACHABLE(message) where control cannot arrive (after a switch over a
+// closed enum, with every case returning). Both carry the file and line that detected it.
 #define SOLAR_CHECK(cond, msg)                                        \
   do {                                                                \
     if (!(cond)) throw ::solar::InternalError((msg), __FILE__, __LINE__); \
   } while (0)
+#define SOLAR_UNREACHABLE(msg) throw ::solar::InternalError((msg), __FILE__, __LINE__)
