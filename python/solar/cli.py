@@ -27,7 +27,7 @@ from .command_options import (DEFAULT_ARCH, add_capture_options, add_device_opti
 from . import atomic_write
 from .atomic_write import write_atomically
 from .errors import command, fail, failing_line, parse_args
-from .frontends.loopir.provenance import unvalidated_note
+from .frontends.loopir.provenance import translation_notes
 from .html import cli as html_cli
 from .program_source import OverrideError, ProgramFormatError, parse_literal, parse_overrides
 from .program_worker import analyze_with_ladder
@@ -267,10 +267,9 @@ def _check_before_capture(archs: Sequence[str], inputs, outputs) -> None:
 
 
 def _note_translation(path: str, report) -> None:
-    """A program `solar translate --unvalidated` wrote says so on stderr too (its report
-    carries the `translation` section, docs/translate.md)."""
-    note = unvalidated_note(path)
-    if note:
+    """A program `solar translate --unvalidated` wrote, or one whose capture check warned,
+    says so on stderr too (its report carries the `translation` section, docs/translate.md)."""
+    for note in translation_notes(path):
         sys.stderr.write(f"solar: warning: {note}\n")
 
 

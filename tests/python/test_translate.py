@@ -407,6 +407,97 @@ def test_module_parameters_by_state_dict_names(srv, tmp_path, no_model_code_runs
                                                    + 64 * 256)
 
 
+CUMSUM_SOURCE = '''\
+"""A prefix sum along the last dimension (PyTorch)."""
+import torch
+import torch.nn as nn
+
+batch_size = 8
+n = 512
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x, dim=1)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, n)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+TRIANGULAR_CUMSUM = f'''\
+"""{MARKER}: a prefix sum as a triangular reduction: n(n+1)/2 additions per row."""
+from solar.loopir import Tensor, kernel
+
+batch_size = 8
+n = 512
+
+x = Tensor("batch_size, n", dtype="f32", role="input")
+y = Tensor("batch_size, n", dtype="f32", role="output")
+
+
+@kernel
+def cumsum(x, y):
+    for b in range(batch_size):
+        for i in range(n):
+            for j in range(i + 1):
+                y[b, i] += x[b, j]
+
+
+def model():
+    cumsum(x, y)
+'''
+
+
+def test_capture_check_compares_every_work_kind(srv, tmp_path, no_model_code_runs):
+    """A cumsum written as a triangular reduction matches the source's values with far more
+    additions: MACs and bytes are equal, the vector FLOPs are not, so the check says `differ`
+    with the ratio of each kind and of the fused SOL, and a warning that every report
+    carries (the translation is still accepted)."""
+    from solar.translate import capture
+    from solar.translate.cli import summary_lines
+
+    src = tmp_path / "cumsum.py"
+    src.write_text(CUMSUM_SOURCE)
+    srv.script = [answer(fenced(TRIANGULAR_CUMSUM))]
+    out = tmp_path / "cumsum_loop.py"
+    t = translate(str(src), str(out), options(srv, tmp_path, capture_check=True))
+    assert t.status == "validated", t.provenance["attempts"]
+    c = t.provenance["capture_check"]
+    b, n = 8, 512
+    # torch's cumsum: n additions per row; the triangle: n(n+1)/2 points per row, less the
+    # n outputs (a sum of k values takes k - 1 additions).
+    assert c["capture"]["vector_flops"] == b * n
+    assert c["translation"]["vector_flops"] == b * (n * (n + 1) // 2 - n)
+    assert c["translation"]["macs"] == c["capture"]["macs"] == 0
+    assert c["translation"]["bytes_fused"] == c["capture"]["bytes_fused"] == 2 * 4 * b * n
+    assert c["status"] == "differ" and c["differ"] == ["vector_flops"] and c["device"] == "H100_SXM"
+    assert c["ratios"]["vector_flops"] == pytest.approx((n * (n + 1) / 2 - n) / n)
+    assert c["ratios"]["bytes_fused"] == 1.0 and c["ratios"]["macs"] == 1.0  # 0 and 0
+    assert c["ratios"]["fused_sol_s"] == pytest.approx(
+        c["translation"]["fused_sol_s"] / c["capture"]["fused_sol_s"])
+    assert "vector FLOPs 256x (1,046,528 vs 4,096)" in c["warning"]
+    assert t.provenance["warnings"] == [c["warning"]]
+    printed = summary_lines(t)
+    assert "!!! capture check: differ: MACs 0, vector FLOPs 1,046,528 (capture 4,096)" in printed
+    assert f"!!! warning: {c['warning']}" in printed
+    report = json.loads(t.report.to_json(None, ops=False))
+    assert report["translation"]["warnings"] == [c["warning"]]
+    a = run_solar("analyze", str(out), "--no-cache-aware")  # a later report warns too
+    assert a.returncode == 0 and "vector FLOPs 256x" in a.stderr, a.stderr
+    # Equal counts of every kind agree; a 2x difference of one warns, 1.5x does not.
+    same = {"macs": 10, "vector_flops": 4, "special_ops": 2, "bytes_fused": 8,
+            "fused_sol_s": 1e-6, "device": "H100_SXM"}
+    assert capture.compare(same, dict(same))["status"] == "agree"
+    assert "warning" not in capture.compare(dict(same, special_ops=3), same)
+    assert "special ops 2x (4 vs 2)" in capture.compare(dict(same, special_ops=4), same)["warning"]
+    assert "MACs 1/2x (5 vs 10)" in capture.compare(dict(same, macs=5), same)["warning"]
+
+
 def test_reference_limits(srv, tmp_path):
     """The source runs in a subprocess under a time and an address-space limit; a source
     that exceeds them fails before any model is asked."""

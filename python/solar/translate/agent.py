@@ -7,8 +7,8 @@ language; the translation is accepted only when it validates (docs/translate.md)
                                    `-> rejected: the reason goes back to the model, up to N
                                        attempts
     accepted -> PROG.py, PROG.provenance.json, PROG.transcript.json, the cache; the report
-                at the program's own sizes; for a PyTorch/JAX source, its MACs and compulsory
-                bytes beside those of Solar's own capture of the source.
+                at the program's own sizes; for a PyTorch/JAX source, its work and compulsory
+                bytes beside those of Solar's own capture of the source (capture.py).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from .. import _core
 from ..atomic_write import write_atomically
 from ..errors import user_error
 from ..report import Report
-from . import cache, check, client, prompt, source
+from . import cache, capture, check, client, prompt, source
 
 SCHEMA = "solar.translation.v1"
 # In-process checks and analyses (the C++ core, the interpreter) run one at a time when a
@@ -264,7 +264,7 @@ def translate(path: str, out: Optional[str] = None,
         if error is None:
             last = attempts[-1]["failure"] if attempts else {"message": "no attempt"}
             error = (f"{path}: no translation validated in {len(attempts)} attempt(s); the "
-                     f"last: {last.get('kind', '')}: {last['message'].splitlines()[0]}")
+                     f"last: {last.get('kind', '')}: {check.headline(last['message'])}")
         provenance["status"] = "failed"
         provenance["validation"] = {"status": "failed" if data is not None else "unvalidated",
                                     **({"data": data.summary()} if data is not None else {})}
@@ -284,7 +284,10 @@ def translate(path: str, out: Optional[str] = None,
     provenance["created"] = _now()
     with _SOLAR_LOCK:
         analysis = _analyze(out, program_text, options)
-    provenance["capture_check"] = capture_check(data, analysis)
+    check_result = capture_check(data, analysis, list(options.archs)[0])
+    provenance["capture_check"] = check_result
+    if check_result and check_result.get("warning"):
+        provenance["warnings"] = [check_result["warning"]]
     _write(out, program_text)
     _write(companion(out, "provenance"), json.dumps(provenance, indent=1) + "\n")
     _write(companion(out, "transcript"), json.dumps(transcript, indent=1) + "\n")
@@ -326,21 +329,17 @@ def _analyze(out: str, text: str, options: TranslateOptions) -> Analysis:
     return Analysis(report, lp.trace, graph, trace_ids)
 
 
-def capture_check(data, analysis) -> Optional[Dict[str, Any]]:
-    """The translation's MACs and compulsory bytes beside Solar's own capture of a PyTorch/JAX
-    source (both at their own sizes): `agree`, or `differ` with both numbers."""
+def capture_check(data, analysis, device: str) -> Optional[Dict[str, Any]]:
+    """The translation's work of every kind and compulsory bytes beside Solar's own capture
+    of a PyTorch/JAX source (both at their own sizes): `agree` when all are equal, else
+    `differ` with the ratios and of the fused SOL on `device`, and a warning when one is 2x
+    or more either way (capture.py)."""
     cap = None if data is None else data.capture
     if not cap:
         return None
     if "error" in cap:
         return {"status": "skipped", "reason": f"the source's capture failed: {cap['error']}"}
-    totals = json.loads(analysis.report.to_json(None, ops=False))["totals"]
-    mine = {"macs": int(totals["macs"]), "bytes_fused": int(totals["bytes_fused"])}
-    differ = [k for k in mine if mine[k] != cap[k]]
-    out = {"status": "differ" if differ else "agree", "translation": mine,
-           "capture": {k: cap[k] for k in mine}}
-    if differ:
-        out["differ"] = differ
+    out = capture.compare(capture.work_summary(analysis.report, device), cap)
     if cap.get("unanalyzed"):
         out["note"] = f"the capture left {cap['unanalyzed']} op(s) unanalyzed"
     return out

@@ -23,7 +23,7 @@ from .. import _core
 from ..atomic_write import write_atomically
 from ..errors import user_error
 from ..program_source import is_loop_program
-from . import agent, prompt, source
+from . import agent, check, prompt, source
 
 STATE = "translate-state.jsonl"
 SUMMARY = "translate-summary.json"
@@ -153,9 +153,11 @@ def translate_dir(folder: str, out_dir: Optional[str] = None,
                 rec["program"] = os.path.relpath(t.program_path, out_dir)
             if t.error:
                 rec["error"] = t.error
-            check = t.provenance.get("capture_check")
-            if check:
-                rec["capture_check"] = check
+            capture_check = t.provenance.get("capture_check")
+            if capture_check:
+                rec["capture_check"] = capture_check
+            if t.provenance.get("warnings"):
+                rec["warnings"] = t.provenance["warnings"]
         except (_core.Error, source.SourceError, OSError) as e:
             rec.update(status="failed", attempts=0, error=str(e))
         except Exception as e:  # one source's bug must not stop the batch
@@ -185,7 +187,7 @@ def summarize(records: List[Dict[str, Any]], folder: str, out_dir: str,
     counts = {"validated": 0, "unvalidated": 0, "failed": 0}
     histogram: Dict[str, int] = {}
     tokens = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-    disagreements, failures = [], []
+    disagreements, failures, warnings = [], [], []
     for r in records:
         counts[r["status"]] += 1
         if r["status"] != "failed":
@@ -197,13 +199,15 @@ def summarize(records: List[Dict[str, Any]], folder: str, out_dir: str,
                 tokens[k] += int((r.get("usage") or {}).get(k, 0))
         if (r.get("capture_check") or {}).get("status") == "differ":
             disagreements.append({"source": r["source"], **r["capture_check"]})
+        warnings.extend({"source": r["source"], "warning": w} for w in r.get("warnings", []))
     return {"schema": "solar.translate-batch.v1", "folder": folder, "out": out_dir,
             "model": options.model, "sources": len(records),
             "translated": counts["validated"] + counts["unvalidated"], **counts,
             "resumed": sum(1 for r in records if r.get("resumed")),
             "cache_hits": sum(1 for r in records if r.get("cache_hit")),
             "attempts_histogram": dict(sorted(histogram.items(), key=lambda kv: int(kv[0]))),
-            "tokens": tokens, "capture_disagreements": disagreements, "failures": failures,
+            "tokens": tokens, "capture_disagreements": disagreements, "warnings": warnings,
+            "failures": failures,
             "records": records}
 
 
@@ -229,6 +233,8 @@ def summary_table(summary: Dict[str, Any]) -> str:
         lines.append(f"  !!! capture disagrees: {d['source']}: " + ", ".join(
             f"{k} translation {d['translation'][k]} vs capture {d['capture'][k]}"
             for k in d.get("differ", [])))
+    for w in summary.get("warnings", []):
+        lines.append(f"  !!! warning: {w['source']}: {w['warning']}")
     for f in summary["failures"]:
-        lines.append(f"  FAIL {f['source']}: {f['error'].splitlines()[0] if f['error'] else ''}")
+        lines.append(f"  FAIL {f['source']}: {check.headline(f['error'])}")
     return "\n".join(lines) + "\n"

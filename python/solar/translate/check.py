@@ -42,6 +42,21 @@ MAX_TEST_POINTS = lang.MAX_VALIDATION_POINTS
 VALIDATION_SECONDS = 120.0
 
 
+def headline(message: str) -> str:
+    """A failure's message on one line, for summaries: its first line, and when that only
+    introduces a list ("At the test sizes (...):"), the first item too."""
+    lines = [ln.strip() for ln in (message or "").strip().splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    first = lines[0]
+    if first.endswith(":") and len(lines) > 1:
+        first += " " + lines[1].lstrip("- ")
+        more = sum(1 for ln in lines[2:] if ln.startswith("- "))
+        if more:
+            first += f" (and {more} more)"
+    return first
+
+
 class Failure(Exception):
     """A rejected attempt: `kind` (prompt.KIND_WORDS) and the message the model gets."""
 

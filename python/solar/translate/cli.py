@@ -18,7 +18,7 @@ from ..atomic_write import check as check_outputs
 from ..atomic_write import write_atomically
 from ..command_options import DEFAULT_ARCH, add_device_options, arch_ids
 from ..errors import command, fail, parse_args
-from . import agent, batch, prompt, source
+from . import agent, batch, capture, check, prompt, source
 
 
 def parser() -> argparse.ArgumentParser:
@@ -71,7 +71,7 @@ def parser() -> argparse.ArgumentParser:
                    help="worked examples from examples/loops/ in the prompt (default "
                         + ",".join(prompt.DEFAULT_EXAMPLES) + ")")
     p.add_argument("--no-capture-check", action="store_true",
-                   help="skip comparing MACs and bytes with Solar's capture of the source")
+                   help="skip comparing the work and bytes with Solar's capture of the source")
     p.add_argument("--print-prompt", action="store_true",
                    help="print the first request's messages and exit (runs the source, asks "
                         "no model)")
@@ -112,7 +112,7 @@ def summary_lines(t: agent.Translation) -> str:
             lines.append(f"  attempt {a['attempt']}: accepted{retries}")
         else:
             f = a["failure"]
-            first = f["message"].strip().splitlines()[0] if f["message"].strip() else ""
+            first = check.headline(f["message"])
             lines.append(f"  attempt {a['attempt']}: {f['kind']}: {first}{retries}")
     v = p.get("validation", {})
     data = v.get("data")
@@ -125,14 +125,10 @@ def summary_lines(t: agent.Translation) -> str:
                  f"{u.get('completion_tokens', 0)}")
     c = p.get("capture_check")
     if c:
-        if c["status"] == "skipped":
-            lines.append(f"  capture check: skipped ({c['reason']})")
-        else:
-            loud = "!!! " if c["status"] == "differ" else ""
-            lines.append(f"  {loud}capture check: {c['status']}: MACs {c['translation']['macs']} "
-                         f"(capture {c['capture']['macs']}), compulsory bytes "
-                         f"{c['translation']['bytes_fused']} (capture "
-                         f"{c['capture']['bytes_fused']})")
+        loud = "!!! " if c["status"] == "differ" else ""
+        lines.append(f"  {loud}capture check: {capture.line(c)}")
+    for w in p.get("warnings", []):
+        lines.append(f"  !!! warning: {w}")
     if t.program_path:
         prov = agent.companion(t.program_path, "provenance")
         lines.append(f"  wrote {t.program_path} and {prov}")

@@ -11,7 +11,8 @@ source is loaded. It writes the data a translation is checked against (docs/tran
 - reference.json: the tensors' source names, dtypes and shapes, the sizes, the settings the
   source failed at, the tensors at the source's own sizes (shapes only: meta tensors, or
   jax.eval_shape) and, for PyTorch and JAX, Solar's own capture of the source at its own sizes
-  (MACs and compulsory bytes, compared with the translation's).
+  (its work of every kind, compulsory bytes and fused SOL: capture.py, compared with the
+  translation's).
 
 The loop program never comes here: this process sees the source only.
 """
@@ -33,6 +34,7 @@ from .. import programs
 from ..analysis import ProgramOptions
 from ..frontends.jax.program import load_program, program_from_module  # no jax import
 from ..frontends.loopir.language import canonical_dtype
+from . import capture
 
 SEED = 0
 
@@ -250,15 +252,16 @@ def _probe(path: str, framework: str) -> Dict[str, Any]:
 
 
 def _capture(path: str, archs: List[str]) -> Dict[str, Any]:
-    """Solar's own capture of the source at its own sizes: MACs and compulsory bytes."""
+    """Solar's own capture of the source at its own sizes: its work of every kind, compulsory
+    bytes and fused SOL on the first device (work_summary)."""
     try:
         result = programs.analyze_file(path, ProgramOptions(archs=archs, crosscheck=False,
                                                    cache_aware=False))
-        totals = json.loads(result.report.to_json(None, ops=False))["totals"]
-        return {"macs": int(totals["macs"]), "bytes_fused": int(totals["bytes_fused"]),
-                "unanalyzed": len(result.warnings)}
+        return dict(capture.work_summary(result.report, archs[0]),
+                    unanalyzed=len(result.warnings))
     except Exception as e:
         return {"error": f"{type(e).__name__}: {e}"[:300]}
+
 
 
 def run(spec: Dict[str, Any]) -> Dict[str, Any]:
