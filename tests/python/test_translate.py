@@ -498,6 +498,96 @@ def test_capture_check_compares_every_work_kind(srv, tmp_path, no_model_code_run
     assert "MACs 1/2x (5 vs 10)" in capture.compare(dict(same, macs=5), same)["warning"]
 
 
+F32_SOURCE = '''\
+"""tanh(x @ w) computed in f32 and returned as f64 (NumPy)."""
+import numpy as np
+
+M, N, K = 64, 48, 256
+
+
+def get_inputs():
+    rng = np.random.default_rng(0)
+    return [rng.standard_normal((M, K)).astype(np.float32),
+            rng.standard_normal((K, N)).astype(np.float32) / 16]
+
+
+def forward(x, w):
+    return np.tanh(x @ w).astype(np.float64)
+'''
+
+F64_PROGRAM = f'''\
+"""{MARKER}: tanh(x @ w), the output f64 like the source's."""
+from solar.loopir import Tensor, kernel, tanh
+
+M, N, K = 64, 48, 256
+
+x = Tensor("M,K", dtype="f32", role="input")
+w = Tensor("K,N", dtype="f32", role="input")
+y = Tensor("M,N", dtype="f64", role="output")
+
+
+@kernel
+def layer(x, w, y):
+    acc = Tensor("M,N", dtype="f64")
+    for m in range(M):
+        for n in range(N):
+            for k in range(K):
+                acc[m, n] += x[m, k] * w[k, n]
+    for m in range(M):
+        for n in range(N):
+            y[m, n] = tanh(acc[m, n])
+
+
+def model():
+    layer(x, w, y)
+'''
+
+
+def test_outputs_are_compared_at_the_precision_the_source_computed_in(srv, tmp_path,
+                                                                    no_model_code_runs):
+    """A NumPy source that computes in f32 and returns f64: compared at f64's tolerance
+    (1e-9) no translation could match the source's own f32 rounding. Its float inputs are
+    f32, so the output is compared at f32's tolerance, and every report says so; a source
+    may declare its precision instead (SOLAR_PRECISION). A mismatch prints enough digits to
+    tell the two values apart."""
+    from solar.translate import check, source
+
+    src = tmp_path / "f32.py"
+    src.write_text(F32_SOURCE)
+    off = F64_PROGRAM.replace("y[m, n] = tanh(acc[m, n])", "y[m, n] = tanh(acc[m, n] * 1.001)")
+    srv.script = [answer(fenced(off)), answer(fenced(F64_PROGRAM))]
+    t = translate(str(src), str(tmp_path / "f32_loop.py"), options(srv, tmp_path))
+    assert t.status == "validated" and t.attempts == 2, t.provenance["attempts"]
+    why = "detected: its float inputs and weights are at most f32, its output f64"
+    data = t.provenance["validation"]["data"]
+    assert data["compared_at"] == {"0": {"dtype": "f32", "why": why}}
+    (entry,) = t.provenance["validation"]["section"]["reference"]["outputs"]
+    assert entry["compared_at"] == "f32" and entry["loop_program"]["rtol"] == 1e-4
+    message = t.provenance["attempts"][0]["failure"]["message"]
+    assert "(atol 1e-05, rtol 0.0001; at f32's tolerance, not f64's: the precision the source " \
+           f"computed in, {why})" in message
+    got, want = message.split("your program gives ")[1].split(".\n")[0].split(", the source ")
+    assert got != want
+    # Values that agree in 4 significant digits are printed until they differ.
+    assert check._pair(2.1160004, 2.116003) == ("2.116", "2.116003")
+    assert check._pair(-0.5, 0.25) == ("-0.5", "0.25") and check._pair(1, 1.0) == ("1", "1")
+    from solar.translate.cli import summary_lines
+    assert f"output 0 compared at f32's tolerance, the precision the source computed in ({why})" \
+        in summary_lines(t)
+    # Declared: SOLAR_PRECISION = "f64" keeps f64's tolerance, which the f32 source fails.
+    declared = tmp_path / "declared.py"
+    declared.write_text(F32_SOURCE.replace("M, N, K =", 'SOLAR_PRECISION = "f64"\nM, N, K ='))
+    srv.script = [answer(fenced(F64_PROGRAM))]
+    t = translate(str(declared), str(tmp_path / "d_loop.py"), options(srv, tmp_path, attempts=1))
+    assert t.status == "failed"
+    assert "atol 1e-09, rtol 1e-09" in t.provenance["attempts"][0]["failure"]["message"]
+    # An .npz declares it as `precision`.
+    np.savez(tmp_path / "p.npz", **{"inputs/x": np.ones(4, np.float32), "outputs/0": np.ones(4),
+                                    "precision": np.asarray("bf16")})
+    assert source.load_npz(str(tmp_path / "p.npz")).precision == {
+        0: {"dtype": "bf16", "why": "declared by SOLAR_PRECISION"}}
+
+
 def test_reference_limits(srv, tmp_path):
     """The source runs in a subprocess under a time and an address-space limit; a source
     that exceeds them fails before any model is asked."""

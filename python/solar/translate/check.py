@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from .. import _core, programs
 from ..frontends.loopir import language as lang
@@ -220,7 +220,9 @@ def bind(lp: LoopProgram, data: ReferenceData, source_constants: Dict[str, int])
         raise Failure("binding", f"At the test sizes ({_at(data)}):\n- " + "\n- ".join(problems)
                       + hint + "\n\nThe source's tensors at these sizes:\n"
                       + tensor_table(_test_listing(data)))
-    return sources, ReferenceOutputs(data.label, data.framework, values)
+    compare_dtypes = {name: data.precision[i]["dtype"] for name, _, i in pairs
+                      if i in data.precision}
+    return sources, ReferenceOutputs(data.label, data.framework, values, compare_dtypes)
 
 
 def _role(t: Dict[str, Any]) -> str:
@@ -251,6 +253,34 @@ def _num(x: Any) -> str:
     return "n/a" if x is None else (f"{x:.4g}" if isinstance(x, float) else str(x))
 
 
+def _pair(a: Any, b: Any) -> Tuple[str, str]:
+    """Two values printed with the fewest significant digits (at least 4) that tell them
+    apart: 2.116 and 2.116 would hide a difference of 3e-6 that the tolerance sees."""
+    if not (isinstance(a, float) and isinstance(b, float)) or a == b:
+        return _num(a), _num(b)
+    for digits in range(4, 18):
+        x, y = f"{a:.{digits}g}", f"{b:.{digits}g}"
+        if x != y:
+            return x, y
+    return repr(a), repr(b)
+
+
+def _source_index(data: ReferenceData, entry: Dict[str, Any], i: int) -> int:
+    """The source's output index of a compared output (by name when the source returns a
+    dict, else in order)."""
+    names = data.output_names or []
+    return names.index(entry["name"]) if entry["name"] in names else i
+
+
+def _tolerance(c: Dict[str, Any], dtype: str, compared_at: Optional[Dict[str, str]]) -> str:
+    """(atol A, rtol R), and the dtype whose tolerance it is when that is not the output's."""
+    tol = f"atol {c['atol']:g}, rtol {c['rtol']:g}"
+    if not compared_at:
+        return tol
+    return (f"{tol}; at {compared_at['dtype']}'s tolerance, not {dtype}'s: the precision the "
+            f"source computed in, {compared_at['why']}")
+
+
 def _failure_of(section: Dict[str, Any], data: ReferenceData, lp: LoopProgram):
     """(kind, message) of a failed validation: the first output that differs from the
     source's and by how much; else where the lifted graph leaves the interpreter."""
@@ -262,12 +292,14 @@ def _failure_of(section: Dict[str, Any], data: ReferenceData, lp: LoopProgram):
             c = o["loop_program"]
             total = math.prod(c["shape"]) if c["shape"] else 1
             msg = (f"output `{o['name']}` ({c['dtype']}{c['shape']}, the source's output {i}) "
-                   f"differs: {c['mismatches']} of {total} elements outside tolerance (atol "
-                   f"{c['atol']:g}, rtol {c['rtol']:g}); max abs error "
+                   f"differs: {c['mismatches']} of {total} elements outside tolerance "
+                   f"({_tolerance(c, c['dtype'], data.precision.get(_source_index(data, o, i)))}"
+                   f"); max abs error "
                    f"{_num(c['max_abs_error'])}, max rel error {_num(c['max_rel_error'])}")
             if "worst_position" in c:
-                msg += (f"; worst at {c['worst_position']}: your program gives "
-                        f"{_num(c['worst_got'])}, the source {_num(c['worst_want'])}")
+                got, want = _pair(c["worst_got"], c["worst_want"])
+                msg += (f"; worst at {c['worst_position']}: your program gives {got}, the "
+                        f"source {want}")
             msg += "."
             if len(bad) > 1:
                 msg += " Also differ: " + ", ".join(f"`{o2['name']}`" for _, o2 in bad[1:]) + "."

@@ -120,6 +120,9 @@ def summary_lines(t: agent.Translation) -> str:
         sizes = ", ".join(f"{k}={val}" for k, val in data.get("sizes", {}).items())
         lines.append(f"  validation: {v['status']} against {data['from']} ({data['framework']})"
                      + (f" at {sizes}" if sizes else ""))
+        for i, at in (data.get("compared_at") or {}).items():
+            lines.append(f"    output {i} compared at {at['dtype']}'s tolerance, the precision "
+                         f"the source computed in ({at['why']})")
     u = p.get("usage") or {}
     lines.append(f"  tokens: prompt {u.get('prompt_tokens', 0)}, completion "
                  f"{u.get('completion_tokens', 0)}")

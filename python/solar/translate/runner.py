@@ -35,6 +35,7 @@ from ..analysis import ProgramOptions
 from ..frontends.jax.program import load_program, program_from_module  # no jax import
 from ..frontends.loopir.language import canonical_dtype
 from . import capture
+from .source import PRECISION_NAME
 
 SEED = 0
 
@@ -115,6 +116,7 @@ class Loaded:
             raise ValueError(f"{path}: the source defines no get_inputs(): Solar runs a Python "
                              "source on its own inputs (or give --reference DATA.npz)")
         self.framework = framework
+        self.precision = getattr(mod, PRECISION_NAME, None)
         self.weights: Dict[str, Any] = {}
         init = list(mod.get_init_inputs()) if callable(getattr(mod, "get_init_inputs", None)) \
             else []
@@ -293,6 +295,8 @@ def run(spec: Dict[str, Any]) -> Dict[str, Any]:
     np.savez(os.path.join(out, "reference.npz"), **arrays)
     meta = {"framework": framework, "sizes": setting["overrides"], "limit": setting["limit"],
             "rejected": rejected, **listing}
+    if isinstance(loaded.precision, str):
+        meta["precision"] = loaded.precision
     if spec.get("probe"):
         meta["own_sizes"] = _probe(path, framework)
     if spec.get("capture_archs") and framework in ("torch", "jax"):

@@ -19,6 +19,7 @@ import tempfile
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from ..errors import user_error
+from ..frontends.loopir.language import canonical_dtype
 from ..shrink import int_constants, shrink_ladder
 from . import client
 
@@ -101,13 +102,57 @@ class ReferenceData:
     listing: Dict[str, Any]  # the tensors as the prompt lists them
     capture: Optional[Dict[str, Any]] = None  # Solar's capture of the source at its own sizes
     rejected: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    # Output index -> {"dtype", "why"}: outputs compared at another precision than their own
+    # dtype's, the one the source computed in (compare_precision).
+    precision: Dict[int, Dict[str, str]] = dataclasses.field(default_factory=dict)
 
     def summary(self) -> Dict[str, Any]:
         """What provenance records of the data."""
         out = {"from": self.label, "framework": self.framework, "sizes": dict(self.sizes)}
         if self.rejected:
             out["rejected_sizes"] = self.rejected
+        if self.precision:
+            out["compared_at"] = {str(i): p for i, p in self.precision.items()}
         return out
+
+
+# A source may declare the precision it computes in (a module-level string, or `precision`
+# in an .npz): its outputs are compared at that dtype's tolerance.
+PRECISION_NAME = "SOLAR_PRECISION"
+# Float dtypes by width: the precision a source computed in is its widest float operand's.
+_FLOAT_BITS = {"f64": 64, "f32": 32, "tf32": 19, "bf16": 16, "f16": 16, "f8e4m3": 8,
+               "f8e5m2": 8, "f6": 6, "f4": 4}
+
+
+def _float_dtype(a: np.ndarray, named: Optional[str]) -> Optional[str]:
+    d = named or canonical_dtype(str(a.dtype))
+    return d if d in _FLOAT_BITS else None
+
+
+def compare_precision(data: ReferenceData, declared: Optional[str] = None) -> None:
+    """Sets data.precision: the dtype each float output is compared at when it is not the
+    output's own. `declared` (SOLAR_PRECISION) wins; else an output wider than every float
+    input and weight (a NumPy source that computes in f32 and returns f64) is compared at
+    the widest of them, the precision its arithmetic had: f64's tolerance would fail every
+    translation on the source's own f32 rounding."""
+    if declared:
+        want = canonical_dtype(str(declared))
+        if want not in _FLOAT_BITS:
+            raise user_error(f"{data.label}: {PRECISION_NAME} = {declared!r} is no float dtype "
+                             f"({', '.join(_FLOAT_BITS)})", "usage")
+    operands = [d for n, a in data.tensors.items() if (d := _float_dtype(a, data.dtypes.get(n)))]
+    widest = max(operands, key=_FLOAT_BITS.__getitem__) if operands else None
+    for i, (arr, named) in enumerate(zip(data.outputs, data.output_dtypes)):
+        own = _float_dtype(arr, named)
+        if own is None:
+            continue
+        if declared:
+            if want != own:
+                data.precision[i] = {"dtype": want, "why": f"declared by {PRECISION_NAME}"}
+        elif widest is not None and _FLOAT_BITS[widest] < _FLOAT_BITS[own]:
+            data.precision[i] = {
+                "dtype": widest, "why": f"detected: its float inputs and weights are at most "
+                                        f"{widest}, its output {own}"}
 
 
 def _child_env() -> Dict[str, str]:
@@ -170,6 +215,7 @@ def run_source(path: str, lang: str, limit: Optional[int], timeout: float, memor
             arrays = {k: z[k] for k in z.files}
     data = _data(path, framework, meta, arrays)
     data.listing["constants"] = size_constants(text, lang)
+    compare_precision(data, meta.get("precision"))
     return data
 
 
@@ -201,8 +247,9 @@ def _data(label: str, framework: str, meta: Dict[str, Any],
 
 def load_npz(path: str) -> ReferenceData:
     """Reference data from an .npz (docs/translate.md): `inputs/<name>` and `weights/<name>`
-    by loop tensor name, `outputs/<i>` (0, 1, ...; or `outputs/<name>`), and `sizes/<NAME>`,
-    the size constants the data were made at. Dtypes are not checked (an .npz may widen)."""
+    by loop tensor name, `outputs/<i>` (0, 1, ...; or `outputs/<name>`), `sizes/<NAME>`, the
+    size constants the data were made at, and optionally `precision` (a dtype name: the
+    precision the outputs were computed in). Dtypes are not checked (an .npz may widen)."""
     import numpy as np
 
     try:
@@ -213,9 +260,12 @@ def load_npz(path: str) -> ReferenceData:
     tensors, kinds = {}, {}
     outputs: Dict[str, np.ndarray] = {}
     sizes: Dict[str, str] = {}
+    declared = None
     for key, a in arrays.items():
         group, _, name = key.partition("/")
-        if group in ("inputs", "weights") and name:
+        if key == "precision" and a.shape == ():
+            declared = str(a.item())
+        elif group in ("inputs", "weights") and name:
             tensors[name], kinds[name] = a, group[:-1]
         elif group == "outputs" and name:
             outputs[name] = a
@@ -223,7 +273,7 @@ def load_npz(path: str) -> ReferenceData:
             sizes[name] = str(a.item() if a.shape == () else a)
         else:
             raise user_error(f"{path}: array '{key}' is none of inputs/NAME, weights/NAME, "
-                             "outputs/I, sizes/NAME", "parse")
+                             "outputs/I, sizes/NAME, precision", "parse")
     if not outputs:
         raise user_error(f"{path}: no outputs/ arrays to compare with", "parse")
     numbered = all(k.isdigit() for k in outputs)
@@ -238,7 +288,9 @@ def load_npz(path: str) -> ReferenceData:
                          **({} if numbered else {"name": k})) for k in order],
         "where": f" (in {os.path.basename(path)}, at {at})",
     }
-    return ReferenceData(label=path, framework="npz", sizes=sizes, tensors=tensors, kinds=kinds,
+    data = ReferenceData(label=path, framework="npz", sizes=sizes, tensors=tensors, kinds=kinds,
                          dtypes={n: None for n in tensors}, outputs=[outputs[k] for k in order],
                          output_dtypes=[None] * len(order),
                          output_names=None if numbered else order, listing=listing)
+    compare_precision(data, declared)
+    return data

@@ -79,3 +79,6 @@ class ReferenceOutputs:
     source: str  # what produced them (a path)
     framework: str  # torch, jax, numpy or npz
     values: Dict[str, "np.ndarray"]  # by the loop program's output names
+    # Output name -> the dtype whose tolerance compares it, when not the output's own (the
+    # precision the reference computed in: solar translate, docs/translate.md).
+    compare_dtypes: Dict[str, str] = dataclasses.field(default_factory=dict)

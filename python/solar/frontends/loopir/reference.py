@@ -130,8 +130,10 @@ def compare_reference(path, lp, sources, values, graph, trace_ids, graph_inputs)
     `path`, run here on `sources`, or a ReferenceOutputs) compared with the loop program's
     (its interpreter) and the lifted graph's (the executor)."""
     dtypes = {t["id"]: t["dtype"] for t in lp.trace["tensors"]}
+    compare_as: Dict[str, str] = {}
     if isinstance(path, ReferenceOutputs):
-        framework, ref, path = path.framework, path.values, path.source
+        framework, ref, compare_as, path = path.framework, path.values, path.compare_dtypes, \
+            path.source
     else:
         named = {t["name"]: (sources[t["id"]], t["dtype"]) for t in source_tensors(lp.trace)}
         framework, ref = run_reference(path, named, [n for n, _ in lp.outputs])
@@ -142,7 +144,7 @@ def compare_reference(path, lp, sources, values, graph, trace_ids, graph_inputs)
     for name, tid in lp.outputs:
         if name not in ref:
             raise user_error(f"{path}: the reference returns no output `{name}`", "usage")
-        dtype = getattr(_core.DType, dtypes[tid])
+        dtype = getattr(_core.DType, compare_as.get(name, dtypes[tid]))
         want = np.require(ref[name], dtype=np.float64, requirements="C")
         if want.shape != tuple(values[tid].shape):
             raise user_error(f"{path}: the reference's `{name}` has shape {list(want.shape)}, "
@@ -153,6 +155,8 @@ def compare_reference(path, lp, sources, values, graph, trace_ids, graph_inputs)
             for k in ("loop", "graph"))
         entry = {"name": name, "loop_program": check_entry(loop, graph, tid),
                  "graph": check_entry(lifted, graph, tid)}
+        if name in compare_as:
+            entry["compared_at"] = compare_as[name]
         passed = passed and bool(loop.passed) and bool(lifted.passed)
         section["outputs"].append(entry)
     section["status"] = "passed" if passed else "failed"
