@@ -588,6 +588,59 @@ def test_outputs_are_compared_at_the_precision_the_source_computed_in(srv, tmp_p
         0: {"dtype": "bf16", "why": "declared by SOLAR_PRECISION"}}
 
 
+WINDOW_PROGRAM = '''\
+"""Sums over a sliding window of W elements."""
+from solar.loopir import Tensor, kernel
+
+N, W = 256, 16
+
+x = Tensor("N", dtype="f64", role="input")
+y = Tensor("N - W + 1", dtype="f64", role="output")
+
+
+@kernel
+def window(x, y):
+    for i in range(N - W + 1):
+        for j in range(W):
+            y[i] += x[i + j]
+
+
+def model():
+    window(x, y)
+'''
+
+WINDOW_REFERENCE = '''\
+import numpy as np
+
+W = 16
+
+
+def reference(x):
+    return np.convolve(x, np.ones(W), mode="valid")
+'''
+
+
+def test_set_reaches_a_reference_programs_constants(tmp_path):
+    """`solar validate prog.py --set W=4 --reference ref.py`: the reference's own W must
+    shrink with the program's, or the window it sums is another one; the settings it
+    defines are applied to it, and the section says which were and which it lacks."""
+    prog, ref = tmp_path / "window.py", tmp_path / "window_ref.py"
+    prog.write_text(WINDOW_PROGRAM)
+    ref.write_text(WINDOW_REFERENCE)
+    section = solar.loopir.validate(str(prog), reference=str(ref), set={"N": 32, "W": 4})
+    assert section["status"] == "passed", section
+    assert section["reference"]["settings"] == {"applied": {"W": "4"},
+                                                "not_in_reference": ["N"]}
+    r = run_solar("validate", str(prog), "--set", "N=32", "--set", "W=4", "--reference",
+                  str(ref))
+    assert r.returncode == 0, r.stdout + r.stderr
+    # A reference whose window is named otherwise keeps its own, and the error says why.
+    ref.write_text(WINDOW_REFERENCE.replace("W", "WIDTH"))
+    with pytest.raises(solar.UserError, match=r"has shape \[17\], the loop program's \[29\] "
+                       r"\(--set N, W names no module-level constant of the reference"):
+        solar.loopir.validate(str(prog), reference=str(ref), set={"N": 32, "W": 4})
+
+
 def test_reference_limits(srv, tmp_path):
     """The source runs in a subprocess under a time and an address-space limit; a source
     that exceeds them fails before any model is asked."""
@@ -709,6 +762,37 @@ def test_cli_cuda_needs_a_reference_or_unvalidated(srv, tmp_path, monkeypatch):
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["totals"]["flops"] == 2 * 4096 and report["translation"]["status"] == "validated"
     assert SECRET not in r.stdout + r.stderr + all_written_text(tmp_path)
+
+
+def test_npz_dtypes_listed_and_failures_summarized_by_their_first_item(srv, tmp_path,
+                                                                      no_model_code_runs):
+    """An .npz source's tensors are listed with their arrays' dtypes (not `?`); a failure's
+    summary line (the error, the batch summary) names the first problem of a binding
+    failure, not only its heading "At the test sizes (...):"."""
+    from solar.translate import batch
+
+    cu = tmp_path / "axpb.cu"
+    cu.write_text(CUDA_SOURCE)
+    rng = np.random.default_rng(1)
+    xs, bs = rng.standard_normal(16).astype(np.float32), rng.standard_normal(16).astype(np.float32)
+    np.savez(tmp_path / "axpb.npz", **{"inputs/x": xs, "inputs/b": bs, "outputs/0": 2 * xs + bs,
+                                       "sizes/N": np.asarray(16)})
+    srv.script = [answer(fenced(AXPB_PROGRAM.replace("b = Tensor", "bias = Tensor").replace(
+        "b[i]", "bias[i]").replace("(x, b, y)", "(x, bias, y)")))]
+    t = translate(str(cu), str(tmp_path / "axpb_loop.py"),
+                  options(srv, tmp_path, reference=str(tmp_path / "axpb.npz"), attempts=1))
+    user = srv.requests[0]["body"]["messages"][1]["content"]
+    assert "  x                        f32    [16]" in user
+    assert "  0                        f32    [16]" in user and "?" not in user.split("```")[0]
+    assert t.status == "failed"
+    first = "`bias` (input, f32[16]) is no argument, parameter or buffer of the source"
+    assert f"binding: At the test sizes (N=16): {first} (and 1 more)" in t.error
+    assert "  x                        f32    [16]" in t.provenance["attempts"][0]["failure"][
+        "message"]  # the binding's listing too
+    summary = batch.summarize([{"source": "axpb.cu", "status": "failed", "attempts": 1,
+                                "error": "At the test sizes (N=16):\n- " + first + "\n"}],
+                              "src", "out", options(srv, tmp_path))
+    assert f"FAIL axpb.cu: At the test sizes (N=16): {first}" in batch.summary_table(summary)
 
 
 def test_cli_retries_and_exit_codes(srv, gemm, tmp_path, monkeypatch):

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from .. import _core, programs
 from ..frontends.loopir import language as lang
+from ..frontends.loopir.language import canonical_dtype
 from ..frontends.loopir import record, syntax
 from ..frontends.loopir.checks import ReferenceOutputs, source_tensors, work_points
 from ..frontends.loopir.program import LoopProgram, _gc_paused
@@ -230,13 +231,16 @@ def _role(t: Dict[str, Any]) -> str:
 
 
 def _test_listing(data: ReferenceData) -> Dict[str, Any]:
+    def dtype(n: str) -> Optional[str]:  # an .npz's arrays: their own dtype
+        return data.dtypes[n] or canonical_dtype(str(data.tensors[n].dtype))
+
     return {
-        "inputs": [{"name": n, "dtype": data.dtypes[n], "shape": list(a.shape)}
+        "inputs": [{"name": n, "dtype": dtype(n), "shape": list(a.shape)}
                    for n, a in data.tensors.items() if data.kinds[n] == "input"],
-        "weights": [{"source_name": _source_name(data, n), "name": n, "dtype": data.dtypes[n],
+        "weights": [{"source_name": _source_name(data, n), "name": n, "dtype": dtype(n),
                      "shape": list(a.shape)}
                     for n, a in data.tensors.items() if data.kinds[n] == "weight"],
-        "outputs": [dict({"dtype": d, "shape": list(a.shape)},
+        "outputs": [dict({"dtype": d or canonical_dtype(str(a.dtype)), "shape": list(a.shape)},
                          **({"name": data.output_names[i]} if data.output_names else {}))
                     for i, (a, d) in enumerate(zip(data.outputs, data.output_dtypes))],
     }

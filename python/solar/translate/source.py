@@ -245,6 +245,11 @@ def _data(label: str, framework: str, meta: Dict[str, Any],
         listing=listing, capture=meta.get("capture"), rejected=meta.get("rejected", []))
 
 
+def _array_dtype(a: np.ndarray) -> Optional[str]:
+    """The loop-language name of an array's dtype (float32 -> f32), None when it has none."""
+    return canonical_dtype(str(a.dtype))
+
+
 def load_npz(path: str) -> ReferenceData:
     """Reference data from an .npz (docs/translate.md): `inputs/<name>` and `weights/<name>`
     by loop tensor name, `outputs/<i>` (0, 1, ...; or `outputs/<name>`), `sizes/<NAME>`, the
@@ -279,12 +284,15 @@ def load_npz(path: str) -> ReferenceData:
     numbered = all(k.isdigit() for k in outputs)
     order = sorted(outputs, key=int) if numbered else list(outputs)
     at = ", ".join(f"{k}={v}" for k, v in sizes.items()) or "the sizes it was made at"
+    # The prompt lists the arrays' own dtypes (the translation declares them so), which the
+    # binding does not check.
     listing = {
-        "inputs": [{"name": n, "dtype": None, "shape": list(a.shape)}
+        "inputs": [{"name": n, "dtype": _array_dtype(a), "shape": list(a.shape)}
                    for n, a in tensors.items() if kinds[n] == "input"],
-        "weights": [{"source_name": n, "name": n, "dtype": None, "shape": list(a.shape)}
+        "weights": [{"source_name": n, "name": n, "dtype": _array_dtype(a),
+                     "shape": list(a.shape)}
                     for n, a in tensors.items() if kinds[n] == "weight"],
-        "outputs": [dict({"dtype": None, "shape": list(outputs[k].shape)},
+        "outputs": [dict({"dtype": _array_dtype(outputs[k]), "shape": list(outputs[k].shape)},
                          **({} if numbered else {"name": k})) for k in order],
         "where": f" (in {os.path.basename(path)}, at {at})",
     }

@@ -30,6 +30,8 @@ class LoopProgram:
     trace: Dict[str, Any]
     index_bounds: Dict[int, int]  # trace id of an index tensor -> bound of its values
     outputs: List[Tuple[str, int]]  # (name, trace id) of each output, in declaration order
+    # The --set NAME=VALUE settings it was loaded with (a --reference program gets them too).
+    overrides: Dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def load(path: str, overrides: Optional[Dict[str, str]] = None) -> LoopProgram:
@@ -45,7 +47,7 @@ def load(path: str, overrides: Optional[Dict[str, str]] = None) -> LoopProgram:
         except syntax.OverrideError as e:
             raise user_error(str(e), "usage") from None
         trace, bounds, outputs = record.record(program)
-    return LoopProgram(path, program, trace, bounds, outputs)
+    return LoopProgram(path, program, trace, bounds, outputs, dict(overrides or {}))
 
 
 @contextlib.contextmanager

@@ -5,22 +5,25 @@ the lifted graph's (executor), each under the output dtype's tolerance.
 The reference names its inputs like the loop program's input, weight and constant tensors:
 a function `reference(...)`, a KernelBench `Model` (built with `get_init_inputs()`) whose
 `forward(...)` takes them, or a function `forward(...)`. It returns one array (the single
-output), a tuple or list (the outputs in declaration order) or a dict by output name.
+output), a tuple or list (the outputs in declaration order) or a dict by output name. The
+loop program's --set settings are applied to the reference's module-level constants of the
+same names (reference_settings), so both run at the same sizes.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import inspect
 import os
 import sys
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from ... import _core, executor
 from ...errors import user_error
-from ...program_source import is_jax_program
+from ...program_source import inject_overrides, is_jax_program, module_constants
 from .checks import ReferenceOutputs, check_entry, source_tensors
 
 _TORCH_DTYPES = {"f64": "float64", "f32": "float32", "tf32": "float32", "bf16": "bfloat16",
@@ -37,15 +40,35 @@ def _framework(path: str) -> str:
     return "torch" if "import torch" in text or "from torch" in text else "numpy"
 
 
-def _load_module(path: str):
+def _load_module(path: str, overrides: Optional[Dict[str, str]] = None):
+    """The reference as a module; `overrides` (NAME -> VALUE, names it assigns at module
+    level) injected after their assignments, as --set does to any program."""
     name = f"solar_reference_{abs(hash(os.path.abspath(path)))}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise user_error(f"{path}: cannot be loaded as a Python module", "io")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
-    spec.loader.exec_module(mod)
+    if not overrides:
+        spec.loader.exec_module(mod)
+        return mod
+    with open(path, encoding="utf-8") as f:
+        tree = inject_overrides(ast.parse(f.read(), filename=path), path, overrides)
+    exec(compile(tree, path, "exec"), mod.__dict__)  # the reference is the user's program
     return mod
+
+
+def reference_settings(path: str, overrides: Dict[str, str]) -> Dict[str, Any]:
+    """Which of the loop program's --set settings the reference gets: `applied`, those it
+    assigns at module level (its constants of the same names, so a shrunk window is the
+    same window in both), and `not_in_reference`, the others."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            names = module_constants(ast.parse(f.read(), filename=path))
+    except (OSError, SyntaxError, ValueError):
+        names = set()
+    return {"applied": {k: v for k, v in overrides.items() if k in names},
+            "not_in_reference": sorted(k for k in overrides if k not in names)}
 
 
 def _callable(mod, path: str) -> Callable[..., Any]:
@@ -87,13 +110,15 @@ def _to_numpy(x: Any) -> np.ndarray:
 
 
 def run_reference(path: str, named_inputs: Dict[str, Tuple[np.ndarray, str]],
-                  output_names: List[str]) -> Tuple[str, Dict[str, np.ndarray]]:
-    """(framework, {output name: array}) of the reference program at `path`."""
+                  output_names: List[str], overrides: Optional[Dict[str, str]] = None
+                  ) -> Tuple[str, Dict[str, np.ndarray]]:
+    """(framework, {output name: array}) of the reference program at `path`, its module
+    constants set by `overrides` (names it assigns: reference_settings)."""
     if not os.path.isfile(path):
         raise user_error(f"{path}: no such file", "io")
     framework = _framework(path)
     try:
-        fn = _callable(_load_module(path), path)
+        fn = _callable(_load_module(path, overrides), path)
         target = fn.forward if hasattr(fn, "forward") and not inspect.isfunction(fn) else fn
         params = list(inspect.signature(target).parameters)
         missing = [p for p in params if p not in named_inputs]
@@ -131,15 +156,20 @@ def compare_reference(path, lp, sources, values, graph, trace_ids, graph_inputs)
     (its interpreter) and the lifted graph's (the executor)."""
     dtypes = {t["id"]: t["dtype"] for t in lp.trace["tensors"]}
     compare_as: Dict[str, str] = {}
+    settings = None
     if isinstance(path, ReferenceOutputs):
         framework, ref, compare_as, path = path.framework, path.values, path.compare_dtypes, \
             path.source
     else:
         named = {t["name"]: (sources[t["id"]], t["dtype"]) for t in source_tensors(lp.trace)}
-        framework, ref = run_reference(path, named, [n for n, _ in lp.outputs])
+        settings = reference_settings(path, lp.overrides) if lp.overrides else None
+        framework, ref = run_reference(path, named, [n for n, _ in lp.outputs],
+                                       settings["applied"] if settings else None)
     graph_out = executor.run(graph, graph_inputs)
     by_id = {tid: name for name, tid in trace_ids.items()}
     section: Dict[str, Any] = {"source": path, "framework": framework, "outputs": []}
+    if settings:
+        section["settings"] = settings
     passed = True
     for name, tid in lp.outputs:
         if name not in ref:
@@ -147,8 +177,11 @@ def compare_reference(path, lp, sources, values, graph, trace_ids, graph_inputs)
         dtype = getattr(_core.DType, compare_as.get(name, dtypes[tid]))
         want = np.require(ref[name], dtype=np.float64, requirements="C")
         if want.shape != tuple(values[tid].shape):
+            unset = (f" (--set {', '.join(settings['not_in_reference'])} names no module-level "
+                     "constant of the reference, which kept its own value)"
+                     if settings and settings["not_in_reference"] else "")
             raise user_error(f"{path}: the reference's `{name}` has shape {list(want.shape)}, "
-                             f"the loop program's {list(values[tid].shape)}", "usage")
+                             f"the loop program's {list(values[tid].shape)}{unset}", "usage")
         got = {"loop": values[tid], "graph": graph_out[by_id[tid]]}
         loop, lifted = (_core.compare(by_id[tid], {
             "got": np.require(got[k], dtype=np.float64, requirements="C"), "want": want}, dtype)
