@@ -207,9 +207,12 @@ std::string to_table(const Report& r, const TableOptions& options) {
   std::string vec_detail = by_dtype(t.vector_flops, "FLOP");
   out += fmt::format("  MACs          {}{}\n", detail::si(t.total_macs(), "MAC"),
                      macs_detail.empty() ? "" : "  (" + macs_detail + ")");
-  // Shown only for programs with masked contractions (the JSON always has it).
+  // Shown only for programs with masked contractions (the JSON always has it). What an
+  // implementation computing the masked points too would run where the mask cuts off work
+  // (causal attention); where the mask is the op's window (a transposed convolution in gather
+  // form) no implementation runs it, so the line says what it counts, not who runs it.
   if (t.macs_dense != t.total_macs())
-    out += fmt::format("    dense        {}  (the masked points computed too)\n",
+    out += fmt::format("    dense        {}  (whole iteration boxes, masks ignored)\n",
                        detail::si(t.macs_dense, "MAC"));
   // Shown only for programs with 2:4 work (the JSON always has it).
   if (t.total_macs_2_4() != Count(0))

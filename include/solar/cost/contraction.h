@@ -9,15 +9,18 @@ namespace solar::cost {
 enum class ContractionClass {
   None,         // not a contraction (elementwise, reduction, data movement)
   Matmul,       // plain-index contraction (mm, bmm, linear, einsum)
-  Convolution,  // a contraction with a sliding-window (affine) operand subscript
+  Convolution,  // a contraction over a sliding window (an affine subscript or mask equality)
   Attention,    // a contraction of a fused attention op (the lowering's hint, EinsumOp::hint):
                 // run by the framework's fused attention kernels, not by its matmul library
 };
 
 // The classification used by math policies, from the op's structure alone: reduce sum,
 // combine mul($0,$1), at least one reduced index. Convolution when an operand (or output)
-// subscript is neither a plain index nor a constant (strided, dilated, padded, grouped or
-// transposed windows); Matmul otherwise. Outer products (no reduced index) are None.
+// subscript slides a reduced index against another (strided, dilated, padded, grouped or
+// transposed windows), or when the mask holds a window equality: an index kept in the output
+// equal to an affine form of two or more reduced indices (a transposed convolution in gather
+// form, `p == s*i + kh - pad`, whose subscripts are all plain); Matmul otherwise. Outer
+// products (no reduced index) are None.
 ContractionClass classify_contraction(const ir::EinsumOp& e);
 
 // The same for an einsum op of `g`, also requiring non-bool operands (a bool "product" is a

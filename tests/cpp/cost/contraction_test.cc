@@ -31,6 +31,32 @@ TEST(ContractionClass, FromTheEinsumsStructure) {
   EXPECT_EQ(classify_contraction(g, op_of(g, "y")), ContractionClass::None);
 }
 
+TEST(ContractionClass, AWindowWrittenAsAMaskEqualityIsAConvolution) {
+  // A transposed 1-D convolution (stride 2, pad 1, 4 taps) in gather form: every subscript is
+  // a plain index; the window is the equality p == 2*i + kh - 1 (two constraints).
+  const ir::Graph g = ir::parse_graph(R"(
+    x = f32[1,3,8] input
+    w = f32[3,2,4] weight
+    a = f32[8,4] input
+    b = f32[4,6] input
+    v = f32[6,4] input
+    s = f32[8,8] input
+    u = f32[8,4] input
+    gather = f32[1,2,16] einsum [n=1,o=2,p=16,c=3,i=8,kh=4] sum mul($0,$1) (x[n,c,i], w[c,o,kh]) -> [n,o,p] where p-i*2-kh+1 >= 0, -p+i*2+kh-1 >= 0
+    half = f32[1,2,16] einsum [n=1,o=2,p=16,c=3,i=8,kh=4] sum mul($0,$1) (x[n,c,i], w[c,o,kh]) -> [n,o,p] where p-i*2-kh+1 >= 0
+    diag = f32[8,6] einsum [m=8,k=4,n=6] sum mul($0,$1) (a[m,k], b[k,n]) -> [m,n] where k-n >= 0, n-k >= 0
+    causal = f32[8,6] einsum [m=8,n=6,k=4] sum mul($0,$1) (a[m,k], v[n,k]) -> [m,n] where m-n >= 0
+    band = f32[8,4] einsum [q=8,d=4,k=8] sum mul($0,$1) (s[q,k], u[k,d]) -> [q,d] where q-k >= 0, k-q+2 >= 0)");
+  EXPECT_EQ(classify_contraction(op_of(g, "gather").einsum()), ContractionClass::Convolution);
+  // One side of the equality alone is a triangle, not a window.
+  EXPECT_EQ(classify_contraction(op_of(g, "half").einsum()), ContractionClass::Matmul);
+  // An equality of one reduced and one kept index is a diagonal, not a window.
+  EXPECT_EQ(classify_contraction(op_of(g, "diag").einsum()), ContractionClass::Matmul);
+  // Causal and banded (sliding-window attention) masks are inequalities: still matmuls.
+  EXPECT_EQ(classify_contraction(op_of(g, "causal").einsum()), ContractionClass::Matmul);
+  EXPECT_EQ(classify_contraction(op_of(g, "band").einsum()), ContractionClass::Matmul);
+}
+
 TEST(ContractionClass, BoolProductsAndAttentionHints) {
   const ir::Graph g = ir::parse_graph(R"(
     a = bool[8,4] input
