@@ -81,7 +81,7 @@ void bind_ir(nb::module_& m) {
   nb::enum_<ir::OpKind>(m, "OpKind")
       .value("einsum", ir::OpKind::Einsum).value("move", ir::OpKind::Move)
       .value("opaque", ir::OpKind::Opaque).value("unanalyzed", ir::OpKind::Unanalyzed)
-      .value("repeat", ir::OpKind::Repeat);
+      .value("repeat", ir::OpKind::Repeat).value("collective", ir::OpKind::Collective);
 
   nb::class_<Tensor>(m, "Tensor", "A tensor of a graph (read-only).")
       .def_prop_ro("id", [](const Tensor& t) { return t.id.value; })

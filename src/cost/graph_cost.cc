@@ -51,6 +51,11 @@ struct Liveness {
   std::vector<char> live;
 };
 
+bool sends_or_receives(const Op& op) {
+  return op.kind() == OpKind::Collective && (op.collective().kind == ir::CollectiveKind::Send ||
+                                             op.collective().kind == ir::CollectiveKind::Recv);
+}
+
 Liveness liveness(const Graph& g, const std::vector<char>* roots) {
   Liveness l;
   l.live.assign(g.tensors().size(), 0);
@@ -66,7 +71,9 @@ Liveness liveness(const Graph& g, const std::vector<char>* roots) {
     return l;
   }
   for (auto it = g.ops().rbegin(); it != g.ops().rend(); ++it) {
-    const bool reaches = std::any_of(it->outputs.begin(), it->outputs.end(),
+    // A send or recv is never dead: its peer rank waits for it.
+    const bool reaches = sends_or_receives(*it) ||
+                         std::any_of(it->outputs.begin(), it->outputs.end(),
                                      [&](ir::TensorId t) { return l.live[t.value] != 0; });
     l.dead_op[it->id.value] = !reaches;
     if (reaches)
@@ -186,6 +193,7 @@ GraphCost graph_cost_impl(const Graph& g, const std::vector<char>* roots) {
         break;
       case OpKind::Repeat:
       case OpKind::Einsum:
+      case OpKind::Collective:
       case OpKind::Move: {
         for (std::size_t k = 0; k < op.inputs.size(); ++k)
           reach[op.inputs[k].value] =

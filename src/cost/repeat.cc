@@ -30,6 +30,7 @@ Work scaled(const Work& w, Count n) {
   out.bytes_read *= n;
   out.bytes_written *= n;
   out.live_points *= n;
+  for (auto& [kind, b] : out.comm_bytes) b *= n;
   for (WorkPart& p : out.parts) p.runs *= n;
   return out;
 }

@@ -39,6 +39,12 @@ Count Work::total_vector_flops() const {
   return s;
 }
 
+Count Work::total_comm_bytes() const {
+  Count s;
+  for (const auto& [kind, n] : comm_bytes) s += n;
+  return s;
+}
+
 Work& Work::operator+=(const Work& o) {
   if (contraction != o.contraction) contraction = ContractionClass::None;
   for (const auto& [dtype, n] : o.macs) macs[dtype] += n;
@@ -49,6 +55,7 @@ Work& Work::operator+=(const Work& o) {
   bytes_read += o.bytes_read;
   bytes_written += o.bytes_written;
   live_points += o.live_points;
+  for (const auto& [kind, n] : o.comm_bytes) comm_bytes[kind] += n;
   analyzed = analyzed && o.analyzed;
   return *this;
 }
@@ -246,6 +253,47 @@ Work opaque_work(const Graph& g, const Op& op, std::vector<Count>* input_bytes) 
   return w;
 }
 
+// A collective (docs/cost.md, "Collectives"): its payload S goes over links (comm_bytes,
+// comm); in DRAM it reads its input and writes its result once (a send's result is its input:
+// nothing written; a recv reads nothing). all_reduce and reduce_scatter reduce: each rank
+// combines (n-1)/n of the input's E elements (ring or tree alike: the (n-1) E operations of
+// the reduction shared by n ranks; the busiest does ceil((n-1) E / n)), plus for avg the
+// division of the ceil(E / n) results it owns.
+Work collective_work(const Graph& g, const Op& op, std::vector<Count>* input_bytes) {
+  const ir::CollectiveOp& c = op.collective();
+  Work w;
+  const Tensor& out = g.tensor(op.outputs.at(0));
+  const Tensor* in = op.inputs.empty() ? nullptr : &g.tensor(op.inputs[0]);
+  const Count in_bytes = in ? full_bytes(*in) : Count(0);
+  const Count out_bytes = full_bytes(out);
+  const std::uint64_t n = static_cast<std::uint64_t>(std::max<std::int64_t>(c.group.size, 1));
+  Count payload;
+  switch (c.kind) {
+    case ir::CollectiveKind::AllReduce: case ir::CollectiveKind::ReduceScatter:
+    case ir::CollectiveKind::AllToAll: case ir::CollectiveKind::Send:
+    case ir::CollectiveKind::Broadcast:
+      payload = in_bytes;
+      break;
+    case ir::CollectiveKind::AllGather: case ir::CollectiveKind::Recv:
+      payload = out_bytes;
+      break;
+  }
+  w.bytes_read = in_bytes;
+  w.bytes_written = c.kind == ir::CollectiveKind::Send ? Count(0) : out_bytes;
+  if (ir::collective_reduces(c.kind) && in) {
+    const Count e = in->num_elements();
+    Count flops = (Count(n - 1) * e).ceil_div(n);
+    if (c.reduction == ir::CollectiveReduction::Avg) flops += e.ceil_div(n);
+    add_nonzero(w.vector_flops, out.dtype, flops);
+  }
+  w.comm_bytes[c.kind] = payload;
+  w.comm = Communication{c.kind, c.group, payload};
+  w.note = fmt::format("{} over {} ranks: {} bytes per rank over links",
+                       ir::collective_kind_name(c.kind), c.group.size, payload.str());
+  if (input_bytes) input_bytes->assign(op.inputs.size(), in_bytes);
+  return w;
+}
+
 }  // namespace
 
 namespace detail {
@@ -272,6 +320,8 @@ Work op_work(const Graph& g, const Op& op, std::vector<Count>* input_bytes,
     }
     case OpKind::Repeat:
       return repeat_work(g, op, input_bytes, live_outputs);
+    case OpKind::Collective:
+      return collective_work(g, op, input_bytes);
   }
   SOLAR_UNREACHABLE("unknown op kind");
 }

@@ -191,6 +191,12 @@ void Runner::check_runnable() {
       case OpKind::Repeat:
         repeats_[op.id.value] = plan_repeat(op);
         break;
+      case OpKind::Collective:
+        if (!options_.collectives)
+          fail_unsupported(op, fmt::format("{} exchanges data with other ranks: run the ranks' "
+                                           "graphs together (run_ranks, docs/executor.md)",
+                                           ir::collective_kind_name(op.collective().kind)));
+        break;
       case OpKind::Einsum: case OpKind::Move: break;
     }
   }
@@ -385,6 +391,9 @@ void Runner::run_op(const Op& op, const ExecContext& ctx) {
       run_opaque(op.opaque(), ins, outs, ctx);
       return;
     }
+    case OpKind::Collective:
+      options_.collectives->run(op, ins, values_[op.outputs[0].value]);
+      return;
     case OpKind::Unanalyzed: case OpKind::Repeat:
       break;  // refused by check_runnable; run above
   }

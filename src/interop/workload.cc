@@ -317,6 +317,16 @@ Workload build_workload(const ir::Graph& g, const cost::GraphCost& cost) {
                                           "inputs",
                                           op.unanalyzed().framework_op, op.unanalyzed().reason)});
         continue;
+      case ir::OpKind::Collective:
+        // A workload is one device's loop nests; a collective runs on links between devices,
+        // which neither AccelForge nor Timeloop models.
+        w.left_out.push_back({op.name, "collective",
+                              fmt::format("{} over {} ranks moves data between devices, which "
+                                          "a one-device workload does not model; its outputs "
+                                          "are workload inputs",
+                                          ir::collective_kind_name(op.collective().kind),
+                                          op.collective().group.size)});
+        continue;
       case ir::OpKind::Repeat:
         w.left_out.push_back({op.name, "repeat",
                               fmt::format("a loop of {} iterations over a body of {} ops has no "

@@ -90,8 +90,58 @@ std::string_view op_kind_name(OpKind k) {
     case OpKind::Opaque: return "opaque";
     case OpKind::Unanalyzed: return "unanalyzed";
     case OpKind::Repeat: return "repeat";
+    case OpKind::Collective: return "collective";
   }
   return "?";
+}
+
+std::string_view collective_kind_name(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::AllReduce: return "all_reduce";
+    case CollectiveKind::AllGather: return "all_gather";
+    case CollectiveKind::ReduceScatter: return "reduce_scatter";
+    case CollectiveKind::AllToAll: return "all_to_all";
+    case CollectiveKind::Send: return "send";
+    case CollectiveKind::Recv: return "recv";
+    case CollectiveKind::Broadcast: return "broadcast";
+  }
+  return "?";
+}
+
+std::optional<CollectiveKind> parse_collective_kind(std::string_view name) {
+  for (CollectiveKind k : {CollectiveKind::AllReduce, CollectiveKind::AllGather,
+                           CollectiveKind::ReduceScatter, CollectiveKind::AllToAll,
+                           CollectiveKind::Send, CollectiveKind::Recv, CollectiveKind::Broadcast})
+    if (collective_kind_name(k) == name) return k;
+  return std::nullopt;
+}
+
+bool collective_reduces(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::AllReduce: case CollectiveKind::ReduceScatter: return true;
+    case CollectiveKind::AllGather: case CollectiveKind::AllToAll: case CollectiveKind::Send:
+    case CollectiveKind::Recv: case CollectiveKind::Broadcast: return false;
+  }
+  return false;
+}
+
+std::string_view collective_reduction_name(CollectiveReduction r) {
+  switch (r) {
+    case CollectiveReduction::Sum: return "sum";
+    case CollectiveReduction::Prod: return "prod";
+    case CollectiveReduction::Max: return "max";
+    case CollectiveReduction::Min: return "min";
+    case CollectiveReduction::Avg: return "avg";
+  }
+  return "?";
+}
+
+std::optional<CollectiveReduction> parse_collective_reduction(std::string_view name) {
+  for (CollectiveReduction r : {CollectiveReduction::Sum, CollectiveReduction::Prod,
+                                CollectiveReduction::Max, CollectiveReduction::Min,
+                                CollectiveReduction::Avg})
+    if (collective_reduction_name(r) == name) return r;
+  return std::nullopt;
 }
 
 Origin op_origin(const Op& op) {

@@ -380,9 +380,15 @@ class Reader {
       check_keys(j, p, {"name", "kind", "inputs", "outputs", "origin", "trips", "reverse",
                         "bindings", "results", "body"});
       op.body = read_repeat(j, p);
+    } else if (kind == "collective") {
+      check_keys(j, p, {"name", "kind", "inputs", "outputs", "origin", "collective", "reduction",
+                        "group", "axis", "split_axis", "concat_axis", "peer", "root"});
+      op.body = read_collective(j, p);
     } else {
       fail(p.field("kind"),
-           fmt::format("unknown op kind \"{}\" (einsum move opaque unanalyzed repeat)", kind));
+           fmt::format("unknown op kind \"{}\" (einsum move opaque unanalyzed repeat "
+                       "collective)",
+                       kind));
     }
     if (op.name.empty() && !op.outputs.empty()) op.name = g.tensor(op.outputs[0]).name;
     // Parts of the origin left out default to "this op of this file".
@@ -404,6 +410,72 @@ class Reader {
       if (const json* m = find(*o, "module")) op.origin.module = string(*m, op2.field("module"));
     }
     g.add_op(std::move(op));
+  }
+
+  // The typed fields of a collective (graph-json.md, "collective"): the kind's own fields
+  // only, the reduction exactly for the kinds that reduce.
+  CollectiveOp read_collective(const json& j, const Path& p) const {
+    std::string ck = string(require(j, p, "collective"), p.field("collective"));
+    std::optional<CollectiveKind> kind = parse_collective_kind(ck);
+    if (!kind)
+      fail(p.field("collective"),
+           fmt::format("unknown collective \"{}\" (all_reduce all_gather reduce_scatter "
+                       "all_to_all send recv broadcast)",
+                       ck));
+    CollectiveOp c;
+    c.kind = *kind;
+    const bool pair = c.kind == CollectiveKind::Send || c.kind == CollectiveKind::Recv;
+    if (collective_reduces(c.kind)) {
+      std::string r = string(require(j, p, "reduction"), p.field("reduction"));
+      std::optional<CollectiveReduction> red = parse_collective_reduction(r);
+      if (!red)
+        fail(p.field("reduction"),
+             fmt::format("unknown reduction \"{}\" (sum prod max min avg)", r));
+      c.reduction = *red;
+    } else if (find(j, "reduction")) {
+      fail(p.field("reduction"), fmt::format("{} does not reduce: no \"reduction\"", ck));
+    }
+    std::vector<std::string_view> own;
+    switch (c.kind) {
+      case CollectiveKind::AllGather: case CollectiveKind::ReduceScatter: own = {"axis"}; break;
+      case CollectiveKind::AllToAll: own = {"split_axis", "concat_axis"}; break;
+      case CollectiveKind::Send: case CollectiveKind::Recv: own = {"peer"}; break;
+      case CollectiveKind::Broadcast: own = {"root"}; break;
+      case CollectiveKind::AllReduce: break;
+    }
+    for (std::string_view key : {"axis", "split_axis", "concat_axis", "peer", "root"}) {
+      const json* v = find(j, key);
+      if (!v) continue;
+      if (std::find(own.begin(), own.end(), key) == own.end())
+        fail(p.field(key), fmt::format("{} has no \"{}\"", ck, key));
+      std::int64_t x = integer(*v, p.field(key));
+      if (key == "axis" || key == "split_axis") c.axis = x;
+      if (key == "concat_axis") c.concat_axis = x;
+      if (key == "peer") c.peer = x;
+      if (key == "root") c.root = x;
+    }
+    if (pair && !find(j, "peer"))
+      fail(p, fmt::format("missing field \"peer\" (the rank a {} pairs with)", ck));
+    Path gp = p.field("group");
+    if (pair) c.group.size = 2;
+    const json* gj = find(j, "group");
+    if (!gj && !pair) fail(p, "missing field \"group\"");
+    if (gj) {
+      expect_object(*gj, gp, "a group object");
+      check_keys(*gj, gp, {"size", "name", "ranks_per_domain", "torus_extent"});
+      if (const json* n = find(*gj, "size")) c.group.size = integer(*n, gp.field("size"));
+      else if (!pair) fail(gp, "missing field \"size\"");
+      if (const json* n = find(*gj, "name")) c.group.name = string(*n, gp.field("name"));
+      if (const json* n = find(*gj, "ranks_per_domain"))
+        c.group.ranks_per_domain = integer(*n, gp.field("ranks_per_domain"));
+      if (const json* t = find(*gj, "torus_extent")) {
+        Path tp = gp.field("torus_extent");
+        expect_array(*t, tp);
+        for (std::size_t i = 0; i < t->size(); ++i)
+          c.group.torus_extent.push_back(integer((*t)[i], tp.at(i)));
+      }
+    }
+    return c;
   }
 
   EinsumOp read_einsum(const json& j, const Path& p) const {
@@ -591,6 +663,36 @@ json repeat_json(const RepeatOp& r) {
   return oj;
 }
 
+json collective_json(const CollectiveOp& c) {
+  json oj;
+  oj["collective"] = collective_kind_name(c.kind);
+  if (collective_reduces(c.kind)) oj["reduction"] = collective_reduction_name(c.reduction);
+  json gj;
+  gj["size"] = c.group.size;
+  if (!c.group.name.empty()) gj["name"] = c.group.name;
+  if (c.group.ranks_per_domain > 0) gj["ranks_per_domain"] = c.group.ranks_per_domain;
+  if (!c.group.torus_extent.empty()) gj["torus_extent"] = c.group.torus_extent;
+  oj["group"] = std::move(gj);
+  switch (c.kind) {
+    case CollectiveKind::AllGather: case CollectiveKind::ReduceScatter:
+      oj["axis"] = c.axis;
+      break;
+    case CollectiveKind::AllToAll:
+      oj["split_axis"] = c.axis;
+      oj["concat_axis"] = c.concat_axis;
+      break;
+    case CollectiveKind::Send: case CollectiveKind::Recv:
+      oj["peer"] = c.peer;
+      break;
+    case CollectiveKind::Broadcast:
+      oj["root"] = c.root;
+      break;
+    case CollectiveKind::AllReduce:
+      break;
+  }
+  return oj;
+}
+
 }  // namespace
 
 nlohmann::json graph_to_json(const Graph& g) {
@@ -691,6 +793,9 @@ void write_statements(const Graph& g, json& out) {
         break;
       case OpKind::Repeat:
         oj.update(repeat_json(op.repeat()));
+        break;
+      case OpKind::Collective:
+        oj.update(collective_json(op.collective()));
         break;
     }
     ops.push_back(std::move(oj));

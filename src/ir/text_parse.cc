@@ -9,6 +9,7 @@
 #include <charconv>
 #include <unordered_set>
 
+#include "solar/ir/collective.h"
 #include "solar/ir/verify.h"
 #include "syntax.h"
 
@@ -261,7 +262,7 @@ class Parser {
     Token kw = lex_.next();
     if (kw.kind != TokKind::Ident)
       lex_.fail_expected("a role (input, weight, constant) or an op (einsum, move, opaque, "
-                         "unanalyzed, repeat)",
+                         "unanalyzed, repeat, collective)",
                          fmt::format("after the type of '{}'", names.back()), kw);
     std::optional<Role> role = parse_role(kw.text);
     if (role) {
@@ -291,9 +292,11 @@ class Parser {
       op.body = parse_unanalyzed(names[0], op.inputs);
     } else if (kw.is_ident("repeat")) {
       op.body = parse_repeat(names, op.inputs);
+    } else if (kw.is_ident("collective")) {
+      op.body = parse_collective(names[0], op.inputs);
     } else {
       lex_.fail_expected("a role (input, weight, constant) or an op (einsum, move, opaque, "
-                         "unanalyzed, repeat)",
+                         "unanalyzed, repeat, collective)",
                          fmt::format("after the type of '{}'", names.back()), kw);
     }
     // Trailing clauses, in any order, each at most once.
@@ -726,6 +729,31 @@ class Parser {
   }
 
   // ---- move / opaque / unanalyzed ----
+
+  // collective KIND [REDUCTION] {ATTRS} (INPUTS): the reduction for all_reduce and
+  // reduce_scatter only; the attributes per ir/collective.h.
+  CollectiveOp parse_collective(const std::string& out_name, std::vector<TensorId>& inputs) {
+    Token k = lex_.next();
+    std::optional<CollectiveKind> kind =
+        k.kind == TokKind::Ident ? parse_collective_kind(k.text) : std::nullopt;
+    if (!kind)
+      lex_.fail_expected("a collective kind (all_reduce all_gather reduce_scatter all_to_all "
+                         "send recv broadcast)",
+                         fmt::format("after 'collective' for '{}'", out_name), k);
+    std::optional<CollectiveReduction> reduction;
+    if (collective_reduces(*kind)) {
+      Token r = lex_.next();
+      reduction = r.kind == TokKind::Ident ? parse_collective_reduction(r.text) : std::nullopt;
+      if (!reduction)
+        lex_.fail_expected("a reduction (sum prod max min avg)",
+                           fmt::format("after '{}' for '{}'", k.text, out_name), r);
+    }
+    int line = lex_.peek().line;
+    CollectiveFromAttrs c = collective_from_attrs(*kind, reduction, parse_attrs(out_name));
+    if (!c.why_not.empty()) lex_.fail(fmt::format("'{}': {}", out_name, c.why_not), line);
+    parse_input_list(out_name, inputs);
+    return c.op;
+  }
 
   MoveOp parse_move(const std::string& out_name, std::vector<TensorId>& inputs) {
     MoveOp m;

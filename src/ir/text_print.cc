@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "solar/ir/collective.h"
 #include "syntax.h"
 
 namespace solar::ir {
@@ -156,6 +157,18 @@ std::string format_op(const Graph& g, const Op& op) {
     case OpKind::Repeat:
       s += format_repeat(g, op, op.repeat());
       break;
+    case OpKind::Collective: {
+      const CollectiveOp& c = op.collective();
+      std::vector<std::string> attrs;
+      for (const auto& [key, value] : collective_text_attrs(c))
+        attrs.push_back(key + "=" + format_attr_value(value));
+      s += fmt::format("collective {}{}{} {}", collective_kind_name(c.kind),
+                       collective_reduces(c.kind)
+                           ? " " + std::string(collective_reduction_name(c.reduction))
+                           : std::string(),
+                       format_attrs(attrs, {}), format_inputs(g, op));
+      break;
+    }
   }
   if (op.kind() == OpKind::Einsum && op.einsum().hint != ContractionHint::None)
     s += " hint " + syntax::quote(contraction_hint_name(op.einsum().hint));

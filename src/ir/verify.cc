@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "solar/ir/attrs.h"
+#include "solar/ir/collective.h"
 #include "solar/ir/shape.h"
 #include "syntax.h"
 
@@ -176,6 +177,7 @@ class Verifier {
         case OpKind::Opaque: why = check_opaque(op, op.opaque()); break;
         case OpKind::Unanalyzed: why = check_unanalyzed(op, op.unanalyzed()); break;
         case OpKind::Repeat: why = check_repeat(op, op.repeat()); break;
+        case OpKind::Collective: why = why_not_collective(g_, op); break;
       }
       if (why) return fail_op(*why);
     }

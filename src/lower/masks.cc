@@ -566,6 +566,7 @@ void Recognizer::backward_op(const ir::Op& op) {
       return;
     }
     case ir::OpKind::Opaque: case ir::OpKind::Unanalyzed: case ir::OpKind::Repeat:
+    case ir::OpKind::Collective:
       for (TensorId t : op.inputs) observe(t, {});
       return;
   }
@@ -601,7 +602,9 @@ MaskRecognition Recognizer::run(ir::Graph& g) {
           forward_einsum(op);
         break;
       case ir::OpKind::Move: forward_move(op); break;
-      case ir::OpKind::Opaque: case ir::OpKind::Repeat: forward_opaque(op); break;
+      case ir::OpKind::Opaque: case ir::OpKind::Repeat: case ir::OpKind::Collective:
+        forward_opaque(op);
+        break;
       case ir::OpKind::Unanalyzed: break;
     }
   }

@@ -24,6 +24,7 @@ std::string op_class(const ir::Op& op, const cost::Work& w) {
     case ir::OpKind::Opaque: return "opaque";
     case ir::OpKind::Unanalyzed: return "unanalyzed";
     case ir::OpKind::Repeat: return "repeat";
+    case ir::OpKind::Collective: return "collective";
   }
   return "?";
 }

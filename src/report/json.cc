@@ -341,6 +341,12 @@ json to_json(const Report& r) {
         row["trips"] = op.repeat().trips;
         row["body_ops"] = op.repeat().body->ops().size();
         break;
+      case ir::OpKind::Collective:
+        row["collective"] = std::string(ir::collective_kind_name(op.collective().kind));
+        row["group"] = op.collective().group.name;
+        row["group_size"] = op.collective().group.size;
+        row["comm_bytes"] = count_json(w.total_comm_bytes());
+        break;
       case ir::OpKind::Einsum:
         break;
     }

@@ -139,6 +139,13 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
       u.repeat = std::make_shared<const detail::RepeatModel>(op, o);
       evaluated += u.repeat->model->mappings_evaluated();
     }
+    if (op.kind() == ir::OpKind::Collective) {
+      // A fusion boundary: the links read its input from DRAM and write its result there,
+      // so it moves its own bytes and no neighbour keeps either on chip.
+      for (ir::TensorId in : op.inputs) used_outside[root[in.value]] = true;
+      units.push_back(std::move(u));
+      continue;
+    }
     try {
       // A masked einsum (causal attention) is tiled by its live tiles, or where the model
       // cannot count them (a window, 2:4 operands) as its full box, attainable only; either

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,16 @@
 namespace solar::cost {
 
 struct WorkPart;
+
+// What a collective op moves between ranks (docs/cost.md, "Collectives"): its kind, its group
+// and its payload S, the bytes nccl-tests calls the collective's size (bound/collective.h): an
+// all_reduce's or broadcast's buffer, a reduce_scatter's whole input, an all_gather's whole
+// output, an all_to_all's per-rank buffer, a send's or recv's message.
+struct Communication {
+  ir::CollectiveKind kind = ir::CollectiveKind::AllReduce;
+  ir::CollectiveGroup group;
+  Count payload;  // S, bytes per rank
+};
 
 struct Work {
   ContractionClass contraction = ContractionClass::None;
@@ -55,10 +66,18 @@ struct Work {
   // stacked output (the stacking copy). The counts above are the sum of every part's work
   // times its runs; the bounds price each run as an op of its own. Empty for other ops.
   std::vector<WorkPart> parts;
+  // Collectives' payload bytes per rank (S) by collective kind: an op's own, or summed over
+  // a graph. Moved over links, not DRAM: bytes_read and bytes_written hold a collective's
+  // DRAM traffic (its input read and its result written once).
+  std::map<ir::CollectiveKind, Count> comm_bytes;
+  // The op's own collective, for the link bounds; empty for other ops and in sums (which keep
+  // comm_bytes).
+  std::optional<Communication> comm;
 
   Count total_macs() const;
   Count total_macs_2_4() const;  // the sum of macs_2_4 (<= total_macs())
   Count total_vector_flops() const;
+  Count total_comm_bytes() const;  // the sum of comm_bytes
   Count flops() const { return Count(2) * total_macs() + total_vector_flops(); }
   Count bytes() const { return bytes_read + bytes_written; }
   // Sums every count; the contraction class is kept when equal (None otherwise), analyzed

@@ -12,9 +12,21 @@
 
 namespace solar::exec {
 
+// How one rank's collective ops reach the other ranks (run_ranks, exec/ranks.h): `run` is
+// called when the rank reaches a collective, with its inputs, and returns when `out` (already
+// allocated with the op's result type) holds the result. Throws UserError when the ranks'
+// collectives do not match.
+class CollectiveHook {
+ public:
+  virtual ~CollectiveHook() = default;
+  virtual void run(const ir::Op& op, const std::vector<const Buffer*>& inputs, Buffer& out) = 0;
+};
+
 struct ExecOptions {
   int threads = 0;                      // 0: every core (OpenMP's default team size)
   std::uint64_t memory_limit_bytes = 0; // 0: default_memory_limit_bytes()
+  // Where collective ops go; null (a graph run alone): a collective is refused (Unsupported).
+  CollectiveHook* collectives = nullptr;
 };
 
 // 80% of the machine's physical memory (sysconf), in bytes.

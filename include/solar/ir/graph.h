@@ -17,6 +17,8 @@
 // - Unanalyzed ops are framework ops no lowering table knows: kept, counted, reported.
 // - Repeat ops run a body graph `trips` times (RepeatOp below): a recurrence (LSTM, GRU, a
 //   JAX scan) stays one op with one body instead of `trips` copies of it.
+// - Collective ops exchange data among the ranks of a group (CollectiveOp below): the graph
+//   is one rank's program, and every rank of the group runs the same collective.
 #pragma once
 
 #include <cstdint>
@@ -232,15 +234,67 @@ struct RepeatOp {
   friend bool operator==(const RepeatOp& a, const RepeatOp& b);
 };
 
-enum class OpKind { Einsum, Move, Opaque, Unanalyzed, Repeat };
-std::string_view op_kind_name(OpKind k);  // einsum move opaque unanalyzed repeat
+// Collective communication (docs/ir-text.md, "Collectives"; docs/parallel.md). The graph is
+// one rank's program; a collective runs when every rank of its group reaches it, as NCCL's
+// calls do. Shapes follow the frameworks (n = the group's size; `axis` of the input):
+// - all_reduce: out = the reduction over the group of every rank's input; same shape.
+// - all_gather: the ranks' inputs concatenated along `axis` in rank order: out.shape[axis] =
+//   n x in.shape[axis].
+// - reduce_scatter: the reduction of the inputs, split along `axis` into n blocks, rank r
+//   keeping block r: out.shape[axis] = in.shape[axis] / n (which n divides).
+// - all_to_all: the input split along `axis` into n blocks, block j sent to rank j; the n
+//   blocks received concatenated along `concat_axis` in rank order (jax.lax.all_to_all; with
+//   axis = concat_axis = 0, torch's all_to_all_single): out.shape[axis] /= n, then
+//   out.shape[concat_axis] *= n.
+// - send: sends its input to rank `peer` of the program; its result is the input, unchanged
+//   (NCCL leaves a send buffer as it was), so that a graph can keep or output what it sent.
+// - recv: no input; receives from rank `peer` the tensor of its result's type.
+// - broadcast: out = the input of group rank `root` on every rank; same shape.
+enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, AllToAll, Send, Recv, Broadcast };
+// all_reduce all_gather reduce_scatter all_to_all send recv broadcast
+std::string_view collective_kind_name(CollectiveKind k);
+std::optional<CollectiveKind> parse_collective_kind(std::string_view name);
+// Whether a collective of `k` reduces its ranks' inputs (all_reduce, reduce_scatter).
+bool collective_reduces(CollectiveKind k);
+
+// NCCL's reduction operators (ncclRedOp_t); avg is the sum divided by n.
+enum class CollectiveReduction { Sum, Prod, Max, Min, Avg };
+std::string_view collective_reduction_name(CollectiveReduction r);  // sum prod max min avg
+std::optional<CollectiveReduction> parse_collective_reduction(std::string_view name);
+
+// The ranks a collective runs over.
+struct CollectiveGroup {
+  std::int64_t size = 1;  // n ranks, >= 1 (send, recv: 2, the pair)
+  std::string name;       // the mesh axis or group it runs over ("tp", "dp"); may be empty
+  // How the group lies on a system, where the program or its plan knows it: ranks per
+  // scale-up domain (0: unknown, numbered consecutively as bound::contiguous_group does), and
+  // on a torus the group's extent along each axis of the domain (empty: unknown), whose
+  // product is ranks_per_domain.
+  std::int64_t ranks_per_domain = 0;
+  std::vector<std::int64_t> torus_extent;
+  friend bool operator==(const CollectiveGroup&, const CollectiveGroup&) = default;
+};
+
+struct CollectiveOp {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  CollectiveGroup group;
+  CollectiveReduction reduction = CollectiveReduction::Sum;  // all_reduce, reduce_scatter
+  std::int64_t axis = 0;         // all_gather, reduce_scatter: its axis; all_to_all: split axis
+  std::int64_t concat_axis = 0;  // all_to_all
+  std::int64_t peer = 0;         // send, recv: the other rank (the program's rank number)
+  std::int64_t root = 0;         // broadcast: the group rank whose input everyone receives
+  friend bool operator==(const CollectiveOp&, const CollectiveOp&) = default;
+};
+
+enum class OpKind { Einsum, Move, Opaque, Unanalyzed, Repeat, Collective };
+std::string_view op_kind_name(OpKind k);  // einsum move opaque unanalyzed repeat collective
 
 struct Op {
   OpId id;
   std::string name;  // unique within the graph; defaults to the first output's name
   std::vector<TensorId> inputs;
   std::vector<TensorId> outputs;
-  std::variant<EinsumOp, MoveOp, OpaqueOp, UnanalyzedOp, RepeatOp> body;
+  std::variant<EinsumOp, MoveOp, OpaqueOp, UnanalyzedOp, RepeatOp, CollectiveOp> body;
   Origin origin;  // where it came from (framework file/line, framework op)
 
   OpKind kind() const { return static_cast<OpKind>(body.index()); }
@@ -249,6 +303,7 @@ struct Op {
   const OpaqueOp& opaque() const { return std::get<OpaqueOp>(body); }
   const UnanalyzedOp& unanalyzed() const { return std::get<UnanalyzedOp>(body); }
   const RepeatOp& repeat() const { return std::get<RepeatOp>(body); }
+  const CollectiveOp& collective() const { return std::get<CollectiveOp>(body); }
 };
 
 // The origin an error about `op` carries: its own, naming the op itself when it names no

@@ -7,6 +7,7 @@
 #include <set>
 #include <string_view>
 
+#include "solar/cost/graph_cost.h"
 #include "solar/ir/text.h"
 #include "testing/graph_lookup.h"
 
@@ -567,6 +568,109 @@ TEST(WorkSum, AddsTwoFourMacsByDtype) {
   EXPECT_EQ(at(a.macs_2_4, DType::F8E4M3), Count(7));
   EXPECT_EQ(a.total_macs_2_4(), Count(100 + 7));
 }
+
+
+// ---- collectives -----------------------------------------------------------------------
+
+namespace collectives {
+
+// Every kind on 8 ranks over bf16 x[64,32]: E = 2048 elements, 2 bytes each.
+constexpr std::uint64_t kE = 64 * 32, kBytes = 2 * kE, kN = 8;
+
+Graph every_kind() {
+  return parse_graph(R"(
+    x = bf16[64,32] input
+    ar = bf16[64,32] collective all_reduce sum {size=8} (x)
+    av = bf16[64,32] collective all_reduce avg {size=8} (x)
+    ag = bf16[512,32] collective all_gather {size=8, axis=0} (x)
+    rs = bf16[8,32] collective reduce_scatter max {size=8, axis=0} (x)
+    aa = bf16[64,32] collective all_to_all {size=8, split_axis=0, concat_axis=0} (x)
+    sd = bf16[64,32]{output} collective send {peer=1} (x)
+    rv = bf16[64,32] collective recv {peer=1} ()
+    bc = bf16[64,32] collective broadcast {size=8, root=0} (x))");
+}
+
+Count comm(const Work& w, ir::CollectiveKind k) {
+  auto it = w.comm_bytes.find(k);
+  return it == w.comm_bytes.end() ? Count(0) : it->second;
+}
+
+TEST(CollectiveWork, PayloadIsTheNcclTestsSize) {
+  Graph g = every_kind();
+  using K = ir::CollectiveKind;
+  // S: the buffer (all_reduce, broadcast), the whole input (reduce_scatter), the whole output
+  // (all_gather: n x the input), each rank's buffer (all_to_all), the message (send, recv).
+  EXPECT_EQ(comm(work_of(g, "ar"), K::AllReduce), Count(kBytes));
+  EXPECT_EQ(comm(work_of(g, "ag"), K::AllGather), Count(kN * kBytes));
+  EXPECT_EQ(comm(work_of(g, "rs"), K::ReduceScatter), Count(kBytes));
+  EXPECT_EQ(comm(work_of(g, "aa"), K::AllToAll), Count(kBytes));
+  EXPECT_EQ(comm(work_of(g, "sd"), K::Send), Count(kBytes));
+  EXPECT_EQ(comm(work_of(g, "rv"), K::Recv), Count(kBytes));
+  EXPECT_EQ(comm(work_of(g, "bc"), K::Broadcast), Count(kBytes));
+  Work ar = work_of(g, "ar");
+  ASSERT_TRUE(ar.comm.has_value());
+  EXPECT_EQ(ar.comm->kind, K::AllReduce);
+  EXPECT_EQ(ar.comm->group.size, 8);
+  EXPECT_EQ(ar.comm->payload, Count(kBytes));
+  EXPECT_EQ(ar.total_comm_bytes(), Count(kBytes));
+  EXPECT_EQ(work_of(g, "ag").comm->payload, Count(kN * kBytes));
+}
+
+TEST(CollectiveWork, DramReadsTheInputAndWritesTheResultOnce) {
+  Graph g = every_kind();
+  EXPECT_EQ(work_of(g, "ar").bytes(), Count(2 * kBytes));
+  EXPECT_EQ(work_of(g, "ag").bytes(), Count(kBytes + kN * kBytes));
+  EXPECT_EQ(work_of(g, "rs").bytes(), Count(kBytes + kBytes / kN));
+  EXPECT_EQ(work_of(g, "sd").bytes_written, Count(0));  // its result is its input
+  EXPECT_EQ(work_of(g, "sd").bytes_read, Count(kBytes));
+  EXPECT_EQ(work_of(g, "rv").bytes_read, Count(0));     // nothing local to read
+  EXPECT_EQ(work_of(g, "rv").bytes_written, Count(kBytes));
+}
+
+TEST(CollectiveWork, ReductionsShareTheVectorFlops) {
+  Graph g = every_kind();
+  // Each rank reduces (n-1)/n of the E elements; avg also divides its E/n results.
+  EXPECT_EQ(at(work_of(g, "ar").vector_flops, DType::BF16), Count((kN - 1) * kE / kN));
+  EXPECT_EQ(at(work_of(g, "av").vector_flops, DType::BF16),
+            Count((kN - 1) * kE / kN + kE / kN));
+  EXPECT_EQ(at(work_of(g, "rs").vector_flops, DType::BF16), Count((kN - 1) * kE / kN));
+  for (const char* name : {"ag", "aa", "sd", "rv", "bc"})
+    EXPECT_EQ(work_of(g, name).total_vector_flops(), Count(0)) << name;
+  EXPECT_EQ(work_of(g, "ar").total_macs(), Count(0));
+  // A share that does not divide evenly: the busiest rank's, rounded up.
+  Graph odd = parse_graph(R"(
+    x = f32[5] input
+    y = f32[5]{output} collective all_reduce sum {size=3} (x))");
+  EXPECT_EQ(work_of(odd, "y").total_vector_flops(), Count((2 * 5 + 2) / 3));  // ceil(10/3)
+}
+
+TEST(CollectiveWork, GraphTotalsAddCommunicationByKind) {
+  Graph g = every_kind();
+  GraphCost c = graph_cost(g);
+  using K = ir::CollectiveKind;
+  // The send is the graph's output; the recv is never dead either (its peer waits for it).
+  // The others reach no output: dead.
+  EXPECT_FALSE(c.per_op[op_of(g, "sd").id.value].dead);
+  EXPECT_FALSE(c.per_op[op_of(g, "rv").id.value].dead);
+  EXPECT_TRUE(c.per_op[op_of(g, "ar").id.value].dead);
+  EXPECT_EQ(comm(c.total, K::Send), Count(kBytes));
+  EXPECT_EQ(comm(c.total, K::Recv), Count(kBytes));
+  EXPECT_EQ(c.total.total_comm_bytes(), Count(2 * kBytes));
+  EXPECT_FALSE(c.total.comm.has_value());  // a sum keeps the bytes, not one op's group
+  // With every result an output, each kind's payload adds up.
+  Graph all = parse_graph(R"(
+    x = f32[16] input
+    a = f32[16]{output} collective all_reduce sum {size=4} (x)
+    b = f32[16]{output} collective all_reduce sum {size=4} (a)
+    c = f32[64]{output} collective all_gather {size=4, axis=0} (b))");
+  GraphCost ca = graph_cost(all);
+  EXPECT_EQ(comm(ca.total, K::AllReduce), Count(2 * 4 * 16));
+  EXPECT_EQ(comm(ca.total, K::AllGather), Count(4 * 64));
+  // Compulsory traffic: the graph's input once, its outputs once.
+  EXPECT_EQ(ca.compulsory_bytes(), Count(4 * (16 + 16 + 16 + 64)));
+}
+
+}  // namespace collectives
 
 }  // namespace
 }  // namespace solar::cost
