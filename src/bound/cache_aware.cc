@@ -121,14 +121,16 @@ CacheAwareBound cache_aware_bound(const ir::Graph& g, const cost::GraphCost& cos
   cb.exhaustive = q.exhaustive;
   cb.detail = std::move(q.detail);
 
-  // The fused level's compute terms: the whole graph's work per unit kind is the same
-  // whatever the capacity.
+  // The fused level's compute and link terms: the whole graph's work per unit kind, and its
+  // collectives' link time, are the same whatever the capacity.
   for (const Term& t : bounds.fused.terms)
     if (!t.memory) cb.terms.push_back(t);
-  // The fused level's compute sentences carry over; its memory sentences (each about
-  // "bytes") concern the compulsory traffic this level replaces by Q(S).
+  // The fused level's compute and link sentences carry over; its memory sentences (each about
+  // "bytes", but not about link time) concern the compulsory traffic this level replaces by
+  // Q(S).
   for (const std::string& s : bounds.fused.unknown)
-    if (s.find("bytes") == std::string::npos) cb.unknown.push_back(s);
+    if (s.find("bytes") == std::string::npos || s.find("link time") != std::string::npos)
+      cb.unknown.push_back(s);
   const std::optional<double> beta = bounds.dram_bandwidth;
   if (cb.traffic_bytes != Count(0)) {
     if (beta)
@@ -148,6 +150,15 @@ CacheAwareBound cache_aware_bound(const ir::Graph& g, const cost::GraphCost& cos
   } else {
     cb.bottleneck = "none";
   }
+  if (bounds.fused.seconds_no_overlap) {
+    double local = 0, links = 0;
+    for (const Term& t : cb.terms) {
+      if (t.link) links += t.seconds;
+      else local = std::max(local, t.seconds);
+    }
+    cb.seconds_no_overlap = std::max(local + links, cb.seconds);
+  }
+  cb.latency_seconds = bounds.fused.latency_seconds;
 
   // The no-fusion reference at S, op by op in graph order (the order the fused unit terms
   // were summed in, so rounding keeps cache_aware <= it).

@@ -261,6 +261,35 @@ GroupLayout contiguous_group(const hw::System& s, int size) {
   return g;
 }
 
+CollectiveKind collective_kind(ir::CollectiveKind k) {
+  switch (k) {
+    case ir::CollectiveKind::AllReduce: return CollectiveKind::AllReduce;
+    case ir::CollectiveKind::AllGather: return CollectiveKind::AllGather;
+    case ir::CollectiveKind::ReduceScatter: return CollectiveKind::ReduceScatter;
+    case ir::CollectiveKind::AllToAll: return CollectiveKind::AllToAll;
+    case ir::CollectiveKind::Send: case ir::CollectiveKind::Recv: return CollectiveKind::SendRecv;
+    case ir::CollectiveKind::Broadcast: return CollectiveKind::Broadcast;
+  }
+  SOLAR_UNREACHABLE("bad ir::CollectiveKind");
+}
+
+GroupLayout group_layout(const hw::System& s, const ir::CollectiveGroup& group) {
+  if (group.size < 1 || group.size > s.devices())
+    bad(fmt::format("a group of {} ranks does not fit {} ({} devices)", group.size, s.id,
+                    s.devices()));
+  const int size = static_cast<int>(group.size);
+  if (group.ranks_per_domain <= 0) return contiguous_group(s, size);
+  if (size % group.ranks_per_domain != 0)
+    bad(fmt::format("{} ranks per domain do not divide a group of {}", group.ranks_per_domain,
+                    size));
+  GroupLayout g;
+  g.ranks_per_domain = static_cast<int>(group.ranks_per_domain);
+  g.domains = size / g.ranks_per_domain;
+  for (std::int64_t e : group.torus_extent)
+    g.torus_extent.push_back(static_cast<int>(std::min<std::int64_t>(e, size)));
+  return g;
+}
+
 const LinkTerm* CollectiveBound::term(LinkKind link) const {
   for (const LinkTerm& t : terms)
     if (t.link == link) return &t;

@@ -185,8 +185,8 @@ struct Unpriced {
 
 class Bounder {
  public:
-  Bounder(const hw::Device& device, const Options& options)
-      : device_(device), options_(options), table_(device, options.policy) {
+  Bounder(const hw::Device& device, const Options& options, const hw::System* system)
+      : device_(device), options_(options), system_(system), table_(device, options.policy) {
     const hw::MemorySpec* dram = device.memory_level(hw::MemoryLevel::Dram);
     if (dram) dram_bw_ = positive(dram->bandwidth);
     const hw::MemorySpec* l2 = device.memory_level(hw::MemoryLevel::L2);
@@ -286,6 +286,8 @@ class Bounder {
       }
     }
 
+    if (w.comm) charge_links(*w.comm, runs, ob);
+
     if (runs_d != 1)
       for (Term& t : ob.terms) t.seconds *= runs_d;
     sort_terms(ob.terms);
@@ -295,7 +297,56 @@ class Bounder {
       ob.seconds = ob.terms[0].seconds;
       ob.bottleneck = ob.terms[0].resource;
     }
+    unfused_no_overlap_ += no_overlap(ob.terms);
     return ob;
+  }
+
+  // Max over the compute and memory terms plus the sum of the link terms: the time when no
+  // communication overlaps computation (docs/parallel.md).
+  static double no_overlap(const std::vector<Term>& terms) {
+    double local = 0, links = 0;
+    for (const Term& t : terms) {
+      if (t.link) links += t.seconds;
+      else local = std::max(local, t.seconds);
+    }
+    return local + links;
+  }
+
+  // A collective's link terms (one run's, scaled to `runs` with the op's other terms), or its
+  // payload as unknown link time without a system.
+  void charge_links(const cost::Communication& c, Count runs, OpBound& ob) {
+    const double runs_d = runs.to_double();
+    if (!system_) {
+      ob.unknown.push_back(comm_unknown(c.payload, c.kind, 1));
+      unknown_comm_[c.kind].add(c.payload, runs);
+      return;
+    }
+    const CollectiveBound b = collective_bound(*system_, collective_kind(c.kind),
+                                               group_layout(*system_, c.group),
+                                               c.payload.to_double());
+    for (LinkTerm t : b.terms) {
+      ob.terms.push_back(Term::of_link(t.link, t.seconds));
+      LinkUse& use = link_use(t.link);
+      use.bytes += t.bytes * runs_d;
+      use.seconds += t.seconds * runs_d;
+      use.collectives += static_cast<std::int64_t>(runs_d);
+      t.bytes *= runs_d;
+      t.seconds *= runs_d;
+      if (t.implemented_bytes) *t.implemented_bytes *= runs_d;
+      ob.links.push_back(std::move(t));
+    }
+    ob.latency_seconds = b.latency_seconds;
+  }
+
+  LinkUse& link_use(LinkKind link) {
+    for (LinkUse& u : links_)
+      if (u.link == link) return u;
+    links_.push_back(LinkUse{link, 0, 0, 0});
+    std::sort(links_.begin(), links_.end(),
+              [](const LinkUse& a, const LinkUse& b) { return a.link < b.link; });
+    for (LinkUse& u : links_)
+      if (u.link == link) return u;
+    SOLAR_UNREACHABLE("link use just added");
   }
 
   // A repeat op (docs/bounds.md, "Repeat"): each run of each body op is an op of its own, so
@@ -313,6 +364,21 @@ class Bounder {
       for (std::string& u : pb.unknown)
         if (std::find(ob.unknown.begin(), ob.unknown.end(), u) == ob.unknown.end())
           ob.unknown.push_back(std::move(u));
+      for (const LinkTerm& t : pb.links) {
+        auto same = std::find_if(ob.links.begin(), ob.links.end(),
+                                 [&](const LinkTerm& x) { return x.link == t.link; });
+        if (same == ob.links.end()) {
+          ob.links.push_back(t);
+          continue;
+        }
+        same->bytes += t.bytes;
+        same->seconds += t.seconds;
+        if (same->algorithm != t.algorithm) same->algorithm = "mixed";
+      }
+      // One run of the part's collective at least: a floor that holds however the runs
+      // overlap.
+      if (pb.latency_seconds)
+        ob.latency_seconds = std::max(ob.latency_seconds.value_or(0), *pb.latency_seconds);
     }
     sort_terms(ob.terms);
     ob.bottleneck = ob.terms.empty() || !(ob.seconds > 0) ? "none" : ob.terms[0].resource;
@@ -325,6 +391,8 @@ class Bounder {
     for (std::size_t u = 0; u < fused_unit_seconds_.size(); ++u)
       if (!fused_unit_routes_[u].empty())
         lb.terms.push_back(Term{kind_label(table_, fused_unit_routes_[u]), fused_unit_seconds_[u]});
+    // Each link's collectives in sequence: their terms add up (a link is one resource).
+    for (const LinkUse& u : links_) lb.terms.push_back(Term::of_link(u.link, u.seconds));
 
     // Memory. Cold: every compulsory byte from DRAM. Warm: compulsory bytes that fit in L2
     // stream at L2 bandwidth; when they do not fit, the graph as one kernel still cannot need
@@ -373,8 +441,13 @@ class Bounder {
     }
     lb.unknown = compute_unknowns();
     for (const std::string& s : fused_unknown_memory_) lb.unknown.push_back(s);
+    if (system_) lb.seconds_no_overlap = std::max(no_overlap(lb.terms), lb.seconds);
     return lb;
   }
+
+  // The unfused level's time with no overlap of communication: each op's, summed.
+  double unfused_no_overlap() const { return unfused_no_overlap_; }
+  const std::vector<LinkUse>& links() const { return links_; }
 
   // Sentences for the unpriced work summed over the graph (both levels share them).
   std::vector<std::string> compute_unknowns() const {
@@ -387,6 +460,8 @@ class Bounder {
                                      unknown_vector_[d].ops));
     if (unknown_special_.ops > 0)
       out.push_back(special_unknown(unknown_special_.amount, unknown_special_.ops));
+    for (const auto& [kind, u] : unknown_comm_)
+      out.push_back(comm_unknown(u.amount, kind, u.ops));
     return out;
   }
 
@@ -450,6 +525,14 @@ class Bounder {
                        ir::dtype_name(dtype), f32_fallback ? " or f32" : "");
   }
 
+  // Worded "link time is left out": the cache-aware level keeps the sentences that say so
+  // (it drops the fused level's memory sentences).
+  std::string comm_unknown(Count payload, ir::CollectiveKind kind, int ops) const {
+    return fmt::format("{} bytes of {} payload{}: no system gives its links (--system), so their "
+                       "link time is left out",
+                       short_count(payload), ir::collective_kind_name(kind), in_ops(ops));
+  }
+
   std::string special_unknown(Count n, int ops) const {
     return fmt::format("{} special-function ops{}: {} publishes no special-function unit rate",
                        short_count(n), in_ops(ops), device_.id);
@@ -470,6 +553,7 @@ class Bounder {
 
   const hw::Device& device_;
   Options options_;
+  const hw::System* system_ = nullptr;
   RouteTable table_;
   std::optional<double> dram_bw_;
   std::optional<double> l2_capacity_;  // set only in warm state with a usable L2
@@ -491,29 +575,65 @@ class Bounder {
   Unpriced unknown_special_;
   Unpriced unknown_l2_;
   Unpriced unknown_dram_;
+  std::map<ir::CollectiveKind, Unpriced> unknown_comm_;
   std::vector<std::string> fused_unknown_memory_;
+  std::vector<LinkUse> links_;      // with a system: per link, summed over ops
+  double unfused_no_overlap_ = 0;   // each analyzed op's no-overlap time, summed
 };
+
+// The latency floor of the graph's collectives: the largest sum of op floors along a chain of
+// dependent ops (a critical path, so independent collectives may overlap); nullopt when no op
+// has one.
+std::optional<double> latency_floor(const ir::Graph& g, const std::vector<OpBound>& per_op) {
+  bool any = false;
+  for (const OpBound& b : per_op) any = any || b.latency_seconds.has_value();
+  if (!any) return std::nullopt;
+  std::vector<double> ready(g.tensors().size(), 0.0);
+  double floor = 0;
+  for (const ir::Op& op : g.ops()) {
+    double start = 0;
+    for (ir::TensorId in : op.inputs) start = std::max(start, ready[in.value]);
+    const double end = start + per_op[op.id.value].latency_seconds.value_or(0);
+    for (ir::TensorId out : op.outputs) ready[out.value] = end;
+    floor = std::max(floor, end);
+  }
+  return floor;
+}
 
 }  // namespace
 
 DeviceBounds compute_bounds(const ir::Graph& g, const cost::GraphCost& cost,
-                            const hw::Device& device, const Options& options) {
+                            const hw::Device& device, const Options& options,
+                            const hw::System* system) {
   SOLAR_CHECK(cost.per_op.size() == g.ops().size(),
               fmt::format("graph '{}' has {} ops but its cost has {}", g.name, g.ops().size(),
                           cost.per_op.size()));
+  if (system && system->device != device.id)
+    throw UserError(UserError::Kind::BadArgument,
+                    fmt::format("system {} is made of {}, not {}", system->id, system->device,
+                                device.id));
   DeviceBounds db;
   db.device_id = device.id;
   db.device_name = device.name;
   db.options = options;
+  if (system) db.system_id = system->id;
 
-  Bounder bounder(device, options);
+  Bounder bounder(device, options, system);
   db.per_op.reserve(cost.per_op.size());
   std::vector<Term> unfused_terms;
   std::vector<Term> by_bottleneck;  // op seconds grouped by each op's bottleneck
   for (const cost::Work& w : cost.per_op) {
     // A repeat op's seconds count under its parts' own bottlenecks (docs/bounds.md).
     const bool parts = w.counted() && !w.parts.empty();
-    OpBound ob = parts ? bounder.bound_parts(w, &by_bottleneck) : bounder.bound_op(w);
+    OpBound ob;
+    try {
+      ob = parts ? bounder.bound_parts(w, &by_bottleneck) : bounder.bound_op(w);
+    } catch (const UserError& e) {
+      // A collective whose group does not fit the system: say which op.
+      const ir::Op& op = g.ops()[db.per_op.size()];
+      throw UserError(e.kind(), fmt::format("op '{}': {}", op.name, e.message()),
+                      ir::op_origin(op));
+    }
     if (w.counted()) {
       db.unfused.seconds += ob.seconds;
       for (const Term& t : ob.terms) accumulate(unfused_terms, t);
@@ -535,6 +655,11 @@ DeviceBounds compute_bounds(const ir::Graph& g, const cost::GraphCost& cost,
     for (OpBound& ob : db.per_op) ob.share = ob.seconds / db.unfused.seconds;
   db.peaks_used = bounder.peaks_used();
   db.dram_bandwidth = bounder.dram_bandwidth();
+  if (system) {
+    db.links = bounder.links();
+    db.unfused.seconds_no_overlap = std::max(bounder.unfused_no_overlap(), db.unfused.seconds);
+    db.unfused.latency_seconds = db.fused.latency_seconds = latency_floor(g, db.per_op);
+  }
   return db;
 }
 

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format.h"
+#include "system.h"
 #include "solar/report/modules.h"
 #include "solar/report/report.h"
 #include "solar/util/errors.h"
@@ -34,10 +35,14 @@ json terms_json(const std::vector<bound::Term>& terms) {
 }
 
 json level_json(const bound::LevelBound& l) {
-  return json{{"seconds", number(l.seconds)},
-              {"bottleneck", l.bottleneck},
-              {"terms", terms_json(l.terms)},
-              {"unknown", l.unknown}};
+  json j{{"seconds", number(l.seconds)},
+         {"bottleneck", l.bottleneck},
+         {"terms", terms_json(l.terms)},
+         {"unknown", l.unknown}};
+  // Bounded with a system's links only.
+  if (l.seconds_no_overlap) j["seconds_no_overlap"] = number(*l.seconds_no_overlap);
+  if (l.latency_seconds) j["latency_seconds"] = number(*l.latency_seconds);
+  return j;
 }
 
 json tensor_ref(const ir::Tensor& t) {
@@ -80,6 +85,8 @@ json cache_aware_json(const ir::Graph& g, const bound::CacheAwareBound& c) {
     return j;
   }
   j["seconds"] = number(c.seconds);
+  if (c.seconds_no_overlap) j["seconds_no_overlap"] = number(*c.seconds_no_overlap);
+  if (c.latency_seconds) j["latency_seconds"] = number(*c.latency_seconds);
   j["bottleneck"] = c.bottleneck;
   j["terms"] = terms_json(c.terms);
   j["unknown"] = c.unknown;
@@ -217,6 +224,11 @@ json to_json(const Report& r) {
       {"bytes_fused_read", count_json(r.cost.compulsory_bytes_read)},
       {"bytes_fused_written", count_json(r.cost.compulsory_bytes_written)},
   };
+  // Graphs with collectives only: their payload per rank, moved over links.
+  if (!total.comm_bytes.empty()) {
+    j["totals"]["comm_bytes"] = count_json(total.total_comm_bytes());
+    j["totals"]["comm_bytes_by_kind"] = detail::comm_bytes_json(total);
+  }
 
   // Coverage: every op the cost module could not analyze, with an estimate of what it may
   // weigh (its inputs and outputs moved once at full size) so that a reader can judge it.
@@ -285,6 +297,10 @@ json to_json(const Report& r) {
     dev["peaks_used"] = std::move(peaks);
     dev["dram_bandwidth"] = d.dram_bandwidth ? number(*d.dram_bandwidth) : json(nullptr);
     if (di < r.memory.size()) dev["memory"] = memory_json(r.memory[di]);
+    if (!d.system_id.empty()) {
+      dev["system"] = d.system_id;
+      dev["links"] = detail::links_json(d.links);
+    }
     if (!r.cache_aware.empty())
       dev["cache_aware"] = cache_aware_json(g, r.cache_aware[di]);
     else
@@ -295,6 +311,7 @@ json to_json(const Report& r) {
                                                : r.cache_aware_skipped}};
   }
   j["devices"] = std::move(devices);
+  if (r.system && !r.devices.empty()) j["system"] = detail::system_json(r);
   if (r.ski_slope) j["ski_slope"] = ski_slope_json(g, r);
   if (r.levels.insights) {
     json groups = json::array();
@@ -351,7 +368,7 @@ json to_json(const Report& r) {
         break;
     }
     json seconds = json::object(), bottleneck = json::object(), share = json::object(),
-         terms = json::object(), unknown = json::object();
+         terms = json::object(), unknown = json::object(), links = json::object();
     for (const bound::DeviceBounds& d : r.devices) {
       const bound::OpBound& b = d.per_op[op.id.value];
       seconds[d.device_id] = number(b.seconds);
@@ -359,7 +376,9 @@ json to_json(const Report& r) {
       share[d.device_id] = number(b.share);
       terms[d.device_id] = terms_json(b.terms);
       if (!b.unknown.empty()) unknown[d.device_id] = b.unknown;
+      if (!b.links.empty()) links[d.device_id] = detail::op_links_json(b.links);
     }
+    if (!links.empty()) row["links"] = std::move(links);
     row["seconds"] = std::move(seconds);
     row["bottleneck"] = std::move(bottleneck);
     row["share"] = std::move(share);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "solar/tiling/fusion.h"
 #include "solar/util/errors.h"
 
@@ -15,17 +17,27 @@ Report analyze(const ir::Graph& g, const std::vector<const hw::Device*>& devices
 }
 
 Report analyze(const ir::Graph& g, const std::vector<const hw::Device*>& devices,
-               const bound::Options& options, const LevelOptions& levels) {
+               const bound::Options& options, const LevelOptions& levels,
+               const hw::System* system) {
   Report r;
   r.graph = &g;
   r.options = options;
   r.levels = levels;
   r.cost = cost::graph_cost(g);
   r.devices.reserve(devices.size());
+  if (system) {
+    if (devices.empty() || devices[0] == nullptr || devices[0]->id != system->device)
+      throw UserError(UserError::Kind::BadArgument,
+                      fmt::format("analyze: system {} needs its device {} first in the list",
+                                  system->id, system->device));
+    r.system = *system;
+  }
   for (const hw::Device* d : devices) {
     if (d == nullptr)
       throw UserError(UserError::Kind::BadArgument, "analyze: a device in the list is null");
-    r.devices.push_back(bound::compute_bounds(g, r.cost, *d, options));
+    // The system prices the first device's collectives; the others are single devices.
+    const hw::System* links = system && r.devices.empty() ? system : nullptr;
+    r.devices.push_back(bound::compute_bounds(g, r.cost, *d, options, links));
     r.memory.push_back(memory_fit(g, *d));
   }
   auto with_insights = [&]() -> Report& {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "format.h"
+#include "system.h"
 #include "solar/report/modules.h"
 #include "solar/report/report.h"
 #include "solar/util/errors.h"
@@ -224,6 +225,15 @@ std::string to_table(const Report& r, const TableOptions& options) {
   out += fmt::format("  special ops   {}\n", detail::si(t.special_ops, "op"));
   out += fmt::format("  bytes         unfused {}  fused (compulsory) {}\n",
                      detail::si(t.bytes(), "B"), detail::si(r.cost.compulsory_bytes(), "B"));
+  // Shown only for programs with collectives (the JSON has it then too).
+  if (!t.comm_bytes.empty()) {
+    std::string kinds;
+    for (const auto& [kind, bytes] : t.comm_bytes)
+      kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", ir::collective_kind_name(kind),
+                           detail::si(bytes, "B"));
+    out += fmt::format("  comm bytes    {} per rank over links  ({})\n",
+                       detail::si(t.total_comm_bytes(), "B"), kinds);
+  }
 
   if (r.devices.empty()) return out;
 
@@ -270,6 +280,7 @@ std::string to_table(const Report& r, const TableOptions& options) {
     for (const std::string& s : memory_warnings) out += "!!!   " + s + "\n";
   }
   out += cache_aware_rows(r);
+  out += detail::system_rows(r);
 
   // The module or line breakdown (modules.h) replaces the top ops when asked for.
   if (std::string view = breakdown_table(r, options); !view.empty())

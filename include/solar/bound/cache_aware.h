@@ -20,6 +20,10 @@
 //   Σ_op max(op compute terms, Q_op(S)/β); and cache_aware <= unfused whenever every
 //   analyzed op's Q_op(S) <= its unfused bytes (every op's curve has reached its compulsory
 //   traffic at S).
+// - Links (with a system, sol.h): the fused level's link terms join the compute terms, so
+//   seconds = max(compute, Q(S)/β, every link's total) and seconds_no_overlap =
+//   max(compute, Q(S)/β) + the sum of the link terms. A collective is a fusion boundary: its
+//   input and result stay in DRAM (tiling/fusion.h).
 // - Cold cache state only: the warm state (inputs already in L2) is refused with a reason.
 #pragma once
 
@@ -62,7 +66,11 @@ struct CacheAwareBound {
   tiling::TrafficMode mode = tiling::TrafficMode::Attainable;
   double seconds = 0;
   std::string bottleneck;   // the largest term's resource; "none" when 0
-  std::vector<Term> terms;  // the fused level's compute terms and "dram" = Q(S)/β, largest first
+  std::vector<Term> terms;  // the fused level's compute and link terms and "dram" = Q(S)/β,
+                            // largest first
+  // With a system: max(compute terms, Q(S)/β) + the sum of the link terms; nullopt without.
+  std::optional<double> seconds_no_overlap;
+  std::optional<double> latency_seconds;  // the fused level's latency floor (never in seconds)
   std::vector<std::string> unknown;  // unpriced work (as the fused level's), missing DRAM rate
   OnChipCapacity capacity;
   Count traffic_bytes;                    // Q(S) of the mode

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "solar/hw/system.h"
+#include "solar/ir/graph.h"
 
 namespace solar::bound {
 
@@ -79,6 +80,14 @@ struct CollectiveBound {
 
   const LinkTerm* term(LinkKind link) const;  // nullptr when the collective does not use it
 };
+
+// The bound's kind of a graph's collective op: send and recv are the two ends of a send_recv.
+CollectiveKind collective_kind(ir::CollectiveKind k);
+
+// How a graph's collective group lies on `system`: its ranks_per_domain and torus_extent where
+// the graph states them, else numbered consecutively (contiguous_group). Throws
+// UserError(BadArgument) when it does not fit the system.
+GroupLayout group_layout(const hw::System& system, const ir::CollectiveGroup& group);
 
 // The bound of one collective of `kind` with payload `payload` bytes over `group` on `system`.
 // Throws UserError(BadArgument) when the group does not fit the system (more ranks per domain

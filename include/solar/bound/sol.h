@@ -23,6 +23,14 @@
 // - Work whose unit publishes no rate is left out of the max (the result is still a lower
 //   bound) and described in `unknown`; nothing is priced at zero silently.
 // - Unanalyzed ops: seconds 0, bottleneck "unanalyzed", not in the sums.
+// - Links (docs/parallel.md, "Collective ops in the graph"): with a system, each link kind
+//   (scale_up, scale_out) is a resource beside DRAM and the compute units; a collective's term
+//   on a link is collective_bound's. The per-op roofline is the max over units, memory and
+//   links. The fused level's `seconds` is the max over every resource's total (communication
+//   fully overlapped: the lower bound); `seconds_no_overlap` the max over compute and memory
+//   plus the sum of the link terms. Without a system a collective's link time is unknown:
+//   left out of the max and described in `unknown`, as work of unknown rate is.
+// - Latency floors are separate (`latency_seconds`), never part of `seconds`.
 #pragma once
 
 #include <map>
@@ -30,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "solar/bound/collective.h"
 #include "solar/bound/policy.h"
 #include "solar/cost/graph_cost.h"
 #include "solar/hw/device.h"
@@ -43,11 +52,27 @@ struct Term {
   double seconds = 0;
   // The memory level of a memory term (`resource` is its name); nullopt for a compute term.
   std::optional<hw::MemoryLevel> memory = std::nullopt;
+  // The link of a link term (`resource` is its name, scale_up or scale_out); nullopt for
+  // compute and memory terms.
+  std::optional<LinkKind> link = std::nullopt;
 
   // The term of `level` moving its bytes in `seconds`.
   static Term of_memory(hw::MemoryLevel level, double seconds) {
     return Term{std::string(hw::memory_level_name(level)), seconds, level};
   }
+  // The term of `link` carrying its bytes in `seconds`.
+  static Term of_link(LinkKind link, double seconds) {
+    return Term{std::string(link_kind_name(link)), seconds, std::nullopt, link};
+  }
+};
+
+// What a graph's collectives move on one link of a system, summed over its ops (an op that
+// runs n times counts n times).
+struct LinkUse {
+  LinkKind link = LinkKind::ScaleUp;
+  double bytes = 0;    // per device per direction (collective_bound's bytes)
+  double seconds = 0;  // the sum of the ops' time terms on the link
+  std::int64_t collectives = 0;  // collective runs that used the link
 };
 
 struct OpBound {
@@ -57,6 +82,12 @@ struct OpBound {
   std::vector<Term> terms;      // nonzero terms, largest first
   std::vector<std::string> unknown;  // work whose unit has no published rate (left out)
   double share = 0;             // seconds / unfused seconds (0 when the unfused SOL is 0)
+  // A collective's share of each link it uses (with a system): bytes per device per
+  // direction, the group's bandwidth, the time term and the algorithm; a repeat op's summed
+  // over its runs. Empty for other ops.
+  std::vector<LinkTerm> links;
+  // The collective's latency floor (collective_bound), where its links publish a hop latency.
+  std::optional<double> latency_seconds;
 };
 
 struct LevelBound {
@@ -67,6 +98,12 @@ struct LevelBound {
   std::vector<Term> terms;   // per resource: summed over ops (unfused) or whole graph (fused);
                              // largest first
   std::vector<std::string> unknown;  // one sentence per kind of unpriced work, graph totals
+  // With a system: communication not overlapped with computation, max(compute and memory
+  // terms) + the sum of the link terms (unfused: that per op, summed). nullopt without one.
+  std::optional<double> seconds_no_overlap;
+  // With a system whose links publish a hop latency: the latency floor of the collectives, the
+  // largest sum of their floors along a chain of dependent ops. Never part of `seconds`.
+  std::optional<double> latency_seconds;
 };
 
 struct DeviceBounds {
@@ -82,11 +119,16 @@ struct DeviceBounds {
                                 // "unanalyzed"
   LevelBound unfused;           // sum over ops of the per-op roofline
   LevelBound fused;             // whole graph, compulsory traffic
+  std::string system_id;        // the system whose links priced the collectives; empty: none
+  std::vector<LinkUse> links;   // per link the collectives use, scale_up first (with a system)
 };
 
-// Bounds `g` (whose per-op work is `cost`, indexed by OpId) on `device`. O(ops).
-// Throws InternalError when `cost` does not match `g`.
+// Bounds `g` (whose per-op work is `cost`, indexed by OpId) on `device`, its collectives on
+// the links of `system` when given (one rank of it: `device` is the system's device). O(ops).
+// Throws InternalError when `cost` does not match `g`, UserError(BadArgument) when `device`
+// is not the system's or a collective's group does not fit the system (naming the op).
 DeviceBounds compute_bounds(const ir::Graph& g, const cost::GraphCost& cost,
-                            const hw::Device& device, const Options& options);
+                            const hw::Device& device, const Options& options,
+                            const hw::System* system = nullptr);
 
 }  // namespace solar::bound

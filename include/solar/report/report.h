@@ -78,6 +78,9 @@ struct Report {
   std::vector<std::pair<std::string, Count>> device_capacities;
   // Every group of two or more contractions (levels.insights), in graph order.
   std::vector<ReassociationInsight> reassociation;
+  // The system the graph runs on as one rank (analyze's `system`): the first device is its
+  // device, bounded with the system's links (the `system` section, docs/report-json.md).
+  std::optional<hw::System> system;
 };
 
 // The reassociation insights of r's graph on `devices` (r's own device order), with r's
@@ -86,12 +89,15 @@ std::vector<ReassociationInsight> reassociation_insights(
     const Report& r, const std::vector<const hw::Device*>& devices);
 
 // Costs the graph and bounds it on every device (in the given order), with the cache-aware
-// level in the default (attainable) mode and the ski-slope. Throws UserError(BadArgument) on
-// a null device.
+// level in the default (attainable) mode and the ski-slope. With a `system`, the graph is one
+// rank's program on it: the first device must be the system's device, and its bounds price
+// the collectives on the system's links (the other devices' leave their link time unknown).
+// Throws UserError(BadArgument) on a null device, or a system whose device is not the first.
 Report analyze(const ir::Graph& g, const std::vector<const hw::Device*>& devices,
                const bound::Options& options);
 Report analyze(const ir::Graph& g, const std::vector<const hw::Device*>& devices,
-               const bound::Options& options, const LevelOptions& levels);
+               const bound::Options& options, const LevelOptions& levels,
+               const hw::System* system = nullptr);
 
 // The "solar.report.v1" document. Counts are JSON integers, or decimal strings when they
 // exceed 64 bits; seconds and rates are doubles at full precision.

@@ -198,6 +198,40 @@ def devices(report: Dict[str, Any]) -> str:
               "device's on-chip capacity S.</p></section>")
 
 
+def links(report: Dict[str, Any]) -> str:
+    """A row per link of a device bounded with a system (`devices.<ID>.links`): its
+    collectives' bytes per device per direction and time; and the level with and without
+    overlap. Empty without a system."""
+    rows = []
+    for dev_id, d in report.get("devices", {}).items():
+        f = f"devices.{dev_id}"
+        for i, ln in enumerate(d.get("links", [])):
+            rows.append(cell(d.get("system", "")) + cell(dev_id) + cell(ln.get("link", ""))
+                        + num(ln.get("bytes"), f"{f}.links[{i}].bytes", si(ln.get("bytes"), "B"))
+                        + num(ln.get("seconds"), f"{f}.links[{i}].seconds",
+                              seconds(ln.get("seconds")))
+                        + cell(ln.get("collectives", "")))
+    system = report.get("system")
+    if not rows and not system:
+        return ""
+    head = ""
+    if system:
+        def span(key: str) -> str:
+            v = system.get(key)
+            return (f'<span data-field="system.{key}" data-value="{escape(exact(v))}">'
+                    f"{escape(seconds(v))}</span>")
+        head = (f'<p>System <b>{escape(str(system.get("id")))}</b> ({system.get("devices")} x '
+                f'{escape(str(system.get("device")))}), {escape(str(system.get("level")))} level: '
+                f'{span("seconds")} with communication overlapped, {span("seconds_no_overlap")} '
+                f'without; bottleneck {escape(str(system.get("bottleneck")))}.</p>')
+    return ('<section id="links"><h2>Links</h2>' + head
+            + table(["system", "device", "link", "bytes per device per direction", "time",
+                     "collectives"], rows, "links")
+            + '<p class="note">Each link is a resource beside DRAM and the compute units: a '
+              "collective's time on it is its lower bound under the best algorithm the "
+              "topology allows (docs/parallel.md).</p></section>")
+
+
 def _memory_cell(m: Optional[Dict[str, Any]], field: str) -> str:
     """Whether the program's data fits the device's memory (`devices.<ID>.memory`): a
     program that does not fit is marked in its row."""
@@ -350,7 +384,7 @@ def modules(report: Dict[str, Any]) -> str:
 
 
 def analyze_body(report: Dict[str, Any], ch: Charts) -> str:
-    parts = [header(report, "Solar SOL report"), summary(report), devices(report)]
+    parts = [header(report, "Solar SOL report"), summary(report), devices(report), links(report)]
     parts.append('<section id="roofline"><h2>Roofline</h2>' + ch.missing_note())
     rooflines = [ch.render(charts.op_roofline(report, d)) for d in report.get("devices", {})]
     parts.append("".join(rooflines) or '<p class="note">No op has both FLOPs and bytes.</p>')

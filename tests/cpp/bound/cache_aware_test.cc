@@ -275,5 +275,58 @@ TEST(SkiSlope, TooFewPointsIsABadArgument) {
   }
 }
 
+
+// ---- links: a collective is a fusion boundary, its link time a term of the level ----
+
+TEST(CacheAwareLinks, LinkTermsJoinTheLevel) {
+  // h = x @ w, then an all-reduce of h over 8 ranks, then a relu: the all-reduce's input and
+  // result stay in DRAM (written by the matmul, read by the relu), so Q(S) holds them.
+  constexpr double M = 256, K = 256, N = 256, n = 8, kLink = 1e9;
+  Analysis a(ir::parse_graph(R"(
+    x = bf16[256,256] input
+    w = bf16[256,256] weight
+    h = bf16[256,256] einsum "mk,kn->mn" (x, w)
+    s = bf16[256,256] collective all_reduce sum {size=8} (h)
+    y = bf16[256,256]{output} einsum [m=256,n=256] none relu($0) (s[m,n]) -> [m,n])"));
+  hw::Device d = synthetic(64 * kMiB);
+  hw::System sys;
+  sys.id = "SYN8";
+  sys.device = d.id;
+  sys.scale_up.devices = 8;
+  sys.scale_up.link.bandwidth = hw::Sourced{kLink, "spec", "V", ""};
+  DeviceBounds b = compute_bounds(a.g, a.cost, d, Options{}, &sys);
+  CacheAwareBound c = cache_aware_bound(a.g, a.cost, d, b, a.model, TrafficMode::Attainable);
+  ASSERT_TRUE(c.available);
+  const double S = 2 * M * N;
+  // The boundary: at least the collective's own bytes (read h, write s) and the graph's
+  // inputs and output move through DRAM, whatever S is.
+  EXPECT_GE(c.traffic_bytes.to_double(), 2 * (M * K + K * N) + 2 * S + 2 * M * N);
+  const double link = 2 * (n - 1) / n * S / kLink;  // ring all-reduce
+  const double dram = c.traffic_bytes.to_double() / 1e12;
+  const double compute = 2 * M * N * K / 1e15;
+  const double vector = ((n - 1) / n * M * N + M * N) / 1e14;  // the reduction and the relu
+  EXPECT_DOUBLE_EQ(c.seconds, std::max({compute, dram, link, vector}));
+  EXPECT_EQ(c.bottleneck, "scale_up");
+  ASSERT_TRUE(c.seconds_no_overlap.has_value());
+  double local = 0;
+  for (const Term& t : c.terms)
+    if (!t.link) local = std::max(local, t.seconds);
+  EXPECT_DOUBLE_EQ(*c.seconds_no_overlap, local + link);
+  // The bottleneck's split: the all-reduce carries the whole link term.
+  ASSERT_FALSE(c.op_share.empty());
+  EXPECT_DOUBLE_EQ(c.op_share[1], 1.0);
+}
+
+TEST(CacheAwareLinks, UnknownLinkTimeCarriesOver) {
+  Analysis a(ir::parse_graph(R"(
+    x = f32[64] input
+    y = f32[128]{output} collective all_gather {size=2, axis=0} (x))"));
+  CacheAwareBound c = a.level(synthetic(64 * kMiB), TrafficMode::Attainable);
+  ASSERT_TRUE(c.available);
+  ASSERT_EQ(c.unknown.size(), 1u);
+  EXPECT_THAT(c.unknown[0], HasSubstr("512 bytes of all_gather payload"));  // 2 x 64 f32
+  EXPECT_FALSE(c.seconds_no_overlap.has_value());
+}
+
 }  // namespace
 }  // namespace solar::bound

@@ -542,5 +542,189 @@ TEST(Levels, HundredThousandOpsAreAllBounded) {
   EXPECT_GE(b.unfused.seconds, b.fused.seconds);
 }
 
+
+// ---- links: collectives on a system (docs/parallel.md, "Collective ops in the graph") ----
+
+namespace links {
+
+// A tensor-parallel layer's rank: x[M,K] @ w[K,N] in bf16, then its all-reduce over 8 ranks.
+constexpr double M = 128, K = 1024, N = 4096, kRanks = 8;
+constexpr double S = 2 * M * N;            // the all-reduce's buffer, bytes (bf16)
+constexpr double kLinkB = 50e9, kNic = 5e9, kPeer = 10e9;  // bytes/s per device per direction
+
+ir::Graph tp_layer(const std::string& group = "size=8") {
+  return ir::parse_graph(R"(
+    x = bf16[128,1024] input
+    w = bf16[1024,4096] weight
+    h = bf16[128,4096] einsum "mk,kn->mn" (x, w)
+    y = bf16[128,4096]{output} collective all_reduce sum {)" + group + R"(} (h))");
+}
+
+hw::Sourced rate(double v) { return hw::Sourced{v, "spec", "V", ""}; }
+
+// `devices` synthetic devices per switched domain at kLinkB, `nodes` domains over kNic NICs;
+// the switch reduces when `reduces`.
+hw::System switched(int devices, int nodes, bool reduces = false) {
+  hw::System s;
+  s.id = "SYN_SYSTEM";
+  s.device = "SYN";
+  s.nodes = nodes;
+  s.scale_up.devices = devices;
+  s.scale_up.link.topology = hw::Topology::Switched;
+  s.scale_up.link.bandwidth = rate(kLinkB);
+  if (reduces) s.scale_up.link.reduction = hw::InNetworkReduction{"SHARP", "spec", "V", "", {}};
+  s.scale_out = hw::ScaleOutLink{"NIC", rate(kNic), std::nullopt, std::nullopt};
+  return s;
+}
+
+hw::System mesh(int devices) {
+  hw::System s = switched(devices, 1);
+  s.scale_up.link.topology = hw::Topology::Mesh;
+  s.scale_up.link.bandwidth = rate((devices - 1) * kPeer);
+  s.scale_up.link.peer_bandwidth = rate(kPeer);
+  return s;
+}
+
+const Term* term(const std::vector<Term>& terms, const std::string& resource) {
+  for (const Term& t : terms)
+    if (t.resource == resource) return &t;
+  return nullptr;
+}
+
+DeviceBounds bounds_of(const ir::Graph& g, const hw::System* system) {
+  return compute_bounds(g, cost::graph_cost(g), synthetic(), Options{}, system);
+}
+
+TEST(Links, MatmulAndAllReduceOverlappedAndNot) {
+  ir::Graph g = tp_layer();
+  hw::System sys = switched(8, 1);
+  DeviceBounds b = bounds_of(g, &sys);
+  const double compute = 2 * M * N * K / 1e15;                   // tensor bf16 at 1e15 FLOP/s
+  const double dram = 2 * (M * K + K * N + M * N) / 1e12;        // compulsory bytes at 1e12 B/s
+  const double link = 2 * (kRanks - 1) / kRanks * S / kLinkB;    // ring: 2(n-1)/n S per dir
+  const double reduce = (kRanks - 1) / kRanks * M * N / 2e14;    // (n-1)/n E bf16 vector FLOPs
+  ASSERT_NE(term(b.fused.terms, "scale_up"), nullptr);
+  EXPECT_DOUBLE_EQ(term(b.fused.terms, "scale_up")->seconds, link);
+  EXPECT_EQ(term(b.fused.terms, "scale_up")->link, LinkKind::ScaleUp);
+  EXPECT_DOUBLE_EQ(term(b.fused.terms, "tensor_core.bf16")->seconds, compute);
+  EXPECT_DOUBLE_EQ(term(b.fused.terms, "dram")->seconds, dram);
+  // Overlapped: the max over every resource; not overlapped: max(compute, DRAM) + the links.
+  EXPECT_DOUBLE_EQ(b.fused.seconds, std::max({compute, dram, link, reduce}));
+  EXPECT_EQ(b.fused.bottleneck, "scale_up");  // a link may be the bottleneck
+  ASSERT_TRUE(b.fused.seconds_no_overlap.has_value());
+  EXPECT_DOUBLE_EQ(*b.fused.seconds_no_overlap, std::max({compute, dram, reduce}) + link);
+  EXPECT_FALSE(b.fused.latency_seconds.has_value());  // no hop latency published
+  // The collective's own roofline: max over its reduction, its DRAM bytes and its link.
+  const OpBound& ar = b.per_op[1];
+  EXPECT_DOUBLE_EQ(ar.seconds, std::max({reduce, 2 * S / 1e12, link}));
+  EXPECT_EQ(ar.bottleneck, "scale_up");
+  ASSERT_EQ(ar.links.size(), 1u);
+  EXPECT_DOUBLE_EQ(ar.links[0].bytes, 2 * (kRanks - 1) / kRanks * S);
+  EXPECT_DOUBLE_EQ(ar.links[0].bandwidth, kLinkB);
+  // Unfused: the ops' rooflines summed; without overlap each op's local max plus its link.
+  const double mm = std::max(compute, 2 * (M * K + K * N + M * N) / 1e12);
+  EXPECT_DOUBLE_EQ(b.unfused.seconds, mm + ar.seconds);
+  EXPECT_DOUBLE_EQ(*b.unfused.seconds_no_overlap, mm + std::max(reduce, 2 * S / 1e12) + link);
+  // The graph's link use.
+  EXPECT_EQ(b.system_id, "SYN_SYSTEM");
+  ASSERT_EQ(b.links.size(), 1u);
+  EXPECT_EQ(b.links[0].link, LinkKind::ScaleUp);
+  EXPECT_DOUBLE_EQ(b.links[0].bytes, 2 * (kRanks - 1) / kRanks * S);
+  EXPECT_DOUBLE_EQ(b.links[0].seconds, link);
+  EXPECT_EQ(b.links[0].collectives, 1);
+}
+
+TEST(Links, InSwitchReductionMovesSOncePerDirection) {
+  ir::Graph g = tp_layer();
+  hw::System sys = switched(8, 1, /*reduces=*/true);
+  DeviceBounds b = bounds_of(g, &sys);
+  EXPECT_DOUBLE_EQ(term(b.fused.terms, "scale_up")->seconds, S / kLinkB);
+  EXPECT_EQ(b.per_op[1].links[0].algorithm, "in-network reduction");
+}
+
+TEST(Links, MeshGroupGetsItsPeersLinks) {
+  ir::Graph g = tp_layer("size=4");  // 4 of the 8 mesh devices: 3 peers each
+  hw::System sys = mesh(8);
+  DeviceBounds b = bounds_of(g, &sys);
+  EXPECT_DOUBLE_EQ(term(b.fused.terms, "scale_up")->seconds, 2.0 * 3 / 4 * S / (3 * kPeer));
+}
+
+TEST(Links, HierarchicalGroupUsesBothLinks) {
+  // 16 ranks over 2 domains of 8: the scale-up ring over g = 8, the NICs carrying 1/g of the
+  // domain's share over m = 2 (docs/parallel.md, "Hierarchical").
+  ir::Graph g = tp_layer("size=16, group=\"dp\"");
+  hw::System sys = switched(8, 2);
+  DeviceBounds b = bounds_of(g, &sys);
+  const double up = 2.0 * 7 / 8 * S / kLinkB, out = 2.0 * 1 / 2 * S / 8 / kNic;
+  EXPECT_DOUBLE_EQ(term(b.fused.terms, "scale_up")->seconds, up);
+  EXPECT_DOUBLE_EQ(term(b.fused.terms, "scale_out")->seconds, out);
+  const double local = std::max(2 * M * N * K / 1e15, 2 * (M * K + K * N + M * N) / 1e12);
+  EXPECT_DOUBLE_EQ(b.fused.seconds, std::max({local, up, out}));
+  EXPECT_DOUBLE_EQ(*b.fused.seconds_no_overlap, local + up + out);
+  ASSERT_EQ(b.links.size(), 2u);  // scale_up first
+  EXPECT_EQ(b.links[1].link, LinkKind::ScaleOut);
+  // A group stated as one rank per domain (data parallel over nodes) uses only the NICs.
+  ir::Graph dp = tp_layer("size=2, ranks_per_domain=1");
+  DeviceBounds d = bounds_of(dp, &sys);
+  EXPECT_EQ(term(d.fused.terms, "scale_up"), nullptr);
+  EXPECT_DOUBLE_EQ(term(d.fused.terms, "scale_out")->seconds, 2.0 * 1 / 2 * S / kNic);
+}
+
+TEST(Links, WithoutASystemTheBytesHaveNoTime) {
+  ir::Graph g = tp_layer();
+  DeviceBounds b = bounds_of(g, nullptr);
+  EXPECT_EQ(term(b.fused.terms, "scale_up"), nullptr);
+  EXPECT_FALSE(b.fused.seconds_no_overlap.has_value());
+  EXPECT_TRUE(b.links.empty());
+  // Flagged as unknown work is: in the level's and the op's sentences.
+  ASSERT_EQ(b.fused.unknown.size(), 1u);
+  // S = 1,048,576 B, in three digits.
+  EXPECT_THAT(b.fused.unknown[0], HasSubstr("1.05e6 bytes of all_reduce payload"));
+  EXPECT_THAT(b.fused.unknown[0], HasSubstr("link time is left out"));
+  EXPECT_THAT(b.per_op[1].unknown.at(0), HasSubstr("no system gives its links (--system)"));
+  EXPECT_EQ(b.unfused.unknown, b.fused.unknown);
+  const double local = std::max(2 * M * N * K / 1e15, 2 * (M * K + K * N + M * N) / 1e12);
+  EXPECT_DOUBLE_EQ(b.fused.seconds, local);
+}
+
+TEST(Links, RefusesGroupsThatDoNotFit) {
+  ir::Graph g = tp_layer("size=16");
+  hw::System sys = switched(8, 1);
+  try {
+    bounds_of(g, &sys);
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.kind(), UserError::Kind::BadArgument);
+    EXPECT_THAT(e.message(), HasSubstr("op 'y': a group of 16 ranks does not fit SYN_SYSTEM"));
+  }
+  hw::System other = sys;
+  other.device = "H100_SXM";
+  try {
+    bounds_of(tp_layer(), &other);
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.kind(), UserError::Kind::BadArgument);
+    EXPECT_THAT(e.message(), HasSubstr("system SYN_SYSTEM is made of H100_SXM, not SYN"));
+  }
+}
+
+TEST(Links, LatencyFloorIsTheLongestChainApart) {
+  ir::Graph g = ir::parse_graph(R"(
+    x = f32[1024] input
+    a = f32[1024] collective all_reduce sum {size=8} (x)
+    b = f32[1024] collective all_reduce sum {size=8} (a)
+    c = f32[1024] collective all_reduce sum {size=8} (x)
+    y = f32[1024]{output} einsum [i=1024] none add($0,$1) (b[i], c[i]) -> [i])");
+  hw::System sys = switched(8, 1);
+  sys.scale_up.link.latency = rate(1e-6);  // one hop
+  DeviceBounds b = bounds_of(g, &sys);
+  // a then b in sequence; c beside them: 2 hops of 1 us, never in `seconds`.
+  ASSERT_TRUE(b.fused.latency_seconds.has_value());
+  EXPECT_DOUBLE_EQ(*b.fused.latency_seconds, 2e-6);
+  EXPECT_DOUBLE_EQ(b.fused.seconds, 3 * 2.0 * 7 / 8 * 4096 / kLinkB);
+}
+
+}  // namespace links
+
 }  // namespace
 }  // namespace solar::bound
