@@ -13,6 +13,7 @@ interprets its model() and lifts each nest to einsum ops. From Python:
 
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, Iterable, Mapping, Optional, Union
 
 from . import programs
@@ -22,7 +23,7 @@ __all__ = [
     # the language (for editors; a loop program is interpreted, never executed)
     "Tensor", "kernel", "exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "sin", "cos",
     "abs", "relu", "floor", "ceil", "min", "max", "where", "select", "cast", "reshape",
-    "permute", "slice", "concat", "stack", "gather", "scatter", "apply_mask", "inf",
+    "permute", "slice", "concat", "stack", "gather", "scatter", "apply_mask", "inf", "pi",
     # the API
     "load_trace", "lift", "analyze", "run", "validate",
 ]
@@ -87,6 +88,7 @@ gather = _intrinsic("gather")
 scatter = _intrinsic("scatter")
 apply_mask = _intrinsic("apply_mask")
 inf = float("inf")
+pi = math.pi
 
 
 def _overrides(values: Optional[Mapping[str, Any]]) -> Dict[str, str]:

@@ -21,6 +21,7 @@
 #include "solar/cost/work.h"
 #include "solar/ir/text.h"
 #include "solar/util/errors.h"
+#include "solar/util/int_math.h"
 
 namespace solar::lower::detail {
 namespace {
@@ -195,6 +196,26 @@ Loops loops_of(const json& loops_json, const Where& w) {
     loops.vars[var] = std::move(v);
   }
   return loops;
+}
+
+// Whether an affine subscript takes each value at most once over its indices' box: sorted
+// by |coefficient|, each coefficient exceeds the span of the smaller terms (a mixed-radix
+// number: `g*G + r` with r over G values). Indices of extent 1 span nothing.
+bool writes_once(const AffineExpr& a, const Space& space) {
+  std::vector<std::pair<__int128, std::int64_t>> terms;  // (|coef|, extent)
+  for (const AffineTerm& t : a.terms()) {
+    const std::int64_t n = space.dims[t.index].extent;
+    if (n > 1) terms.emplace_back(t.coef < 0 ? -static_cast<__int128>(t.coef) : t.coef, n);
+  }
+  std::sort(terms.begin(), terms.end());
+  // Coefficients and extents are below 2^62, and a term is added only when its coefficient
+  // exceeds the span so far: the span stays below 2^62 + 2^124, within 128 bits.
+  __int128 span = 0;
+  for (const auto& [k, n] : terms) {
+    if (k <= span) return false;
+    span += k * (n - 1);
+  }
+  return true;
 }
 
 // ---------------------------------------------------------------- reductions
@@ -381,6 +402,7 @@ class StatementLift {
     const json& target = st_.at("target");
     out_ = c_.def(k_);
     out_sub_ = subscript(target.at("index"), c_.t(out_).shape, "the target");
+    narrow_by_guards();
     widen_partial_output();  // before any read: plain reads see the final extents
     check_target_inside();
     Statement s = recognize(st_.at("value"), [&](const json& index) {
@@ -567,15 +589,17 @@ class StatementLift {
     space_ = std::move(kept);
   }
 
-  // An assignment writes each element once: each loop variable in exactly one target
-  // dimension, each dimension at most one variable.
+  // An assignment writes each element once: every loop variable is in the target's
+  // subscript, and each dimension's subscript is a mixed-radix number of its variables
+  // (`g*G + r` with r over G values; writes_once).
   void check_assignment() const {
     std::vector<int> dim_of(space_.dims.size(), -1);
     for (std::size_t d = 0; d < out_sub_.size(); ++d) {
-      if (out_sub_[d].terms().size() > 1)
+      if (!writes_once(out_sub_[d], space_))
         w_.refuse(Kind::OutsideLanguage, "outside the language",
-                  fmt::format("writes `{}` at a subscript of several loop variables: an "
-                              "assignment writes each element once", name()));
+                  fmt::format("writes `{}` at a subscript of several loop variables whose "
+                              "values overlap: an assignment writes each element once",
+                              name()));
       for (const AffineTerm& t : out_sub_[d].terms()) dim_of[t.index] = static_cast<int>(d);
     }
     for (std::size_t i = 0; i < dim_of.size(); ++i)
@@ -583,6 +607,80 @@ class StatementLift {
         w_.refuse(Kind::OutsideLanguage, "outside the language",
                   fmt::format("the assignment to `{}` repeats over `{}` (not in its subscript): "
                               "accumulate with += or max()", name(), space_.dims[i].name));
+  }
+
+  // Guards narrow a loop where a subscript needs it: a plain loop-variable subscript over more
+  // values than its dimension holds (`for t in range(D + 1): if t < D: x[b, t]`), or a
+  // target subscript that leaves its tensor over the loops' ranges (`if t >= 1: y[b, t - 1]
+  // = ...`). Each index of such a subscript takes the range its guards on it alone leave
+  // (the points outside are masked out anyway): the extent shrinks, a lower bound shifts the
+  // index (the loop variables, the target's subscript and the mask follow), and those
+  // guards, now true on every point, are dropped. What still leaves its tensor is refused
+  // by the reads and the write as before.
+  void narrow_by_guards() {
+    std::vector<bool> want(space_.dims.size(), false);
+    auto visit = [&](const json& index, const std::vector<std::int64_t>& shape) {
+      if (!index.is_array() || index.size() != shape.size()) return;  // refused later
+      for (std::size_t d = 0; d < shape.size(); ++d)
+        if (std::optional<AffineExpr> a = affine_of(index[d], loops_))
+          if (std::optional<IndexPos> p = a->as_plain_index())
+            if (space_.dims[*p].extent > shape[d]) want[*p] = true;
+    };
+    visit(st_.at("target").at("index"), c_.t(out_).shape);
+    visit_loads(st_.at("value"), visit, 0);
+    const std::vector<std::int64_t>& shape = c_.t(out_).shape;
+    std::vector<std::int64_t> ext = extents(space_);
+    for (std::size_t d = 0; d < out_sub_.size(); ++d)
+      if (out_sub_[d].min_value(ext) < 0 || out_sub_[d].max_value(ext) >= shape[d])
+        for (const AffineTerm& t : out_sub_[d].terms()) want[t.index] = true;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      if (!want[i]) continue;
+      const IndexPos p = static_cast<IndexPos>(i);
+      std::int64_t lo = 0, hi = space_.dims[p].extent - 1;  // the values the guards leave
+      for (const AffineConstraint& m : mask_) {
+        if (m.expr.terms().size() != 1 || m.expr.terms()[0].index != p) continue;
+        const std::int64_t k = m.expr.terms()[0].coef, c = m.expr.constant_term();
+        if (k > 0) lo = std::max(lo, solar::ceil_div(-c, k));  // k p + c >= 0
+        if (k < 0) hi = std::min(hi, solar::floor_div(c, -k));
+      }
+      if (hi < lo || (lo == 0 && hi == space_.dims[p].extent - 1)) continue;
+      if (lo > 0) shift_index(p, lo);
+      space_.dims[p].extent = hi - lo + 1;
+      ext = extents(space_);
+      std::erase_if(mask_, [&](const AffineConstraint& m) {
+        return m.expr.terms().size() == 1 && m.expr.terms()[0].index == p &&
+               m.expr.min_value(ext) >= 0;
+      });
+    }
+  }
+
+  // Index p becomes p + by everywhere it stands: the loop variables, the mask and the
+  // target's subscript (reads are built from the loop variables afterwards).
+  void shift_index(IndexPos p, std::int64_t by) {
+    auto shifted = [&](const AffineExpr& e) {
+      for (const AffineTerm& t : e.terms()) {
+        if (t.index != p) continue;
+        std::int64_t delta;
+        if (__builtin_mul_overflow(t.coef, by, &delta)) index_overflow();
+        return combine(e, constant(delta), 1);
+      }
+      return e;
+    };
+    for (auto& [var, e] : loops_.vars) e = shifted(e);
+    for (AffineConstraint& m : mask_) m.expr = shifted(m.expr);
+    for (AffineExpr& a : out_sub_) a = shifted(a);
+  }
+
+  // Calls visit(index, shape) for each element read of a value tree (casts included).
+  template <typename Visit>
+  void visit_loads(const json& t, const Visit& visit, int depth) const {
+    if (depth > kMaxValueDepth || !t.is_object()) return;  // value() refuses it
+    if (auto l = t.find("load"); l != t.end() && t.contains("index")) {
+      visit(t["index"], c_.shape(int_value(*l, "load")));
+      return;
+    }
+    if (const json* a = args_of(t))
+      for (const json& x : *a) visit_loads(x, visit, depth + 1);
   }
 
   // A target dimension written by a plain loop variable over part of it: the index takes
@@ -605,9 +703,9 @@ class StatementLift {
     }
   }
 
-  // A write's affine subscript stays inside its tensor over the loops' ranges: the IR has no
-  // pad value for an output, and a guard does not narrow an index's range (the loop can:
-  // `for i in range(1, N): y[i - 1] = ...`).
+  // A write's affine subscript stays inside its tensor over the loops' ranges (narrowed by
+  // the guards on single loop variables, narrow_by_guards): the IR has no pad value for an
+  // output, and a guard over several variables does not narrow their ranges.
   void check_target_inside() const {
     const std::vector<std::int64_t>& shape = c_.t(out_).shape;
     const std::vector<std::int64_t> ext = extents(space_);
@@ -616,8 +714,8 @@ class StatementLift {
       if (lo < 0 || hi >= shape[d])
         w_.refuse(Kind::ShapeMismatch, "shape mismatch",
                   fmt::format("writes `{}` at `{}` in dimension {}, which ranges over [{}, {}] "
-                              "outside its size {} (guards do not narrow a write: narrow the "
-                              "loop's range)", name(), ir::print_affine(out_sub_[d], space_.dims),
+                              "outside its size {} (narrow the loop's range, or guard its "
+                              "loop variables one by one)", name(), ir::print_affine(out_sub_[d], space_.dims),
                               d, lo, hi, shape[d]));
     }
   }
@@ -716,7 +814,7 @@ class StatementLift {
   }
 
   Context& c_;
-  const Loops& loops_;
+  Loops loops_;  // the nest's, narrowed for this statement (narrow_by_guards)
   const json& st_;
   std::size_t k_;
   Where w_;

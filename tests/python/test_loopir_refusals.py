@@ -192,14 +192,25 @@ def test_random_nests_lift_to_the_function_the_interpreter_runs(tmp_path_factory
 
 
 def test_a_write_that_can_leave_its_tensor_is_refused(tmp_path):
-    """A guard does not narrow a write (an output has no pad value): the lifting refuses it
-    with the rule instead of building an invalid op (it was exit 7, "a lowering bug")."""
-    path = write(tmp_path, "if i >= 1:\n            y[i - 1] = x[i]")
+    """A write outside its tensor (an output has no pad value) is refused with the rule
+    instead of building an invalid op (it was exit 7, "a lowering bug")."""
+    path = write(tmp_path, "y[i - 1] = x[i]")
     with pytest.raises(solar.UserError) as e:
         loopir.analyze(path)
     assert e.value.kind == "shape_mismatch", str(e.value)
-    assert f"{path}:{STATEMENT_LINE + 1}: " in str(e.value)
-    assert "guards do not narrow a write" in str(e.value)
+    assert f"{path}:{STATEMENT_LINE}: " in str(e.value)
+    assert "narrow the loop's range, or guard its loop variables" in str(e.value)
+
+
+def test_a_guard_on_the_loop_variable_narrows_a_write(tmp_path):
+    """`if i >= 1: y[i - 1] = x[i]` writes y[0 .. N-2]: a guard on the write's loop variable
+    alone narrows its range, as it keeps a read inside."""
+    import numpy as np
+
+    path = write(tmp_path, "if i >= 1:\n            y[i - 1] = x[i]")
+    x = np.arange(8.0)
+    np.testing.assert_allclose(loopir.run(path, inputs={"x": x})["y"], list(x[1:]) + [0.0])
+    assert loopir.validate(path)["status"] == "passed"
 
 
 REGRESSIONS = sorted((ROOT / "tests" / "fuzz" / "corpus" / "fuzz_loopir_lift").glob("regress_*"))

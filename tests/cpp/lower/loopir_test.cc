@@ -199,6 +199,57 @@ TEST(LoopIr, StackIsConcatOfUnsqueezedViews) {
   EXPECT_EQ(r.graph.op(ir::OpId{2}).move().kind, ir::MoveKind::Concat);
 }
 
+TEST(LoopIr, AssignmentAtACompositeSubscriptThatWritesEachElementOnce) {
+  // e[g*G + r] = exp(x[g, r]): a mixed-radix subscript (r over G values) writes each element
+  // once, so it is an assignment, one exp per element
+  const int NG = 3, G = 4;
+  Trace t;
+  int x = t.tensor({NG, G}, "input"), e = t.tensor({NG * G}, "output");
+  json pos = F("add", {F("mul", {V("g"), G}), V("r")});
+  t.nest({Loop("g", 0, NG), Loop("r", 0, G)},
+         {Stmt("e", {pos}, F("exp", {L(x, {V("g"), V("r")})}), Fill(0))}, {e});
+  LowerResult r = t.lift();
+  ASSERT_EQ(r.graph.ops().size(), 1u);
+  EXPECT_EQ(r.graph.op(ir::OpId{0}).einsum().reduce, ir::Reduce::None);
+  EXPECT_EQ(work(r.graph, 0).special_ops, Count(NG * G));
+}
+
+TEST(LoopIr, GuardKeepsAPlainReadInsideItsTensor) {
+  // for i in range(N + 1): if i < N: y[i] = x[i]: the guard narrows i to [0, N), and the
+  // guard, true on every point left, is dropped
+  const int N = 5;
+  Trace t;
+  int x = t.tensor({N}, "input"), y = t.tensor({N}, "output");
+  t.nest({Loop("i", 0, N + 1)},
+         {Stmt("y", {V("i")}, F("mul", {L(x, {V("i")}), 2}), Fill(0), {Guard("lt", V("i"), N)})},
+         {y});
+  LowerResult r = t.lift();
+  ASSERT_EQ(r.graph.ops().size(), 1u);
+  const ir::EinsumOp& e = r.graph.op(ir::OpId{0}).einsum();
+  EXPECT_EQ(e.indices[0].extent, N);
+  EXPECT_TRUE(e.mask.empty());
+  EXPECT_EQ(work(r.graph, 0).total_vector_flops(), Count(N));
+}
+
+TEST(LoopIr, GuardOnTheLoopVariableNarrowsAWrite) {
+  // for i in range(N + 1): if i >= 1: y[i - 1] = x[i - 1]: i shifts to i' + 1, the write's
+  // subscript becomes plain, over [0, N)
+  const int N = 5;
+  Trace t;
+  int x = t.tensor({N}, "input"), y = t.tensor({N}, "output");
+  json before = F("sub", {V("i"), 1});
+  t.nest({Loop("i", 0, N + 1)},
+         {Stmt("y", {before}, F("add", {L(x, {before}), 1}), Fill(0), {Guard("ge", V("i"), 1)})},
+         {y});
+  LowerResult r = t.lift();
+  ASSERT_EQ(r.graph.ops().size(), 1u);
+  const ir::EinsumOp& e = r.graph.op(ir::OpId{0}).einsum();
+  EXPECT_EQ(e.indices[0].extent, N);
+  EXPECT_TRUE(e.output[0].as_plain_index().has_value());
+  EXPECT_TRUE(e.mask.empty());
+  EXPECT_EQ(work(r.graph, 0).total_vector_flops(), Count(N));
+}
+
 // ---------------------------------------------------------------- refusals
 
 void expect_refused(const Trace& t, UserError::Kind kind, const std::string& words, int line) {
@@ -254,6 +305,25 @@ TEST(LoopIrRefusal, ReadOfTheTargetAtAnotherElementIsALoopCarriedDependence) {
          {Stmt("y", {V("i")}, F("add", {Self({F("sub", {V("i"), 1})}), L(x, {V("i")})}), Fill(0))},
          {y});
   expect_refused(t, UserError::Kind::OutsideLanguage, "loop-carried", 6);
+}
+
+TEST(LoopIrRefusal, AssignmentAtAnOverlappingCompositeSubscript) {
+  // e[2*g + r] with r over 4 values: g = 0 and g = 1 both write e[2], e[3]
+  Trace t;
+  int x = t.tensor({3, 4}, "input"), e = t.tensor({8}, "output");
+  json pos = F("add", {F("mul", {V("g"), 2}), V("r")});
+  t.nest({Loop("g", 0, 3), Loop("r", 0, 4)},
+         {Stmt("e", {pos}, L(x, {V("g"), V("r")}), Fill(0))}, {e});
+  expect_refused(t, UserError::Kind::OutsideLanguage, "writes each element once", 6);
+}
+
+TEST(LoopIrRefusal, GuardThatLeavesAPlainReadOutside) {
+  // i over [0, 6) reads x of 5; the guard i < 6 keeps nothing out
+  Trace t;
+  int x = t.tensor({5}, "input"), y = t.tensor({6}, "output");
+  t.nest({Loop("i", 0, 6)},
+         {Stmt("y", {V("i")}, L(x, {V("i")}), Fill(0), {Guard("lt", V("i"), 6)})}, {y});
+  expect_refused(t, UserError::Kind::ShapeMismatch, "runs past it", 6);
 }
 
 TEST(LoopIrRefusal, PartialOverwriteOfAnEarlierValue) {

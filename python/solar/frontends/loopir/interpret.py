@@ -19,7 +19,7 @@ import numpy as np
 
 from ...errors import user_error
 from .language import is_integer_dtype, refusal
-from .trees import affine_form, has_self, reduction_of
+from .trees import affine_form, has_self, reduction_of, writes_once
 
 # Iteration points evaluated at once (arrays of this many float64: 32 MiB each).
 CHUNK_POINTS = 1 << 22
@@ -298,15 +298,19 @@ class _Nest:
                                 f"{what}: its iterations would repeat the same work")
 
     def check_assignment(self, index, line: int, name: str) -> None:
-        seen: Dict[str, int] = {}
-        for d, tree in enumerate(index):
+        """An assignment writes each element once: every loop variable is in the target's
+        subscript, and each dimension's subscript is a mixed-radix number of its variables
+        (`g*G + r` with r over G values: the lifting's rule, trees.writes_once)."""
+        counts = {lp["var"]: (count, step) for lp, (_, count, step) in
+                  zip(self.loops, self.ranges)}
+        seen: set = set()
+        for tree in index:
             terms, _ = affine_form(tree)
-            if len(terms) > 1:
+            if not writes_once([(k * counts[v][1], counts[v][0]) for v, k in terms.items()]):
                 raise self.fail("outside_language", line,
-                                f"writes `{name}` at a subscript of several loop variables: an "
-                                "assignment writes each element once")
-            for var in terms:
-                seen[var] = d
+                                f"writes `{name}` at a subscript of several loop variables whose "
+                                "values overlap: an assignment writes each element once")
+            seen.update(terms)
         missing = [lp["var"] for lp, (_, count, _) in zip(self.loops, self.ranges)
                    if lp["var"] not in seen and count > 1]
         if missing:

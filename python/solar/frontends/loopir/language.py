@@ -4,6 +4,7 @@ refusals, in one place for the parser, the recorder, the interpreter and the stu
 
 from __future__ import annotations
 
+import math
 from typing import Dict, Optional, Tuple
 
 from ...errors import user_error
@@ -25,7 +26,7 @@ COMPOSITION_INTRINSICS = ("reshape", "permute", "slice", "concat", "stack", "gat
 CONSTANT_FUNCTIONS = ("sqrt", "exp", "log", "abs", "min", "max")
 # Names the language defines besides the intrinsics.
 DECLARATIONS = ("Tensor", "kernel")
-CONSTANT_NAMES = {"inf": float("inf")}
+CONSTANT_NAMES = {"inf": float("inf"), "pi": math.pi}
 
 ALL_NAMES = frozenset(ELEMENT_INTRINSICS) | {CAST} | frozenset(COMPOSITION_INTRINSICS) | \
     frozenset(CONSTANT_FUNCTIONS) | frozenset(DECLARATIONS) | frozenset(CONSTANT_NAMES)

@@ -53,7 +53,7 @@ class KernelScope(Scope):
                                           "a kernel declares scratch and constant tensors only")
                         self.bind(n, self.rec.declare(decl), stmt.lineno)
                     else:
-                        self.bind(n, self.constant(v, f"the constant `{n}`"), stmt.lineno)
+                        self.bind(n, self.definition(v, f"the constant `{n}`"), stmt.lineno)
             elif isinstance(stmt, ast.For):
                 Nest(self, stmt).record()
                 self.nests += 1
@@ -271,6 +271,10 @@ class Nest:
             return self.literal(node)
         if isinstance(node, ast.BinOp) and isinstance(node.left, ast.BinOp):
             return self.spine(node, lambda x: self.index_tree(x, what), self.index_step(what))
+        if isinstance(node, ast.Subscript):
+            element = self.k.tuple_element(node)
+            if element is not None:
+                return number(element)
         if isinstance(node, ast.Subscript) or (isinstance(node, ast.Name)
                                                and node.id in self.locals):
             raise self.fail("data_dependent", node,
@@ -283,7 +287,7 @@ class Nest:
             if is_number(v):
                 return v
             raise self.fail("not_affine", node,
-                            f"{what} uses the tensor `{node.id}` as a number")
+                            f"{what} uses the {_kind_of(v)} `{node.id}` as a number")
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             t = self.index_tree(node.operand, what)
             return fn("neg", t) if isinstance(node.op, ast.USub) else t
@@ -416,9 +420,12 @@ class Nest:
             if is_number(v):
                 return number(v)
             raise self.fail("outside_language", node,
-                            f"the tensor `{node.id}` is used as a value: read an element "
+                            f"the {_kind_of(v)} `{node.id}` is used as a value: read an element "
                             f"`{node.id}[...]`")
         if isinstance(node, ast.Subscript):
+            element = self.k.tuple_element(node)
+            if element is not None:
+                return self.literal(ast.copy_location(ast.Constant(element), node))
             return self.load(node)
         if isinstance(node, ast.UnaryOp):
             if isinstance(node.op, ast.USub):
@@ -517,3 +524,8 @@ class Nest:
                             f"reads `{h.decl.name}`, which this nest also writes: a "
                             "loop-carried dependence (split the nest into two)")
         return {"load": self.rec.read(h, node.lineno), "index": index}
+
+
+def _kind_of(value: Any) -> str:
+    """What a name that is no number stands for, in a refusal."""
+    return "tuple constant" if isinstance(value, tuple) else "tensor"

@@ -67,18 +67,25 @@ class ModelScope(Scope):
 
     def assign(self, stmt: ast.Assign) -> None:
         pairs = assignments(stmt, self.path)
-        values = [self.value(v, n) for n, v in pairs]  # all read before any is bound (swaps)
-        for (n, _), v in zip(pairs, values):
-            self.bind(n, v, stmt.lineno)
+        # all read before any is bound (swaps); a chained assignment's one value read once
+        values: Dict[int, Any] = {}
+        for n, v in pairs:
+            if id(v) not in values:
+                values[id(v)] = self.value(v, n)
+        for n, v in pairs:
+            self.bind(n, values[id(v)], stmt.lineno)
 
     def value(self, node: ast.expr, name: str) -> Any:
         if is_tensor_call(node):
             return self.rec.declare(tensor_decl(node, name, self.numbers(), self.path))
         if isinstance(node, ast.Name):
             return self.lookup(node.id, node.lineno)
+        element = self.tuple_element(node)
+        if element is not None:
+            return element
         if isinstance(node, (ast.Call, ast.Subscript)):
             return self.tensor_expr(node, name)
-        return self.constant(node, f"the value of `{name}`")
+        return self.definition(node, f"the value of `{name}`")
 
     def tensor_expr(self, node: ast.expr, name: str = "") -> Handle:
         """A tensor: a name, `W[l]`, or a composition intrinsic's result."""
@@ -132,6 +139,9 @@ class ModelScope(Scope):
     def argument(self, node: ast.expr, param: str) -> Any:
         if isinstance(node, ast.Name):
             return self.lookup(node.id, node.lineno)
+        element = self.tuple_element(node)
+        if element is not None:
+            return element
         if isinstance(node, (ast.Call, ast.Subscript)) and not (
                 isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                 and node.func.id in lang.CONSTANT_FUNCTIONS):

@@ -8,7 +8,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import language as lang
 from .language import refusal
-from .syntax import Program, TensorDecl, constant_value, text_of
+from .syntax import (Program, TensorDecl, constant_definition, constant_value, is_tuple_element,
+                     text_of, tuple_element)
 from .trees import is_number, number
 
 TRACE_SCHEMA = "solar.optrace.v1"
@@ -175,13 +176,25 @@ class Scope:
                       f"`{name}` is not a declared tensor, constant, parameter or loop variable")
 
     def numbers(self) -> Dict[str, Any]:
-        """Every number visible here (for constant expressions)."""
-        out = {k: v for k, v in self.rec.globals.items() if is_number(v)}
-        out.update({k: v for k, v in self.names.items() if is_number(v)})
+        """Every number and tuple constant visible here (for constant expressions)."""
+        out = {k: v for k, v in self.rec.globals.items() if is_number(v) or
+               isinstance(v, tuple)}
+        out.update({k: v for k, v in self.names.items() if is_number(v) or isinstance(v, tuple)})
         return out
 
     def constant(self, node: ast.expr, what: str = "a constant") -> Any:
         return constant_value(node, self.numbers(), self.path, what)
+
+    def definition(self, node: ast.expr, what: str) -> Any:
+        """A constant's value: a constant expression or a tuple of them."""
+        return constant_definition(node, self.numbers(), self.path, what)
+
+    def tuple_element(self, node: ast.expr) -> Optional[Any]:
+        """The value of `NAME[i]` when NAME is a tuple constant, else None."""
+        names = self.numbers()
+        if is_tuple_element(node, names):
+            return tuple_element(node, names, self.path, f"`{text_of(node)}`")
+        return None
 
     def bind(self, name: str, value: Any, line: int) -> None:
         if name in lang.ALL_NAMES or name in self.rec.p.kernels:

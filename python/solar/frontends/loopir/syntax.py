@@ -163,11 +163,17 @@ def constant_value(node: ast.expr, names: Mapping[str, Any], path: str, what: st
             value = names[node.id]
             if isinstance(value, Number) and not isinstance(value, bool):
                 return value
+            if isinstance(value, tuple):
+                raise refusal("outside_language", path, node.lineno,
+                              f"`{node.id}` is a tuple of {len(value)} constants: {what} "
+                              f"takes one of them, `{node.id}[0]`")
             raise refusal("outside_language", path, node.lineno,
                           f"`{node.id}` is not a number, so it cannot be part of {what}")
         if node.id in lang.CONSTANT_NAMES:
             return lang.CONSTANT_NAMES[node.id]
         raise refusal("undeclared", path, node.lineno, f"`{node.id}` is not a declared constant")
+    if isinstance(node, ast.Subscript):
+        return tuple_element(node, names, path, what)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         v = constant_value(node.operand, names, path, what)
         return -v if isinstance(node.op, ast.USub) else v
@@ -187,6 +193,42 @@ def constant_value(node: ast.expr, names: Mapping[str, Any], path: str, what: st
         return _in_range(r, node, path, what)
     raise refusal("outside_language", path, getattr(node, "lineno", 0),
                   f"{what} must be a constant expression (numbers, constants, arithmetic)")
+
+
+def constant_definition(node: ast.expr, names: Mapping[str, Any], path: str, what: str):
+    """The value of a constant's definition: a constant expression, or a tuple of them
+    (`input_shape = (32768,)`, a size constant as KernelBench writes it), whose elements
+    other constants, dims and bounds read as `input_shape[0]`."""
+    if isinstance(node, ast.Tuple):
+        if not node.elts:
+            raise refusal("outside_language", path, node.lineno, f"{what} is an empty tuple")
+        return tuple(constant_value(e, names, path, what) for e in node.elts)
+    return constant_value(node, names, path, what)
+
+
+def tuple_element(node: ast.Subscript, names: Mapping[str, Any], path: str, what: str):
+    """`NAME[i]`: element i (a constant integer, negative from the end) of a tuple constant."""
+    base = node.value
+    if not (isinstance(base, ast.Name) and isinstance(names.get(base.id), tuple)):
+        raise refusal("outside_language", path, node.lineno,
+                      f"{what} must be a constant expression: `{text_of(node)}` indexes no "
+                      "tuple constant")
+    value = names[base.id]
+    if isinstance(node.slice, (ast.Slice, ast.Tuple)):
+        raise refusal("outside_language", path, node.lineno,
+                      f"`{text_of(node)}`: a tuple constant is indexed by one integer")
+    i = constant_value(node.slice, names, path, f"the index of `{base.id}`")
+    if not isinstance(i, int) or not -len(value) <= i < len(value):
+        raise refusal("shape_mismatch", path, node.lineno,
+                      f"`{text_of(node)}`: `{base.id}` has {len(value)} element"
+                      f"{'s' if len(value) != 1 else ''}, index {i!r} is none of them")
+    return value[i]
+
+
+def is_tuple_element(node: ast.expr, names: Mapping[str, Any]) -> bool:
+    """Whether node is `NAME[...]` with NAME a tuple constant (a constant, not a tensor)."""
+    return (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+            and isinstance(names.get(node.value.id), tuple))
 
 
 def _binary(node: ast.BinOp, a: Any, b: Any, path: str, what: str) -> Any:
@@ -317,7 +359,7 @@ def dims_value(text: str, names: Mapping[str, Any], path: str, line: int):
     shape: List[int] = []
     entries = [e.strip() for e in text.split(",")]
     for entry in entries:
-        node = _dims_entry(entry)
+        node = _dims_entry(entry, line)
         if node is None:
             raise refusal("outside_language", path, line,
                           f"dims entry '{entry}' is not an expression")
@@ -331,12 +373,15 @@ def dims_value(text: str, names: Mapping[str, Any], path: str, line: int):
 
 
 @functools.lru_cache(maxsize=4096)
-def _dims_entry(entry: str) -> Optional[ast.expr]:
-    """The expression of one dims entry (parsed once: programs repeat their dims strings)."""
+def _dims_entry(entry: str, line: int) -> Optional[ast.expr]:
+    """The expression of one dims entry, its nodes placed on the declaration's line (so that a
+    refusal inside it names that line); parsed once per line: programs repeat their dims
+    strings."""
     try:
-        return ast.parse(entry, mode="eval").body
+        tree = ast.parse(entry, mode="eval")
     except SyntaxError:
         return None
+    return ast.increment_lineno(tree, line - 1).body
 
 
 def sparsity_value(node: ast.expr, names: Mapping[str, Any], path: str, line: int):
@@ -378,10 +423,18 @@ def _check_function(f: ast.FunctionDef, path: str, kernel: bool) -> None:
 
 
 def assignments(node: ast.Assign, path: str) -> List[Tuple[str, ast.expr]]:
-    """(name, value) of each name an assignment binds: `a = v` or `a, b = v, w` (values
-    evaluated before any name is bound, as Python does)."""
+    """(name, value) of each name an assignment binds: `a = v`, `a, b = v, w` (values
+    evaluated before any name is bound, as Python does) or `a = b = v` (a chained assignment
+    of names: each is bound to the one value node, which the caller evaluates once)."""
     if len(node.targets) != 1:
-        raise refusal("outside_language", path, node.lineno, "chained assignment (`a = b = c`)")
+        if not all(isinstance(t, ast.Name) for t in node.targets):
+            raise refusal("outside_language", path, node.lineno,
+                          "a chained assignment binds names (`H = W = 128`)")
+        if is_tensor_call(node.value):
+            raise refusal("outside_language", path, node.lineno,
+                          "a chained assignment of a tensor declaration: declare each tensor "
+                          "with its own Tensor(...)")
+        return [(t.id, node.value) for t in node.targets]
     t = node.targets[0]
     if isinstance(t, ast.Name):
         return [(t.id, node.value)]
@@ -441,7 +494,7 @@ def parse_program(source: str, path: str, overrides: Optional[Mapping[str, str]]
                     bind(name, decl, stmt.lineno)
                     tensors[name] = decl
                 else:
-                    v = constant_value(value, names, path, f"the constant `{name}`")
+                    v = constant_definition(value, names, path, f"the constant `{name}`")
                     if name in override_values:
                         v = override_values.pop(name)
                     bind(name, v, stmt.lineno)
@@ -477,6 +530,8 @@ def parse_program(source: str, path: str, overrides: Optional[Mapping[str, str]]
 
 
 def _override_number(name: str, text: str):
+    """A --set value: a number, or a tuple of numbers for a tuple constant (`(16,)`, as
+    --shrink writes a shrunk `input_shape`)."""
     for cast in (int, float):
         try:
             value = cast(text)
@@ -485,4 +540,14 @@ def _override_number(name: str, text: str):
         if not int_in_range(value):
             raise OverrideError(f"--set {name}={text}: integers are within 64 bits")
         return value
-    raise OverrideError(f"--set {name}={text}: a loop program's constants are numbers")
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        value = None
+    if isinstance(value, tuple) and value and all(
+            isinstance(v, Number) and not isinstance(v, bool) for v in value):
+        if not all(int_in_range(v) for v in value):
+            raise OverrideError(f"--set {name}={text}: integers are within 64 bits")
+        return value
+    raise OverrideError(f"--set {name}={text}: a loop program's constants are numbers or "
+                        "tuples of numbers")

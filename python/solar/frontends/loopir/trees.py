@@ -132,6 +132,18 @@ def affine_form(tree: Any) -> Optional[Tuple[Dict[str, int], int]]:
     return None
 
 
+def writes_once(terms: List[Tuple[int, int]]) -> bool:
+    """Whether a sum of terms k*i, each index i over [0, n), takes each value at most once:
+    sorted by |k|, each |k| exceeds the span of the smaller terms (a mixed-radix number,
+    `g*G + r` with r over G values). Terms of one value (n = 1) span nothing."""
+    span = 0
+    for k, n in sorted(((abs(k), n) for k, n in terms if n > 1)):
+        if k <= span:
+            return False
+        span += k * (n - 1)
+    return True
+
+
 def has_var(tree: Any) -> bool:
     if not isinstance(tree, dict):
         return False
