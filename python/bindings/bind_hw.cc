@@ -12,6 +12,7 @@
 #include "solar/cli/cli.h"
 #include "solar/hw/database.h"
 #include "solar/hw/device.h"
+#include "solar/hw/system.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -96,6 +97,13 @@ void bind_hw(nb::module_& m) {
   m.def("device_ids", [] { return device_db().ids(); }, "Known device ids (sorted, plus host).");
   m.def("device", [](const std::string& id) { return device_db().get(id); }, "id"_a,
         "A copy of the device (case-insensitive id; `host` is detected on first use).");
+  m.def("system_device",
+        [](const std::string& arg, std::optional<int> nodes) {
+          return hw::resolve_system(arg, nodes, device_db(), hw::SystemDb::builtin()).device;
+        },
+        "system"_a, "nodes"_a = nb::none(),
+        "The device id of what a --system ARG [--nodes K] names (UserError when it names no "
+        "system: an unknown id exits 6).");
   m.def("reload_devices", [] { device_db() = hw::DeviceDb::load_default(); },
         "Reloads the database (after SOLAR_ARCH_PATH changed).");
 }

@@ -1,4 +1,5 @@
 // solar._core: analyze a graph on devices; the report as JSON text and as a table.
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -16,6 +17,7 @@
 #include "solar/cost/graph_cost.h"
 #include "solar/tiling/fusion.h"
 #include "solar/hw/database.h"
+#include "solar/hw/system.h"
 #include "solar/report/modules.h"
 #include "solar/report/report.h"
 #include "solar/util/errors.h"
@@ -60,18 +62,29 @@ tiling::TrafficMode traffic_mode(const std::string& mode) {
 
 Analysis analyze(const ir::Graph& g, const std::vector<std::string>& archs,
                  const std::string& policy, const std::string& cache_state,
-                 const std::string& mode, bool cache_aware, std::uint64_t max_mappings) {
+                 const std::string& mode, bool cache_aware, std::uint64_t max_mappings,
+                 const std::optional<std::string>& system_arg, std::optional<int> nodes) {
   bound::Options opts = options(policy, cache_state);
   report::LevelOptions levels;
   levels.mode = traffic_mode(mode);
   levels.cache_aware = cache_aware;
   levels.ski_slope = cache_aware;
   levels.max_mappings = max_mappings;
+  std::optional<hw::System> system;
+  if (system_arg)
+    system = hw::resolve_system(*system_arg, nodes, device_db(), hw::SystemDb::builtin());
+  else if (nodes)
+    throw UserError(UserError::Kind::BadArgument, "nodes needs a system");
+  // The system's device first; an arch naming it again is not a second column.
   std::vector<const hw::Device*> devices;
-  for (const std::string& id : archs) devices.push_back(&device_db().get(id));
+  if (system) devices.push_back(&device_db().get(system->device));
+  for (const std::string& id : archs) {
+    const hw::Device* d = &device_db().get(id);
+    if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+  }
   nb::gil_scoped_release release;
   Analysis a{std::make_shared<const ir::Graph>(g), {}};
-  a.report = report::analyze(*a.graph, devices, opts, levels);
+  a.report = report::analyze(*a.graph, devices, opts, levels, system ? &*system : nullptr);
   return a;
 }
 
@@ -128,9 +141,12 @@ void bind_report(nb::module_& m) {
       .def_prop_ro("graph", [](const Analysis& a) { return *a.graph; });
   m.def("analyze", &analyze, "graph"_a, "archs"_a, "policy"_a = "pytorch-default",
         "cache_state"_a = "cold", "mode"_a = "attainable", "cache_aware"_a = true,
-        "max_mappings"_a = report::LevelOptions::kDefaultMaxMappings,
+        "max_mappings"_a = report::LevelOptions::kDefaultMaxMappings, "system"_a = nb::none(),
+        "nodes"_a = nb::none(),
         "Costs the graph and bounds it on every device id in `archs` (with the cache-aware "
-        "level in `mode` unless cache_aware is False).");
+        "level in `mode` unless cache_aware is False). With `system` (a built-in id, a "
+        "solar.system.v1 file or NxDEVICE, `nodes` domains), the graph is one rank of it: the "
+        "system's device comes first and its collectives are priced on the system's links.");
   m.def("inverse", &inverse, "graph"_a, "archs"_a, "target_seconds"_a,
         "bandwidth"_a = nb::none(), "mode"_a = "attainable", "policy"_a = "pytorch-default",
         "max_mappings"_a = report::LevelOptions::kDefaultMaxMappings,

@@ -36,12 +36,17 @@ class ProgramOptions:
     max_mappings: Optional[int] = None  # per-einsum tiling search cap; None: the default
     reference: Optional[str] = None  # loop programs: a PyTorch/JAX/NumPy program to compare with
     unroll: bool = False  # --unroll: RNN layers and JAX loops captured step by step
+    system: Optional[str] = None  # --system: the graph is one rank of it (docs/parallel.md)
+    nodes: Optional[int] = None  # --nodes: the system's scale-up domains
 
     def level_args(self) -> Dict[str, Any]:
         """The cache-aware keyword arguments of `_core.analyze`."""
         args: Dict[str, Any] = {"mode": self.mode, "cache_aware": self.cache_aware}
         if self.max_mappings is not None:
             args["max_mappings"] = self.max_mappings
+        if self.system is not None:
+            args["system"] = self.system
+            args["nodes"] = self.nodes
         return args
 
 
@@ -76,7 +81,7 @@ def lower_trace(trace: Dict[str, Any], file: str, strict: bool):
 def analyze_graph(graph: "_core.Graph", options: ProgramOptions) -> Report:
     """The report of a lowered graph on options.archs."""
     archs = list(options.archs)
-    if not archs:
+    if not archs and options.system is None:
         raise _core.UserError("analyze needs at least one device id")
     return Report(_core.analyze(graph, archs, options.policy, options.cache_state,
                                 **options.level_args()))

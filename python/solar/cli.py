@@ -23,7 +23,8 @@ from typing import List, NoReturn, Optional, Sequence
 from . import _core, cli_usage, models, programs
 from .analysis import ProgramOptions
 from .command_options import (DEFAULT_ARCH, add_capture_options, add_device_options,
-                              add_level_options, add_math_options, add_options, arch_ids)
+                              add_level_options, add_math_options, add_options,
+                              add_system_options, arch_ids)
 from . import atomic_write
 from .atomic_write import write_atomically
 from .errors import command, fail, failing_line, parse_args
@@ -48,7 +49,8 @@ _COMMANDS = {
 _VALUED = {"--arch", "--json", "--policy", "--cache-state", "--top", "--by", "--depth", "--set",
            "--save-trace", "--shrink", "--mode", "--ski-slope", "--target-ms", "--rate-hz",
            "--bandwidth", "--optimizer", "--max-mappings", "--reference", "--format", "--out", "--html",
-           "--phase", "--batch", "--seq", "--context", "--dtype", "--task"}
+           "--phase", "--batch", "--seq", "--context", "--dtype", "--task", "--system",
+           "--nodes"}
 # Commands whose GRAPH argument may be a program a frontend must read.
 _PROGRAM_COMMANDS = ("analyze", "inverse", "export")
 
@@ -92,6 +94,7 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
                         "(trace.json)" + (", or a model: hf:NAME or config.json "
                                           "(docs/models.md)" if command == "analyze" else ""))
     add_device_options(p)
+    add_system_options(p)
     p.add_argument("--json", dest="json_path", metavar="PATH",
                    help="write the JSON report to PATH; - writes it to stdout instead")
     add_math_options(p)
@@ -161,14 +164,18 @@ def _run_program(command: str, args: List[str]) -> int:
     codes = _core.EXIT_CODES
     ns = parse_args(_program_parser(command), args)
     overrides = parse_overrides(ns.set)
-    archs = arch_ids(ns.arch) or [DEFAULT_ARCH]
+    # --system sets the device of the analysis; --arch beside it adds single-device columns.
+    archs = arch_ids(ns.arch) or ([] if ns.system else [DEFAULT_ARCH])
+    if ns.nodes is not None and not ns.system:
+        raise fail("--nodes needs --system (the scale-up domain it multiplies)", "usage")
     validate = command == "validate" or getattr(ns, "validate", False) or bool(ns.reference)
     options = ProgramOptions(
         archs=archs, policy=ns.policy, cache_state=ns.cache_state, overrides=overrides,
         strict=ns.strict, real=ns.real, train=ns.train, optimizer=ns.optimizer,
         eval_mode=ns.eval, unroll=ns.unroll,
         validate=validate, crosscheck=not ns.no_crosscheck, mode=ns.mode,
-        cache_aware=not ns.no_cache_aware, max_mappings=ns.max_mappings, reference=ns.reference)
+        cache_aware=not ns.no_cache_aware, max_mappings=ns.max_mappings, reference=ns.reference,
+        system=ns.system, nodes=ns.nodes)
     if ns.optimizer and not ns.train:
         raise fail("--optimizer needs --train", "usage")
     if ns.shrink is not None and ns.shrink < 1:
@@ -186,6 +193,8 @@ def _run_program(command: str, args: List[str]) -> int:
             raise fail(f"{', '.join(given)}: for Python programs only, not {ns.program}",
                         "usage")
     html_cli.check_folder(getattr(ns, "html", None))  # before the capture, not after it
+    if ns.system:
+        _core.system_device(ns.system, ns.nodes)  # an unknown system exits 6 before capture
     _check_before_capture(archs, [("PROGRAM", ns.program), ("--reference", ns.reference)],
                           [("--json", ns.json_path), ("--save-trace", ns.save_trace),
                            ("--ski-slope", ns.ski_slope), ("--html", getattr(ns, "html", None))])

@@ -1,4 +1,5 @@
-"""The command-line options several commands share, each declared once: the devices (--arch),
+"""The command-line options several commands share, each declared once: the devices (--arch,
+--system, --nodes),
 the math (--policy, --cache-state), the cache-aware level (--mode, --no-cache-aware,
 --max-mappings), how a program is captured (--set, --strict, --real, --eval, --train,
 --optimizer, --unroll) and what runs beside the analysis (--validate, --no-crosscheck,
@@ -70,11 +71,21 @@ _OPTIONS: Dict[str, Tuple[str, Dict[str, Any]]] = {
                 "retried at 2N, 4N, ..., then at its own sizes"}),
     "debug": ("--debug", {"action": "store_true",
                           "help": "on error, show the traceback of the program's failure"}),
+    "system": ("--system", {
+        "metavar": "ID|FILE.yaml|NxDEVICE",
+        "help": "run the graph as one rank of a system: a built-in id (DGX_H100), a "
+                "solar.system.v1 file or NxDEVICE (8xH100_SXM); its device is the analysis's "
+                "(--arch adds single-device columns), its links price the collectives "
+                "(docs/parallel.md)"}),
+    "nodes": ("--nodes", {
+        "type": int, "metavar": "K",
+        "help": "with --system: K scale-up domains joined by its NICs"}),
 }
 # The groups, in the order their options are listed.
 MATH_OPTIONS = ("policy", "cache_state")
 LEVEL_OPTIONS = ("mode", "no_cache_aware")
 CAPTURE_OPTIONS = ("set", "strict", "real", "eval", "train", "optimizer", "unroll")
+SYSTEM_OPTIONS = ("system", "nodes")
 
 
 def add_options(parser: argparse.ArgumentParser, names: Sequence[str],
@@ -95,6 +106,11 @@ def add_device_options(parser: argparse.ArgumentParser, default: str = DEFAULT_A
     command takes without it."""
     parser.add_argument("--arch", action="append", default=[], metavar="ID",
                         help=f"device id, repeatable or comma-separated (default {default})")
+
+
+def add_system_options(parser: argparse.ArgumentParser) -> None:
+    """--system and --nodes: the system the graph runs on as one rank."""
+    add_options(parser, SYSTEM_OPTIONS)
 
 
 def add_math_options(parser: argparse.ArgumentParser, unset: bool = False) -> None:

@@ -18,6 +18,7 @@
 #include "solar/bound/policy.h"
 #include "solar/cost/graph_cost.h"
 #include "solar/hw/database.h"
+#include "solar/hw/system.h"
 #include "solar/interop/export.h"
 #include "solar/ir/json.h"
 #include "solar/ir/unroll.h"
@@ -44,6 +45,8 @@ struct AnalyzeArgs {
   bool unroll = false;         // repeat ops expanded into their unrolled graph first
   std::string ski_slope_path;  // empty: no chart
   std::uint64_t max_mappings = report::LevelOptions::kDefaultMaxMappings;
+  std::string system;          // empty: no system (docs/parallel.md)
+  std::optional<int> nodes;    // --nodes: the system's scale-up domains
 };
 
 struct InverseArgs {
@@ -143,14 +146,29 @@ int run_analyze(const AnalyzeArgs& a, std::ostream& out) {
   // Every device is resolved before the graph is read, so an unknown id fails (exit 6)
   // before any work is done or any output written.
   hw::DeviceDb db = hw::DeviceDb::load_default();
-  std::vector<const hw::Device*> devices = resolve_devices(db, a.archs, {"H100_SXM"});
+  std::optional<hw::System> system;
+  if (!a.system.empty()) {
+    system = hw::resolve_system(a.system, a.nodes, db, hw::SystemDb::builtin());
+  } else if (a.nodes) {
+    throw UserError(UserError::Kind::BadArgument,
+                    "--nodes needs --system (the scale-up domain it multiplies)");
+  }
+  std::vector<const hw::Device*> devices;
+  if (system) {
+    // --system sets the device of the analysis; each --arch adds a single-device column.
+    std::vector<std::string> ids = {system->device};
+    ids.insert(ids.end(), a.archs.begin(), a.archs.end());
+    devices = resolve_devices(db, ids, {});
+  } else {
+    devices = resolve_devices(db, a.archs, {"H100_SXM"});
+  }
   // So is every output, before the graph is read: none may replace the graph or another
   // output, and each must be writable (exit 3 otherwise, with nothing written).
   check_outputs({{"GRAPH", a.graph}}, {{"--json", a.json_path}, {"--ski-slope", a.ski_slope_path}});
 
   ir::Graph g = ir::load_graph_file(a.graph);
   if (a.unroll) g = ir::unroll(g);
-  report::Report r = report::analyze(g, devices, options, levels);
+  report::Report r = report::analyze(g, devices, options, levels, system ? &*system : nullptr);
 
   // Files are written before anything is printed: when one cannot be written the run fails
   // with exit 3 and prints nothing that looks like success.
@@ -405,6 +423,13 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
                    "Mappings each einsum's tiling search evaluates before thinning its tiles")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  analyze->add_option("--system", analyze_args.system,
+                      "Run the graph as one rank of a system: a built-in id (DGX_H100; `solar "
+                      "arch list`), a solar.system.v1 file (.yaml) or NxDEVICE (8xH100_SXM); "
+                      "its device is the analysis's, its links price the collectives");
+  analyze->add_option("--nodes", analyze_args.nodes,
+                      "Scale-up domains of the --system, joined by its NICs")
+      ->check(CLI::PositiveNumber);
   analyze->add_flag("--debug", debug, "On error, also print the exception's type and origin");
 
   InverseArgs inverse_args;

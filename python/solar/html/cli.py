@@ -56,7 +56,7 @@ def html_option(args: Sequence[str]) -> Tuple[Optional[str], List[str]]:
 # The options of the C++ CLI's analyze and inverse that take a value (src/cli/cli.cc).
 _CXX_VALUED = {"--arch", "--json", "--policy", "--cache-state", "--top", "--by", "--depth",
                "--mode", "--ski-slope", "--max-mappings", "--target-ms", "--rate-hz",
-               "--bandwidth", "--format", "--out"}
+               "--bandwidth", "--format", "--out", "--system", "--nodes"}
 
 
 def _graph_argument(args: Sequence[str]) -> Optional[str]:
