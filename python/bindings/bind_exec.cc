@@ -24,6 +24,7 @@
 #include "bindings.h"
 #include "solar/exec/executor.h"
 #include "solar/exec/kernels.h"
+#include "solar/exec/ranks.h"
 #include "solar/exec/validate.h"
 #include "solar/ir/graph.h"
 #include "solar/util/errors.h"
@@ -261,6 +262,36 @@ nb::dict run(const ir::Graph& g, const nb::dict& inputs, int threads,
   return d;
 }
 
+// Each rank's graph on its own inputs, its collectives exchanging buffers (exec/ranks.h).
+std::vector<nb::dict> run_ranks(const std::vector<const ir::Graph*>& graphs,
+                                const std::vector<nb::dict>& inputs, int threads,
+                                const std::vector<std::string>& keep,
+                                std::uint64_t memory_limit_bytes) {
+  if (graphs.size() != inputs.size())
+    bad(fmt::format("run_ranks needs one input dict per rank: {} graphs, {} input dicts",
+                    graphs.size(), inputs.size()));
+  std::vector<Inputs> in;
+  std::vector<TensorMap> sources;
+  for (std::size_t r = 0; r < graphs.size(); ++r) {
+    in.push_back(sources_from(*graphs[r], inputs[r]));
+    sources.push_back(in.back().buffers);
+  }
+  exec::ExecOptions opt{threads, memory_limit_bytes};
+  std::set<std::string> kept(keep.begin(), keep.end());
+  std::vector<TensorMap> out;
+  {
+    nb::gil_scoped_release release;
+    out = exec::run_ranks(graphs, sources, opt, kept);
+  }
+  std::vector<nb::dict> result;
+  for (const TensorMap& rank : out) {
+    nb::dict d;
+    for (const auto& [name, b] : rank) d[name.c_str()] = to_numpy(b);
+    result.push_back(std::move(d));
+  }
+  return result;
+}
+
 exec::ValidationResult validate(const ir::Graph& g, const nb::dict& inputs,
                                 const nb::dict& references, const nb::dict& intermediates,
                                 int threads, std::uint64_t memory_limit_bytes) {
@@ -324,6 +355,10 @@ void bind_exec(nb::module_& m) {
   m.def("run", &run, "graph"_a, "inputs"_a, "threads"_a = 0, "keep"_a = std::vector<std::string>{},
         "memory_limit_bytes"_a = 0,
         "Runs the graph; returns {name: numpy array} for the outputs and kept tensors.");
+  m.def("run_ranks", &run_ranks, "graphs"_a, "inputs"_a, "threads"_a = 0,
+        "keep"_a = std::vector<std::string>{}, "memory_limit_bytes"_a = 0,
+        "Runs graphs[r] as rank r on inputs[r], collectives exchanging the ranks' buffers; "
+        "returns one {name: numpy array} per rank.");
   m.def("validate", &validate, "graph"_a, "inputs"_a, "references"_a, "intermediates"_a,
         "threads"_a = 0, "memory_limit_bytes"_a = 0,
         "Runs the graph and compares it with reference values.");

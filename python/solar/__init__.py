@@ -12,7 +12,7 @@ Everything after the graph is C++ (solar._core); this package is a thin layer ov
 from __future__ import annotations
 
 import os
-from typing import Iterable, Union
+from typing import Iterable, Optional, Union
 
 from . import _core
 from ._core import (
@@ -30,7 +30,8 @@ from ._core import (
     UserError,
 )
 from .builder import GraphBuilder
-from .executor import Check, ValidationResult, opaque_functions, run, tolerance_for, validate
+from .executor import (Check, ValidationResult, opaque_functions, run, run_ranks, tolerance_for,
+                       validate)
 from .programs import jax_program, torch_lowering
 from .report import Record, Report
 
@@ -64,6 +65,7 @@ __all__ = [
     "parse_graph",
     "parse_graph_json",
     "run",
+    "run_ranks",
     "tolerance_for",
     "validate",
     "__version__",
@@ -91,32 +93,41 @@ def parse_graph_json(text: str, file: str = "<json>") -> Graph:
 def analyze(
     graph,
     *example_inputs,
-    arch: Union[str, Iterable[str]] = "H100_SXM",
+    arch: Union[str, Iterable[str], None] = None,
     policy: str = "pytorch-default",
     cache_state: str = "cold",
     strict: bool = False,
     mode: str = "attainable",
     cache_aware: bool = True,
+    system: Optional[str] = None,
+    nodes: Optional[int] = None,
 ) -> Report:
-    """Costs `graph` and bounds it on each device in `arch` (one id or several).
+    """Costs `graph` and bounds it on each device in `arch` (one id or several; default
+    H100_SXM, or none beside a system).
 
     policy: "pytorch-default", "tf32" or "strict-fp32" (which unit may run fp32
     contractions); cache_state: "cold" or "warm"; mode: the cache-aware level's, "attainable"
     or "provable" (cache_aware=False skips that level). A path is loaded with load_graph.
     A PyTorch nn.Module or function is captured on fake tensors with `example_inputs`
     (frontends/torch, docs/torch-frontend.md); strict: an op that cannot be lowered raises
-    solar.UnsupportedError instead of being reported as unanalyzed.
+    solar.UnsupportedError instead of being reported as unanalyzed. system: the graph is one
+    rank of this system (a built-in id such as "DGX_H100", a solar.system.v1 file or
+    "8xH100_SXM"; `nodes` scale-up domains): its device comes first and its collectives are
+    priced on its links (docs/parallel.md).
     """
+    if arch is None:
+        arch = [] if system is not None else "H100_SXM"
     if not isinstance(graph, (Graph, str, os.PathLike)):
         return torch_lowering().analyze_program(
-            graph, *example_inputs, arch=arch, policy=policy, cache_state=cache_state,
-            strict=strict, mode=mode, cache_aware=cache_aware)
+            graph, *example_inputs, arch=arch or "H100_SXM", policy=policy,
+            cache_state=cache_state, strict=strict, mode=mode, cache_aware=cache_aware)
     if not isinstance(graph, Graph):
         graph = load_graph(graph)
     archs = [arch] if isinstance(arch, str) else list(arch)
-    if not archs:
+    if not archs and system is None:
         raise UserError("analyze() needs at least one device id in `arch`")
-    return Report(_core.analyze(graph, archs, policy, cache_state, mode, cache_aware))
+    return Report(_core.analyze(graph, archs, policy, cache_state, mode, cache_aware,
+                                system=system, nodes=nodes))
 
 
 def analyze_jax(fn, *args, arch: Union[str, Iterable[str]] = "H100_SXM", **options) -> Report:

@@ -15,8 +15,8 @@ the GIL released (docs/executor.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, Optional
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, List, Optional, Union
 
 from . import _core
 
@@ -72,6 +72,23 @@ def run(
     or an unknown opaque function raises solar.UnsupportedError."""
     return _core.run(graph, _arrays(inputs), int(threads), [str(k) for k in keep],
                      int(memory_limit_bytes))
+
+
+def run_ranks(
+    graphs: Union["_core.Graph", Sequence["_core.Graph"]],
+    inputs_per_rank: Sequence[Mapping[str, Any]],
+    threads: int = 0,
+    keep: Iterable[str] = (),
+    memory_limit_bytes: int = 0,
+) -> List[dict]:
+    """Runs the ranks of one program together (docs/executor.md, "Ranks"): graphs[r] (or one
+    graph run as every rank) on inputs_per_rank[r], each collective op exchanging the ranks'
+    buffers as NCCL would. Returns one {name: numpy array} per rank. Collectives that do not
+    match across the ranks, or ranks that wait for each other, raise solar.UserError."""
+    if isinstance(graphs, _core.Graph):
+        graphs = [graphs] * len(inputs_per_rank)
+    return _core.run_ranks(list(graphs), [_arrays(i) for i in inputs_per_rank], int(threads),
+                           [str(k) for k in keep], int(memory_limit_bytes))
 
 
 def validate(
