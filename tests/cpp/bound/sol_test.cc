@@ -708,6 +708,55 @@ TEST(Links, RefusesGroupsThatDoNotFit) {
   }
 }
 
+TEST(Links, EveryKindOnEveryTopology) {
+  // One collective of each kind over 4 ranks, x = f32[64,32] (E = 2048, 4 bytes each); each
+  // op's per-link bytes are docs/parallel.md's formulas in its payload S (cost.md).
+  ir::Graph g = ir::parse_graph(R"(
+    x = f32[64,32] input
+    ar = f32[64,32]{output} collective all_reduce sum {size=4} (x)
+    ag = f32[256,32]{output} collective all_gather {size=4, axis=0} (x)
+    rs = f32[16,32]{output} collective reduce_scatter sum {size=4, axis=0} (x)
+    aa = f32[64,32]{output} collective all_to_all {size=4, split_axis=0, concat_axis=0} (x)
+    sd = f32[64,32]{output} collective send {peer=1} (x)
+    rv = f32[64,32]{output} collective recv {peer=1} ()
+    bc = f32[64,32]{output} collective broadcast {size=4, root=0} (x))");
+  constexpr double X = 4 * 64 * 32, n = 4;  // the input's bytes; ranks
+  // The payload S of each op in graph order, and its point-to-point bytes per direction.
+  const double payload[] = {X, n * X, X, X, X, X, X};
+  const double bytes[] = {2 * (n - 1) / n * X, (n - 1) / n * (n * X), (n - 1) / n * X,
+                          (n - 1) / n * X,     X,                     X,
+                          X};
+  // Switched: the full per-device bandwidth for any group (no in-switch reduction here).
+  hw::System sw = switched(8, 1);
+  DeviceBounds b = bounds_of(g, &sw);
+  for (std::size_t i = 0; i < 7; ++i) {
+    ASSERT_EQ(b.per_op[i].links.size(), 1u) << i;
+    EXPECT_DOUBLE_EQ(b.per_op[i].links[0].bytes, bytes[i]) << i;
+    EXPECT_DOUBLE_EQ(b.per_op[i].links[0].seconds, bytes[i] / kLinkB) << i;
+    EXPECT_EQ(cost::graph_cost(g).per_op[i].comm->payload.to_double(), payload[i]) << i;
+  }
+  // Mesh: a group of k ranks gets its k - 1 peers' links (a pair: one).
+  hw::System me = mesh(8);
+  DeviceBounds m = bounds_of(g, &me);
+  for (std::size_t i = 0; i < 7; ++i) {
+    const double peers = i == 4 || i == 5 ? 1 : n - 1;  // send and recv: a pair
+    EXPECT_DOUBLE_EQ(m.per_op[i].links[0].seconds, bytes[i] / (peers * kPeer)) << i;
+  }
+  // Hierarchical: 4 ranks as 1 per domain over 4 domains use the NICs alone.
+  ir::Graph dp = ir::parse_graph(R"(
+    x = f32[64,32] input
+    ar = f32[64,32]{output} collective all_reduce sum {size=4, ranks_per_domain=1} (x)
+    ag = f32[256,32]{output} collective all_gather {size=4, ranks_per_domain=1, axis=0} (x))");
+  hw::System h = switched(8, 4);
+  DeviceBounds d = bounds_of(dp, &h);
+  ASSERT_EQ(d.per_op[0].links.size(), 1u);
+  EXPECT_EQ(d.per_op[0].links[0].link, LinkKind::ScaleOut);
+  EXPECT_DOUBLE_EQ(d.per_op[0].links[0].bytes, 2 * (n - 1) / n * X);  // 2(m-1)/m S/g, g = 1
+  EXPECT_DOUBLE_EQ(d.per_op[1].links[0].bytes, (n - 1) / n * (n * X));
+  EXPECT_DOUBLE_EQ(d.fused.terms[0].seconds,
+                   (2 * (n - 1) / n * X + (n - 1) / n * (n * X)) / kNic);
+}
+
 TEST(Links, LatencyFloorIsTheLongestChainApart) {
   ir::Graph g = ir::parse_graph(R"(
     x = f32[1024] input

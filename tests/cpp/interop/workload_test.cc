@@ -128,6 +128,23 @@ TEST(BuildWorkload, AViewThatIsNotAffineStaysAnInput) {
   EXPECT_EQ(w.left_out[0].kind, "move:view");
 }
 
+TEST(BuildWorkload, CollectivesAreLeftOutWithTheirReason) {
+  // A collective moves data between devices; a workload is one device's loop nests.
+  ir::Graph g = ir::parse_graph(R"(
+    x = f32[4,8] input
+    w = f32[8,8] weight
+    p = f32[4,8] einsum "mk,kn->mn" (x, w)
+    y = f32[4,8]{output} collective all_reduce sum {size=2, group="tp"} (p))");
+  Workload w = workload_of(g);
+  ASSERT_EQ(w.einsums.size(), 1u);
+  ASSERT_EQ(w.left_out.size(), 1u);
+  EXPECT_EQ(w.left_out[0].op, "y");
+  EXPECT_EQ(w.left_out[0].kind, "collective");
+  EXPECT_NE(w.left_out[0].reason.find("all_reduce over 2 ranks moves data between devices"),
+            std::string::npos)
+      << w.left_out[0].reason;
+}
+
 TEST(BuildWorkload, OpaqueCastAndDeadOpsAreLeftOutWithReasons) {
   ir::Graph g = ir::parse_graph(R"(
     x = f32[4,8] input
