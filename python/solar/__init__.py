@@ -118,6 +118,9 @@ def analyze(
     if arch is None:
         arch = [] if system is not None else "H100_SXM"
     if not isinstance(graph, (Graph, str, os.PathLike)):
+        if system is not None:
+            raise UserError("analyze(system=...) takes a graph; capture the program first, or "
+                            "run `solar analyze PROGRAM --system ID`")
         return torch_lowering().analyze_program(
             graph, *example_inputs, arch=arch or "H100_SXM", policy=policy,
             cache_state=cache_state, strict=strict, mode=mode, cache_aware=cache_aware)

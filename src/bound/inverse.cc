@@ -324,8 +324,10 @@ InverseResult inverse_roofline(const ir::Graph& g, const cost::GraphCost& cost,
         f.compute_bottleneck = t.resource;
       }
     }
+    // Compute sentences, and collectives' link time (no system here); not the memory ones.
     for (const std::string& s : b.fused.unknown)
-      if (s.find("bytes") == std::string::npos) f.unknown.push_back(s);
+      if (s.find("bytes") == std::string::npos || s.find("link time") != std::string::npos)
+        f.unknown.push_back(s);
     f.compute_factor = f.compute_seconds / T;
     f.dram_bandwidth = b.dram_bandwidth;
     OnChipCapacity c = on_chip_capacity(*d, options.mode);

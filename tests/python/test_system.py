@@ -75,3 +75,8 @@ def test_html_has_no_link_section_without_a_system():
     g = solar.parse_graph(TP)
     doc = json.loads(solar.analyze(g, cache_aware=False).to_json())
     assert '<section id="links">' not in solar.html.render(doc, interactive=False)
+
+
+def test_a_program_object_with_a_system_is_refused_not_ignored():
+    with pytest.raises(solar.UserError, match="takes a graph"):
+        solar.analyze(object(), system="DGX_H100")

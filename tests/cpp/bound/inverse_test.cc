@@ -276,5 +276,22 @@ TEST(Inverse, RidgeSweepAtBreakpoints) {
   EXPECT_DOUBLE_EQ(pts[1].min_bandwidth, pts[1].min_rate / 10.0);
 }
 
+TEST(Inverse, CollectivesLinkTimeIsSaidToBeLeftOut) {
+  // The inverse roofline asks for compute, DRAM and on-chip capacity; a collective's link time
+  // has no rate here, and the device's fit says so rather than dropping it.
+  ir::Graph g = ir::parse_graph(R"(
+    x = bf16[64,64] input
+    y = bf16[64,64]{output} collective all_reduce sum {size=8} (x))");
+  cost::GraphCost c = cost::graph_cost(g);
+  tiling::GraphTrafficModel model(g, c);
+  hw::Device d = synthetic();
+  InverseOptions o;
+  o.target_seconds = kT;
+  InverseResult r = inverse_roofline(g, c, model, {&d}, o);
+  ASSERT_EQ(r.devices.size(), 1u);
+  ASSERT_EQ(r.devices[0].unknown.size(), 1u);
+  EXPECT_THAT(r.devices[0].unknown[0], HasSubstr("8192 bytes of all_reduce payload"));  // 64x64x2
+}
+
 }  // namespace
 }  // namespace solar::bound
