@@ -510,3 +510,16 @@ def test_cli_force(tmp_path):
     proc = subprocess.run(args + ["--force"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "tokens/s" in proc.stdout
+
+
+# ---------------------------------------------------------------- the headline of a phase
+
+
+def test_an_inference_phase_reports_eval_mode_once():
+    """An inference phase runs the model in eval mode (`--train` for a training step): the
+    report says so once, not "mixed" because of the wrapper the phase runs through."""
+    report = run("llama-3.1-8b", "decode").report
+    assert report.to_dict()["program"]["mode"] == "eval"
+    text = report.table()
+    assert text.count("mode: eval") == 1 and "mixed" not in text
+

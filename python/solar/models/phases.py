@@ -64,6 +64,9 @@ class Step(torch.nn.Module):
         super().__init__()
         self.model = model
         self._call, self._make_cache = call, make_cache
+        # The wrapper runs in its model's mode (a fresh Module trains, which would report an
+        # eval-mode model as "mixed").
+        self.train(model.training)
 
     def forward(self, first, *state):
         cache = self._make_cache(list(state)) if self._make_cache is not None else None
