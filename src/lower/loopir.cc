@@ -1,6 +1,6 @@
-// The loopir table: `loopir::nest` (lifted by loopir_nest.cc) and the composition
-// intrinsics of a loop program's model() (docs/loop-language.md), each a data-movement op
-// or a small einsum.
+// The loopir table: `loopir::nest` (lifted by loopir_nest.cc), `loopir::recurrence`
+// (loopir_recurrence.cc) and the composition intrinsics of a loop program's model()
+// (docs/loop-language.md), each a data-movement op or a small einsum.
 #include "solar/lower/loopir.h"
 
 #include <optional>
@@ -12,6 +12,7 @@
 #include "builders.h"
 #include "context.h"
 #include "loopir_nest.h"
+#include "loopir_recurrence.h"
 #include "op_table.h"
 #include "solar/ir/verify.h"
 #include "solar/lower/jax.h"
@@ -133,7 +134,7 @@ void cast(Context& c) { c.move(MoveKind::Cast, {c.use_arg("self")}, c.def(0)); }
 // not: an invalid einsum from a nest is a lifting bug, left to fail as one).
 void register_loopir_ops(const Register& table_reg) {
   const Register reg = [&table_reg](std::string_view name, Fn f) {
-    const bool nest = name == "loopir::nest";
+    const bool nest = name == "loopir::nest" || name == "loopir::recurrence";
     table_reg(name, [f = std::move(f), nest](Context& c) {
       try {
         f(c);
@@ -148,6 +149,7 @@ void register_loopir_ops(const Register& table_reg) {
     });
   };
   reg("loopir::nest", lift_nest);
+  reg("loopir::recurrence", lift_recurrence);
   reg("loopir::fill", fill);
   reg("loopir::reshape", reshape);
   reg("loopir::permute", permute);

@@ -275,3 +275,115 @@ def test_robot_mlp_unsaturated():
         want = mod.Model()(*inputs).numpy()
     assert np.abs(want).max() < 0.999  # not saturated
     np.testing.assert_allclose(got["action"], want, rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------- recurrences
+#
+# cumsum, selective_scan and lstm read what they write one step before (docs/loop-language.md,
+# "Recurrences"): each is lifted to one repeat op whose body is one step, so the work is linear
+# in the steps. Their twins are captured step by step (a cumsum kernel, a Python loop over the
+# sequence, torch.lstm's per-step decomposition), so the counts agree up to these boundary
+# terms:
+# - cumsum: torch.cumsum adds each row's first element to 0 (B N adds), the recurrence starts
+#   from y[b, 0] = x[b, 0] (B (N - 1) adds). Its fused bytes read one column less: the first
+#   column is read by the copy nest and the rest by the repeat, and a source's compulsory read
+#   is its largest reader's (docs/cost.md, "Compulsory traffic"), so x counts B (N - 1) values;
+# - lstm: the twin's in-place gate activations (sigmoid_, tanh_ on a slice) compute i64
+#   scatter offsets, 4 B H per step, which the loop program has no use for.
+
+RECURRENCES = ["cumsum", "selective_scan", "lstm"]
+
+RECURRENCE_VALIDATE_AT = {
+    "cumsum": {"B": 4, "N": 64},
+    "selective_scan": {"L": 16, "D": 8, "N": 4},
+    "lstm": {"T": 6, "B": 2, "I": 8, "H": 8},
+}
+
+
+def recurrence_formula(name: str, c: dict) -> dict:
+    """The loop program's work, linear in its steps."""
+    if name == "cumsum":
+        return {"macs": 0, "vector_flops": c["B"] * (c["N"] - 1), "special_ops": 0,
+                "trips": c["N"] - 1}
+    if name == "selective_scan":
+        points = c["B"] * c["L"] * c["D"] * c["N"]
+        # per state element and step: delta*A, * h, delta*B, * u, + (and one exp); then the
+        # contraction with C
+        return {"macs": points, "vector_flops": 5 * points, "special_ops": points,
+                "trips": c["L"]}
+    if name == "lstm":
+        T, B, I, H = (c[k] for k in ("T", "B", "I", "H"))
+        # per step: the hidden projection (4H x H per row), 4 gate sums, 3 sigmoids' adds,
+        # 3 for c, 1 for h, 3 sigmoids (exp, recip) and 2 tanh; the input projection and
+        # both biases (2 adds per gate value) over every step at once
+        return {"macs": 4 * T * B * H * (I + H), "vector_flops": T * B * H * (11 + 8),
+                "special_ops": T * B * H * (3 * 2 + 2), "trips": T}
+    raise KeyError(name)
+
+
+def twin_recurrence_formula(name: str, c: dict) -> dict:
+    """The twin's counts: the loop program's, with the boundary terms above."""
+    out = dict(recurrence_formula(name, c))
+    del out["trips"]
+    if name == "cumsum":
+        out["vector_flops"] = c["B"] * c["N"]
+    if name == "lstm":
+        out["vector_flops"] += 4 * c["T"] * c["B"] * c["H"]  # i64 scatter offsets
+    return out
+
+
+def repeat_trips(name: str) -> list:
+    graph = json.loads(loopir.lift(loop_path(name)).to_json())
+    return [op["trips"] for op in graph["ops"] if op["kind"] == "repeat"]
+
+
+@pytest.mark.parametrize("name", RECURRENCES)
+def test_recurrence_twin_takes_every_loop_tensor(name):
+    test_twin_takes_every_loop_tensor(name)
+
+
+@pytest.mark.parametrize("name", RECURRENCES)
+def test_recurrence_is_one_repeat_with_linear_work(name):
+    c = constants(name)
+    want = recurrence_formula(name, c)
+    assert repeat_trips(name) == [want.pop("trips")]
+    got = loop_totals(name)
+    assert {k: got[k] for k in want} == want
+
+
+@pytest.mark.parametrize("name", RECURRENCES)
+def test_recurrence_equals_twin_up_to_boundary_terms(name):
+    c = constants(name)
+    loop, twin = loop_totals(name), twin_totals(name)
+    want = twin_recurrence_formula(name, c)
+    assert {k: twin[k] for k in want} == want
+    assert loop["macs_by_dtype"] == twin["macs_by_dtype"]
+    if name == "cumsum":  # x's first column: see the section's comment
+        assert twin["bytes_fused"] - loop["bytes_fused"] == 4 * c["B"]  # f32
+    else:
+        assert loop["bytes_fused"] == twin["bytes_fused"]
+    if name == "lstm":  # the twin's scatter offsets: see the section's comment
+        assert twin["vector_flops_by_dtype"] == {"f32": loop["vector_flops"],
+                                                 "i64": 4 * c["T"] * c["B"] * c["H"]}
+    elif name == "selective_scan":
+        assert loop["vector_flops_by_dtype"] == twin["vector_flops_by_dtype"]
+
+
+@pytest.mark.parametrize("name", RECURRENCES)
+def test_recurrence_validates_against_twin(name):
+    v = loopir.validate(loop_path(name), reference=twin_path(name),
+                        set=RECURRENCE_VALIDATE_AT[name])
+    assert v["status"] == "passed", v
+    ref = v["reference"]
+    assert ref["status"] == "passed"
+    for out in ref["outputs"]:
+        assert out["loop_program"]["passed"] and out["graph"]["passed"], out
+
+
+def test_cumsum_is_linear_not_triangular():
+    """Written as a triangular reduction (`for j in range(i + 1): y[b, i] += x[b, j]`), the
+    prefix sum reduces N (N + 1) / 2 points into N outputs per row: B N (N - 1) / 2 adds; the
+    recurrence counts B (N - 1), N / 2 = 4,096 times fewer at N = 8192."""
+    c = constants("cumsum")
+    triangular = c["B"] * c["N"] * (c["N"] - 1) // 2
+    assert loop_totals("cumsum")["vector_flops"] * (c["N"] // 2) == triangular

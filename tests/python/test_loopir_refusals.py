@@ -76,7 +76,8 @@ def test_every_refusal_rule_has_its_own_exit_code():
 
 MORE = [
     # (kind, statement, words): refusals the lifting or the recorder find
-    ("outside_language", "y[i] = y[i - 1] + x[i]", "loop-carried"),
+    ("outside_language", "y[i] = y[i - 2] + x[i]", "loop-carried"),
+    ("shape_mismatch", "y[i] = y[i - 1] + x[i]", "the step before the first one"),
     ("shape_mismatch", "y[i] = x[i + 1]", "no guard excludes"),
     ("outside_language", "y.shape", "attribute access"),
     ("outside_language", "while True:\n            y[i] = 0", "`while`"),

@@ -41,10 +41,15 @@ def work_points(trace: Dict[str, Any]) -> int:
     the points a triangular or guarded nest keeps, and the measure of the interpreter's time."""
     total = 0
     for op in trace["ops"]:
+        args = op.get("args") or {}
         if op["op"] == "loopir::nest":
-            args = op.get("args") or {}
             statements = len(args.get("statements") or [])
             total += math.prod(nest_box(args.get("loops") or [])) * statements
+        elif op["op"] == "loopir::recurrence":  # every step sweeps each nest's box
+            steps = nest_box([args["step"]])[0] if args.get("step") else 0
+            for j, nest in enumerate(args.get("nests") or []):
+                statements = sum(1 for st in args.get("statements") or [] if st.get("nest") == j)
+                total += steps * math.prod(nest_box(nest.get("loops") or [])) * statements
     return total
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from ...errors import user_error
 from .language import is_integer_dtype, refusal
+from .recurrence import step_dim
 from .trees import affine_form, has_self, reduction_of, writes_once
 
 # Iteration points evaluated at once (arrays of this many float64: 32 MiB each).
@@ -113,9 +114,17 @@ class _Chunk:
 
 
 class _Nest:
+    """One nest, statement by statement. In a recurrence (`work`: the recurrence's values by
+    trace id, written in place) the nest runs one step, `step` = (variable, value), and
+    rounds only that step's elements."""
+
     def __init__(self, op: Dict[str, Any], values: Dict[int, np.ndarray],
-                 tensors: Dict[int, Dict[str, Any]], file: str, clock: "_Clock"):
+                 tensors: Dict[int, Dict[str, Any]], file: str, clock: "_Clock",
+                 work: Optional[Dict[int, np.ndarray]] = None,
+                 step: Optional[Tuple[str, int]] = None):
         self.clock = clock
+        self.work = work
+        self.step = step
         self.op = op
         self.args = op["args"]
         self.values = values
@@ -249,15 +258,19 @@ class _Nest:
     def run(self) -> List[np.ndarray]:
         outs = []
         for st, out_id in zip(self.args["statements"], self.op["outputs"]):
-            outs.append(self.statement(st, self.tensors[out_id]))
+            outs.append(self.statement(st, out_id))
         return outs
 
-    def statement(self, st: Dict[str, Any], target: Dict[str, Any]) -> np.ndarray:
+    def statement(self, st: Dict[str, Any], out_id: int) -> np.ndarray:
+        target = self.tensors[out_id]
         line = st["line"]
         shape = tuple(target["shape"])
         prior = st["target"]["prior"]
-        out = (np.array(self.values[prior["tensor"]], dtype=np.float64, copy=True)
-               if "tensor" in prior else np.full(shape, float(_number(prior["fill"]))))
+        if self.work is not None:
+            out = self.work[out_id]
+        else:
+            out = (np.array(self.values[prior["tensor"]], dtype=np.float64, copy=True)
+                   if "tensor" in prior else np.full(shape, float(_number(prior["fill"]))))
         index = st["target"]["index"]
         kind, body = reduction_of(st["value"], index)
         self.check_loops_used(body, index, line, "assignment" if kind is None else "reduction")
@@ -283,6 +296,11 @@ class _Nest:
                     out[tuple(np.broadcast_to(i, chunk.shape)[mask] for i in idx)] = vals[mask]
             else:
                 self.reduce(out, kind, vals, idx, mask, index, chunk)
+        if self.work is not None:  # the step's element of each dimension, rounded in place
+            d, a = step_dim(index, self.step[0])
+            at = tuple(self.step[1] + a if k == d else slice(None) for k in range(out.ndim))
+            out[at] = round_to(out[at], target["dtype"])
+            return out
         return round_to(out, target["dtype"])
 
     def check_loops_used(self, body, index, line: int, what: str) -> None:
@@ -420,6 +438,43 @@ _INTRINSICS: Dict[str, Callable[[Callable[[Any], np.ndarray], Dict[str, Any]], n
 }
 
 
+class _Recurrence:
+    """A recurrence (recurrence.py): its steps in order, each running the nests with the step
+    variable fixed; the statements write into the recurrence's values in place, so a read of
+    what it writes sees the steps before (and, from a later nest, the step itself)."""
+
+    def __init__(self, op: Dict[str, Any], values: Dict[int, np.ndarray],
+                 tensors: Dict[int, Dict[str, Any]], file: str, clock: "_Clock"):
+        self.op, self.values, self.tensors, self.file, self.clock = op, values, tensors, file, clock
+
+    def run(self) -> List[np.ndarray]:
+        args, outputs = self.op["args"], self.op["outputs"]
+        step = args["step"]
+        work: Dict[int, np.ndarray] = {}
+        for st, out_id in zip(args["statements"], outputs):
+            prior = st["target"]["prior"]
+            work[out_id] = (np.array(self.values[prior["tensor"]], dtype=np.float64, copy=True)
+                            if "tensor" in prior else
+                            np.full(tuple(self.tensors[out_id]["shape"]),
+                                    float(_number(prior["fill"]))))
+            self.values[out_id] = work[out_id]
+        nests = []
+        for j, nest in enumerate(args["nests"]):
+            mine = [(st, o) for st, o in zip(args["statements"], outputs) if st["nest"] == j]
+            loop = {"var": step["var"], "start": 0, "stop": 1, "step": 1, "line": step["line"]}
+            nests.append((loop, {"args": {"loops": [loop] + list(nest["loops"]),
+                                          "statements": [st for st, _ in mine]},
+                                 "outputs": [o for _, o in mine]}))
+        for value in range(step["start"], step["stop"], step["step"]):
+            for loop, op in nests:
+                if not op["outputs"]:
+                    continue
+                loop["start"], loop["stop"] = value, value + 1
+                _Nest(op, self.values, self.tensors, self.file, self.clock, work,
+                      (step["var"], value)).run()
+        return [round_to(work[o], self.tensors[o]["dtype"]) for o in outputs]
+
+
 class _Clock:
     """The interpreter's wall-clock limit: checked before each chunk of points."""
 
@@ -450,6 +505,8 @@ def run_trace(trace: Dict[str, Any], sources: Dict[int, np.ndarray],
         name = op["op"]
         if name == "loopir::nest":
             results = _Nest(op, values, tensors, op.get("file", file), clock).run()
+        elif name == "loopir::recurrence":
+            results = _Recurrence(op, values, tensors, op.get("file", file), clock).run()
         elif name == "loopir::fill":
             t = tensors[op["outputs"][0]]
             results = [np.full(tuple(t["shape"]), _number(op["args"]["value"]))]

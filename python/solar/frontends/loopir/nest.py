@@ -13,9 +13,10 @@ from ... import _core
 from . import language as lang
 from .language import refusal
 from .scope import Handle, Recorder, Scope, fill_value, range_args, skip
+from . import recurrence
 from .syntax import assignments, is_tensor_call, tensor_decl, text_of
 from .trees import (affine_form, chain, fn, has_var, int_in_range, is_number, measure, number,
-                    signed_sum)
+                    same_index, signed_sum)
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
            ast.Mod: "mod"}
@@ -55,7 +56,10 @@ class KernelScope(Scope):
                     else:
                         self.bind(n, self.definition(v, f"the constant `{n}`"), stmt.lineno)
             elif isinstance(stmt, ast.For):
-                Nest(self, stmt).record()
+                if is_step_loop(stmt):
+                    StepLoop(self, stmt).record()
+                else:
+                    Nest(self, stmt).record()
                 self.nests += 1
             else:
                 raise refusal("outside_language", self.path, stmt.lineno,
@@ -70,19 +74,95 @@ def contains_for(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.If) and any(contains_for(s) for s in stmt.body + stmt.orelse)
 
 
-class Nest:
-    """One perfectly nested loop nest of a kernel call: its loops and statements."""
+def written_handles(kernel: KernelScope, stmts: Sequence[ast.stmt]) -> List[Handle]:
+    """The tensors the statements under `stmts` assign or accumulate into (what a nest, or a
+    step loop's nests, writes), found before they are recorded: a read of one of them is a
+    read of the nest's own values (a recurrence's earlier step), not of an earlier version.
+    Names that are no tensor are left to the recording to refuse."""
+    out: List[Handle] = []
+    for stmt in stmts:
+        for n in ast.walk(stmt):
+            target = n.targets[0] if isinstance(n, ast.Assign) and len(n.targets) == 1 else (
+                n.target if isinstance(n, ast.AugAssign) else None)
+            if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)):
+                continue
+            try:
+                h = kernel.lookup(target.value.id, n.lineno)
+            except _core.UserError:
+                continue
+            if isinstance(h, Handle) and not any(h is w for w in out):
+                out.append(h)
+    return out
+
+
+def is_step_loop(stmt: ast.For) -> bool:
+    """Whether a kernel's loop is a step loop: a loop around two or more loop nests."""
+    body = [s for s in stmt.body if not skip(s)]
+    return len(body) > 1 and all(isinstance(s, ast.For) for s in body)
+
+
+class StepLoop:
+    """`for t in range(T):` around loop nests, at the top of a kernel (docs/loop-language.md,
+    "Recurrences"): step t runs the nests in order, and they read what they write at the step
+    before. Recorded as one recurrence op (recurrence.py)."""
 
     def __init__(self, kernel: KernelScope, node: ast.For):
+        self.k = kernel
+        self.node = node
+
+    def record(self) -> None:
+        node, path = self.node, self.k.path
+        if node.orelse:
+            raise refusal("outside_language", path, node.lineno, "`for ... else`")
+        if not isinstance(node.target, ast.Name):
+            raise refusal("outside_language", path, node.lineno, "a loop binds one variable")
+        var = node.target.id
+        if var in self.k.names or var in self.k.rec.globals or var in lang.ALL_NAMES:
+            raise refusal("outside_language", path, node.lineno,
+                          f"the loop variable `{var}` shadows another name")
+        bounds = [self.k.constant(b, "a bound of a step loop")
+                  for b in range_args(node.iter, path)]
+        if len(bounds) == 1:
+            bounds = [0] + bounds
+        if not all(isinstance(b, int) for b in bounds) or (len(bounds) == 3 and bounds[2] != 1):
+            raise refusal("non_constant_bound", path, node.lineno,
+                          "a step loop runs over integer constants, one step at a time "
+                          "(`for t in range(T)`, `range(1, T)`)")
+        if bounds[1] <= bounds[0]:
+            raise refusal("shape_mismatch", path, node.lineno,
+                          f"the step loop over `{var}` runs no step")
+        step = {"var": var, "start": bounds[0], "stop": bounds[1], "step": 1,
+                "line": node.lineno}
+        body = [s for s in node.body if not skip(s)]
+        writes = written_handles(self.k, body)
+        parts = []
+        for s in body:
+            n = Nest(self.k, s, writes=writes, outer=[var])
+            n.collect()
+            parts.append(n)
+        recurrence.step_loop(self.k, step, parts, node.lineno)
+
+
+class Nest:
+    """One perfectly nested loop nest of a kernel call: its loops and statements. A nest that
+    reads what it writes one step before along one loop is a recurrence (recurrence.py); so is
+    each nest of a step loop, whose step variable (`outer`) its subscripts may use."""
+
+    def __init__(self, kernel: KernelScope, node: ast.For,
+                 writes: Optional[List[Handle]] = None, outer: Sequence[str] = ()):
         self.k = kernel
         self.rec = kernel.rec
         self.path = kernel.path
         self.node = node
         self.loops: List[Dict[str, Any]] = []
-        self.vars: set = set()
+        self.vars: set = set(outer)
         self.statements: List[Dict[str, Any]] = []
         self.targets: List[Handle] = []
-        self.reads: List[Tuple[Handle, int]] = []  # (tensor, line) of every non-self read
+        # What the nest (or its step loop) writes, and the reads of it: (tensor, line, node)
+        # of each, the node's trace id set once the recurrence's versions exist.
+        self.writes = written_handles(kernel, [node]) if writes is None else writes
+        self.own_reads: List[Tuple[Handle, int, Dict[str, Any]]] = []
+        self.self_reads: List[Tuple[Handle, int, Dict[str, Any]]] = []
         self.current: Optional[Handle] = None  # the target of the statement being read
         self.locals: Dict[str, Any] = {}  # the scalar locals in scope (data, not indices)
         self.sizes: Dict[int, Any] = {}  # trees.measure's memo
@@ -94,12 +174,10 @@ class Nest:
     # -- structure
 
     def record(self) -> None:
-        self.loop(self.node, [], {})
-        for h, line in self.reads:
-            if any(h is t for t in self.targets):
-                raise refusal("outside_language", self.path, line,
-                              f"reads `{h.decl.name}`, which this nest also writes: a "
-                              "loop-carried dependence (split the nest into two)")
+        self.collect()
+        if self.recurrence_reads():
+            recurrence.single_nest(self)
+            return
         outputs = []
         for st, h in zip(self.statements, self.targets):
             st["target"]["prior"] = ({"tensor": h.version} if h.version is not None
@@ -108,6 +186,20 @@ class Nest:
         args = {"kernel": self.k.kernel.name, "call_line": self.k.call_line,
                 "nest": self.k.nests, "loops": self.loops, "statements": self.statements}
         self.rec.emit("loopir::nest", args, outputs, self.node.lineno, self.size)
+
+    def collect(self) -> None:
+        """Reads the nest's loops and statements (nothing is emitted yet)."""
+        self.loop(self.node, [], {})
+
+    def recurrence_reads(self) -> List[Tuple[Handle, int, Dict[str, Any]]]:
+        """The reads of what the nest writes, other than a statement reading its own element
+        (a reduction's `T[s]`): the reads of a recurrence's earlier steps."""
+        out = list(self.own_reads)
+        for h, line, node in self.self_reads:
+            st = self.statements[next(i for i, t in enumerate(self.targets) if t is h)]
+            if not same_index(node["index"], st["target"]["index"]):
+                out.append((h, line, node))
+        return sorted(out, key=lambda r: r[1])
 
     def loop(self, node: ast.For, guards: List[Dict[str, Any]], scope: Dict[str, Any]) -> None:
         if node.orelse:
@@ -143,7 +235,9 @@ class Nest:
             if len(stmts) != 1:
                 raise self.fail("outside_language", stmts[0],
                                 "an imperfect nest: a loop body is one inner loop (optionally "
-                                "under `if`) or the statements of the innermost loop")
+                                "under `if`) or the statements of the innermost loop (a step "
+                                "loop, the outermost loop of a recurrence, holds loop nests "
+                                "only)")
             s = stmts[0]
             if isinstance(s, ast.For):
                 return self.loop(s, guards, scope)
@@ -517,12 +611,13 @@ class Nest:
         h = self.k.tensor(node.value)
         index = self.subscript(node, h)
         if h is self.current:
-            return {"self": True, "index": index}
-        self.reads.append((h, node.lineno))
-        if any(h is t for t in self.targets):
-            raise self.fail("outside_language", node,
-                            f"reads `{h.decl.name}`, which this nest also writes: a "
-                            "loop-carried dependence (split the nest into two)")
+            tree = {"self": True, "index": index}
+            self.self_reads.append((h, node.lineno, tree))
+            return tree
+        if any(h is w for w in self.writes):  # the nest's own values: a recurrence's
+            tree = {"load": -1, "index": index}
+            self.own_reads.append((h, node.lineno, tree))
+            return tree
         return {"load": self.rec.read(h, node.lineno), "index": index}
 
 
