@@ -331,6 +331,11 @@ void bind_exec(nb::module_& m) {
       .def_ro("worst_got", &exec::OutputCheck::worst_got)
       .def_ro("worst_want", &exec::OutputCheck::worst_want)
       .def_ro("scale", &exec::OutputCheck::scale)
+      .def_ro("tightest_error", &exec::OutputCheck::tightest_error,
+              "|got - want| of the element with the largest error / allowance; 0 when none "
+              "differs.")
+      .def_ro("tightest_allowance", &exec::OutputCheck::tightest_allowance,
+              "That element's allowance, atol * scale + rtol * |want|.")
       .def_prop_ro("shape", [](const exec::OutputCheck& c) { return c.shape; })
       .def_prop_ro("atol", [](const exec::OutputCheck& c) { return c.tolerance.atol; })
       .def_prop_ro("rtol", [](const exec::OutputCheck& c) { return c.tolerance.rtol; })

@@ -297,12 +297,29 @@ def _validation_block(v: dict | None) -> str:
 
 
 def _check_line(o: dict, label: str = "") -> str:
-    """One compared output of a validation: verdict, errors and tolerance."""
+    """One compared output of a validation: the verdict with the rule it was judged by
+    (|got - ref| <= atol*scale + rtol*|ref| per element), the element that came closest to
+    its allowance (its error against that allowance) and the largest errors."""
     verdict = "ok  " if o.get("passed") else "FAIL"
-    return (f"  {verdict} {label}{o['name']} {o.get('dtype', '')}{o.get('shape', '')}: max abs "
-            f"error {_num(o.get('max_abs_error'))}, max rel error "
-            f"{_num(o.get('max_rel_error'))} (atol {o.get('atol')}, rtol {o.get('rtol')})"
-            + (f", {o['mismatches']} mismatches" if o.get("mismatches") else ""))
+    scale = o.get("scale")
+    atol = f"{o.get('atol')}" + (f"*{scale:.3g}" if scale not in (None, 1, 1.0) else "")
+    rule = f"|got - ref| <= {atol} + {o.get('rtol')}*|ref|"
+    if o.get("passed"):
+        head = f"every element within {rule}"
+    else:
+        head = f"{o.get('mismatches', '?')} element(s) outside {rule}"
+    err, allow = o.get("tightest_error"), o.get("tightest_allowance")
+    if err is None and "tightest_error" in o:
+        margin = "; an element's error is not finite"
+    elif not err:
+        margin = "; every element equal" if "tightest_error" in o else ""
+    elif allow:
+        margin = f"; tightest element {err:.3g} of its allowance {allow:.3g} ({err / allow:.0%})"
+    else:
+        margin = f"; tightest element {err:.3g} against an allowance of 0 (exact)"
+    return (f"  {verdict} {label}{o['name']} {o.get('dtype', '')}{o.get('shape', '')}: {head}"
+            f"{margin}; max abs error {_num(o.get('max_abs_error'))}, max rel error "
+            f"{_num(o.get('max_rel_error'))}")
 
 
 def _crosscheck_block(c: dict | None) -> str:

@@ -46,7 +46,9 @@ def check_entry(check: Any, graph: Any, trace_id: Optional[int]) -> Dict[str, An
     return {"name": check.name, "trace_id": trace_id, "shape": list(t.shape),
             "dtype": enum_name(t.dtype), "max_abs_error": finite(check.max_abs_error),
             "max_rel_error": finite(check.max_rel_error), "atol": check.atol,
-            "rtol": check.rtol, "mismatches": int(check.mismatches),
+            "rtol": check.rtol, "scale": check.scale, "mismatches": int(check.mismatches),
+            "tightest_error": finite(check.tightest_error),
+            "tightest_allowance": finite(check.tightest_allowance),
             "passed": bool(check.passed)}
 
 

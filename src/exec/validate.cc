@@ -88,6 +88,7 @@ OutputCheck compare(const std::string& name, const Buffer& got, const Buffer& wa
   }
   const double atol = tol.atol * c.scale;
   double worst_excess = -1;
+  double tightest_ratio = -1;
   constexpr double kInf = std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < g.size(); ++i) {
     double a = g[i], b = w[i];
@@ -102,6 +103,13 @@ OutputCheck compare(const std::string& name, const Buffer& got, const Buffer& wa
     c.max_abs_error = std::max(c.max_abs_error, diff);
     if (b != 0 && std::isfinite(b)) c.max_rel_error = std::max(c.max_rel_error, diff / std::fabs(b));
     const double bound = exact_ints ? 0 : atol + tol.rtol * std::fabs(b);
+    // The tightest element: the largest error / allowance (infinite for a zero allowance).
+    const double ratio = bound > 0 ? diff / bound : kInf;
+    if (tightest_ratio < 0 || ratio > tightest_ratio) {
+      tightest_ratio = ratio;
+      c.tightest_error = diff;
+      c.tightest_allowance = bound;
+    }
     if (!non_finite && diff <= bound) continue;
     ++c.mismatches;
     double excess = std::isinf(diff) ? kInf : diff - bound;

@@ -104,7 +104,8 @@ def test_validate_cli_json_section_and_table(tmp_path):
     assert set(v) >= {"status", "tool", "outputs", "first_divergent_op", "excluded", "seed",
                       "given"}
     assert set(v["outputs"][0]) == {"name", "trace_id", "shape", "dtype", "max_abs_error",
-                                    "max_rel_error", "atol", "rtol", "mismatches", "passed"}
+                                    "max_rel_error", "atol", "rtol", "scale", "mismatches",
+                                    "tightest_error", "tightest_allowance", "passed"}
     assert "crosscheck" in d  # the cross-check runs with validation too
     assert "Validation (solar executor, seed 0): PASSED" in r.stdout
 

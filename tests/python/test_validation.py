@@ -4,10 +4,12 @@ results, so each rule is seen without running a program."""
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace as NS
 
 import pytest
 
+from conftest import run_solar
 from solar.validation import check_entry, first_divergent_op, validation_trace
 
 
@@ -24,7 +26,8 @@ class _Graph:
 
 def _check(name, passed=False, abs_err=0.5):
     return NS(name=name, max_abs_error=abs_err, max_rel_error=float("inf"), atol=1e-5,
-              rtol=1e-5, mismatches=0 if passed else 3, passed=passed)
+              rtol=1e-5, scale=1.0, mismatches=0 if passed else 3, tightest_error=abs_err,
+              tightest_allowance=1e-5, passed=passed)
 
 
 GRAPH = _Graph([("mul_1", "aten::mul.Tensor"), ("nest_2", "loopir::nest")],
@@ -35,7 +38,8 @@ def test_a_check_entry_writes_dtype_by_name_and_non_finite_errors_as_null():
     e = check_entry(_check("y"), GRAPH, 7)
     assert e == {"name": "y", "trace_id": 7, "shape": [2, 3], "dtype": "f32",
                  "max_abs_error": 0.5, "max_rel_error": None, "atol": 1e-5, "rtol": 1e-5,
-                 "mismatches": 3, "passed": False}
+                 "scale": 1.0, "mismatches": 3, "tightest_error": 0.5,
+                 "tightest_allowance": 1e-5, "passed": False}
 
 
 def test_no_divergent_op_is_none():
@@ -73,3 +77,20 @@ def test_the_validation_trace_turns_given_ops_outputs_into_constants():
     assert [op["op"] for op in v["ops"]] == ["add"]
     assert [t["role"] for t in v["tensors"]] == ["constant", "output"]
     assert trace["tensors"][0]["role"] == "intermediate"  # the capture's own trace unchanged
+
+
+def test_validate_states_the_rule_that_passed_and_the_tightest_margin():
+    """A passing output's line states the rule (|got - ref| <= atol*scale + rtol*|ref| per
+    element) and the element closest to its allowance, so a large max rel error on a near-zero
+    reference does not read as a failure."""
+    r = run_solar("validate", "examples/torch/activations.py", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    out = doc["validation"]["outputs"][0]
+    assert out["passed"] and 0 < out["tightest_error"] <= out["tightest_allowance"]
+    # the allowance of one element: atol * scale + rtol * |ref| >= atol * scale
+    assert out["tightest_allowance"] >= out["atol"] * out["scale"]
+    text = run_solar("validate", "examples/torch/activations.py").stdout
+    line = next(ln for ln in text.splitlines() if ln.startswith("  ok "))
+    assert "every element within |got - ref| <= 1e-05 + 0.0001*|ref|" in line
+    assert "tightest element" in line and "of its allowance" in line

@@ -34,6 +34,11 @@ struct OutputCheck {
   double worst_got = 0;          // the values at worst_index
   double worst_want = 0;
   double scale = 1;              // the scale the absolute tolerance was multiplied by
+  // The element that used the largest part of its allowance (atol * scale + rtol * |want|):
+  // its error |got - want| and its allowance; both 0 when every element is equal. A check
+  // passes when no element's error exceeds its allowance, so error / allowance is the margin.
+  double tightest_error = 0;
+  double tightest_allowance = 0;
   std::vector<std::int64_t> shape;  // of the compared tensor (worst_index is row-major in it)
   Tolerance tolerance;
 };
