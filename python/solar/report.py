@@ -317,6 +317,8 @@ def _check_line(o: dict, label: str = "") -> str:
         margin = f"; tightest element {err:.3g} of its allowance {allow:.3g} ({err / allow:.0%})"
     else:
         margin = f"; tightest element {err:.3g} against an allowance of 0 (exact)"
+    if o.get("compared_at"):  # a narrower precision than the output's own dtype
+        head += f" (at {o['compared_at']}'s tolerance, the precision it was computed in)"
     return (f"  {verdict} {label}{o['name']} {o.get('dtype', '')}{o.get('shape', '')}: {head}"
             f"{margin}; max abs error {_num(o.get('max_abs_error'))}, max rel error "
             f"{_num(o.get('max_rel_error'))}")

@@ -764,11 +764,11 @@ def test_cli_cuda_needs_a_reference_or_unvalidated(srv, tmp_path, monkeypatch):
     assert SECRET not in r.stdout + r.stderr + all_written_text(tmp_path)
 
 
-def test_npz_dtypes_listed_and_failures_summarized_by_their_first_item(srv, tmp_path,
-                                                                      no_model_code_runs):
+def test_npz_dtypes_listed_and_failures_summarized_by_their_reasons(srv, tmp_path,
+                                                                    no_model_code_runs):
     """An .npz source's tensors are listed with their arrays' dtypes (not `?`); a failure's
-    summary line (the error, the batch summary) names the first problem of a binding
-    failure, not only its heading "At the test sizes (...):"."""
+    summary line (the error, the batch summary) names the problems of a binding failure,
+    not only its heading "At the test sizes (...):"."""
     from solar.translate import batch
 
     cu = tmp_path / "axpb.cu"
@@ -786,7 +786,8 @@ def test_npz_dtypes_listed_and_failures_summarized_by_their_first_item(srv, tmp_
     assert "  0                        f32    [16]" in user and "?" not in user.split("```")[0]
     assert t.status == "failed"
     first = "`bias` (input, f32[16]) is no argument, parameter or buffer of the source"
-    assert f"binding: At the test sizes (N=16): {first} (and 1 more)" in t.error
+    second = "the source's argument `b` ([16]) is not declared (or never read)"
+    assert f"binding: At the test sizes (N=16): {first}; {second}" in t.error
     assert "  x                        f32    [16]" in t.provenance["attempts"][0]["failure"][
         "message"]  # the binding's listing too
     summary = batch.summarize([{"source": "axpb.cu", "status": "failed", "attempts": 1,
@@ -951,3 +952,104 @@ def test_flax_variables_by_path(srv, tmp_path, no_model_code_runs):
     assert "params/Dense_0/kernel -> params__Dense_0__kernel f32    [784, 256]" in user
     assert t.provenance["validation"]["data"]["framework"] == "jax"
     assert t.report.totals.macs == 32 * (784 * 256 + 256 * 10)
+
+
+def test_a_binding_failure_names_the_npz_sizes_and_the_batch_shows_its_whole_reason(
+        srv, tmp_path, no_model_code_runs):
+    """A CUDA source has no size constants Solar can read: the sizes its .npz was made at
+    (sizes/N) are the ones a binding failure says the program does not define. The batch
+    summary's line of a binding failure gives its reason's items, not its heading alone."""
+    from solar.translate import batch, check
+
+    cu = tmp_path / "axpb.cu"
+    cu.write_text(CUDA_SOURCE)
+    rng = np.random.default_rng(2)
+    xs, bs = rng.standard_normal(16).astype(np.float32), rng.standard_normal(16).astype(np.float32)
+    np.savez(tmp_path / "axpb.npz", **{"inputs/x": xs, "inputs/b": bs, "outputs/0": 2 * xs + bs,
+                                       "sizes/N": np.asarray(16)})
+    # The program names its size `n`: the .npz's N=16 cannot set it, so its tensors keep 4096.
+    srv.script = [answer(fenced(AXPB_PROGRAM.replace("N = 4096", "n = 4096").replace(
+        '"N"', '"n"').replace("range(N)", "range(n)")))]
+    t = translate(str(cu), str(tmp_path / "axpb_loop.py"),
+                  options(srv, tmp_path, reference=str(tmp_path / "axpb.npz"), attempts=1))
+    assert t.status == "failed"
+    message = t.provenance["attempts"][0]["failure"]["message"]
+    assert "Size constants of the source your program does not define: N " in message
+    # Every item of a listed reason, joined; beyond HEADLINE_ITEMS, how many more.
+    items = [f"`{n}` (input, f32[4096]) has shape [4096] at the test sizes" for n in "xyzw"]
+    listed = "At the test sizes (N=16):\n- " + "\n- ".join(items) + "\n\nmore\n"
+    summary = batch.summarize([{"source": "axpb.cu", "status": "failed", "attempts": 1,
+                                "error": listed}], "src", "out", options(srv, tmp_path))
+    shown = "; ".join(items[:check.HEADLINE_ITEMS])
+    assert f"FAIL axpb.cu: At the test sizes (N=16): {shown} (and 1 more)\n" in \
+        batch.summary_table(summary)
+
+
+def test_a_triton_source_in_a_folder_is_validated_against_its_npz(srv, tmp_path,
+                                                                   no_model_code_runs):
+    """`solar translate DIR`: a Triton kernel (a .py Solar does not run) is validated against
+    the .npz beside it, like a CUDA file; before, every .py was taken for a runnable one."""
+    from solar.translate import batch
+
+    bench = ROOT / "bench" / "translate"
+    folder = tmp_path / "src"
+    folder.mkdir()
+    for suffix in (".py", ".npz"):
+        name = "triton_layernorm" + suffix
+        (folder / name).write_bytes((bench / "sources" / name).read_bytes())
+    sys.path.insert(0, str(bench))
+    from replay import read_transcript
+
+    accepted = read_transcript(bench / "transcripts" / "triton_layernorm.md").answers[-1]
+    srv.script = [answer(accepted)]
+    summary = batch.translate_dir(str(folder), str(tmp_path / "out"), options(srv, tmp_path))
+    (rec,) = summary["records"]
+    assert rec["status"] == "validated", rec
+    data = json.loads((tmp_path / "out" / "triton_layernorm.provenance.json").read_text())[
+        "validation"]["data"]
+    assert data["framework"] == "npz" and data["from"] == str(folder / "triton_layernorm.npz")
+
+
+def test_loop_validation_at_the_precision_an_output_was_computed_in(tmp_path):
+    """`solar validate`: an f64 output of an f32 sum differs between the interpreter and the
+    executor by f32's rounding (they sum in different orders), which f64's 1e-9 calls a
+    mismatch: it is compared at f32's tolerance, and the report says so. An output outside
+    even that tolerance still fails."""
+    program = '''\
+"""An f32 dot product widened to an f64 output."""
+from solar.loopir import Tensor, kernel
+
+N, K = 64, 4096
+
+a = Tensor("N,K", dtype="f32", role="input")
+b = Tensor("K", dtype="f32", role="weight")
+t = Tensor("N", dtype="f32")
+y = Tensor("N", dtype="f64", role="output")
+
+
+@kernel
+def dot(a, b, t, y):
+    for n in range(N):
+        for k in range(K):
+            t[n] += a[n, k] * b[k]
+    for n in range(N):
+        y[n] = t[n]
+
+
+def model():
+    dot(a, b, t, y)
+'''
+    from solar.frontends.loopir.validation import computed_in
+
+    path = tmp_path / "mixed.py"
+    path.write_text(program)
+    r = run_solar("validate", str(path), "--json", str(tmp_path / "r.json"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "(at f32's tolerance, the precision it was computed in)" in r.stdout
+    (out,) = json.loads((tmp_path / "r.json").read_text())["validation"]["outputs"]
+    assert out["compared_at"] == "f32" and out["rtol"] == 1e-4 and out["passed"]
+    assert computed_in(solar.loopir.lift(str(path))) == {"y": "f32"}
+    # Summed in f64, the same output keeps f64's tolerance.
+    wide = tmp_path / "wide.py"
+    wide.write_text(program.replace('t = Tensor("N", dtype="f32")', 't = Tensor("N", dtype="f64")'))
+    assert computed_in(solar.loopir.lift(str(wide))) == {}

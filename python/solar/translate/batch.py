@@ -47,6 +47,15 @@ def discover(folder: str, out_dir: Optional[str] = None) -> List[str]:
     return sorted(found, key=lambda r: tuple(r.split(os.sep)))
 
 
+def runnable(path: str) -> bool:
+    """Whether Solar runs the source itself (PyTorch, JAX, NumPy); a Triton .py, like a CUDA
+    or C file, is validated against the .npz beside it."""
+    if not path.endswith(".py"):
+        return False
+    with open(path, encoding="utf-8") as f:
+        return source.detect_lang(path, f.read()) in source.RUNNABLE
+
+
 def out_path(rel: str, out_dir: str) -> str:
     """The translation of `rel` in `out_dir`: the same relative path, a .py; a non-Python
     source keeps its suffix in the name (kernels/softmax.cu -> kernels/softmax_cu.py)."""
@@ -104,7 +113,8 @@ def translate_dir(folder: str, out_dir: Optional[str] = None,
                   retry_failed: bool = False, progress: Optional[TextIO] = None) -> Dict[str, Any]:
     """Translates every source under `folder` into `out_dir` (default <folder>_loop), `jobs`
     at a time; returns the summary (also written to out_dir/translate-summary.json). A
-    non-Python source is validated against <stem>.npz beside it when there is one."""
+    source Solar does not run (CUDA, C, Triton) is validated against <stem>.npz beside it
+    when there is one."""
     if not os.path.isdir(folder):
         raise user_error(f"{folder}: no such folder", "io")
     options = agent._resolve(options or agent.TranslateOptions())
@@ -143,7 +153,7 @@ def translate_dir(folder: str, out_dir: Optional[str] = None,
                                "language_reference_version": version, "mode": mode}
         opts = options
         sibling = os.path.splitext(path)[0] + ".npz"
-        if not path.endswith(".py") and not options.unvalidated and os.path.isfile(sibling):
+        if not options.unvalidated and os.path.isfile(sibling) and not runnable(path):
             opts = dataclasses.replace(options, reference=sibling)
         try:
             t = agent.translate(path, out_path(rel, out_dir), opts)

@@ -43,18 +43,28 @@ MAX_TEST_POINTS = lang.MAX_VALIDATION_POINTS
 VALIDATION_SECONDS = 120.0
 
 
+# Items of a listed reason a summary line shows before "(and N more)".
+HEADLINE_ITEMS = 3
+
+
 def headline(message: str) -> str:
     """A failure's message on one line, for summaries: its first line, and when that only
-    introduces a list ("At the test sizes (...):"), the first item too."""
+    introduces a list ("At the test sizes (...):"), the list's items joined by `; ` (the
+    first HEADLINE_ITEMS, then how many more): the heading alone says nothing."""
     lines = [ln.strip() for ln in (message or "").strip().splitlines() if ln.strip()]
     if not lines:
         return ""
-    first = lines[0]
-    if first.endswith(":") and len(lines) > 1:
-        first += " " + lines[1].lstrip("- ")
-        more = sum(1 for ln in lines[2:] if ln.startswith("- "))
-        if more:
-            first += f" (and {more} more)"
+    first, items = lines[0], []
+    for ln in lines[1:]:  # the list right under the heading
+        if not ln.startswith("- "):
+            break
+        items.append(ln[2:])
+    if first.endswith(":") and items:
+        first += " " + "; ".join(items[:HEADLINE_ITEMS])
+        if len(items) > HEADLINE_ITEMS:
+            first += f" (and {len(items) - HEADLINE_ITEMS} more)"
+    elif first.endswith(":") and len(lines) > 1:
+        first += " " + lines[1]
     return first
 
 
@@ -214,7 +224,9 @@ def bind(lp: LoopProgram, data: ReferenceData, source_constants: Dict[str, int])
             problems.append(f"output `{name}` is {t['dtype']}, the source's output {i} {want}")
         values[name] = arr
     if problems:
-        missing_consts = [k for k in source_constants if k not in lp.program.constants]
+        # The source's constants, and the sizes an .npz was made at (a CUDA source's).
+        missing_consts = [k for k in dict.fromkeys([*source_constants, *data.sizes])
+                          if k.isidentifier() and k not in lp.program.constants]
         hint = (f"\n\nSize constants of the source your program does not define: "
                 f"{', '.join(missing_consts)} (name yours like the source's, convention 3)."
                 if missing_consts else "")
