@@ -27,8 +27,10 @@ PROMPT_VERSION = "1"
 # The worked examples, in the order the prompt shows them: examples/loops/<name>.py beside
 # <name>_torch.py. Chosen to cover the language: a contraction (gemm), reductions from a
 # fill (softmax), kernel parameters and weights (layernorm), guards and strides (conv2d),
-# triangular bounds (causal_attention), model-level loops over stacked weights (robot_mlp).
-DEFAULT_EXAMPLES = ("gemm", "softmax", "layernorm", "conv2d", "causal_attention", "robot_mlp")
+# triangular bounds (causal_attention), model-level loops over stacked weights (robot_mlp),
+# a recurrence that reads the step before (cumsum).
+DEFAULT_EXAMPLES = ("gemm", "softmax", "layernorm", "conv2d", "causal_attention", "robot_mlp",
+                    "cumsum")
 # The example of module parameters (state_dict names), kept with this package.
 MODULE_EXAMPLE = "mlp_module"
 
