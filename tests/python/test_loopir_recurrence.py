@@ -213,3 +213,18 @@ def model():
     k(x, y)
 """)
     refused(path, "outside_language", "at the step it writes", 12)
+
+
+def test_the_validation_budget_counts_each_step(tmp_path):
+    """The interpreter runs a recurrence step by step: its work is each nest's box once per
+    step (the step loop's every value: guards mask steps, they do not skip them), plus the
+    time of a step in points (checks.STEP_POINTS), so a long recurrence of tiny steps is
+    estimated by its steps."""
+    from solar.frontends.loopir import checks
+    path = program(tmp_path, PREFIX_SUM)
+    B, N = 3, 50
+    trace = loopir.load_trace(path)
+    # the copy nest: B points; the recurrence: N steps of a B-point nest
+    assert checks.work_points(trace) == B + N * (B + checks.STEP_POINTS)
+    with pytest.raises(solar.UserError, match="iteration points with the loop interpreter"):
+        loopir.validate(path, set={"B": 1, "N": 200_000})  # 200,000 steps: past the budget
