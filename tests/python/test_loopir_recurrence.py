@@ -10,6 +10,8 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import solar
 import solar.loopir as loopir
@@ -228,3 +230,64 @@ def test_the_validation_budget_counts_each_step(tmp_path):
     assert checks.work_points(trace) == B + N * (B + checks.STEP_POINTS)
     with pytest.raises(solar.UserError, match="iteration points with the loop interpreter"):
         loopir.validate(path, set={"B": 1, "N": 200_000})  # 200,000 steps: past the budget
+
+
+# ---------------------------------------------------------------- random scans
+
+COMBINE = {  # the scan's step, as the program writes it and as Python computes it
+    "add": ("{prev} + {x}", lambda p, x: p + x),
+    "mul": ("{prev} * (1.0 + 0.1 * {x})", lambda p, x: p * (1.0 + 0.1 * x)),
+    "max": ("max({prev}, {x})", max),
+    "decay": ("0.5 * {prev} + exp({x})", lambda p, x: 0.5 * p + np.exp(x)),
+}
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(B=st.integers(1, 3), N=st.integers(2, 9), form=st.sampled_from(["guard", "range", "state"]),
+       combine=st.sampled_from(sorted(COMBINE)), outer=st.booleans())
+def test_random_scans_run_as_python_runs_the_loops(tmp_path_factory, B, N, form, combine, outer):
+    """A scan along i in one of the three forms (a guard `if i >= 1`, `range(1, N)`, a state
+    one longer than the sequence), with the step loop outside or inside the loop over b:
+    the interpreter's values are the loops' as Python runs them, the lifted graph validates
+    against the interpreter, and the work is one step's per step."""
+    text, step = COMBINE[combine]
+    loops = ["for b in range(B):", "for i in range({lo}, N):"]
+    if not outer:
+        loops.reverse()
+    if form == "state":
+        decl = '    s = Tensor("B, N + 1", dtype="f64")\n'
+        first = ""
+        stmt = "s[b, i + 1] = " + text.format(prev="s[b, i]", x="x[b, i]")
+        after = "    for b in range(B):\n        for i in range(N):\n            y[b, i] = s[b, i + 1]\n"
+        lo, guard = 0, ""
+    else:
+        decl = ""
+        first = "    for b in range(B):\n        y[b, 0] = x[b, 0]\n"
+        stmt = "y[b, i] = " + text.format(prev="y[b, i - 1]", x="x[b, i]")
+        after = ""
+        lo, guard = (0, "if i >= 1:") if form == "guard" else (1, "")
+    body = "    " + loops[0].format(lo=lo) + "\n        " + loops[1].format(lo=lo) + "\n"
+    body += ("            " + guard + "\n                " if guard else "            ") + stmt + "\n"
+    path = program(tmp_path_factory.mktemp("scan"), f"""
+B, N = {B}, {N}
+x = Tensor("B, N", dtype="f64", role="input")
+y = Tensor("B, N", dtype="f64", role="output")
+
+@kernel
+def scan(x, y):
+{decl}{first}{body}{after}
+def model():
+    scan(x, y)
+""")
+    x = np.random.default_rng(B * 10 + N).standard_normal((B, N))
+    want = np.zeros((B, N))
+    for b in range(B):
+        prev = 0.0 if form == "state" else x[b, 0]
+        want[b, 0] = step(prev, x[b, 0]) if form == "state" else x[b, 0]
+        prev = want[b, 0]
+        for i in range(1, N):
+            prev = want[b, i] = step(prev, x[b, i])
+    np.testing.assert_allclose(loopir.run(path, inputs={"x": x})["y"], want, rtol=1e-12)
+    validated(path)
+    (rep,) = repeats(path)
+    assert rep["trips"] == (N if form == "state" else N - 1)
