@@ -291,3 +291,32 @@ def model():
     validated(path)
     (rep,) = repeats(path)
     assert rep["trips"] == (N if form == "state" else N - 1)
+
+
+def test_a_loop_inside_the_step_loop_reads_any_element_of_the_step_before(tmp_path):
+    """`y[j + 1, i - 1]` while writing `y[j, i]`, the loop over j inside the loop over i:
+    the whole step before is computed when step i runs."""
+    path = program(tmp_path, """
+N, J = 6, 5
+x = Tensor("J, N", dtype="f64", role="input")
+y = Tensor("J, N", dtype="f64", role="output")
+
+@kernel
+def diagonal(x, y):
+    for i in range(N):
+        for j in range(J):
+            if i >= 1 and j < J - 1:
+                y[j, i] = y[j + 1, i - 1] + x[j, i]
+
+def model():
+    diagonal(x, y)
+""")
+    x = np.random.default_rng(3).standard_normal((5, 6))
+    want = np.zeros((5, 6))
+    for i in range(6):
+        for j in range(5):
+            if i >= 1 and j < 4:
+                want[j, i] = want[j + 1, i - 1] + x[j, i]
+    np.testing.assert_array_equal(loopir.run(path, inputs={"x": x})["y"], want)
+    assert totals(path)["vector_flops"] == (6 - 1) * (5 - 1)  # one add per written element
+    validated(path)
