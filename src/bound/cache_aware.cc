@@ -131,6 +131,7 @@ CacheAwareBound cache_aware_bound(const ir::Graph& g, const cost::GraphCost& cos
   for (const std::string& s : bounds.fused.unknown)
     if (s.find("bytes") == std::string::npos || s.find("link time") != std::string::npos)
       cb.unknown.push_back(s);
+  cb.ceiling = bounds.fused.ceiling;
   const std::optional<double> beta = bounds.dram_bandwidth;
   if (cb.traffic_bytes != Count(0)) {
     if (beta)

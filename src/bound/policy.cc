@@ -1,5 +1,6 @@
 #include "solar/bound/policy.h"
 
+#include <algorithm>
 #include <initializer_list>
 
 #include <fmt/format.h>
@@ -185,6 +186,34 @@ std::optional<Route> special_route(const hw::Device& device) {
     }
   }
   return best;
+}
+
+std::optional<Route> ceiling_route(const hw::Device& device,
+                                   std::initializer_list<hw::UnitKind> kinds) {
+  std::optional<Route> sum;
+  for (const hw::ComputeUnit& u : device.units) {
+    if (std::find(kinds.begin(), kinds.end(), u.kind) == kinds.end()) continue;
+    const ir::DType* fastest = nullptr;
+    double peak = 0;
+    for (const auto& [dtype, p] : u.peak)
+      if (p.value > peak) {
+        peak = p.value;
+        fastest = &dtype;
+      }
+    if (!fastest) continue;
+    std::string label = fmt::format("{}.{}", u.name, ir::dtype_name(*fastest));
+    if (!sum) {
+      sum = Route{&u, *fastest, peak, label};
+      continue;
+    }
+    if (peak > sum->unit->peak.at(sum->rate_dtype).value) {
+      sum->unit = &u;
+      sum->rate_dtype = *fastest;
+    }
+    sum->flops_per_s += peak;
+    sum->label += "+" + label;
+  }
+  return sum;
 }
 
 }  // namespace solar::bound

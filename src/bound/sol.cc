@@ -70,6 +70,8 @@ struct RouteInfo {
   bool sparse_2_4 = false;
   double rate = 0;  // FLOP/s (dense-equivalent for a 2:4 route)
   std::string label;
+  std::size_t kind = 0;  // the concurrent resource it occupies (RouteTable::kind_of)
+  std::string ceiling_basis;  // a ceiling: the unit peaks its rate sums; "" for a route
 };
 
 // Every route the device offers under the options, computed once so that bounding an op
@@ -89,6 +91,14 @@ class RouteTable {
       vector_[dtype_index(d)] = intern(vector_route(device, d));
     }
     special_ = intern(special_route(device));
+    // Work of a dtype no legal route publishes a rate for is priced at a ceiling, a rate no
+    // unit exceeds for it (docs/bounds.md, "Unknown rates"): elementwise work on the vector
+    // units, contractions on the tensor and vector units.
+    vector_ceiling_ = intern_ceiling(ceiling_route(device, {hw::UnitKind::Vector}),
+                                     "vector.ceiling", kVectorCeiling);
+    contraction_ceiling_ = intern_ceiling(
+        ceiling_route(device, {hw::UnitKind::Tensor, hw::UnitKind::Vector}),
+        "contraction.ceiling", kContractionCeiling);
   }
 
   int contraction(cost::ContractionClass c, DType d) const {
@@ -101,14 +111,21 @@ class RouteTable {
   }
   int vector(DType d) const { return vector_[dtype_index(d)]; }
   int special() const { return special_; }
+  // The ceiling of vector work and of contractions without a route; -1 when the device
+  // publishes no rate for any unit that could execute them.
+  int vector_ceiling() const { return vector_ceiling_; }
+  int contraction_ceiling() const { return contraction_ceiling_; }
   const RouteInfo& route(int id) const { return routes_[static_cast<std::size_t>(id)]; }
   std::size_t size() const { return routes_.size(); }
 
   // The concurrent resource a route occupies: its unit kind. Units of one kind may be one
   // physical pipe split by clock (H100's tensor_core and tensor_core_fp64), so work on them
-  // adds up rather than overlapping.
-  static constexpr std::size_t kNumKinds = 3;
-  std::size_t kind_of(int id) const { return kind_index(route(id).unit->kind); }
+  // adds up rather than overlapping. Each ceiling is a resource of its own: the units it sums
+  // might run its work beside their priced work, so adding the two would not be a lower bound.
+  static constexpr std::size_t kVectorCeiling = 3;
+  static constexpr std::size_t kContractionCeiling = 4;
+  static constexpr std::size_t kNumKinds = 5;
+  std::size_t kind_of(int id) const { return route(id).kind; }
   static std::size_t kind_index(hw::UnitKind k) {
     switch (k) {
       case hw::UnitKind::Tensor: return 0;
@@ -123,9 +140,17 @@ class RouteTable {
     if (!r) return -1;
     for (std::size_t i = 0; i < routes_.size(); ++i)
       if (routes_[i].unit == r->unit && routes_[i].rate_dtype == r->rate_dtype &&
-          routes_[i].sparse_2_4 == r->sparse_2_4)
+          routes_[i].sparse_2_4 == r->sparse_2_4 && routes_[i].ceiling_basis.empty())
         return static_cast<int>(i);
-    routes_.push_back(RouteInfo{r->unit, r->rate_dtype, r->sparse_2_4, r->flops_per_s, r->label});
+    routes_.push_back(RouteInfo{r->unit, r->rate_dtype, r->sparse_2_4, r->flops_per_s, r->label,
+                                kind_index(r->unit->kind), ""});
+    return static_cast<int>(routes_.size() - 1);
+  }
+
+  int intern_ceiling(const std::optional<Route>& r, std::string label, std::size_t kind) {
+    if (!r) return -1;
+    routes_.push_back(
+        RouteInfo{r->unit, r->rate_dtype, false, r->flops_per_s, std::move(label), kind, r->label});
     return static_cast<int>(routes_.size() - 1);
   }
 
@@ -133,6 +158,8 @@ class RouteTable {
   std::array<std::array<int, kNumDTypes>, kNumClasses> sparse_2_4_{};
   std::array<int, kNumDTypes> vector_{};
   int special_ = -1;
+  int vector_ceiling_ = -1;
+  int contraction_ceiling_ = -1;
   std::vector<RouteInfo> routes_;
 };
 
@@ -216,6 +243,11 @@ class Bounder {
     for (const auto& [dtype, macs] : w.macs) {
       if (macs == Count(0)) continue;
       int id = table_.contraction(w.contraction, dtype);
+      if (id < 0 && table_.contraction_ceiling() >= 0) {
+        ceiling_macs_[{w.contraction, dtype}].add(macs, runs);
+        charge(table_.contraction_ceiling(), 2.0 * macs.to_double());  // 1 MAC = 2 FLOP
+        continue;
+      }
       if (id < 0) {
         ob.unknown.push_back(contraction_unknown(macs, w.contraction, dtype, 1));
         unknown_macs_[{w.contraction, dtype}].add(macs, runs);
@@ -236,6 +268,11 @@ class Bounder {
     for (const auto& [dtype, flops] : w.vector_flops) {
       if (flops == Count(0)) continue;
       int id = table_.vector(dtype);
+      if (id < 0 && table_.vector_ceiling() >= 0) {
+        ceiling_vector_[dtype_index(dtype)].add(flops, runs);
+        charge(table_.vector_ceiling(), flops.to_double());
+        continue;
+      }
       if (id < 0) {
         ob.unknown.push_back(vector_unknown(flops, dtype, 1));
         unknown_vector_[dtype_index(dtype)].add(flops, runs);
@@ -439,8 +476,9 @@ class Bounder {
     } else {
       lb.bottleneck = "none";
     }
-    lb.unknown = compute_unknowns();
+    lb.unknown = compute_unknowns(lb.seconds);
     for (const std::string& s : fused_unknown_memory_) lb.unknown.push_back(s);
+    lb.ceiling = ceilings();
     if (system_) lb.seconds_no_overlap = std::max(no_overlap(lb.terms), lb.seconds);
     return lb;
   }
@@ -449,19 +487,44 @@ class Bounder {
   double unfused_no_overlap() const { return unfused_no_overlap_; }
   const std::vector<LinkUse>& links() const { return links_; }
 
-  // Sentences for the unpriced work summed over the graph (both levels share them).
-  std::vector<std::string> compute_unknowns() const {
+  // Sentences for the unpriced work summed over the graph (both levels share them). With the
+  // fused level's `seconds` (a max over resources), each says how much that work could move
+  // it: nothing unless the work runs slower than its amount over those seconds.
+  std::vector<std::string> compute_unknowns(std::optional<double> fused = std::nullopt) const {
+    auto moves = [&](double amount, std::string_view unit) -> std::string {
+      if (!fused || !(*fused > 0)) return "";
+      return fmt::format("; it raises the fused SOL ({:.4g} s) only if it runs below {:.3g} {}",
+                         *fused, amount / *fused, unit);
+    };
     std::vector<std::string> out;
     for (const auto& [key, u] : unknown_macs_)
-      out.push_back(contraction_unknown(u.amount, key.first, key.second, u.ops));
+      out.push_back(contraction_unknown(u.amount, key.first, key.second, u.ops) +
+                    moves(2 * u.amount.to_double(), "FLOP/s"));  // 1 MAC = 2 FLOP
     for (std::size_t d = 0; d < kNumDTypes; ++d)
       if (unknown_vector_[d].ops > 0)
         out.push_back(vector_unknown(unknown_vector_[d].amount, ir::kAllDTypes[d],
-                                     unknown_vector_[d].ops));
+                                     unknown_vector_[d].ops) +
+                      moves(unknown_vector_[d].amount.to_double(), "FLOP/s"));
     if (unknown_special_.ops > 0)
-      out.push_back(special_unknown(unknown_special_.amount, unknown_special_.ops));
+      out.push_back(special_unknown(unknown_special_.amount, unknown_special_.ops) +
+                    moves(unknown_special_.amount.to_double(), "ops/s"));
     for (const auto& [kind, u] : unknown_comm_)
-      out.push_back(comm_unknown(u.amount, kind, u.ops));
+      out.push_back(comm_unknown(u.amount, kind, u.ops) +
+                    moves(u.amount.to_double(), "bytes/s"));
+    return out;
+  }
+
+  // Sentences for the work priced at a ceiling, summed over the graph (both levels share them).
+  std::vector<std::string> ceilings() const {
+    std::vector<std::string> out;
+    for (const auto& [key, u] : ceiling_macs_)
+      out.push_back(contraction_unknown(u.amount, key.first, key.second, u.ops) + "; " +
+                    ceiling_words(table_.contraction_ceiling(), "tensor and vector unit"));
+    for (std::size_t d = 0; d < kNumDTypes; ++d)
+      if (ceiling_vector_[d].ops > 0)
+        out.push_back(vector_unknown(ceiling_vector_[d].amount, ir::kAllDTypes[d],
+                                     ceiling_vector_[d].ops) +
+                      "; " + ceiling_words(table_.vector_ceiling(), "vector unit"));
     return out;
   }
 
@@ -518,6 +581,15 @@ class Bounder {
         ir::dtype_name(dtype), policy_name(options_.policy));
   }
 
+  // "priced at the ceiling 133.8 TFLOP/s (fp32_simt.bf16: the fastest published rate of each
+  // vector unit, summed)".
+  std::string ceiling_words(int id, std::string_view units) const {
+    const RouteInfo& r = table_.route(id);
+    return fmt::format("priced at the ceiling {:.4g} TFLOP/s ({}: the fastest published rate of "
+                       "each {}, summed)",
+                       r.rate / 1e12, r.ceiling_basis, units);
+  }
+
   std::string vector_unknown(Count flops, DType dtype, int ops) const {
     bool f32_fallback = ir::dtype_bits(dtype) <= 32 && dtype != DType::F32;
     return fmt::format("{} vector FLOPs {}{}: {} publishes no vector rate for {}{}",
@@ -571,6 +643,8 @@ class Bounder {
   bool l2_used_ = false;
   Count dram_bytes_;         // bytes of analyzed ops priced (or unpriced) at DRAM
   std::map<std::pair<cost::ContractionClass, DType>, Unpriced> unknown_macs_;
+  std::map<std::pair<cost::ContractionClass, DType>, Unpriced> ceiling_macs_;
+  std::array<Unpriced, kNumDTypes> ceiling_vector_{};
   std::array<Unpriced, kNumDTypes> unknown_vector_{};
   Unpriced unknown_special_;
   Unpriced unknown_l2_;
@@ -647,6 +721,7 @@ DeviceBounds compute_bounds(const ir::Graph& g, const cost::GraphCost& cost,
   sort_terms(by_bottleneck);
   db.unfused.bottleneck = by_bottleneck.empty() ? "none" : by_bottleneck[0].resource;
   db.unfused.unknown = bounder.compute_unknowns();
+  db.unfused.ceiling = bounder.ceilings();
   for (std::string& s : bounder.unfused_memory_unknowns())
     db.unfused.unknown.push_back(std::move(s));
 

@@ -38,7 +38,8 @@ json level_json(const bound::LevelBound& l) {
   json j{{"seconds", number(l.seconds)},
          {"bottleneck", l.bottleneck},
          {"terms", terms_json(l.terms)},
-         {"unknown", l.unknown}};
+         {"unknown", l.unknown},
+         {"ceiling", l.ceiling}};
   // Bounded with a system's links only.
   if (l.seconds_no_overlap) j["seconds_no_overlap"] = number(*l.seconds_no_overlap);
   if (l.latency_seconds) j["latency_seconds"] = number(*l.latency_seconds);
@@ -90,6 +91,7 @@ json cache_aware_json(const ir::Graph& g, const bound::CacheAwareBound& c) {
   j["bottleneck"] = c.bottleneck;
   j["terms"] = terms_json(c.terms);
   j["unknown"] = c.unknown;
+  j["ceiling"] = c.ceiling;
   j["capacity_bytes"] = count_json(*c.capacity.bytes);
   j["traffic_bytes"] = count_json(c.traffic_bytes);
   json groups = json::array();

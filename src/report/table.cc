@@ -262,9 +262,13 @@ std::string to_table(const Report& r, const TableOptions& options) {
     devices.add({id, sol(d.unfused), d.unfused.bottleneck, sol(d.fused), d.fused.bottleneck,
                  d.fused.seconds > 0 ? fmt::format("{:.2f}x", d.unfused.seconds / d.fused.seconds)
                                      : "-"});
-    std::vector<std::string> unknown = d.unfused.unknown;
-    for (const std::string& s : d.fused.unknown)
-      if (std::find(unknown.begin(), unknown.end(), s) == unknown.end()) unknown.push_back(s);
+    // The fused level's sentences say how much their work could move it; the unfused
+    // level's join where they are not the start of one of those (its memory sentences).
+    std::vector<std::string> unknown = d.fused.unknown;
+    for (const std::string& s : d.unfused.unknown)
+      if (std::none_of(unknown.begin(), unknown.end(),
+                       [&](const std::string& f) { return f.rfind(s, 0) == 0; }))
+        unknown.push_back(s);
     if (!unknown.empty()) notes.emplace_back(d.device_id, std::move(unknown));
   }
   out += devices.render();
@@ -275,6 +279,16 @@ std::string to_table(const Report& r, const TableOptions& options) {
     for (const auto& [id, lines] : notes)
       for (const std::string& s : lines) out += fmt::format("  {}: {}\n", id, s);
   }
+  // Work priced at a ceiling keeps the level complete: one line names it (docs/bounds.md,
+  // "Unknown rates"; the sentences are the JSON's `ceiling`).
+  std::string ceilings;
+  for (const bound::DeviceBounds& d : r.devices)
+    for (const std::string& s : d.fused.ceiling)
+      ceilings += fmt::format("{}{}: {}", ceilings.empty() ? "" : "; ", d.device_id,
+                              s.substr(0, s.find(':')));
+  if (!ceilings.empty())
+    out += "priced at a ceiling rate (no published rate; one no unit exceeds): " + ceilings +
+           "\n";
   if (!memory_warnings.empty()) {
     out += fmt::format("!!!{} does not fit the device's DRAM:\n", kNoFit);
     for (const std::string& s : memory_warnings) out += "!!!   " + s + "\n";

@@ -523,3 +523,17 @@ def test_an_inference_phase_reports_eval_mode_once():
     text = report.table()
     assert text.count("mode: eval") == 1 and "mixed" not in text
 
+
+
+def test_a_llama_decode_headline_is_complete():
+    """A Llama decode computes int64 positions and cache indices, for which the GPUs publish
+    no vector rate: that work is priced at the device's vector ceiling (docs/bounds.md,
+    "Unknown rates"), so the headline carries no `*` and no incomplete note."""
+    report = run("llama-3.1-8b", "decode").report
+    for device in report.to_dict()["devices"].values():
+        assert device["fused"]["unknown"] == [] and device["unfused"]["unknown"] == []
+        assert any("i64" in s for s in device["fused"]["ceiling"])
+    text = report.table()
+    rows = [ln for ln in text.splitlines() if ln.startswith("H100_SXM ")]
+    assert rows and not any("*" in ln for ln in rows) and "incomplete" not in text
+    assert "priced at a ceiling rate" in text

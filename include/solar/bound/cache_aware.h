@@ -72,6 +72,7 @@ struct CacheAwareBound {
   std::optional<double> seconds_no_overlap;
   std::optional<double> latency_seconds;  // the fused level's latency floor (never in seconds)
   std::vector<std::string> unknown;  // unpriced work (as the fused level's), missing DRAM rate
+  std::vector<std::string> ceiling;  // work priced at a ceiling rate (the fused level's)
   OnChipCapacity capacity;
   Count traffic_bytes;                    // Q(S) of the mode
   std::vector<tiling::FusionGroup> groups;  // the groups that give Q(S)

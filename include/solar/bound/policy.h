@@ -18,6 +18,7 @@
 // dense route itself (the zeros are not skipped: vector units, TPUs, the host).
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -66,5 +67,16 @@ std::optional<Route> vector_route(const hw::Device& device, ir::DType dtype);
 // The special-function unit (its fastest published rate, in ops/s); label is the unit name
 // ("mufu"). nullopt when the device publishes none (TPU, MI300X, most CPUs).
 std::optional<Route> special_route(const hw::Device& device);
+
+// Ceilings (docs/bounds.md, "Unknown rates"): a rate no device can exceed for work of a kind
+// it publishes no rate for. `kinds` are the unit kinds that can execute the work; the ceiling
+// is the sum over their units of each unit's fastest dense peak at any dtype (FLOP/s): each
+// element of such work takes at least one operation of some unit, no unit runs an operation
+// faster than its fastest published one, and all of them might work at once. (2:4 peaks count
+// skipped zeros as done, so they are no ceiling.) `unit` is the fastest of those units,
+// `rate_dtype` its dtype, and `label` names each unit's peak ("fp32_simt.bf16", joined by
+// '+'). nullopt when no unit of those kinds publishes a rate.
+std::optional<Route> ceiling_route(const hw::Device& device,
+                                   std::initializer_list<hw::UnitKind> kinds);
 
 }  // namespace solar::bound

@@ -20,8 +20,11 @@
 // - Unfused SOL: the sum of the per-op rooflines of analyzed ops (the eager reference).
 // - Fused SOL: max over units of the whole graph's work, and the compulsory bytes over
 //   bandwidth (a hard lower bound for any implementation).
-// - Work whose unit publishes no rate is left out of the max (the result is still a lower
-//   bound) and described in `unknown`; nothing is priced at zero silently.
+// - Vector work and contractions of a dtype no legal route publishes a rate for are priced at
+//   a ceiling, a rate no unit of the device exceeds for them (policy.h, ceiling_route), each
+//   ceiling a resource of its own, and described in `ceiling`. Other work whose unit
+//   publishes no rate is left out of the max (the result is still a lower bound) and
+//   described in `unknown`; nothing is priced at zero silently.
 // - Unanalyzed ops: seconds 0, bottleneck "unanalyzed", not in the sums.
 // - Links (docs/parallel.md, "Collective ops in the graph"): with a system, each link kind
 //   (scale_up, scale_out) is a resource beside DRAM and the compute units; a collective's term
@@ -98,6 +101,10 @@ struct LevelBound {
   std::vector<Term> terms;   // per resource: summed over ops (unfused) or whole graph (fused);
                              // largest first
   std::vector<std::string> unknown;  // one sentence per kind of unpriced work, graph totals
+  // One sentence per kind of work the device publishes no rate for that is priced at a
+  // ceiling instead (a rate no unit exceeds for it: policy.h, ceiling_route), graph totals.
+  // Its term ("vector.ceiling", "contraction.ceiling") is in `terms`: the level is complete.
+  std::vector<std::string> ceiling;
   // With a system: communication not overlapped with computation, max(compute and memory
   // terms) + the sum of the link terms (unfused: that per op, summed). nullopt without one.
   std::optional<double> seconds_no_overlap;

@@ -169,6 +169,20 @@ TEST(VectorRoute, OwnDtypeElseF32) {
   EXPECT_FALSE(vector_route(vector_only(), DType::I64));
 }
 
+TEST(CeilingRoute, SumsEachUnitsFastestDensePeak) {
+  hw::Device d = synthetic();
+  // Vector units only: fp32_simt's fastest published peak (bf16).
+  auto v = ceiling_route(d, {hw::UnitKind::Vector});
+  ASSERT_TRUE(v);
+  EXPECT_DOUBLE_EQ(v->flops_per_s, 2e14);
+  EXPECT_EQ(v->label, "fp32_simt.bf16");
+  // Tensor and vector units: each unit's fastest peak, summed (2:4 peaks are no ceiling).
+  auto c = ceiling_route(d, {hw::UnitKind::Tensor, hw::UnitKind::Vector});
+  ASSERT_TRUE(c);
+  EXPECT_DOUBLE_EQ(c->flops_per_s, 2e15 + 2e14);  // tensor f8e4m3/i8 + vector bf16
+  EXPECT_FALSE(ceiling_route(vector_only(), {hw::UnitKind::Tensor}));
+}
+
 TEST(SpecialRoute, PresentOrAbsent) {
   auto r = special_route(synthetic());
   ASSERT_TRUE(r);

@@ -331,22 +331,59 @@ TEST(UnknownRates, SpecialUnitMissingIsRecordedAndLeftOut) {
   EXPECT_THAT(b.unfused.unknown[0], HasSubstr("special-function"));
   ASSERT_EQ(b.fused.unknown.size(), 1u);
   EXPECT_THAT(b.fused.unknown[0], HasSubstr("special-function"));
+  // It moves the fused SOL (1e6 B at 1e12 B/s) only if 1e9 ops take longer: below 1e9 / 1e-6.
+  EXPECT_THAT(b.fused.unknown[0],
+              HasSubstr("it raises the fused SOL (1e-06 s) only if it runs below 1e+15 ops/s"));
   EXPECT_EQ(b.peaks_used.count("mufu"), 0u);
 }
 
-TEST(UnknownRates, ContractionWithNoLegalRouteIsLeftOut) {
-  // i32 contractions run only on a vector unit at i32, which the device does not publish.
+TEST(UnknownRates, ContractionWithNoLegalRouteIsPricedAtTheCeiling) {
+  // i32 contractions run only on a vector unit at i32, which the device does not publish: their
+  // MACs are priced at the ceiling, each tensor and vector unit's fastest peak summed.
   Work w = contraction(ContractionClass::Matmul, DType::I32, 2'100'000'000, 4000);
   Work w2 = w;
   DeviceBounds b = bounds({w, w2}, synthetic());
-  EXPECT_DOUBLE_EQ(b.per_op[0].seconds, 4000 / 1e12);
-  ASSERT_EQ(b.per_op[0].unknown.size(), 1u);
-  EXPECT_EQ(b.per_op[0].unknown[0],
-            "2.1e9 MACs i32 (matmul): SYN publishes no rate for i32 or any wider legal route "
-            "under the pytorch-default policy");
-  ASSERT_EQ(b.unfused.unknown.size(), 1u);  // aggregated over the graph
-  EXPECT_THAT(b.unfused.unknown[0], HasSubstr("4.2e9 MACs i32 (matmul) in 2 ops"));
-  EXPECT_EQ(b.fused.unknown, b.unfused.unknown);
+  const double ceiling = 1e15 + 2e14;  // tensor_core bf16 + fp32_simt bf16
+  EXPECT_DOUBLE_EQ(b.per_op[0].seconds, 2 * 2.1e9 / ceiling);  // 1 MAC = 2 FLOP
+  EXPECT_EQ(b.per_op[0].bottleneck, "contraction.ceiling");
+  EXPECT_TRUE(b.per_op[0].unknown.empty());
+  EXPECT_TRUE(b.unfused.unknown.empty());
+  EXPECT_TRUE(b.fused.unknown.empty());
+  EXPECT_DOUBLE_EQ(b.fused.seconds, 2 * 2 * 2.1e9 / ceiling);  // both ops on one ceiling
+  ASSERT_EQ(b.fused.ceiling.size(), 1u);  // aggregated over the graph
+  EXPECT_EQ(b.fused.ceiling[0],
+            "4.2e9 MACs i32 (matmul) in 2 ops: SYN publishes no rate for i32 or any wider legal "
+            "route under the pytorch-default policy; priced at the ceiling 1200 TFLOP/s "
+            "(tensor_core.bf16+fp32_simt.bf16: the fastest published rate of each tensor and "
+            "vector unit, summed)");
+  EXPECT_EQ(b.unfused.ceiling, b.fused.ceiling);
+  EXPECT_DOUBLE_EQ(b.peaks_used.at("contraction.ceiling"), ceiling);
+}
+
+TEST(UnknownRates, Int64AddsArePricedAtTheVectorCeilingAsAResourceOfTheirOwn) {
+  // i64 has no vector rate and no f32 fallback: its FLOPs are priced at the vector units'
+  // fastest peak (fp32_simt bf16, 2e14). The ceiling is a resource of its own, beside the
+  // op's f32 FLOPs on fp32_simt: the op takes the larger term, not their sum.
+  Work w = vector_op(DType::I64, 1'000'000'000, 8);
+  w.vector_flops[DType::F32] = 1'000'000;
+  DeviceBounds b = bounds({w}, synthetic());
+  EXPECT_DOUBLE_EQ(b.per_op[0].seconds, std::max(1e9 / 2e14, 1e6 / 1e14));
+  EXPECT_EQ(b.per_op[0].bottleneck, "vector.ceiling");
+  EXPECT_DOUBLE_EQ(b.fused.seconds, 1e9 / 2e14);
+  EXPECT_TRUE(b.fused.unknown.empty());
+  ASSERT_EQ(b.fused.ceiling.size(), 1u);
+  EXPECT_THAT(b.fused.ceiling[0], HasSubstr("1e9 vector FLOPs i64: SYN publishes no vector rate "
+                                            "for i64; priced at the ceiling 200 TFLOP/s "
+                                            "(fp32_simt.bf16"));
+}
+
+TEST(UnknownRates, WorkWithoutAnyUnitToBoundItStaysUnknown) {
+  // A device with no vector unit at all has no ceiling for vector work: it is left out.
+  hw::Device d = testing::DeviceBuilder().tensor(DType::BF16, 1e15).dram(1e12).build();
+  DeviceBounds b = bounds({vector_op(DType::I64, 1'000'000'000, 8)}, d);
+  EXPECT_TRUE(b.fused.ceiling.empty());
+  ASSERT_EQ(b.fused.unknown.size(), 1u);
+  EXPECT_THAT(b.fused.unknown[0], HasSubstr("1e9 vector FLOPs i64"));
 }
 
 TEST(CacheState, WarmUsesL2BandwidthForDataThatFits) {
@@ -682,7 +719,9 @@ TEST(Links, WithoutASystemTheBytesHaveNoTime) {
   EXPECT_THAT(b.fused.unknown[0], HasSubstr("1.05e6 bytes of all_reduce payload"));
   EXPECT_THAT(b.fused.unknown[0], HasSubstr("link time is left out"));
   EXPECT_THAT(b.per_op[1].unknown.at(0), HasSubstr("no system gives its links (--system)"));
-  EXPECT_EQ(b.unfused.unknown, b.fused.unknown);
+  // The fused level's sentence adds how much the payload could move it.
+  ASSERT_EQ(b.unfused.unknown.size(), 1u);
+  EXPECT_EQ(b.fused.unknown[0].rfind(b.unfused.unknown[0], 0), 0u);
   const double local = std::max(2 * M * N * K / 1e15, 2 * (M * K + K * N + M * N) / 1e12);
   EXPECT_DOUBLE_EQ(b.fused.seconds, local);
 }
