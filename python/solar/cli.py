@@ -50,7 +50,7 @@ _VALUED = {"--arch", "--json", "--policy", "--cache-state", "--top", "--by", "--
            "--save-trace", "--shrink", "--mode", "--ski-slope", "--target-ms", "--rate-hz",
            "--bandwidth", "--optimizer", "--max-mappings", "--reference", "--format", "--out", "--html",
            "--phase", "--batch", "--seq", "--context", "--dtype", "--task", "--system",
-           "--nodes"}
+           "--nodes", "--tp", "--pp", "--ep", "--dp", "--zero", "--microbatches"}
 # Commands whose GRAPH argument may be a program a frontend must read.
 _PROGRAM_COMMANDS = ("analyze", "inverse", "export")
 
@@ -126,6 +126,15 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
                                       "image-classification (default: from its architectures)")
         m.add_argument("--force", action="store_true",
                        help="build a model past the work estimate's limits (docs/models.md)")
+        pl = p.add_argument_group("parallel plans for models, with --system "
+                                  "(docs/parallel.md)")
+        for flag, what in (("--tp", "tensor-parallel degree"), ("--pp", "pipeline stages"),
+                           ("--ep", "expert-parallel degree"), ("--dp", "data-parallel replicas"),
+                           ("--microbatches", "microbatches per pipeline step"),
+                           ("--zero", "ZeRO stage with --train: 1, 2 or 3 (3 = FSDP)")):
+            pl.add_argument(flag, type=int, default=0 if flag == "--zero" else 1, help=what)
+        pl.add_argument("--sp", action="store_true",
+                        help="sequence parallelism over the tp group")
         p.add_argument("--html", metavar="PATH",
                        help="write the HTML report (one self-contained file: docs/html-report.md)")
     add_options(p, ("max_mappings", "debug"))
@@ -225,6 +234,7 @@ def _run_program(command: str, args: List[str]) -> int:
         sys.stdout.write(report.table(ns.top, by=ns.by, depth=ns.depth))
         if model:
             sys.stdout.write(models.model_text(report.get_section("model")))
+            sys.stdout.write(models.plan_text(report.get_section("system")))
     validation = result.validation
     if validation is not None and validation.get("status") != "passed":
         sys.stderr.write(f"solar: error: {ns.program}: validation failed\n")
@@ -235,7 +245,8 @@ def _run_program(command: str, args: List[str]) -> int:
 # `solar analyze` options for models only, with their defaults: given to a program they
 # would be silently ignored (a program's sizes are --set NAME=VALUE).
 _MODEL_DEFAULTS = {"phase": "prefill", "batch": 1, "seq": None, "context": None,
-                   "dtype": "bf16", "task": None, "force": False}
+                   "dtype": "bf16", "task": None, "force": False, "tp": 1, "pp": 1, "ep": 1,
+                   "dp": 1, "sp": False, "zero": 0, "microbatches": 1}
 
 
 def _refuse_model_options(ns) -> None:
@@ -250,9 +261,17 @@ def _analyze_model(ns, options, overrides):
     """`solar analyze hf:NAME|config.json`: the configuration is checked before anything is
     built (docs/models.md); transformers failing on one that passed is the model's failure,
     one line (exit program_error), as a program's is."""
+    plan = models.Plan(tp=ns.tp, pp=ns.pp, ep=ns.ep, dp=ns.dp, sp=ns.sp, zero=ns.zero,
+                       microbatches=ns.microbatches)
+    if not plan.is_plain():
+        plan.check(ns.train)
+        if not ns.system:
+            raise fail("--tp, --pp, --ep, --dp, --sp, --zero and --microbatches: a parallel "
+                       "plan runs on a system (--system)", "usage")
     run = models.ModelRun(ns.program, phase=ns.phase, batch=ns.batch, seq=ns.seq,
                           context=ns.context, dtype=ns.dtype, task=ns.task, force=ns.force,
-                          config={k: parse_literal(v) for k, v in overrides.items()})
+                          config={k: parse_literal(v) for k, v in overrides.items()},
+                          plan=plan)
     try:
         return models.analyze_model(run, options)
     except _core.Error:

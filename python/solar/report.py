@@ -164,10 +164,11 @@ class Report(Record):
         if self._parsed is not None:
             self._parsed["program"] = {**self._parsed.get("program", {}), **fields}
 
-    def attach_section(self, name: str, section: dict) -> None:
+    def attach_section(self, name: str, section: dict, replace: bool = False) -> None:
         """Adds a section computed outside the C++ analysis (the frontends' `validation`
-        and `crosscheck`): it is a field of the report and of its JSON."""
-        if name in self._data and name not in self._sections:
+        and `crosscheck`): it is a field of the report and of its JSON. replace=True
+        replaces a field the analysis wrote (a model plan's `system` section)."""
+        if name in self._data and name not in self._sections and not replace:
             raise ValueError(f"the report already has a field {name!r}")
         self._sections[name] = section
         if self._parsed is not None:

@@ -5,10 +5,11 @@ starts without them, and analyze_model imports them (through solar.programs) whe
 analyzed."""
 
 from .analyze import analyze_model
+from .parallel import Plan, plan_text
 from .registry import ModelSpec, entries, is_model_ref, lookup, names, resolve
 from .run import ModelRun
 from .section import model_text
 
 
-__all__ = ["ModelRun", "ModelSpec", "analyze_model", "entries", "is_model_ref", "lookup",
-           "model_text", "names", "resolve"]
+__all__ = ["ModelRun", "ModelSpec", "Plan", "analyze_model", "entries", "is_model_ref", "lookup",
+           "model_text", "names", "plan_text", "resolve"]

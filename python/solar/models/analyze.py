@@ -11,11 +11,13 @@ from typing import Optional
 
 from .. import programs
 from . import estimate
-from ..analysis import ProgramAnalysis, ProgramOptions, analyze_trace
+from ..analysis import (ProgramAnalysis, ProgramOptions, analyze_graph, analyze_trace,
+                        lower_trace)
 from ..errors import user_error
 from .build import (build_model, config_of, implementation_patches, parameter_count,
                     quiet_transformers)
 from .registry import ModelSpec, resolve
+from . import parallel
 from .run import ModelRun
 from .section import model_section
 
@@ -78,6 +80,13 @@ def analyze_model(run: ModelRun, options: Optional[ProgramOptions] = None) -> Pr
     spec = resolve(run.ref, run.task)
     config = config_of(spec, run.config)  # every size checked (validate.py)
     # Before anything is built: what building and capturing will cost (estimate.py).
+    if run.plan is not None and not run.plan.is_plain():
+        # The plan checked before anything is built: its rules, and that it fills the system.
+        parallel.check_config(config, run.plan)
+        if options.system is None:
+            raise user_error("a parallel plan runs on a system (--system)", "usage")
+        parallel.check_system_plan(run.plan, *parallel.system_devices(options.system,
+                                                                      options.nodes)[::-1])
     estimate.check(estimate.estimate(config, spec.task, run.phase, run.batch, run.seq,
                                      run.context, options.train), run.ref, run.force)
 
@@ -102,8 +111,32 @@ def analyze_model(run: ModelRun, options: Optional[ProgramOptions] = None) -> Pr
                              f"it needs real weights, and {size / 1e9:.1f} GB of them exceed "
                              f"{REAL_WEIGHTS_LIMIT / 1e9:.0f} GB", "unsupported") from None
         model, trace = captured(real=True)
-    result = analyze_trace(trace, spec.source, options)
+    plan = run.plan
+    if plan is not None and not plan.is_plain():
+        result = _analyze_plan(trace, spec, config, run, options, plan)
+    else:
+        result = analyze_trace(trace, spec.source, options)
     result.report.attach_section("model", model_section(
         spec, run, config, result, params=parameter_count(model),
         tokens=tokens_per_step(spec, run, config)))
     return result
+
+
+def _analyze_plan(trace, spec: ModelSpec, config, run: ModelRun, options: ProgramOptions,
+                  plan) -> ProgramAnalysis:
+    """The captured graph sharded by the plan (capture once, then shard): rank 0's graph
+    analyzed on the system, the report's `system` section filled with the plan, the rank's
+    memory and the system's tokens per second (docs/parallel.md, "Parallel plans")."""
+    graph, notes, trace_ids = lower_trace(trace, spec.source, options.strict)
+    whole = parallel.graph_json(graph)
+    _, state, replicated = parallel.sharding_rules(whole, config, plan.tp)
+    sharded = parallel.shard_model(whole, config, plan)
+    rank_graph = parallel.parse(sharded.graph)
+    report = analyze_graph(rank_graph, options)
+    base = report["system"].to_dict()
+    capacity = report.devices[base["device"]].memory.capacity_bytes
+    section = parallel.system_section(base, plan, sharded, list(state), capacity,
+                                      tokens_per_step(spec, run, config), replicated,
+                                      options.train)
+    report.attach_section("system", section, replace=True)
+    return ProgramAnalysis(report, notes, trace, rank_graph, trace_ids)

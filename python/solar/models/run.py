@@ -29,6 +29,7 @@ class ModelRun:
     task: Optional[str] = None
     config: Dict[str, Any] = dataclasses.field(default_factory=dict)  # config field overrides
     force: bool = False  # build past the work estimate's limits (docs/models.md)
+    plan: Optional[Any] = None  # a parallel plan (solar.models.parallel.Plan) on --system
 
     def check(self) -> None:
         """Refuses bad values (torch-free: the sweep checks its points with it before any

@@ -1,0 +1,268 @@
+"""Parallel plans for models (docs/parallel.md, "Parallel plans"): which weights a plan
+shards, per architecture family, from the captured graph's module paths and classes; the
+rank graphs of one capture (capture once, then shard: solar.models.shard); and the report's
+`system` section with the plan, the memory of a rank and the tokens per second of the
+system.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Dict, List, Optional, Tuple
+
+from .. import _core
+from ..errors import user_error
+from .shard import Sharded, ShardError, WeightRule, remove_dead_ops, shard_graph
+
+# Megatron-LM's tensor-parallel layout (Shoeybi et al., "Megatron-LM", arXiv:1909.08053,
+# section 3; Korthikanti et al., "Reducing Activation Recomputation", arXiv:2205.05198, for
+# sequence parallelism), by the transformers module names of the families it covers:
+# a column-parallel linear splits its output features (weight dim 0 of nn.Linear's
+# [out, in]), a row-parallel one its input features (dim 1); the embedding and the head
+# split the vocabulary.
+COLUMN = {"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"}
+ROW = {"o_proj", "down_proj"}
+VOCAB = {"embed_tokens"}
+HEAD = {"lm_head"}
+# Model types whose attention reads a KV cache [batch, kv heads, slots, head dim] and whose
+# linears carry the names above (the registry's Llama-family models).
+FAMILIES = {"llama", "mistral", "qwen2"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """A parallel plan: tensor (tp), pipeline (pp), expert (ep) and data (dp) parallel
+    degrees, sequence parallelism over the tp group, ZeRO stage and microbatches."""
+
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    dp: int = 1
+    sp: bool = False
+    zero: int = 0
+    microbatches: int = 1
+
+    @property
+    def gpus(self) -> int:
+        """Devices the plan uses: tp x pp x dp (expert parallelism reuses them)."""
+        return self.tp * self.pp * self.dp
+
+    def is_plain(self) -> bool:
+        return self == Plan()
+
+    def to_json(self) -> Dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def check(self, train: bool) -> None:
+        """Refuses values no plan has, and the parts of a plan not modelled yet."""
+        for name in ("tp", "pp", "ep", "dp", "microbatches"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise user_error(f"--{name} must be a positive integer, not {v!r}", "usage")
+        if self.zero not in (0, 1, 2, 3):
+            raise user_error(f"--zero {self.zero!r}: expected 1, 2 or 3", "usage")
+        if self.sp and self.tp == 1:
+            raise user_error("--sp shards the sequence over the tp group: it needs --tp 2 or "
+                             "more", "usage")
+        if self.zero and not train:
+            raise user_error("--zero shards a training step's optimizer state, gradients and "
+                             "parameters: it needs --train", "usage")
+        missing = [f"--{n} {getattr(self, n)}" for n in ("pp", "ep", "microbatches")
+                   if getattr(self, n) != 1]
+        if self.zero:
+            missing.append(f"--zero {self.zero}")
+        if train and self.dp > 1:
+            missing.append("--dp with --train (the gradient reduction)")
+        if missing:
+            raise user_error(f"{', '.join(missing)}: not modelled yet (docs/parallel.md, "
+                             "\"Parallel plans\": tensor parallelism, --sp and serving --dp "
+                             "are)", "unsupported")
+
+
+def check_config(config, plan: Plan) -> None:
+    """Refuses, before anything is built, a model the plan's rules cannot shard."""
+    if plan.tp == 1:
+        return
+    model_type = getattr(config, "model_type", "?")
+    if model_type not in FAMILIES:
+        raise user_error(f"model type {model_type!r} has no tensor-parallel rules (Solar "
+                         f"shards {', '.join(sorted(FAMILIES))}; docs/parallel.md)",
+                         "unsupported")
+    kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    if kv_heads % plan.tp:
+        raise user_error(f"--tp {plan.tp}: the {kv_heads} key/value heads do not split over "
+                         f"{plan.tp} ranks (replicating them is not modelled yet)",
+                         "unsupported")
+
+
+def system_devices(system: str, nodes: Optional[int]) -> Tuple[str, int]:
+    """(id, devices) of a --system argument, from the analysis of a one-op graph on it."""
+    g = _core.parse_graph("x = f32[1] input\n"
+                          "y = f32[1]{output} einsum [i=1] none $0 (x[i]) -> [i]")
+    report = json.loads(_core.analyze(g, [], "pytorch-default", "cold", cache_aware=False,
+                                      system=system, nodes=nodes).to_json())
+    return report["system"]["id"], int(report["system"]["devices"])
+
+
+def sharding_rules(graph: Dict[str, Any], config, tp: int
+                   ) -> Tuple[Dict[str, WeightRule], Dict[str, int], List[Dict[str, Any]]]:
+    """(sharded weights, sharded state inputs, replicated modules) of a captured graph: the
+    rules by module name, the KV cache along its heads, and every module class whose
+    weights no rule shards (norms, a Mamba mixer), listed."""
+    check_config(config, Plan(tp=tp))
+    kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    modules = graph.get("modules", {})
+    weights: Dict[str, WeightRule] = {}
+    replicated: Dict[str, Dict[str, Any]] = {}
+    for t in graph["tensors"]:
+        if t["role"] != "weight":
+            continue
+        path, _, leaf = t["name"].rpartition(".")
+        kind = path.rpartition(".")[2]
+        if kind in COLUMN or kind in HEAD:
+            weights[t["name"]] = WeightRule("head" if kind in HEAD else "column", 0)
+        elif kind in ROW and leaf == "weight":
+            weights[t["name"]] = WeightRule("row", 1)
+        elif kind in VOCAB:
+            weights[t["name"]] = WeightRule("vocab", 0)
+        else:
+            cls = modules.get(path, "?")
+            row = replicated.setdefault(cls, {"type": cls, "modules": 0, "weight_elements": 0})
+            row["modules"] += 1
+            n = 1
+            for s in t["shape"]:
+                n *= s
+            row["weight_elements"] += n
+    state = {t["name"]: 1 for t in graph["tensors"]
+             if t["role"] == "input" and len(t["shape"]) == 4 and t["shape"][1] == kv_heads}
+    return weights, state, sorted(replicated.values(), key=lambda r: r["type"])
+
+
+def shard_model(graph: Dict[str, Any], config, plan: Plan, rank: int = 0) -> Sharded:
+    """Rank `rank`'s graph of a captured model graph under plan (its tp part)."""
+    weights, state, _ = sharding_rules(graph, config, plan.tp)
+    try:
+        return shard_graph(graph, plan.tp, rank, weights, state, sp=plan.sp)
+    except ShardError as e:
+        raise user_error(f"--tp {plan.tp}: {e}", "unsupported") from None
+
+
+DTYPE_BYTES = {"f64": 8, "f32": 4, "tf32": 4, "bf16": 2, "f16": 2, "i64": 8, "i32": 4,
+               "i16": 2, "i8": 1, "u8": 1, "bool": 1}
+
+
+def _bytes(t: Dict[str, Any]) -> int:
+    n = DTYPE_BYTES[t["dtype"]]
+    for s in t["shape"]:
+        n *= s
+    return n
+
+
+def rank_memory(g: Dict[str, Any], state: List[str]) -> Dict[str, int]:
+    """Bytes a rank holds: its weights, its KV cache (the state buffers it is given), and
+    its activations: the most intermediate bytes live at once, walking the ops in order (a
+    tensor lives from its op to its last reader; views and casts counted as tensors, so an
+    upper estimate of what a step needs beside weights and cache)."""
+    tensors = {t["name"]: t for t in g["tensors"]}
+    weights = sum(_bytes(t) for t in g["tensors"] if t["role"] == "weight")
+    kv = sum(_bytes(tensors[n]) for n in state if n in tensors)
+    last: Dict[str, int] = {}
+    for i, op in enumerate(g["ops"]):
+        for x in op["inputs"]:
+            last[x] = i
+    live, peak, dying = 0, 0, {}
+    for i, op in enumerate(g["ops"]):
+        for o in op["outputs"]:
+            if tensors[o]["role"] in ("intermediate", "output"):
+                live += _bytes(tensors[o])
+                dying.setdefault(last.get(o, i), []).append(o)
+        peak = max(peak, live)
+        for o in dying.pop(i, []):
+            live -= _bytes(tensors[o])
+    return {"weight_bytes": weights, "kv_cache_bytes": kv, "activation_bytes": peak}
+
+
+def system_section(base: Dict[str, Any], plan: Plan, sharded: Sharded, state: List[str],
+                   capacity: int, tokens: int, replicated: List[Dict[str, Any]],
+                   train: bool) -> Dict[str, Any]:
+    """The report's `system` section for a model under a plan: the C++ section of the rank
+    graph (its links, seconds, bottleneck) with the plan, the rank's memory and the system's
+    tokens per second."""
+    section = dict(base)
+    section["plan"] = plan.to_json()
+    mem = rank_memory(sharded.graph, state)
+    total = sum(mem.values())
+    mem.update(total_bytes=total, capacity_bytes=capacity, fits=total <= capacity)
+    kinds: Dict[str, int] = {}
+    for kind, _, _ in sharded.collectives:
+        kinds[kind] = kinds.get(kind, 0) + 1
+    ranks = []
+    for r in base.get("ranks", []):
+        row = dict(r)
+        row.update(role="tp shard" if plan.tp > 1 else "replica", stage=0,
+                   count=plan.gpus, memory=mem, collectives=kinds)
+        ranks.append(row)
+    section["ranks"] = ranks
+    seconds = float(base["seconds"])
+    section["gpus"] = plan.gpus
+    section["tokens_per_step"] = tokens * plan.dp
+    tps = tokens * plan.dp / seconds if seconds > 0 else None
+    section["tokens_per_second"] = tps
+    section["tokens_per_second_per_gpu"] = tps / plan.gpus if tps else None
+    section["fits"] = mem["fits"]
+    section["replicated"] = replicated
+    section["assumptions"] = [
+        "every tp rank runs the same graph (rank 0's is costed); the data-parallel replicas "
+        "run independent sequences" + ("" if not train else ""),
+        "activation_bytes: the most intermediate bytes live at once in the rank's step",
+    ]
+    return section
+
+
+def plan_text(section: Optional[Dict[str, Any]]) -> str:
+    """The plan's lines of the text report ("" without a plan)."""
+    if not section or not section.get("plan"):
+        return ""
+    p = section["plan"]
+    plan = " ".join(f"{k} {v}" for k, v in p.items() if k != "sp" and v not in (0, 1)) or "tp 1"
+    plan += " sp" if p["sp"] else ""
+    rank = section["ranks"][0]
+    mem = rank["memory"]
+    gb = 1e9
+    lines = [f"\nplan {plan} on {section['id']} ({section['gpus']} GPUs): "
+             f"{section['seconds'] * 1e3:.4g} ms per step (communication overlapped; "
+             f"{section['seconds_no_overlap'] * 1e3:.4g} ms not), bottleneck "
+             f"{section['bottleneck']}, {section['tokens_per_second']:,.1f} tokens/s, "
+             f"{section['tokens_per_second_per_gpu']:,.2f} per GPU",
+             f"  per rank: weights {mem['weight_bytes'] / gb:.4g} GB, KV cache "
+             f"{mem['kv_cache_bytes'] / gb:.4g} GB, activations at the peak "
+             f"{mem['activation_bytes'] / gb:.4g} GB: "
+             + ("fits" if mem["fits"] else "DOES NOT FIT")
+             + f" in {mem['capacity_bytes'] / gb:.0f} GB",
+             "  collectives per rank: " + (", ".join(f"{k} x{v}" for k, v in
+                                                   rank["collectives"].items()) or "none")]
+    if section.get("replicated"):
+        lines.append("  replicated (no sharding rule): " + ", ".join(
+            f"{r['type']} x{r['modules']}" for r in section["replicated"]))
+    return "\n".join(lines) + "\n"
+
+
+def check_system_plan(plan: Plan, system_devices: int, system: str) -> None:
+    """The plan's GPUs are the system's."""
+    if plan.gpus != system_devices:
+        raise user_error(f"the plan uses tp x pp x dp = {plan.gpus} GPUs and {system} has "
+                         f"{system_devices}: a plan fills its system (--dp multiplies it; "
+                         "--nodes sizes the system)", "usage")
+
+
+def graph_json(graph) -> Dict[str, Any]:
+    return json.loads(graph.to_json())
+
+
+def parse(g: Dict[str, Any]):
+    return _core.parse_graph_json(json.dumps(g, allow_nan=False))
+
+
+__all__ = ["Plan", "plan_text", "check_config", "system_devices", "sharding_rules", "shard_model", "rank_memory", "system_section",
+           "remove_dead_ops", "check_system_plan", "graph_json", "parse"]

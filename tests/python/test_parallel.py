@@ -1,0 +1,229 @@
+"""Parallel plans for models (python/solar/models/parallel.py, shard.py; docs/parallel.md,
+"Parallel plans"): the captured graph sharded by a tensor-parallel plan, checked three ways:
+
+- the work of a sharded MLP is the unsharded work divided as the plan says, plus its
+  all-reduce;
+- the rank graphs of a small Llama, run together by the multi-rank executor on host data
+  (its collectives executed), give the unsharded model's outputs: the plan is validated, not
+  assumed (decode, prefill, prefill with sequence parallelism);
+- Llama-3.1-70B's decode step at tp 8 on a DGX H100 reads, per GPU, the sharded linears and
+  head over 8, one embedding row, the replicated norms and an eighth of the KV cache, and
+  takes that over the H100's DRAM bandwidth;
+
+and the command line: the plan options take values (so `--tp 8 hf:x` does not read 8 as
+the graph), are refused on a plain program and without a system.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import solar
+from solar.models.shard import WeightRule, shard_graph
+
+M, D, H = 4, 8, 16  # tokens, model width, hidden width
+
+MLP = f"""graph mlp
+x = f32[{M},{D}] input
+w1 = f32[{D},{H}] weight
+w2 = f32[{H},{D}] weight
+a = f32[{M},{H}] einsum "mk,kn->mn" (x, w1)
+r = f32[{M},{H}] einsum [m={M},n={H}] none relu($0) (a[m,n]) -> [m,n]
+y = f32[{M},{D}]{{output}} einsum "mk,kn->mn" (r, w2)
+"""
+MLP_RULES = {"w1": WeightRule("column", 1), "w2": WeightRule("row", 0)}
+
+
+def mlp_ranks(tp: int):
+    g = json.loads(solar.parse_graph(MLP).to_json())
+    return g, [shard_graph(g, tp, r, MLP_RULES) for r in range(tp)]
+
+
+def test_tp2_mlp_rank_is_the_work_divided_plus_its_all_reduce():
+    tp = 2
+    whole, ranks = mlp_ranks(tp)
+    full = solar.analyze(solar.parse_graph(MLP), ["H100_SXM"])
+    rank = solar.analyze(solar.parse_graph_json(json.dumps(ranks[0].graph)), ["H100_SXM"])
+    # Both matmuls split along the hidden index: 2 M H D MACs over tp ranks.
+    assert int(full.totals.macs) == 2 * M * H * D
+    assert int(rank.totals.macs) == 2 * M * H * D // tp
+    # One all-reduce of the [M, D] partial sums, f32 (its payload: the buffer).
+    assert [c[0] for c in ranks[0].collectives] == ["all_reduce"]
+    assert int(rank.totals.comm_bytes_by_kind["all_reduce"]) == M * D * 4
+    # The rank's weights are halves: w1 [D, H/tp], w2 [H/tp, D].
+    shapes = {t["name"]: t["shape"] for t in ranks[0].graph["tensors"]}
+    assert shapes["w1"] == [D, H // tp] and shapes["w2"] == [H // tp, D]
+
+
+def test_tp2_mlp_ranks_run_together_equal_the_unsharded_mlp():
+    tp = 2
+    _, ranks = mlp_ranks(tp)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((M, D), dtype=np.float32)
+    w1 = rng.standard_normal((D, H), dtype=np.float32)
+    w2 = rng.standard_normal((H, D), dtype=np.float32)
+    h = H // tp
+    inputs = [{"x": x, "w1": w1[:, r * h:(r + 1) * h], "w2": w2[r * h:(r + 1) * h]}
+              for r in range(tp)]
+    outs = solar.run_ranks([solar.parse_graph_json(json.dumps(s.graph)) for s in ranks], inputs)
+    want = np.maximum(x @ w1, 0) @ w2
+    for out in outs:
+        np.testing.assert_allclose(out["y"], want, rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------------------------ a small Llama, executed
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from solar import models  # noqa: E402
+from solar.models import parallel  # noqa: E402
+from solar.models.build import config_of  # noqa: E402
+from solar.programs import ProgramOptions  # noqa: E402
+
+TINY = {"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256}
+
+
+def tiny_llama(phase: str):
+    """The graph of a 2-layer Llama-3.1 of small sizes in f32, captured once, and its
+    config."""
+    run = models.ModelRun("hf:llama-3.1-8b", phase=phase, batch=2, seq=8, context=16,
+                          dtype="f32", config=dict(TINY))
+    result = models.analyze_model(run, ProgramOptions(crosscheck=False, cache_aware=False))
+    spec = models.resolve(run.ref, None)
+    return json.loads(result.graph.to_json()), config_of(spec, run.config)
+
+
+def run_plan(graph, config, plan):
+    """The unsharded graph's outputs and the rank graphs' outputs, the rank outputs joined
+    along their sharded dimension (the KV cache stays sharded by heads)."""
+    weights, state, _ = parallel.sharding_rules(graph, config, plan.tp)
+    ranks = [parallel.shard_model(graph, config, plan, r) for r in range(plan.tp)]
+    rng = np.random.default_rng(1)
+    inputs = {}
+    for t in graph["tensors"]:
+        if t["role"] in ("input", "weight"):
+            if t["dtype"] == "i64":  # token ids, over the whole vocabulary
+                inputs[t["name"]] = rng.integers(0, TINY["vocab_size"], t["shape"])
+            else:
+                inputs[t["name"]] = (0.2 * rng.standard_normal(t["shape"])).astype(np.float32)
+    want = solar.run(solar.parse_graph_json(json.dumps(graph)), inputs)
+
+    def block(name, r):
+        dim = weights[name].dim if name in weights else state.get(name)
+        x = inputs[name]
+        if dim is None:
+            return x
+        n = x.shape[dim] // plan.tp
+        return np.take(x, range(r * n, (r + 1) * n), axis=dim)
+
+    outs = solar.run_ranks([parallel.parse(s.graph) for s in ranks],
+                           [{n: block(n, r) for n in inputs} for r in range(plan.tp)])
+    return want, outs, ranks, state
+
+
+@pytest.mark.parametrize("phase, tp, sp", [("decode", 2, False), ("prefill", 2, False),
+                                           ("prefill", 2, True), ("decode", 4, False)])
+def test_small_llama_ranks_equal_the_unsharded_model(phase, tp, sp):
+    if tp > TINY["num_key_value_heads"]:
+        pytest.skip("kv heads replicated past their number: not modelled")
+    graph, config = tiny_llama(phase)
+    want, outs, ranks, state = run_plan(graph, config, parallel.Plan(tp=tp, sp=sp))
+    kinds = [c[0] for c in ranks[0].collectives]
+    layers = TINY["num_hidden_layers"]
+    if sp:  # Megatron-SP: the embedding and each block's output scattered, gathered before
+        # each block's input, then the last token's hidden state and the logits gathered.
+        assert kinds.count("reduce_scatter") == 1 + 2 * layers
+        assert kinds.count("all_gather") == 2 * layers + 2
+        assert "all_reduce" not in kinds
+    else:  # the embedding and each attention and MLP block's output reduced; logits gathered
+        assert kinds == ["all_reduce"] * (1 + 2 * layers) + ["all_gather"]
+    assert not ranks[0].replicated_ops
+    for name, value in want.items():
+        got = [o[name] for o in outs]
+        if got[0].shape != value.shape:  # a KV cache buffer: each rank holds its heads
+            got = [np.concatenate(got, axis=1)]
+        np.testing.assert_allclose(got[0], value, rtol=1e-4, atol=1e-5)
+        for g in got[1:]:
+            np.testing.assert_array_equal(g, got[0])
+
+
+def test_llama_70b_decode_at_tp8_reads_an_eighth_per_gpu():
+    """Llama-3.1-70B, decode, batch 1, 4k context, bf16, tp 8 on a DGX H100: per GPU the
+    step reads the sharded linears and the head over 8, one embedding row, the replicated
+    norms and an eighth of the KV cache; its time is that over the H100's 3.35 TB/s, the
+    links' time being smaller."""
+    B, C, tp, BF16 = 1, 4096, 8, 2
+    run = models.ModelRun("hf:llama-3.1-70b", phase="decode", batch=B, context=C,
+                          plan=parallel.Plan(tp=tp))
+    report = models.analyze_model(run, ProgramOptions(crosscheck=False, cache_aware=False,
+                                                      archs=(), system="DGX_H100")).report
+    cfg = config_of(models.resolve(run.ref, None), {})
+    L, D, V, F = cfg.num_hidden_layers, cfg.hidden_size, cfg.vocab_size, cfg.intermediate_size
+    H, KV = cfg.num_attention_heads, cfg.num_key_value_heads
+    hd = D // H
+    linears = D * H * hd + 2 * D * KV * hd + H * hd * D + 3 * D * F  # q, k, v, o, MLP
+    norms = BF16 * (2 * L + 1) * D  # two per layer and the final one, replicated
+    sharded = BF16 * (L * linears + V * D) // tp  # the linears and the head
+    row = BF16 * B * D  # the embedding: one row per token, from the rank's rows
+    inv_freq = 4 * (hd // 2)  # the rotary embedding's f32 buffer, replicated
+    kv_read = BF16 * L * 2 * B * KV * C * hd // tp  # the rank's heads of the cache
+    ids = 8 * B
+    assert report.totals.bytes_fused_read == sharded + norms + row + inv_freq + kv_read + ids
+    kv_written = BF16 * L * 2 * B * KV * hd // tp
+    logits = BF16 * B * V  # whole on every rank after the all-gather
+    assert report.totals.bytes_fused_written == kv_written + logits
+    system = report["system"]
+    dram = int(report.totals.bytes_fused) / 3.35e12
+    links = [float(x["seconds"]) for x in system["ranks"][0]["links"]]
+    assert max(links) < dram
+    assert float(system["seconds"]) == pytest.approx(dram, rel=1e-9)
+    assert system["bottleneck"] == "dram"
+    assert system["plan"]["tp"] == tp and system["gpus"] == tp
+    assert system["tokens_per_second"] == pytest.approx(B / dram, rel=1e-9)
+    mem = system["ranks"][0]["memory"]
+    assert mem["kv_cache_bytes"] == BF16 * L * 2 * B * KV * (C + 1) * hd // tp  # all slots
+    assert mem["fits"] is True
+    # 2 all-reduces per layer and the embedding's, then the logits' all-gather.
+    assert system["ranks"][0]["collectives"] == {"all_reduce": 2 * L + 1, "all_gather": 1}
+
+
+# ------------------------------------------------------------------ the command line
+
+from conftest import run_solar  # noqa: E402
+
+TINY_SET = [a for k, v in TINY.items() for a in ("--set", f"{k}={v}")]
+
+
+def test_the_plan_options_take_values_before_the_model():
+    """`--tp 2 hf:NAME`: 2 is --tp's value, not the graph (cli.py's _VALUED)."""
+    r = run_solar("analyze", "--tp", "2", "--dp", "4", "hf:llama-3.1-8b", *TINY_SET,
+                  "--phase", "decode", "--context", "16", "--system", "DGX_H100",
+                  "--no-cache-aware", "--no-crosscheck", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    system = json.loads(r.stdout)["system"]
+    assert system["plan"]["tp"] == 2 and system["plan"]["dp"] == 4 and system["gpus"] == 8
+    assert system["tokens_per_second"] == pytest.approx(
+        4 * 1 / float(system["seconds"]))  # dp replicas of batch 1, one token each
+
+
+@pytest.mark.parametrize("args, code, words", [
+    (["hf:llama-3.1-8b", "--tp", "2"], 2, "runs on a system (--system)"),
+    (["hf:llama-3.1-8b", "--tp", "2", "--system", "DGX_H100"], 2, "a plan fills its system"),
+    (["hf:llama-3.1-8b", "--pp", "2", "--tp", "4", "--system", "DGX_H100"], 7,
+     "not modelled yet"),
+    (["hf:llama-3.1-8b", "--sp", "--system", "DGX_H100"], 2, "--sp shards the sequence"),
+    (["hf:llama-3.1-8b", "--zero", "1", "--system", "DGX_H100"], 2, "needs --train"),
+    (["hf:mamba-130m", "--tp", "8", "--system", "DGX_H100"], 7, "no tensor-parallel rules"),
+    (["examples/torch/activations.py", "--tp", "2", "--system", "DGX_H100"], 2,
+     "for models only"),
+])
+def test_plans_are_refused_where_they_do_not_apply(args, code, words):
+    r = run_solar("analyze", *args, *(TINY_SET if "llama" in args[0] else []),
+                  "--no-cache-aware")
+    assert r.returncode == code, r.stderr
+    assert words in r.stderr and "Traceback" not in r.stderr
