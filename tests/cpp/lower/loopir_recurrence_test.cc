@@ -9,6 +9,7 @@
 
 #include "solar/cost/graph_cost.h"
 #include "solar/ir/text.h"
+#include "solar/ir/verify.h"
 #include "solar/lower/loopir.h"
 #include "solar/util/errors.h"
 
@@ -138,6 +139,27 @@ TEST(LoopIrRecurrence, WriteWithoutTheStepIsRefused) {
 TEST(LoopIrRecurrence, MalformedNestIsAParseError) {
   Trace t = prefix_sum(3, 9);
   t.ops[0]["args"]["statements"][0]["nest"] = 4;
+  try {
+    t.lift();
+    FAIL() << "lifted";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.kind(), UserError::Kind::Parse) << e.what();
+  }
+}
+
+TEST(LoopIrRecurrence, EarlierVersionOfAnotherDtypeIsCast) {
+  // A trace whose earlier version of y is f64 and its new one f32 (the recorder keeps one
+  // dtype; a malformed trace still lifts to a graph that verifies, or is refused)
+  Trace t = prefix_sum(3, 9);
+  t.tensors[1]["dtype"] = "f64";
+  LowerResult r = t.lift();
+  EXPECT_EQ(ir::why_invalid(r.graph), std::nullopt);
+  EXPECT_EQ(cost::graph_cost(r.graph).total.total_vector_flops(), Count(3 * 8));
+}
+
+TEST(LoopIrRecurrence, EarlierVersionOfAnotherShapeIsAParseError) {
+  Trace t = prefix_sum(3, 9);
+  t.tensors[1]["shape"] = {3, 10};
   try {
     t.lift();
     FAIL() << "lifted";
