@@ -192,8 +192,10 @@ json to_json(const Report& r) {
        "never skipped and only shrink bytes (bitmap format)"},
       {"masks",
        "macs of a masked contraction (causal attention, a tril/triu or -inf fill the program "
-       "builds) count its live points; macs_dense counts its whole box, as an implementation "
-       "that computes the masked points too would run"},
+       "builds) count its live points; macs_dense counts its whole box, masks ignored: where "
+       "the mask cuts off work (causal attention), what an implementation computing the masked "
+       "points too runs; where the mask is the op's window (a transposed convolution in gather "
+       "form), a count no implementation runs"},
       {"rates", "peaks_used: FLOP/s (ops/s) for compute resources, bytes/s for memory"},
       {"counts", "exact integers; a count above 2^64-1 is written as a decimal string"},
       {"cache_aware",

@@ -1053,3 +1053,60 @@ def model():
     wide = tmp_path / "wide.py"
     wide.write_text(program.replace('t = Tensor("N", dtype="f32")', 't = Tensor("N", dtype="f64")'))
     assert computed_in(solar.loopir.lift(str(wide))) == {}
+
+
+GATHER_CONV_T = '''\
+"""A transposed 1-D convolution in gather form: every subscript a plain loop variable, the
+window the guard p == S*i + k - P."""
+from solar.loopir import Tensor, kernel
+
+B, C, O, L, KW, S, P = 2, 8, 4, 16, 4, 2, 1
+LO = (L - 1) * S - 2 * P + KW
+
+x = Tensor("B,C,L", dtype="f32", role="input")
+w = Tensor("C,O,KW", dtype="f32", role="weight")
+y = Tensor("B,O,LO", dtype="f32", role="output")
+
+
+@kernel
+def conv_t(x, w, y):
+    for b in range(B):
+        for o in range(O):
+            for p in range(LO):
+                for c in range(C):
+                    for i in range(L):
+                        for k in range(KW):
+                            if p == S * i + k - P:
+                                y[b, o, p] += x[b, c, i] * w[c, o, k]
+
+
+def model():
+    conv_t(x, w, y)
+'''
+
+
+def test_macs_dense_of_a_gather_form_window_is_worded_for_what_it_counts(tmp_path):
+    """A transposed convolution in gather form is a convolution (its window is the mask's
+    equality), its MACs the live taps; its `macs_dense` is the whole box, which no
+    implementation runs: the text and the JSON word it as a count of whole iteration boxes,
+    masks ignored, not as the work of an implementation that computes the masked points."""
+    path = tmp_path / "conv_t.py"
+    path.write_text(GATHER_CONV_T)
+    r = run_solar("analyze", str(path), "--json", str(tmp_path / "r.json"))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    b, c, o, length, kw, s, p = 2, 8, 4, 16, 4, 2, 1
+    lo = (length - 1) * s - 2 * p + kw
+    # Live taps: every (input position, tap) whose output position p = s*i + k - pad lands
+    # inside [0, lo); the box: every output position against every input position and tap.
+    live = sum(1 for i in range(length) for k in range(kw) if 0 <= s * i + k - p < lo)
+    assert doc["totals"]["macs"] == b * o * c * live
+    assert doc["totals"]["macs_dense"] == b * o * lo * c * length * kw
+    (op,) = [x for x in doc["ops"] if x["kind"] == "einsum"]
+    assert op["class"] == "convolution"
+    assert "(whole iteration boxes, masks ignored)" in r.stdout
+    assert "masked points computed too" not in r.stdout
+    note = doc["conventions"]["masks"]
+    assert "macs_dense counts its whole box, masks ignored" in note
+    assert "where the mask is the op's window (a transposed convolution in gather form), a " \
+           "count no implementation runs" in note
