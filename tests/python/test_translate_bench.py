@@ -31,7 +31,7 @@ KINDS = {"binding", "refused", "unsafe", "mismatch", "no_program"}
 
 @pytest.fixture(scope="module")
 def scripted(tmp_path_factory):
-    """Every source replayed (26: about a minute on two cores)."""
+    """Every source replayed (26: about a minute and a half on two cores)."""
     paths = replay.sources()
     records = replay.run(paths, tmp_path_factory.mktemp("bench"), live=False,
                          model=replay.SCRIPTED_MODEL, endpoint="", attempts=4, jobs=2,
