@@ -183,12 +183,16 @@ class RecurrenceLift {
     if (!out) throw UserError(Kind::Parse, "a malformed loopir::recurrence op: an output is None");
     s.out = *out;
     const std::vector<std::int64_t>& shape = c_.shape(s.out);
+    // The recorder's versions of a tensor share its shape and dtype (the earlier version's
+    // elements the steps do not write are joined with theirs).
     if (const json& prior = st.at("target").at("prior");
-        prior.is_object() && prior.contains("tensor") &&
-        c_.shape(int_value(prior["tensor"], "prior")) != shape)
-      throw UserError(Kind::Parse, fmt::format("a malformed loopir::recurrence op: statement {} "
-                                               "writes a new version of another shape than "
-                                               "its earlier one", k));
+        prior.is_object() && prior.contains("tensor")) {
+      const std::int64_t before = int_value(prior["tensor"], "prior");
+      if (c_.shape(before) != shape || c_.tt(before).dtype != c_.tt(s.out).dtype)
+        throw UserError(Kind::Parse, fmt::format("a malformed loopir::recurrence op: statement "
+                                                 "{} writes a new version of another shape or "
+                                                 "dtype than its earlier one", k));
+    }
     const json& index = st.at("target").at("index");
     if (!index.is_array() || index.size() != shape.size())
       sw.refuse(Kind::ShapeMismatch, "shape mismatch",
@@ -587,24 +591,16 @@ class RecurrenceLift {
     const json& prior = s.st->at("target").at("prior");
     TensorId out;
     if (prior.is_object() && prior.contains("tensor")) {
-      // The earlier version at its own dtype (a trace's versions of a tensor share one; a
-      // trace whose do not gets a cast, as a nest's prior of another dtype is combined).
       TensorId x = c_.use(int_value(prior["tensor"], "prior"));
-      const ir::DType xt = c_.t(x).dtype;
       std::vector<std::int64_t> starts(shape.size(), 0), ends = c_.t(x).shape,
                                 steps(shape.size(), 1);
       starts[s.dim] = from, ends[s.dim] = to;
-      out = c_.temp("before", shape, xt);
+      out = c_.temp("before", shape, dt);
       c_.move(MoveKind::Slice, {x}, out, {{"starts", starts}, {"ends", ends}, {"steps", steps}});
-      if (squeeze) {
-        TensorId v = c_.temp("before", drop(shape, s.dim), xt);
-        c_.move(MoveKind::View, {out}, v);
-        out = v;
-      }
-      if (xt == dt) return out;
-      TensorId cast = c_.temp("before", c_.t(out).shape, dt);
-      c_.move(MoveKind::Cast, {out}, cast);
-      return cast;
+      if (!squeeze) return out;
+      TensorId v = c_.temp("before", drop(shape, s.dim), dt);
+      c_.move(MoveKind::View, {out}, v);
+      return v;
     }
     const double fill = prior.is_object() ? number_value(prior.value("fill", json(0))).value_or(0)
                                           : 0;
