@@ -320,3 +320,22 @@ def model():
     np.testing.assert_array_equal(loopir.run(path, inputs={"x": x})["y"], want)
     assert totals(path)["vector_flops"] == (6 - 1) * (5 - 1)  # one add per written element
     validated(path)
+
+
+def test_a_read_of_another_statements_element_of_the_same_step_says_split_the_nest(tmp_path):
+    path = program(tmp_path, """
+N = 4
+x = Tensor("N", role="input")
+y = Tensor("N", role="output")
+
+@kernel
+def k(x, y):
+    a = Tensor("N")
+    for i in range(N):
+        a[i] = x[i] + 1
+        y[i] = a[i] * 2
+
+def model():
+    k(x, y)
+""")
+    refused(path, "outside_language", "split the nest into two", 12)

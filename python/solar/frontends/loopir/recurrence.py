@@ -80,6 +80,11 @@ def single_nest(nest) -> None:
         if T is None:  # a read of what a nest writes before the statement that writes it
             raise refusal("outside_language", path, line,
                           f"reads `{h.decl.name}`, which this nest writes, before writing it")
+        if [affine_form(x) for x in T] == [affine_form(x) for x in R]:
+            raise refusal("outside_language", path, line,
+                          f"reads `{h.decl.name}{_text(R)}`, which another statement of this "
+                          "nest writes: split the nest into two (a nest reads what it writes "
+                          "only one step before, as a recurrence)")
         steps = set()
         for a, b in zip(T, R):
             fa, fb = affine_form(a), affine_form(b)
