@@ -148,6 +148,7 @@ def run(paths: Sequence[Path], out_dir: Path, live: bool, model: str, endpoint: 
     """Every source in `paths`, `jobs` at a time; scripted unless `live`."""
     transcripts: Dict[str, Transcript] = {}
     server = None
+    key_before = os.environ.get("SOLAR_TRANSLATE_API_KEY")
     if not live:
         sys.path.insert(0, str(ROOT / "tests" / "python"))
         from translate_server import ScriptedServer, answer
@@ -174,6 +175,8 @@ def run(paths: Sequence[Path], out_dir: Path, live: bool, model: str, endpoint: 
     finally:
         if server is not None:
             server.__exit__(None, None, None)
+            if key_before is None:  # the stand-in key goes with the server
+                os.environ.pop("SOLAR_TRANSLATE_API_KEY", None)
     return records
 
 
