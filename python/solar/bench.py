@@ -35,8 +35,9 @@ from .program_source import OverrideError, ProgramFormatError, parse_overrides
 
 # Levels whose SOL bounds every implementation (a run below one is a violation).
 BOUND_LEVELS = ("fused", "cache_aware")
-# Levels reported as headroom only.
-REFERENCE_LEVELS = ("unfused",)
+# Levels reported as headroom only: the per-einsum-op level and the framework-kernel level,
+# one kernel per framework op (docs/bounds.md, "Framework SOL"), the eager reference.
+REFERENCE_LEVELS = ("unfused", "framework")
 
 # CUDA device names (torch.cuda.get_device_name) -> Solar device ids. Substrings, tried in
 # order: the first that the name contains wins.
@@ -280,7 +281,8 @@ def format_measurement(section: Dict[str, Any], top: int = 10) -> str:
              f"{section['cache']} cache): min {ms(section['min_seconds'])}, median "
              f"{ms(section['median_seconds'])}"]
     for level, sol in section["sol_seconds"].items():
-        kind = "bound" if level in BOUND_LEVELS else "reference"
+        kind = ("bound" if level in BOUND_LEVELS
+                else "eager reference" if level == "framework" else "reference")
         lines.append(f"  {level:<12} SOL {ms(sol):>12}   headroom {section['headroom'][level]:8.3g}x"
                      f"   ({kind})")
     for v in section["violations"]:

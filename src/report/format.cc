@@ -1,10 +1,29 @@
 #include "format.h"
 
+#include <cctype>
 #include <cmath>
 
 #include <fmt/format.h>
 
 namespace solar::report::detail {
+
+std::string op_label(const ir::Op& op) {
+  std::string fw = op.origin.op;
+  if (fw.empty() || fw == op.name) return op.name;
+  // "aten::addmm.default" -> "addmm": the namespace and the default overload say nothing.
+  if (std::size_t colons = fw.rfind("::"); colons != std::string::npos) fw = fw.substr(colons + 2);
+  if (fw.size() > 8 && fw.ends_with(".default")) fw.resize(fw.size() - 8);
+  const std::size_t dot = op.name.find('.');
+  if (dot == std::string::npos || dot + 1 >= op.name.size()) return fw;
+  std::string step = op.name.substr(dot + 1);
+  // A frontend's temporaries are "t<trace id>.<step><counter>": the counter is no name.
+  const std::string stem = op.name.substr(0, dot);
+  const bool temp = stem.size() > 1 && stem[0] == 't' &&
+                    stem.find_first_not_of("0123456789", 1) == std::string::npos;
+  if (temp)
+    while (step.size() > 1 && std::isdigit(static_cast<unsigned char>(step.back()))) step.pop_back();
+  return fw + ": " + step;
+}
 
 std::string op_class(const ir::Op& op, const cost::Work& w) {
   if (!w.analyzed) return "unanalyzed";

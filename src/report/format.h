@@ -21,6 +21,11 @@ inline nlohmann::json count_json(Count c) {
 // opaque, unanalyzed.
 std::string op_class(const ir::Op& op, const cost::Work& w);
 
+// The op as people know it: its framework op and, for one step of a decomposition, the step
+// ("scaled_dot_product_attention: exp" for t50.exp16 of aten SDPA; "layernorm: row_sum"
+// for a loop statement); the op's own name where its origin names nothing else (graph files).
+std::string op_label(const ir::Op& op);
+
 // A number with an SI prefix and a unit, four significant digits: "68.72 GMAC", "512 B".
 std::string si(double value, const std::string& unit);
 inline std::string si(Count value, const std::string& unit) { return si(value.to_double(), unit); }

@@ -46,6 +46,16 @@ json level_json(const bound::LevelBound& l) {
   return j;
 }
 
+// The framework-kernel level (framework.h): the fields of the other levels and the count of
+// kernels that launch.
+json framework_json(const FrameworkLevel& l) {
+  return json{{"seconds", number(l.seconds)},
+              {"bottleneck", l.bottleneck},
+              {"terms", terms_json(l.terms)},
+              {"unknown", l.unknown},
+              {"kernels", l.kernels}};
+}
+
 json tensor_ref(const ir::Tensor& t) {
   return json{
       {"name", t.name}, {"dtype", std::string(ir::dtype_name(t.dtype))}, {"shape", t.shape}};
@@ -296,6 +306,7 @@ json to_json(const Report& r) {
     dev["name"] = d.device_name;
     dev["unfused"] = level_json(d.unfused);
     dev["fused"] = level_json(d.fused);
+    if (di < r.framework.size()) dev["framework"] = framework_json(r.framework[di]);
     dev["unfused_over_fused"] =
         d.fused.seconds > 0 ? number(d.unfused.seconds / d.fused.seconds) : json(nullptr);
     dev["peaks_used"] = std::move(peaks);
@@ -345,6 +356,7 @@ json to_json(const Report& r) {
     row["bytes_written"] = count_json(w.bytes_written);
     row["origin"] = origin_json(op.origin);
     row["module"] = op.origin.module;
+    row["label"] = detail::op_label(op);
     row["note"] = w.note;
     switch (op.kind()) {
       case ir::OpKind::Move:
@@ -404,6 +416,22 @@ json to_json(const Report& r) {
     ops.push_back(std::move(row));
   }
   j["ops"] = std::move(ops);
+  if (!r.kernels.empty()) {
+    // The framework kernels in graph order; ops[].kernel indexes this list.
+    json kernels = json::array();
+    for (std::size_t k = 0; k < r.kernels.size(); ++k) {
+      const FrameworkKernel& fk = r.kernels[k];
+      json seconds = json::object();
+      for (std::size_t di = 0; di < r.framework.size(); ++di)
+        seconds[r.devices[di].device_id] = number(r.framework[di].kernel_seconds[k]);
+      kernels.push_back(json{{"op", fk.op},
+                             {"module", fk.module},
+                             {"ops", fk.ops},
+                             {"free", fk.free},
+                             {"seconds", std::move(seconds)}});
+    }
+    j["kernels"] = std::move(kernels);
+  }
   j["modules"] = module_tree_json(module_tree(r));
   return j;
 }

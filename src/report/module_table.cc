@@ -51,59 +51,66 @@ bool has_modules(const ir::Graph& g) {
 std::string module_view(const Report& r, int depth) {
   ModuleNode root = module_tree(r);
   const bool cache_aware = !root.devices.empty() && root.devices[0].cache_aware_seconds.has_value();
+  // The cache-aware level is a whole-program schedule: a module's part of it is the share of
+  // the level its ops carry (their part of Q(S) and of the compute), printed as a share.
+  const double ca_level = cache_aware ? *root.devices[0].cache_aware_seconds : 0;
   std::vector<std::string> header{"module", "class", "ops", "MACs", "FLOPs", "bytes",
                                   "fused bytes", "unfused SOL", "fused SOL"};
-  if (cache_aware) header.push_back("cache-aware");
+  if (cache_aware) header.push_back("cache-aware part");
   header.push_back("share");
   std::vector<std::vector<std::string>> rows{header};
-  auto row = [&](const ModuleNode& m, const std::string& label, const std::string& type) {
+  auto row = [&](const ModuleNode& m, const std::string& label, const std::string& type,
+                 bool own) {
     std::vector<std::string> cells{label, type, std::to_string(m.ops), detail::si(m.macs, "MAC"),
                                    detail::si(m.flops, "FLOP"), detail::si(m.bytes_unfused, "B"),
-                                   detail::si(m.bytes_fused, "B")};
+                                   own ? "-" : detail::si(m.bytes_fused, "B")};
     const ModuleNode::Device* d = m.devices.empty() ? nullptr : &m.devices[0];
     cells.push_back(d ? detail::human_seconds(d->unfused_seconds) : "-");
-    cells.push_back(d ? detail::human_seconds(d->fused_seconds) : "-");
+    cells.push_back(d && !own ? detail::human_seconds(d->fused_seconds) : "-");
     if (cache_aware)
-      cells.push_back(d && d->cache_aware_seconds ? detail::human_seconds(*d->cache_aware_seconds)
-                                                  : "-");
+      cells.push_back(d && d->cache_aware_seconds && ca_level > 0
+                          ? percent(*d->cache_aware_seconds / ca_level)
+                          : "-");
     cells.push_back(d ? percent(d->share) : "-");
     rows.push_back(std::move(cells));
   };
-  auto walk = [&](auto&& self, const ModuleNode& m, int level) -> void {
-    std::string indent(2 * static_cast<std::size_t>(level), ' ');
-    row(m, level == 0 ? "(program)" : indent + m.name, m.type);
-    if (level >= depth) return;
-    for (const ModuleNode& c : m.children) self(self, c, level + 1);
-  };
-  walk(walk, root, 0);
-  // The ops the program runs outside every submodule, so that the top rows sum to the whole.
-  if (!root.children.empty() && !root.own_ops.empty() && depth >= 1) {
+  // The ops a module runs outside all of its submodules (attention's own einsums inside a
+  // block), so that the rows under a module sum to it.
+  auto own_row = [&](const ModuleNode& m, int level) {
     ModuleNode own;
-    own.devices.resize(root.devices.size());
-    for (std::uint32_t i : root.own_ops) {
+    own.devices.resize(m.devices.size());
+    for (std::uint32_t i : m.own_ops) {
       const cost::Work& w = r.cost.per_op[i];
       own.ops += 1;
       if (!w.analyzed) continue;
       own.macs += w.total_macs();
       own.flops += w.flops();
       own.bytes_unfused += w.bytes();
-      for (std::size_t d = 0; d < r.devices.size(); ++d) {
+      for (std::size_t d = 0; d < r.devices.size() && d < own.devices.size(); ++d) {
         own.devices[d].unfused_seconds += r.devices[d].per_op[i].seconds;
         own.devices[d].share += r.devices[d].per_op[i].share;
-        own.devices[d].fused_seconds = -1;
+        if (d < r.cache_aware.size() && r.cache_aware[d].available &&
+            !r.cache_aware[d].op_share.empty())
+          own.devices[d].cache_aware_seconds = own.devices[d].cache_aware_seconds.value_or(0) +
+              r.cache_aware[d].op_share[i] * r.cache_aware[d].seconds;
       }
     }
-    row(own, "  (own ops)", "");
-    std::vector<std::string>& last = rows.back();
-    last[6] = "-";  // no boundary of its own
-    last[8] = "-";
-    if (cache_aware) last[9] = "-";
-  }
+    row(own, std::string(2 * static_cast<std::size_t>(level), ' ') + "(own ops)", "", true);
+  };
+  auto walk = [&](auto&& self, const ModuleNode& m, int level) -> void {
+    std::string indent(2 * static_cast<std::size_t>(level), ' ');
+    row(m, level == 0 ? "(program)" : indent + m.name, m.type, false);
+    if (level >= depth) return;
+    for (const ModuleNode& c : m.children) self(self, c, level + 1);
+    if (!m.children.empty() && !m.own_ops.empty()) own_row(m, level + 1);
+  };
+  walk(walk, root, 0);
   std::string device = r.devices.empty() ? "" : " on " + r.devices[0].device_id;
   return fmt::format(
              "\nmodules{} (depth {}; share of the unfused SOL; fused: the module as one kernel "
-             "moving only its boundary bytes)\n",
-             device, depth) +
+             "moving only its boundary bytes, at most its parent's{})\n",
+             device, depth,
+             cache_aware ? "; cache-aware part: the module's share of the cache-aware level" : "") +
          render(rows, 2);
 }
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format.h"
+#include "group_tree.h"
 #include "solar/cost/work.h"
 #include "solar/ir/attrs.h"
 #include "solar/util/errors.h"
@@ -28,7 +29,9 @@ struct Flat {
 
 class Builder {
  public:
-  explicit Builder(const Report& r) : r_(r), g_(*r.graph) {
+  // `paths`: each op's group path (by op id); null: the module path of its origin.
+  Builder(const Report& r, const std::vector<std::string>* paths)
+      : r_(r), g_(*r.graph), paths_(paths) {
     nodes_.emplace_back();
     index_[""] = 0;
   }
@@ -40,7 +43,7 @@ class Builder {
     for (const ir::Op& op : g_.ops()) {
       const cost::Work& w = r_.cost.per_op[op.id.value];
       if (w.dead) continue;
-      int n = node_for(op.origin.module);
+      int n = node_for(paths_ ? (*paths_)[op.id.value] : op.origin.module);
       op_node_[op.id.value] = n;
       nodes_[n].node.own_ops.push_back(op.id.value);
       for (int k = n; k >= 0; k = nodes_[k].parent) add_op(k, op, w);
@@ -196,9 +199,22 @@ class Builder {
             md.cache_aware_seconds = r_.cache_aware[d].seconds;
         } else {
           double fused = 0;
-          for (const auto& [res, s] : compute_[k][d]) fused = std::max(fused, s);
-          if (db.dram_bandwidth && *db.dram_bandwidth > 0)
-            fused = std::max(fused, m.bytes_fused.to_double() / *db.dram_bandwidth);
+          for (const auto& [res, s] : compute_[k][d]) {
+            fused = std::max(fused, s);
+            if (s > 0) md.fused_terms.push_back(bound::Term{res, s});
+          }
+          if (db.dram_bandwidth && *db.dram_bandwidth > 0) {
+            const double dram = m.bytes_fused.to_double() / *db.dram_bandwidth;
+            fused = std::max(fused, dram);
+            if (dram > 0) md.fused_terms.push_back(bound::Term::of_memory(hw::MemoryLevel::Dram, dram));
+          }
+          std::stable_sort(md.fused_terms.begin(), md.fused_terms.end(),
+                           [](const bound::Term& a, const bound::Term& b) { return a.seconds > b.seconds; });
+          // A module inside a kernel that runs its parent is no slower than the parent, so
+          // its bound is capped at the parent's (its own boundary may cross bytes the parent
+          // keeps on chip): child <= parent <= program. Parents come first in nodes_.
+          const std::vector<ModuleNode::Device>& up = nodes_[nodes_[k].parent].node.devices;
+          if (d < up.size()) fused = std::min(fused, up[d].fused_seconds);
           md.fused_seconds = fused;
         }
         md.share = db.unfused.seconds > 0 ? md.unfused_seconds / db.unfused.seconds : 0;
@@ -214,6 +230,7 @@ class Builder {
 
   const Report& r_;
   const ir::Graph& g_;
+  const std::vector<std::string>* paths_;
   std::vector<Flat> nodes_;
   std::unordered_map<std::string, int> index_;
   std::vector<int> op_node_;  // by op id; -1 for a dead op
@@ -230,8 +247,18 @@ nlohmann::json seconds_json(double v) {
 ModuleNode module_tree(const Report& r) {
   SOLAR_CHECK(r.graph != nullptr, "report without a graph");
   SOLAR_CHECK(r.cost.per_op.size() == r.graph->ops().size(), "report cost does not match its graph");
-  return Builder(r).build();
+  return Builder(r, nullptr).build();
 }
+
+namespace detail {
+
+ModuleNode group_tree(const Report& r, const std::vector<std::string>& path_by_op) {
+  SOLAR_CHECK(r.graph != nullptr, "report without a graph");
+  SOLAR_CHECK(path_by_op.size() == r.graph->ops().size(), "group paths do not match the graph");
+  return Builder(r, &path_by_op).build();
+}
+
+}  // namespace detail
 
 nlohmann::json module_tree_json(const ModuleNode& m) {
   nlohmann::json j;

@@ -40,6 +40,8 @@ Report analyze(const ir::Graph& g, const std::vector<const hw::Device*>& devices
     r.devices.push_back(bound::compute_bounds(g, r.cost, *d, options, links));
     r.memory.push_back(memory_fit(g, *d));
   }
+  r.kernels = framework_kernels(r);
+  r.framework = framework_levels(r);
   auto with_insights = [&]() -> Report& {
     if (levels.insights) r.reassociation = reassociation_insights(r, devices);
     return r;

@@ -238,10 +238,17 @@ std::string to_table(const Report& r, const TableOptions& options) {
   if (r.devices.empty()) return out;
 
   out += "\n";
-  TextTable devices({"device", "unfused SOL", "bottleneck", "fused SOL", "bottleneck",
-                     "unfused/fused"},
-                    {Align::Left, Align::Right, Align::Left, Align::Right, Align::Left,
-                     Align::Right});
+  // framework SOL: one kernel per framework op (framework.h), the eager reference.
+  const bool framework = r.framework.size() == r.devices.size();
+  TextTable devices = framework
+      ? TextTable({"device", "unfused SOL", "bottleneck", "framework SOL", "bottleneck",
+                   "fused SOL", "bottleneck", "unfused/fused"},
+                  {Align::Left, Align::Right, Align::Left, Align::Right, Align::Left,
+                   Align::Right, Align::Left, Align::Right})
+      : TextTable({"device", "unfused SOL", "bottleneck", "fused SOL", "bottleneck",
+                   "unfused/fused"},
+                  {Align::Left, Align::Right, Align::Left, Align::Right, Align::Left,
+                   Align::Right});
   std::vector<std::pair<std::string, std::vector<std::string>>> notes;
   std::vector<std::string> memory_warnings;
   for (std::size_t i = 0; i < r.devices.size(); ++i) {
@@ -259,9 +266,17 @@ std::string to_table(const Report& r, const TableOptions& options) {
         memory_warnings.push_back(fmt::format("{}: {}", d.device_id, warning));
       }
     }
-    devices.add({id, sol(d.unfused), d.unfused.bottleneck, sol(d.fused), d.fused.bottleneck,
-                 d.fused.seconds > 0 ? fmt::format("{:.2f}x", d.unfused.seconds / d.fused.seconds)
-                                     : "-"});
+    std::vector<std::string> cells{id, sol(d.unfused), d.unfused.bottleneck};
+    if (framework) {
+      const FrameworkLevel& f = r.framework[i];
+      cells.push_back(detail::human_seconds(f.seconds) + (f.unknown.empty() ? "" : kIncomplete));
+      cells.push_back(f.bottleneck);
+    }
+    cells.insert(cells.end(), {sol(d.fused), d.fused.bottleneck,
+                               d.fused.seconds > 0
+                                   ? fmt::format("{:.2f}x", d.unfused.seconds / d.fused.seconds)
+                                   : "-"});
+    devices.add(std::move(cells));
     // The fused level's sentences say how much their work could move it; the unfused
     // level's join where they are not the start of one of those (its memory sentences).
     std::vector<std::string> unknown = d.fused.unknown;
@@ -272,6 +287,10 @@ std::string to_table(const Report& r, const TableOptions& options) {
     if (!unknown.empty()) notes.emplace_back(d.device_id, std::move(unknown));
   }
   out += devices.render();
+  if (framework)
+    out += "levels: unfused: every einsum op its own kernel through DRAM; framework: one kernel "
+           "per framework op (an aten op, a jaxpr equation, a loop statement, a graph op), the "
+           "eager reference; fused: the whole program as one kernel\n";
   if (!notes.empty()) {
     out += fmt::format("{} incomplete: leaves out work the device publishes no rate for (the "
                        "true SOL may be higher):\n",
@@ -307,18 +326,29 @@ std::string to_table(const Report& r, const TableOptions& options) {
     return first.per_op[a].seconds > first.per_op[b].seconds;
   });
   std::size_t shown = 0;
-  TextTable top({"op", "class", "MACs", "bytes", "time", "share", "bottleneck"},
-                {Align::Left, Align::Left, Align::Right, Align::Right, Align::Right, Align::Right,
-                 Align::Left});
+  // Ops by the module that ran them and the framework op they come from (op_label).
+  const bool modules = std::any_of(g.ops().begin(), g.ops().end(),
+                                   [](const ir::Op& op) { return !op.origin.module.empty(); });
+  TextTable top = modules
+      ? TextTable({"module", "op", "class", "MACs", "bytes", "time", "share", "bottleneck"},
+                  {Align::Left, Align::Left, Align::Left, Align::Right, Align::Right,
+                   Align::Right, Align::Right, Align::Left})
+      : TextTable({"op", "class", "MACs", "bytes", "time", "share", "bottleneck"},
+                  {Align::Left, Align::Left, Align::Right, Align::Right, Align::Right,
+                   Align::Right, Align::Left});
   for (std::size_t i : order) {
     if (static_cast<int>(shown) >= top_ops) break;
     const bound::OpBound& b = first.per_op[i];
     const cost::Work& w = r.cost.per_op[i];
     if (!w.analyzed || !(b.seconds > 0)) continue;
     const ir::Op& op = g.ops()[i];
-    top.add({op.name, detail::op_class(op, w), detail::si(w.total_macs(), "MAC"),
-             detail::si(w.bytes(), "B"), detail::human_seconds(b.seconds),
-             fmt::format("{:.1f}%", 100 * b.share), b.bottleneck});
+    std::vector<std::string> cells;
+    if (modules) cells.push_back(op.origin.module.empty() ? "(program)" : op.origin.module);
+    cells.insert(cells.end(), {detail::op_label(op), detail::op_class(op, w),
+                               detail::si(w.total_macs(), "MAC"), detail::si(w.bytes(), "B"),
+                               detail::human_seconds(b.seconds),
+                               fmt::format("{:.1f}%", 100 * b.share), b.bottleneck});
+    top.add(std::move(cells));
     ++shown;
   }
   if (shown > 0) {

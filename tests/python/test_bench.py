@@ -34,6 +34,21 @@ def test_beating_the_unfused_reference_is_not_a_violation():
     assert verdict["headroom"]["fused"] == pytest.approx(3e-3 / 1e-3)
 
 
+def test_the_framework_level_is_the_eager_reference():
+    """An eager run near the framework level (one kernel per framework op) has headroom
+    about 1 there, and beating it (fused code) is no violation."""
+    devs = devices(fused=1e-3, unfused=5e-3)
+    devs["host"]["framework"] = {"seconds": 2e-3}
+    verdict = bench.judge(devs, "host", measured_s=1.5e-3)
+    assert verdict["violations"] == []
+    assert verdict["headroom"]["framework"] == pytest.approx(1.5e-3 / 2e-3)
+    section = {"device": "host", "mode": "eager", "trials": 1, "cache": "flushed",
+               "min_seconds": 1.5e-3, "median_seconds": 1.5e-3, **verdict}
+    line = next(l for l in bench.format_measurement(section).splitlines()
+                if l.strip().startswith("framework"))
+    assert line.endswith("(eager reference)")
+
+
 def test_cache_aware_is_a_bound_level_when_present():
     devs = devices(fused=1e-3, unfused=5e-3)
     devs["host"]["cache_aware"] = {"seconds": 2e-3}

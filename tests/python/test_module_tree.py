@@ -141,6 +141,57 @@ def test_by_op_is_the_top_ops_table():
     assert "top ops by share" in text and "modules on" not in text
 
 
+def test_a_childs_fused_time_is_at_most_its_parents(gpt2):
+    """A module's boundary can cross bytes its parent keeps on chip (attn.c_attn writes q, k
+    and v, which attn keeps): its fused time is capped at its parent's, so that no row is
+    slower than the row holding it, and the top level no slower than the program."""
+    def walk(node, parent):
+        for dev, level in node["devices"].items():
+            if parent is not None:
+                assert level["fused_seconds"] <= parent["devices"][dev]["fused_seconds"], (
+                    node["path"], parent["path"])
+        for c in node["children"]:
+            walk(c, node)
+    walk(gpt2["modules"], None)
+    # The cap binds where the child's own boundary is wider than its parent's.
+    attn = child(child(child(gpt2["modules"], "h"), "3"), "attn")
+    for dev, level in attn["devices"].items():
+        assert child(attn, "c_attn")["devices"][dev]["fused_seconds"] == level["fused_seconds"]
+
+
+def test_own_ops_rows_at_every_level_that_has_them():
+    """Each block runs its residual adds outside its submodules, and attention its einsums
+    outside c_attn and c_proj, the MLP its GELU between c_fc and c_proj: an "(own ops)" row
+    under each such module."""
+    text = analyze_text(GPT2, *SIZES, "--depth", "4")
+    table = section(text, "modules on")
+    own = [row for row in table if row.strip().startswith("(own ops)")]
+    indents = {len(row) - len(row.lstrip()) for row in own}
+    assert indents == {2, 6, 8}  # the program, each block, each block's attn and mlp
+    assert len([r for r in own if r.startswith(" " * 8 + "(own")]) == 2 * L
+
+
+def test_the_cache_aware_column_is_a_share_of_the_level():
+    text = analyze_text(GPT2, *SIZES)
+    table = text[text.index("modules on"):].splitlines()
+    header = table[1]
+    assert "cache-aware part" in header
+    col = header.index("cache-aware part") + len("cache-aware part")
+    program = table[3]
+    assert program.startswith("(program)")
+    assert program[:col].rstrip().endswith("100.0%")
+
+
+def test_by_op_names_the_module_and_the_framework_op():
+    text = analyze_text(GPT2, *SIZES, "--by", "op", "--top", "400")
+    table = section(text, "top ops by share")
+    assert text[text.index("top ops by share"):].splitlines()[1].split()[:2] == ["module", "op"]
+    rows = [r for r in table if not r.startswith("...")]
+    assert all(re.match(r"(\(program\)|[\w.]+) ", r) for r in rows)
+    assert any(r.split()[0].endswith(".attn") and "scaled_dot_product" in r for r in rows)
+    assert not re.search(r"\bt\d+\.\w+\d\b", "\n".join(rows))  # no t82.exp33
+
+
 def test_unknown_by_is_a_usage_error():
     pytest.importorskip("torch")
     r = run_solar("analyze", GPT2, *SIZES, "--by", "layer")

@@ -32,8 +32,15 @@ struct ModuleNode {
     std::string id;
     double unfused_seconds = 0;  // the subtree's per-op rooflines, summed
     // The subtree as one kernel: max(each compute resource's summed seconds, bytes_fused
-    // over the DRAM bandwidth). The root's is the report's fused level.
+    // over the DRAM bandwidth), capped at the parent's (a module's boundary can cross bytes
+    // its parent keeps on chip; inside its parent's kernel it is no slower than the parent):
+    // a child's fused time is at most its parent's, the top level's at most the program's.
+    // The root's is the report's fused level.
     double fused_seconds = 0;
+    // The terms of fused_seconds: each compute (and link) resource's summed seconds and the
+    // boundary bytes' DRAM seconds, largest first. Empty for the root (the report's fused
+    // level has them).
+    std::vector<bound::Term> fused_terms;
     // The subtree's part of the cache-aware level (its ops' cache-aware shares times the
     // level), when the report has the level and a split of it for this device.
     std::optional<double> cache_aware_seconds;

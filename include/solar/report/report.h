@@ -17,6 +17,7 @@
 #include "solar/cost/graph_cost.h"
 #include "solar/insight/reassociate.h"
 #include "solar/ir/graph.h"
+#include "solar/report/framework.h"
 #include "solar/report/memory.h"
 
 namespace solar::report {
@@ -69,6 +70,10 @@ struct Report {
   std::vector<MemoryFit> memory;
   bound::Options options;  // the options every device was bounded with
   LevelOptions levels;
+  // The framework kernels (framework.h) and, parallel to `devices`, the framework-kernel
+  // level on each; empty in reports built by hand.
+  std::vector<FrameworkKernel> kernels;
+  std::vector<FrameworkLevel> framework;
   // Parallel to `devices` when levels.cache_aware (each says whether it is available and
   // why not); empty otherwise.
   std::vector<bound::CacheAwareBound> cache_aware;

@@ -44,7 +44,7 @@ LevelOptions no_cache_aware() {
   return l;
 }
 
-// exp has no special-function rate on a TPU: both of its SOL cells carry the mark, H100's
+// exp has no special-function rate on a TPU: its SOL cells carry the mark, H100's
 // (which has MUFU) do not, and the legend says what the mark means.
 TEST(Headline, ARowThatLeavesWorkOutIsMarkedInTheTable) {
   ir::Graph g = ir::parse_graph(R"(
@@ -57,8 +57,8 @@ TEST(Headline, ARowThatLeavesWorkOutIsMarkedInTheTable) {
   std::string tpu = line_starting(t, "TPU_v5e ");
   std::string h100 = line_starting(t, "H100_SXM ");
   ASSERT_FALSE(tpu.empty()) << t;
-  // Both levels of the TPU row are marked: "<time>*".
-  EXPECT_EQ(std::count(tpu.begin(), tpu.end(), '*'), 2) << tpu;
+  // Every level of the TPU row (unfused, framework, fused) is marked: "<time>*".
+  EXPECT_EQ(std::count(tpu.begin(), tpu.end(), '*'), 3) << tpu;
   EXPECT_THAT(tpu, ::testing::ContainsRegex("s\\* "));
   EXPECT_EQ(std::count(h100.begin(), h100.end(), '*'), 0) << h100;
   EXPECT_THAT(t, HasSubstr("* incomplete: leaves out work the device publishes no rate for"));
