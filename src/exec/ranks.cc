@@ -242,6 +242,9 @@ class Exchange {
       Pending& q = pending_[k];
       if (!q.op || q.done) return false;  // not there yet
       const CollectiveOp& d = q.op->collective();
+      // A member still waiting at a recv reaches the group after its message arrives (it
+      // has no input to compare yet).
+      if (d.kind == CollectiveKind::Recv) return false;
       const Buffer& x = *p.inputs[0];
       const Buffer& y = *q.inputs[0];
       if (d.kind != c.kind || d.group.size != c.group.size || d.reduction != c.reduction ||

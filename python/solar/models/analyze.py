@@ -7,6 +7,7 @@ weight and cache bytes, and per device the time per step and tokens per second a
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Optional
 
 from .. import programs
@@ -17,7 +18,7 @@ from ..errors import user_error
 from .build import (build_model, config_of, implementation_patches, parameter_count,
                     quiet_transformers)
 from .registry import ModelSpec, resolve
-from . import parallel
+from . import parallel, stages
 from .run import ModelRun
 from .section import model_section
 
@@ -85,17 +86,24 @@ def analyze_model(run: ModelRun, options: Optional[ProgramOptions] = None) -> Pr
         parallel.check_config(config, run.plan)
         if options.system is None:
             raise user_error("a parallel plan runs on a system (--system)", "usage")
-        parallel.check_system_plan(run.plan, *parallel.system_devices(options.system,
-                                                                      options.nodes)[::-1])
+        system_id, devices, _ = parallel.system_devices(options.system, options.nodes)
+        parallel.check_system_plan(run.plan, devices, system_id)
+        if run.batch % run.plan.microbatches:
+            raise user_error(f"--microbatches {run.plan.microbatches} does not divide --batch "
+                             f"{run.batch}", "usage")
     estimate.check(estimate.estimate(config, spec.task, run.phase, run.batch, run.seq,
                                      run.context, options.train), run.ref, run.force)
+
+    # Under a pipeline plan one microbatch is captured: each stage runs it m times a step.
+    step_run = run if run.plan is None or run.plan.microbatches == 1 else \
+        dataclasses.replace(run, batch=run.batch // run.plan.microbatches)
 
     def captured(real: bool):
         mode = None if real else FakeTensorMode(allow_non_fake_inputs=True)
         model = build_model(spec, config, run.dtype, mode, real=real)
         with implementation_patches(config), quiet_transformers():
             with mode or contextlib.nullcontext(), torch_logging_silenced():
-                step, inputs = _step(spec, model, config, run, options.train)
+                step, inputs = _step(spec, model, config, step_run, options.train)
             trace = capture(step, *inputs, name=f"{spec.name} {run.phase}", source=spec.source,
                             train=options.train, fake=not real, _fake_mode=mode)
         return model, trace
@@ -124,19 +132,31 @@ def analyze_model(run: ModelRun, options: Optional[ProgramOptions] = None) -> Pr
 
 def _analyze_plan(trace, spec: ModelSpec, config, run: ModelRun, options: ProgramOptions,
                   plan) -> ProgramAnalysis:
-    """The captured graph sharded by the plan (capture once, then shard): rank 0's graph
-    analyzed on the system, the report's `system` section filled with the plan, the rank's
-    memory and the system's tokens per second (docs/parallel.md, "Parallel plans")."""
+    """The captured graph sharded by the plan (capture once, then shard): tp rank 0's graph
+    of each pipeline stage analyzed on the system, the report (the slowest stage's) given the
+    `system` section with the plan, each stage rank's memory, the step with its bubble and
+    the system's tokens per second (docs/parallel.md, "Parallel plans")."""
     graph, notes, trace_ids = lower_trace(trace, spec.source, options.strict)
     whole = parallel.graph_json(graph)
     _, state, replicated = parallel.sharding_rules(whole, config, plan.tp)
     sharded = parallel.shard_model(whole, config, plan)
-    rank_graph = parallel.parse(sharded.graph)
-    report = analyze_graph(rank_graph, options)
-    base = report["system"].to_dict()
-    capacity = report.devices[base["device"]].memory.capacity_bytes
-    section = parallel.system_section(base, plan, sharded, list(state), capacity,
-                                      tokens_per_step(spec, run, config), replicated,
-                                      options.train)
+    graphs = [sharded.graph]
+    if plan.pp > 1:
+        per_node = parallel.system_devices(options.system, options.nodes)[2]
+        try:
+            graphs = stages.split_stages(sharded.graph, plan.pp, plan.tp, 0, per_node)
+        except ValueError as e:
+            raise user_error(f"--pp {plan.pp}: {e}", "usage") from None
+    results, reports = [], []
+    for g in graphs:
+        rank_graph = parallel.parse(g)
+        report = analyze_graph(rank_graph, options)
+        reports.append((report, rank_graph))
+        results.append(parallel.StageResult(g, report["system"].to_dict(),
+                                            parallel.collective_counts(g)))
+    report, rank_graph = max(reports, key=lambda rg: float(rg[0]["system"]["seconds"]))
+    capacity = report.devices[results[0].base["device"]].memory.capacity_bytes
+    section = parallel.system_section(results, plan, list(state), capacity,
+                                      tokens_per_step(spec, run, config), replicated)
     report.attach_section("system", section, replace=True)
     return ProgramAnalysis(report, notes, trace, rank_graph, trace_ids)

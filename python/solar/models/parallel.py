@@ -68,16 +68,17 @@ class Plan:
         if self.zero and not train:
             raise user_error("--zero shards a training step's optimizer state, gradients and "
                              "parameters: it needs --train", "usage")
-        missing = [f"--{n} {getattr(self, n)}" for n in ("pp", "ep", "microbatches")
-                   if getattr(self, n) != 1]
+        missing = [f"--ep {self.ep}"] if self.ep != 1 else []
+        if train and self.pp > 1:
+            missing.append("--pp with --train (the backward pass's stages)")
         if self.zero:
             missing.append(f"--zero {self.zero}")
         if train and self.dp > 1:
             missing.append("--dp with --train (the gradient reduction)")
         if missing:
             raise user_error(f"{', '.join(missing)}: not modelled yet (docs/parallel.md, "
-                             "\"Parallel plans\": tensor parallelism, --sp and serving --dp "
-                             "are)", "unsupported")
+                             "\"Parallel plans\": tensor parallelism, --sp, serving --pp, "
+                             "--microbatches and --dp are)", "unsupported")
 
 
 def check_config(config, plan: Plan) -> None:
@@ -96,13 +97,15 @@ def check_config(config, plan: Plan) -> None:
                          "unsupported")
 
 
-def system_devices(system: str, nodes: Optional[int]) -> Tuple[str, int]:
-    """(id, devices) of a --system argument, from the analysis of a one-op graph on it."""
+def system_devices(system: str, nodes: Optional[int]) -> Tuple[str, int, int]:
+    """(id, devices, devices per node) of a --system argument, from the analysis of a
+    one-op graph on it."""
     g = _core.parse_graph("x = f32[1] input\n"
                           "y = f32[1]{output} einsum [i=1] none $0 (x[i]) -> [i]")
     report = json.loads(_core.analyze(g, [], "pytorch-default", "cold", cache_aware=False,
                                       system=system, nodes=nodes).to_json())
-    return report["system"]["id"], int(report["system"]["devices"])
+    sysj = report["system"]
+    return sysj["id"], int(sysj["devices"]), int(sysj["devices_per_node"])
 
 
 def sharding_rules(graph: Dict[str, Any], config, tp: int
@@ -183,38 +186,70 @@ def rank_memory(g: Dict[str, Any], state: List[str]) -> Dict[str, int]:
     return {"weight_bytes": weights, "kv_cache_bytes": kv, "activation_bytes": peak}
 
 
-def system_section(base: Dict[str, Any], plan: Plan, sharded: Sharded, state: List[str],
-                   capacity: int, tokens: int, replicated: List[Dict[str, Any]],
-                   train: bool) -> Dict[str, Any]:
-    """The report's `system` section for a model under a plan: the C++ section of the rank
-    graph (its links, seconds, bottleneck) with the plan, the rank's memory and the system's
-    tokens per second."""
-    section = dict(base)
-    section["plan"] = plan.to_json()
-    mem = rank_memory(sharded.graph, state)
-    total = sum(mem.values())
-    mem.update(total_bytes=total, capacity_bytes=capacity, fits=total <= capacity)
+@dataclasses.dataclass
+class StageResult:
+    """One pipeline stage's rank graph (tp rank 0), its analysis's `system` section and the
+    graph's collectives."""
+
+    graph: Dict[str, Any]
+    base: Dict[str, Any]
+    collectives: Dict[str, int]
+
+
+def collective_counts(g: Dict[str, Any]) -> Dict[str, int]:
     kinds: Dict[str, int] = {}
-    for kind, _, _ in sharded.collectives:
-        kinds[kind] = kinds.get(kind, 0) + 1
+    for op in g["ops"]:
+        if op["kind"] == "collective":
+            kinds[op["collective"]] = kinds.get(op["collective"], 0) + 1
+    return kinds
+
+
+def bubble_fraction(plan: Plan) -> float:
+    """The share of a pipelined step the stages idle: (p - 1) / (m + p - 1) (GPipe,
+    Huang et al. 2019, arXiv:1811.06965; Narayanan et al. 2021, arXiv:2104.04473, eq. 1)."""
+    return (plan.pp - 1) / (plan.microbatches + plan.pp - 1)
+
+
+def system_section(stages: List[StageResult], plan: Plan, state: List[str], capacity: int,
+                   tokens: int, replicated: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The report's `system` section for a model under a plan: per stage the C++ section of
+    its rank graph (links, seconds, bottleneck) with the rank's memory; the system's step
+    ((m + p - 1) microbatch steps of the slowest stage), tokens per second and bubble."""
+    section = {k: v for k, v in stages[0].base.items() if k != "ranks"}
+    section["plan"] = plan.to_json()
     ranks = []
-    for r in base.get("ranks", []):
-        row = dict(r)
-        row.update(role="tp shard" if plan.tp > 1 else "replica", stage=0,
-                   count=plan.gpus, memory=mem, collectives=kinds)
-        ranks.append(row)
+    for s, st in enumerate(stages):
+        mem = rank_memory(st.graph, state)
+        # Every microbatch's sequences keep their cache on the stage.
+        mem["kv_cache_bytes"] *= plan.microbatches
+        total = sum(mem.values())
+        mem.update(total_bytes=total, capacity_bytes=capacity, fits=total <= capacity)
+        for r in st.base.get("ranks", []):
+            row = dict(r)
+            row.update(role="tp shard" if plan.tp > 1 else "replica", stage=s,
+                       count=plan.tp * plan.dp, memory=mem, collectives=st.collectives)
+            ranks.append(row)
     section["ranks"] = ranks
-    seconds = float(base["seconds"])
+    slowest = max(ranks, key=lambda r: float(r["seconds"]))
+    steps = plan.microbatches + plan.pp - 1
+    seconds = steps * float(slowest["seconds"])
+    section["stage_seconds"] = float(slowest["seconds"])
+    section["seconds"] = seconds
+    section["seconds_no_overlap"] = steps * max(float(r["seconds_no_overlap"]) for r in ranks)
+    section["bottleneck"] = slowest["bottleneck"]
+    section["bubble_fraction"] = bubble_fraction(plan)
     section["gpus"] = plan.gpus
     section["tokens_per_step"] = tokens * plan.dp
     tps = tokens * plan.dp / seconds if seconds > 0 else None
     section["tokens_per_second"] = tps
     section["tokens_per_second_per_gpu"] = tps / plan.gpus if tps else None
-    section["fits"] = mem["fits"]
+    section["fits"] = all(r["memory"]["fits"] for r in ranks)
     section["replicated"] = replicated
     section["assumptions"] = [
-        "every tp rank runs the same graph (rank 0's is costed); the data-parallel replicas "
-        "run independent sequences" + ("" if not train else ""),
+        "every tp rank of a stage runs the same graph (tp rank 0's is costed); the "
+        "data-parallel replicas serve independent sequences",
+        "a step runs the microbatches through the stages and drains (GPipe): (m + p - 1) "
+        "times the slowest stage's time for one microbatch",
         "activation_bytes: the most intermediate bytes live at once in the rank's step",
     ]
     return section
@@ -227,21 +262,27 @@ def plan_text(section: Optional[Dict[str, Any]]) -> str:
     p = section["plan"]
     plan = " ".join(f"{k} {v}" for k, v in p.items() if k != "sp" and v not in (0, 1)) or "tp 1"
     plan += " sp" if p["sp"] else ""
-    rank = section["ranks"][0]
-    mem = rank["memory"]
     gb = 1e9
     lines = [f"\nplan {plan} on {section['id']} ({section['gpus']} GPUs): "
              f"{section['seconds'] * 1e3:.4g} ms per step (communication overlapped; "
              f"{section['seconds_no_overlap'] * 1e3:.4g} ms not), bottleneck "
              f"{section['bottleneck']}, {section['tokens_per_second']:,.1f} tokens/s, "
-             f"{section['tokens_per_second_per_gpu']:,.2f} per GPU",
-             f"  per rank: weights {mem['weight_bytes'] / gb:.4g} GB, KV cache "
-             f"{mem['kv_cache_bytes'] / gb:.4g} GB, activations at the peak "
-             f"{mem['activation_bytes'] / gb:.4g} GB: "
-             + ("fits" if mem["fits"] else "DOES NOT FIT")
-             + f" in {mem['capacity_bytes'] / gb:.0f} GB",
-             "  collectives per rank: " + (", ".join(f"{k} x{v}" for k, v in
-                                                   rank["collectives"].items()) or "none")]
+             f"{section['tokens_per_second_per_gpu']:,.2f} per GPU"]
+    if p["pp"] > 1:
+        lines.append(f"  pipeline: {p['microbatches'] + p['pp'] - 1} microbatch steps of the "
+                     f"slowest stage ({section['stage_seconds'] * 1e3:.4g} ms), bubble "
+                     f"{section['bubble_fraction']:.1%}")
+    for rank in section["ranks"]:
+        mem = rank["memory"]
+        where = f"stage {rank['stage']} rank" if p["pp"] > 1 else "per rank"
+        lines.append(f"  {where}: weights {mem['weight_bytes'] / gb:.4g} GB, KV cache "
+                     f"{mem['kv_cache_bytes'] / gb:.4g} GB, activations at the peak "
+                     f"{mem['activation_bytes'] / gb:.4g} GB: "
+                     + ("fits" if mem["fits"] else "DOES NOT FIT")
+                     + f" in {mem['capacity_bytes'] / gb:.0f} GB; "
+                     + f"{float(rank['seconds']) * 1e3:.4g} ms, collectives "
+                     + (", ".join(f"{k} x{v}" for k, v in rank["collectives"].items())
+                        or "none"))
     if section.get("replicated"):
         lines.append("  replicated (no sharding rule): " + ", ".join(
             f"{r['type']} x{r['modules']}" for r in section["replicated"]))
