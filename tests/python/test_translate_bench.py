@@ -141,3 +141,23 @@ def test_estimated_usage_counts_characters():
     assert u["prompt_tokens"] == -(-17 // CHARS_PER_TOKEN) and u["completion_tokens"] == \
         -(-9 // CHARS_PER_TOKEN) and u["total_tokens"] == u["prompt_tokens"] + u[
             "completion_tokens"]
+
+
+def test_a_transcript_that_no_longer_replays_as_written_is_drift(tmp_path):
+    """An answer whose outcome is not the one its transcript states, or a translation that
+    stops before the transcript's last answer, is drift, which --check fails."""
+    tr = replay.Transcript(["a", "b"], [["binding"], ["accepted"]])
+    assert replay.drift(["binding", "accepted"], tr) == []
+    assert replay.drift(["accepted"], tr) == ["answer 1: accepted, expected binding"]
+    assert replay.drift(["binding", "mismatch", "mismatch"], tr) == [
+        "answer 2: mismatch, expected accepted", "answer 3 asked for, the transcript has 2"]
+    either = replay.Transcript(["a", "b"], [["refused", "accepted"], ["accepted"]])
+    assert replay.drift(["accepted"], either) == []
+    bad = tmp_path / "t.md"
+    bad.write_text("<!-- answer 2: accepted -->\nx\n")
+    with pytest.raises(ValueError, match="answer 2 where 1 belongs"):
+        replay.read_transcript(bad)
+    summ = replay.summary([{"source": "s.py", "status": "validated", "attempts": 1,
+                            "kinds": ["accepted"], "seconds": 1.0,
+                            "drift": ["answer 1: accepted, expected binding"]}], 4)
+    assert summ["drift"] == 1
