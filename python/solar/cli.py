@@ -22,9 +22,10 @@ from typing import List, NoReturn, Optional, Sequence
 
 from . import _core, cli_usage, models, programs
 from .analysis import ProgramOptions
-from .command_options import (DEFAULT_ARCH, add_capture_options, add_device_options,
-                              add_level_options, add_math_options, add_options,
-                              add_system_options, arch_ids)
+from .command_options import (DEFAULT_ARCH, MODEL_ONLY, MODEL_ONLY_VALUED, add_capture_options,
+                              add_device_options, add_level_options, add_math_options,
+                              add_options, add_system_options, arch_ids, first_given,
+                              given_options, model_only_reason, model_only_refusals)
 from . import atomic_write
 from .atomic_write import write_atomically
 from .errors import command, fail, failing_line, parse_args
@@ -50,7 +51,7 @@ _VALUED = {"--arch", "--json", "--policy", "--cache-state", "--top", "--by", "--
            "--save-trace", "--shrink", "--mode", "--ski-slope", "--target-ms", "--rate-hz",
            "--bandwidth", "--optimizer", "--max-mappings", "--reference", "--format", "--out", "--html",
            "--phase", "--batch", "--seq", "--context", "--dtype", "--task", "--system",
-           "--nodes", "--tp", "--pp", "--ep", "--dp", "--zero", "--microbatches"}
+           "--nodes", *MODEL_ONLY_VALUED}
 # Commands whose GRAPH argument may be a program a frontend must read.
 _PROGRAM_COMMANDS = ("analyze", "inverse", "export")
 
@@ -171,7 +172,8 @@ def _run_program(command: str, args: List[str]) -> int:
     """`solar analyze|validate model.py|trace.json ...`: capture (or read the trace), lower,
     analyze; validate runs the program and the lowered graph and compares their outputs."""
     codes = _core.EXIT_CODES
-    ns = parse_args(_program_parser(command), args)
+    parser = _program_parser(command)
+    ns = parse_args(parser, args, model_only_refusals("a program or saved trace"))
     overrides = parse_overrides(ns.set)
     # --system sets the device of the analysis; --arch beside it adds single-device columns.
     archs = arch_ids(ns.arch) or ([] if ns.system else [DEFAULT_ARCH])
@@ -214,7 +216,7 @@ def _run_program(command: str, args: List[str]) -> int:
                         "config fields", "usage")
         result = _analyze_model(ns, options, overrides)
     else:
-        _refuse_model_options(ns)
+        _refuse_model_options(parser, args, ns.program)
         result = _load_program(ns, options, ns.shrink)
     for n in result.warnings:
         sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
@@ -242,19 +244,13 @@ def _run_program(command: str, args: List[str]) -> int:
     return codes["ok"]
 
 
-# `solar analyze` options for models only, with their defaults: given to a program they
-# would be silently ignored (a program's sizes are --set NAME=VALUE).
-_MODEL_DEFAULTS = {"phase": "prefill", "batch": 1, "seq": None, "context": None,
-                   "dtype": "bf16", "task": None, "force": False, "tp": 1, "pp": 1, "ep": 1,
-                   "dp": 1, "sp": False, "zero": 0, "microbatches": 1}
-
-
-def _refuse_model_options(ns) -> None:
-    given = [f"--{k}" for k, d in _MODEL_DEFAULTS.items() if getattr(ns, k, d) != d]
+def _refuse_model_options(parser, args: Sequence[str], program: str) -> None:
+    """The model-only options (command_options.MODEL_ONLY) given to a program or trace, at
+    any value (an explicit default too), end the command with the reason: they would be
+    silently ignored."""
+    given = given_options(parser, args, MODEL_ONLY)
     if given:
-        raise fail(f"{', '.join(given)}: for models only (hf:NAME or config.json, "
-                   f"docs/models.md), not {ns.program}; a program's sizes are --set "
-                   "NAME=VALUE", "usage")
+        raise fail(f"{', '.join(given)}: {model_only_reason(program)}", "usage")
 
 
 def _analyze_model(ns, options, overrides):
@@ -351,7 +347,7 @@ def _run_inverse(args: List[str]) -> int:
     """`solar inverse model.py|trace.json ...`: capture (or read the trace), lower, then the
     C++ inverse roofline (docs/inverse-roofline.md)."""
     codes = _core.EXIT_CODES
-    ns = parse_args(_inverse_parser(), args)
+    ns = parse_args(_inverse_parser(), args, model_only_refusals("solar inverse's PROGRAM"))
     try:
         target = _target_seconds(ns)
         if ns.bandwidth is not None and not ns.bandwidth > 0:
@@ -407,7 +403,7 @@ def _run_export(args: List[str]) -> int:
     """`solar export model.py|trace.json --format F --out DIR`: capture (or read the trace),
     lower, then the C++ export of `solar export GRAPH`."""
     codes = _core.EXIT_CODES
-    ns = parse_args(_export_parser(), args)
+    ns = parse_args(_export_parser(), args, model_only_refusals("solar export's PROGRAM"))
     if ns.optimizer and not ns.train:
         raise fail("--optimizer needs --train", "usage")
     # --out is new, empty or an earlier export's (docs/export.md), checked before the capture.
@@ -448,6 +444,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args[1] == "export":
             return _run_export(args[2:])
         return _run_program("analyze", args[2:])
+    graph = _graph_arg(args[1:])
+    given = first_given(args[2:], list(MODEL_ONLY)) if graph is not None else []
+    if given:  # a graph file: the C++ CLI would only say the options were not expected
+        return _refuse_graph_options(graph, given)
     if args[1:2] in (["analyze"], ["inverse"]) and any(
             a == "--html" or a.startswith("--html=") for a in args[2:]):
         return html_cli.run_graph(args)  # a graph: the C++ CLI, then the page from its JSON
@@ -462,6 +462,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     return _core.cli_run(args)
+
+
+@command()
+def _refuse_graph_options(graph: str, given: List[str]) -> int:
+    """Model-only options given with a graph file: refused with the reason (exit 2)."""
+    raise fail(f"{', '.join(given)}: {model_only_reason(graph)}", "usage")
 
 
 def run(argv: Optional[Sequence[str]] = None) -> NoReturn:

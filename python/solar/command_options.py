@@ -148,3 +148,63 @@ def canonical_archs(requested: Sequence[str]) -> List[str]:
         if d not in out:
             out.append(d)
     return out
+
+
+# The options only a model (hf:NAME or config.json, docs/models.md) takes, flag -> the
+# attribute of the parsed namespace. Given to a program, a saved trace or a graph file they
+# are refused with the reason (exit 2), never silently ignored, whichever command or value
+# (an explicit default too): `solar analyze` through given_options, the commands that do not
+# declare them (validate, inverse, export) through errors.parse_args' refusals, and a graph
+# file before the C++ CLI sees it. A new model-only option joins by being listed here: the
+# parallel plan's --tp ... --zero are, and so must be the quantization options (--quant,
+# --kv-dtype, --mla-cache) when they come.
+MODEL_ONLY = {"--phase": "phase", "--batch": "batch", "--seq": "seq", "--context": "context",
+              "--dtype": "dtype", "--task": "task", "--force": "force", "--tp": "tp",
+              "--pp": "pp", "--ep": "ep", "--dp": "dp", "--sp": "sp", "--zero": "zero",
+              "--microbatches": "microbatches"}
+# Those of them that take a value (for telling a value from a GRAPH argument).
+MODEL_ONLY_VALUED = tuple(f for f in MODEL_ONLY if f not in ("--force", "--sp"))
+
+
+def model_only_reason(target: str) -> str:
+    """Why a model-only option is refused for `target` (a program, trace or graph file)."""
+    return (f"for models only (hf:NAME or config.json, docs/models.md), not {target}; a "
+            "program's sizes are --set NAME=VALUE")
+
+
+def model_only_refusals(target: str) -> Dict[str, str]:
+    """flag -> the reason it is refused for `target`: errors.parse_args' refusals for a
+    command that does not declare the model-only options."""
+    return {flag: model_only_reason(target) for flag in MODEL_ONLY}
+
+
+_UNSET = object()
+
+
+def given_options(parser: argparse.ArgumentParser, args: Sequence[str],
+                  flags: Dict[str, str]) -> List[str]:
+    """The options of `flags` (flag -> attribute) that `args` gives, at any value, a default
+    included: `args` parsed again with those attributes defaulting to a marker (argparse
+    resolves abbreviations and --flag=value itself). `args` must already parse."""
+    dests = {d: f for f, d in flags.items()
+             if any(a.dest == d for a in parser._actions)}
+    if not dests:
+        return []
+    saved = {d: parser.get_default(d) for d in dests}
+    parser.set_defaults(**{d: _UNSET for d in dests})
+    try:
+        ns, _ = parser.parse_known_args(list(args))
+    finally:
+        parser.set_defaults(**saved)
+    return [f for d, f in dests.items() if getattr(ns, d, _UNSET) is not _UNSET]
+
+
+def first_given(args: Sequence[str], flags: Sequence[str]) -> List[str]:
+    """The flags of `flags` that `args` names (--flag or --flag=value), in their order: for a
+    command line no Python parser reads (a graph file goes to the C++ CLI)."""
+    out: List[str] = []
+    for a in args:
+        flag = a.split("=", 1)[0]
+        if flag in flags and flag not in out:
+            out.append(flag)
+    return out

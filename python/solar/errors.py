@@ -6,12 +6,14 @@ C++ CLI end the same way (docs/cli.md, exit codes)."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import functools
 import json
 import os
+import re
 import sys
 import traceback
-from typing import Callable, List, Sequence
+from typing import Callable, Dict, Iterable, List, NoReturn, Optional, Sequence
 
 from . import _core
 
@@ -51,9 +53,53 @@ def fail(message: str, cause: str, prog: str = "solar") -> CommandExit:
     return CommandExit(_core.EXIT_CODES[cause])
 
 
-def parse_args(parser: argparse.ArgumentParser, args: Sequence[str]) -> argparse.Namespace:
-    """parser.parse_args(args); a bad command line ends the command with the usage exit code,
-    --help with 0 (argparse has written its message)."""
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """"; did you mean 'batch_size'?" for the candidate closest to `word` (difflib), or ""
+    when none is close."""
+    close = difflib.get_close_matches(word, sorted(set(candidates)), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _unquoted(text: str) -> str:
+    return text[1:-1] if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"" else text
+
+
+def one_line_usage_error(parser: argparse.ArgumentParser, message: str,
+                         refusals: Optional[Dict[str, str]] = None) -> str:
+    """argparse's error `message` as one line for `solar: error: ...`, without the usage block:
+    an invalid choice with the closest valid value, an unknown option with the closest option
+    of the command (or, for an option in `refusals`, the reason the command refuses it)."""
+    m = re.match(r"argument (?P<opt>[^:]+): invalid choice: (?P<val>.+?) "
+                 r"\(choose from (?P<choices>.*)\)$", message)
+    if m:
+        choices = [_unquoted(c.strip()) for c in m["choices"].split(",")]
+        value = _unquoted(m["val"])
+        return (f"{m['opt']}: invalid value '{value}'{did_you_mean(value, choices)} "
+                f"(choices: {', '.join(choices)})")
+    m = re.match(r"unrecognized arguments: (?P<args>.*)$", message)
+    if m:
+        options = [a.split("=", 1)[0] for a in m["args"].split() if a.startswith("-")]
+        for opt in options:
+            if refusals and opt in refusals:
+                return f"{opt}: {refusals[opt]}"
+        if options:
+            known = [o for o in parser._option_string_actions if o.startswith("--")]
+            return (f"unknown option {options[0]}{did_you_mean(options[0], known)} "
+                    f"({parser.prog} --help lists the options)")
+        return f"unexpected argument {m['args']} ({parser.prog} --help for usage)"
+    return f"{message} ({parser.prog} --help for usage)"
+
+
+def parse_args(parser: argparse.ArgumentParser, args: Sequence[str],
+               refusals: Optional[Dict[str, str]] = None) -> argparse.Namespace:
+    """parser.parse_args(args); a bad command line is one line on stderr
+    (one_line_usage_error) and ends the command with the usage exit code, --help with 0
+    (argparse has written its message). `refusals`: options the command does not take, with
+    the reason it says for each (command_options.model_only_refusals)."""
+    def error(message: str) -> NoReturn:
+        raise fail(one_line_usage_error(parser, message, refusals), "usage")
+
+    parser.error = error  # type: ignore[method-assign]  # argparse calls self.error
     try:
         return parser.parse_args(list(args))
     except SystemExit as e:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Dict, Iterable, List, Optional
 
-from .errors import user_error
+from .errors import did_you_mean, user_error
 
 
 class ProgramFormatError(ValueError):
@@ -83,10 +83,12 @@ def inject_overrides(tree: ast.Module, path: str,
     if not values:
         return tree
     assigned = set()
+    constants = set()  # every module-level name: what a misspelt --set NAME is compared with
     body = []
     for stmt in tree.body:
         body.append(stmt)
         for name in assigned_names(stmt):
+            constants.add(name)
             if name in values:
                 assigned.add(name)
                 fix = ast.parse(f"{name} = {values[name]!r}").body[0]
@@ -94,7 +96,7 @@ def inject_overrides(tree: ast.Module, path: str,
     missing = sorted(set(values) - assigned)
     if missing:
         raise OverrideError(f"{path}: --set names {', '.join(missing)}, which the file does "
-                            "not assign at module level")
+                            "not assign at module level" + did_you_mean(missing[0], constants))
     tree.body = body
     ast.fix_missing_locations(tree)
     return tree

@@ -6,8 +6,10 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <iostream>
 #include <optional>
+#include <string_view>
 #include <typeinfo>
 
 #include <CLI/CLI.hpp>
@@ -78,13 +80,27 @@ std::string lower(std::string s) {
   return s;
 }
 
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+// "; did you mean 'tf32'?" for the choice at most two edits from `value` (case ignored), the
+// closest; "" when none is that close.
+std::string closest(const std::string& value, std::initializer_list<std::string_view> choices) {
+  std::string_view best;
+  std::size_t best_distance = 3;
+  for (std::string_view c : choices) {
+    const std::size_t d = edit_distance(lower(value), c);
+    if (d < best_distance) best = c, best_distance = d;
+  }
+  return best.empty() ? "" : fmt::format("; did you mean '{}'?", best);
+}
+
 bound::MathPolicy parse_policy_arg(const std::string& name) {
   std::optional<bound::MathPolicy> policy = bound::parse_policy(name);
   if (!policy)
     throw UserError(UserError::Kind::BadArgument,
-                    fmt::format("unknown --policy '{}' (expected pytorch-default, tf32 or "
+                    fmt::format("unknown --policy '{}'{} (expected pytorch-default, tf32 or "
                                 "strict-fp32)",
-                                name));
+                                name, closest(name, {"pytorch-default", "tf32", "strict-fp32"})));
   return *policy;
 }
 
@@ -92,7 +108,8 @@ tiling::TrafficMode parse_mode_arg(const std::string& name) {
   std::optional<tiling::TrafficMode> mode = tiling::parse_traffic_mode(name);
   if (!mode)
     throw UserError(UserError::Kind::BadArgument,
-                    fmt::format("unknown --mode '{}' (expected attainable or provable)", name));
+                    fmt::format("unknown --mode '{}'{} (expected attainable or provable)", name,
+                                closest(name, {"attainable", "provable"})));
   return *mode;
 }
 
@@ -117,8 +134,8 @@ bound::Options parse_options(const AnalyzeArgs& a) {
   std::optional<bound::CacheState> cache = bound::parse_cache_state(a.cache_state);
   if (!cache)
     throw UserError(UserError::Kind::BadArgument,
-                    fmt::format("unknown --cache-state '{}' (expected cold or warm)",
-                                a.cache_state));
+                    fmt::format("unknown --cache-state '{}'{} (expected cold or warm)",
+                                a.cache_state, closest(a.cache_state, {"cold", "warm"})));
   options.policy = *policy;
   options.cache_state = *cache;
   return options;
@@ -137,7 +154,8 @@ int run_analyze(const AnalyzeArgs& a, std::ostream& out) {
   std::optional<report::Breakdown> by = report::parse_breakdown(a.by);
   if (!by)
     throw UserError(UserError::Kind::BadArgument,
-                    fmt::format("unknown --by '{}' (expected module, line or op)", a.by));
+                    fmt::format("unknown --by '{}'{} (expected module, line or op)", a.by,
+                                closest(a.by, {"module", "line", "op"})));
   table_options.by = *by;
   if (a.no_cache_aware && !a.ski_slope_path.empty())
     throw UserError(UserError::Kind::BadArgument,
@@ -243,7 +261,8 @@ int run_export(const ExportArgs& a, std::ostream& out) {
   std::optional<interop::Format> format = interop::parse_format(a.format);
   if (!format)
     throw UserError(UserError::Kind::BadArgument,
-                    fmt::format("unknown --format '{}' (expected accelforge or timeloop)", a.format));
+                    fmt::format("unknown --format '{}'{} (expected accelforge or timeloop)",
+                                a.format, closest(a.format, {"accelforge", "timeloop"})));
   // The folder is checked before the graph is read: new, empty, or an earlier export's.
   const std::vector<NamedPath> inputs = {{"GRAPH", a.graph}};
   interop::check_export_folder(a.out, inputs);

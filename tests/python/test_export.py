@@ -314,7 +314,7 @@ def test_the_console_script_exports_programs_and_graphs(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, code, message", [
-    (["--format", "nope", "--out", "{tmp}/x"], "usage", "invalid choice: 'nope'"),
+    (["--format", "nope", "--out", "{tmp}/x"], "usage", "invalid value 'nope'"),
     (["--out", "{tmp}/x"], "usage", "--format"),
     (["--format", "timeloop", "--out", "{tmp}/missing/x"], "io", "does not exist"),
 ])

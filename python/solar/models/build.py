@@ -17,7 +17,7 @@ import re
 import warnings
 from typing import Any, Dict, Optional
 
-from ..errors import user_error
+from ..errors import did_you_mean, user_error
 from . import validate
 from .registry import ModelSpec
 from .run import DTYPES
@@ -45,7 +45,8 @@ def config_of(spec: ModelSpec, overrides: Optional[Dict[str, Any]] = None):
     unknown = validate.unknown_overrides(cls, spec.config, overrides)
     if unknown is not None:
         raise user_error(f"--set {unknown}: {spec.name}'s config ({cls.__name__}) has no field "
-                         f"{unknown!r}", "usage")
+                         f"{unknown!r}" + did_you_mean(unknown, validate.known_fields(
+                             cls, spec.config)), "usage")
     values, origins = validate.merged_values(spec.config, spec.file, overrides, cls)
     validate.check_sizes(cls, values, origins)
     own = {k: v for k, v in spec.config.items() if k != "model_type"}

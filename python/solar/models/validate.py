@@ -232,11 +232,17 @@ def merged_values(spec_config: Mapping[str, Any], file: str, overrides: Mapping[
     return values, origins
 
 
-def unknown_overrides(cls, file_keys: Iterable[str], overrides: Iterable[str]) -> Optional[str]:
-    """The first --set name the config has no field for, else None."""
+def known_fields(cls, file_keys: Iterable[str]) -> set:
+    """The names a --set may give a config of `cls`: its fields, their aliases and the keys of
+    its file."""
     try:
         fields = {f.name for f in dataclasses.fields(cls)}
     except TypeError:
         fields = {n for n in dir(cls) if not n.startswith("_")}
-    known = fields | set(getattr(cls, "attribute_map", {}) or {}) | set(file_keys)
+    return fields | set(getattr(cls, "attribute_map", {}) or {}) | set(file_keys)
+
+
+def unknown_overrides(cls, file_keys: Iterable[str], overrides: Iterable[str]) -> Optional[str]:
+    """The first --set name the config has no field for, else None."""
+    known = known_fields(cls, file_keys)
     return next((k for k in overrides if k not in known), None)
