@@ -128,7 +128,8 @@ Loops loops_of(const json& loops_json, const Where& w) {
     }
     if (step != 1)
       at.refuse(Kind::NonConstantBound, "non-constant bound",
-                fmt::format("the loop over `{}` depends on outer loops and has step {}", var, step));
+                fmt::format("the loop over `{}` depends on outer loops and has step {}", var,
+                            step));
     // A triangular loop: the widest range, with the bounds as mask constraints.
     const std::int64_t lo = checked(start->min_value(ext)), hi = checked(stop->max_value(ext));
     if (hi <= lo)

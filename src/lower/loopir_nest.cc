@@ -330,7 +330,8 @@ class StatementLift {
     for (const json& a : t.at("args")) args.push_back(value(a, depth + 1));
     if (static_cast<int>(args.size()) != ir::expr_arity(*op))
       w_.refuse(Kind::UnknownIntrinsic, "unknown intrinsic",
-                fmt::format("`{}` takes {} arguments, got {}", f, ir::expr_arity(*op), args.size()));
+                fmt::format("`{}` takes {} arguments, got {}", f, ir::expr_arity(*op),
+                            args.size()));
     return Expr::make(*op, std::move(args));
   }
 
@@ -548,8 +549,9 @@ class StatementLift {
         w_.refuse(Kind::ShapeMismatch, "shape mismatch",
                   fmt::format("writes `{}` at `{}` in dimension {}, which ranges over [{}, {}] "
                               "outside its size {} (narrow the loop's range, or guard its "
-                              "loop variables one by one)", name(), ir::print_affine(out_sub_[d], space_.dims),
-                              d, lo, hi, shape[d]));
+                              "loop variables one by one)",
+                              name(), ir::print_affine(out_sub_[d], space_.dims), d, lo, hi,
+                              shape[d]));
     }
   }
 

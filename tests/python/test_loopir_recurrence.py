@@ -258,7 +258,8 @@ def test_random_scans_run_as_python_runs_the_loops(tmp_path_factory, B, N, form,
         decl = '    s = Tensor("B, N + 1", dtype="f64")\n'
         first = ""
         stmt = "s[b, i + 1] = " + text.format(prev="s[b, i]", x="x[b, i]")
-        after = "    for b in range(B):\n        for i in range(N):\n            y[b, i] = s[b, i + 1]\n"
+        after = ("    for b in range(B):\n        for i in range(N):\n"
+                 "            y[b, i] = s[b, i + 1]\n")
         lo, guard = 0, ""
     else:
         decl = ""
@@ -267,7 +268,8 @@ def test_random_scans_run_as_python_runs_the_loops(tmp_path_factory, B, N, form,
         after = ""
         lo, guard = (0, "if i >= 1:") if form == "guard" else (1, "")
     body = "    " + loops[0].format(lo=lo) + "\n        " + loops[1].format(lo=lo) + "\n"
-    body += ("            " + guard + "\n                " if guard else "            ") + stmt + "\n"
+    body += ("            " + guard + "\n                " if guard else "            ")
+    body += stmt + "\n"
     path = program(tmp_path_factory.mktemp("scan"), f"""
 B, N = {B}, {N}
 x = Tensor("B, N", dtype="f64", role="input")
