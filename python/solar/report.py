@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import keyword
 import re
 from typing import Any, Iterator
 
@@ -66,8 +67,14 @@ def _wrap(value: Any) -> Any:
     return value
 
 
+# Attribute names for JSON fields named by a Python keyword (`op.class` cannot be written):
+# an op's `class` (report-json.md) is `op.op_class`; the JSON keeps its name.
+_KEYWORD_FIELDS = {"op_class": "class"}
+
+
 class Record:
-    """A read-only view of a JSON object: `r.totals.macs` is `r["totals"]["macs"]`."""
+    """A read-only view of a JSON object: `r.totals.macs` is `r["totals"]["macs"]`; a field
+    named by a Python keyword is read by its alias (`op.op_class` is `op["class"]`)."""
 
     __slots__ = ("_data",)
 
@@ -76,6 +83,8 @@ class Record:
 
     def __getattr__(self, name: str) -> Any:
         try:
+            if name not in self._data and _KEYWORD_FIELDS.get(name) in self._data:
+                name = _KEYWORD_FIELDS[name]
             return _wrap(self._data[name])
         except KeyError:
             raise AttributeError(
@@ -106,7 +115,9 @@ class Record:
         return self._data == other
 
     def __dir__(self) -> list[str]:
-        return [k for k in self._data if isinstance(k, str) and k.isidentifier()]
+        aliases = [a for a, k in _KEYWORD_FIELDS.items() if k in self._data]
+        return [k for k in self._data if isinstance(k, str) and k.isidentifier()
+                and not keyword.iskeyword(k)] + aliases
 
     def keys(self):
         return self._data.keys()

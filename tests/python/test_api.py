@@ -143,6 +143,16 @@ def test_gemm_traffic_and_bounds():
     assert r.devices["B200"].fused.seconds < h100.fused.seconds
 
 
+def test_an_ops_class_is_read_as_op_class():
+    """`op.class` cannot be written in Python: the field is `op.op_class`, the JSON keeps
+    `class` (and `op["class"]` reads it too)."""
+    r = solar.analyze(EXAMPLES / "gemm.solar")
+    op = r.ops[0]
+    assert op.op_class == op["class"] == "matmul"
+    assert "op_class" in dir(op) and "class" not in dir(op)
+    assert "class" in r.to_dict()["ops"][0]
+
+
 @pytest.mark.parametrize("annotation,macs_2_4,sparse_device_speedup", [
     ('{sparsity="2:4"}', 64 * 16 * 32, 2.0),  # every MAC has a 2:4 operand: half the time
     ("{zeros=0.9}", 0, 1.0),                  # unstructured zeros are never skipped work
