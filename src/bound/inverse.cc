@@ -325,9 +325,10 @@ InverseResult inverse_roofline(const ir::Graph& g, const cost::GraphCost& cost,
       }
     }
     // Compute sentences, and collectives' link time (no system here); not the memory ones.
+    // (Without what the sentence adds about the fused SOL, which is not this comparison's.)
     for (const std::string& s : b.fused.unknown)
       if (s.find("bytes") == std::string::npos || s.find("link time") != std::string::npos)
-        f.unknown.push_back(s);
+        f.unknown.push_back(s.substr(0, s.find("; it raises the fused SOL")));
     f.compute_factor = f.compute_seconds / T;
     f.dram_bandwidth = b.dram_bandwidth;
     OnChipCapacity c = on_chip_capacity(*d, options.mode);

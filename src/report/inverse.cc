@@ -1,6 +1,8 @@
 // The inverse roofline's writers: "solar.inverse.v1" JSON and the readable text of
 // `solar inverse` (docs/inverse-roofline.md).
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -27,6 +29,90 @@ json opt(const std::optional<Count>& v) { return v ? count_json(*v) : json(nullp
 std::string unit_of(hw::UnitKind k) { return k == hw::UnitKind::Special ? "op" : "FLOP"; }
 
 std::string rate(double bytes_per_s) { return detail::si(bytes_per_s, "B/s"); }
+
+// The factor that decides a device's verdict: the larger of its known factors.
+double limiting_factor(const bound::DeviceFit& d) {
+  return std::max(d.compute_factor, d.bandwidth_factor.value_or(0));
+}
+
+// Devices best first: those that meet T, then the undetermined, then those that fall short,
+// each by its limiting factor (the most headroom, or the least shortfall, first).
+std::vector<const bound::DeviceFit*> by_verdict(const std::vector<bound::DeviceFit>& devices) {
+  auto rank = [](const bound::DeviceFit& d) {
+    return d.meets ? 0 : d.status == "falls short" ? 2 : 1;
+  };
+  std::vector<const bound::DeviceFit*> out;
+  for (const bound::DeviceFit& d : devices) out.push_back(&d);
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const bound::DeviceFit* a, const bound::DeviceFit* b) {
+                     if (rank(*a) != rank(*b)) return rank(*a) < rank(*b);
+                     return limiting_factor(*a) < limiting_factor(*b);
+                   });
+  return out;
+}
+
+// The verdict cell: the status with its margin or what falls short, once.
+std::string verdict_cell(const bound::DeviceFit& d) {
+  auto f = [](double x) { return fmt::format("{:.3g}x", x); };
+  if (d.meets) return fmt::format("meets ({} headroom)", f(1 / limiting_factor(d)));
+  std::vector<std::string> short_on;
+  if (d.compute_factor > 1) short_on.push_back(f(d.compute_factor) + " compute (" +
+                                               d.compute_bottleneck + ")");
+  if (d.bandwidth_factor && *d.bandwidth_factor > 1)
+    short_on.push_back(f(*d.bandwidth_factor) + " DRAM bandwidth");
+  std::string out = d.status;
+  for (std::size_t i = 0; i < short_on.size(); ++i)
+    out += (i == 0 ? ": needs " : " and ") + short_on[i];
+  return out;
+}
+
+// Why a device's compute or bandwidth factor is absent or only a part ("" when both are whole).
+std::string missing_factors(const bound::DeviceFit& d) {
+  std::vector<std::string> why;
+  if (!d.unknown.empty()) {
+    std::string left_out;
+    for (const std::string& u : d.unknown) left_out += (left_out.empty() ? "" : "; ") + u;
+    why.push_back(fmt::format("compute factor {}: left out (no published rate): {}",
+                              d.compute_seconds > 0 ? "is for the rest of the work" : "absent",
+                              left_out));
+  }
+  if (!d.bandwidth_factor)
+    why.push_back("bandwidth factor absent: " + (d.dram_bandwidth
+                                                     ? "its need at its capacity is unknown (" +
+                                                           d.capacity_reason + ")"
+                                                     : std::string("its DRAM bandwidth is "
+                                                                   "unpublished")));
+  std::string out;
+  for (const std::string& w : why) out += (out.empty() ? "" : "; ") + w;
+  return out;
+}
+
+// One row per device, best first, each verdict once; then why any factor is absent.
+std::string device_rows(const bound::InverseResult& r) {
+  std::string out =
+      "\ndevices, best first (factor = needed / available; above 1 falls short):\n";
+  out += fmt::format("  {:<14}  {:>9}  {:>10}  {:>12}  {:>12}  {:>9}  {}\n", "device", "compute",
+                     "S (chip)", "beta_min(S)", "DRAM bw", "bandwidth", "verdict");
+  std::vector<std::string> notes;
+  for (const bound::DeviceFit* d : by_verdict(r.devices)) {
+    // No factor is printed for compute the device has no rate for (never "0x"); ">=" when
+    // some of the work is left out (the factor is for the rest).
+    std::string compute = !d->unknown.empty() && !(d->compute_seconds > 0)
+                              ? "-"
+                              : fmt::format("{}{:.3g}x", d->unknown.empty() ? "" : ">=",
+                                            d->compute_factor);
+    out += fmt::format("  {:<14}  {:>9}  {:>10}  {:>12}  {:>12}  {:>9}  {}\n", d->device_id,
+                       compute, d->capacity_bytes ? detail::si(*d->capacity_bytes, "B") : "-",
+                       d->min_bandwidth ? rate(*d->min_bandwidth) : "-",
+                       d->dram_bandwidth ? rate(*d->dram_bandwidth) : "-",
+                       d->bandwidth_factor ? fmt::format("{:.3g}x", *d->bandwidth_factor) : "-",
+                       verdict_cell(*d));
+    if (std::string why = missing_factors(*d); !why.empty())
+      notes.push_back(fmt::format("  {}: {}\n", d->device_id, why));
+  }
+  for (const std::string& n : notes) out += n;
+  return out;
+}
 
 }  // namespace
 
@@ -160,24 +246,7 @@ std::string inverse_table(const ir::Graph& g, const bound::InverseResult& r) {
       out += fmt::format("attainable {}, provable {}{}\n", cap(c.attainable_bytes),
                          cap(c.provable_bytes), c.feasible ? "" : " (" + c.reason + ")");
   }
-  if (!r.devices.empty()) {
-    out += fmt::format("\ndevices (factor = needed / available; above 1 falls short):\n");
-    out += fmt::format("  {:<14}  {:>9}  {:>10}  {:>12}  {:>12}  {:>9}  {}\n", "device",
-                       "compute", "S (chip)", "beta_min(S)", "DRAM bw", "bandwidth", "verdict");
-    for (const bound::DeviceFit& d : r.devices) {
-      out += fmt::format(
-          "  {:<14}  {:>9}  {:>10}  {:>12}  {:>12}  {:>9}  {}\n", d.device_id,
-          // "*": the factor leaves out work with no published rate (the verdict names it).
-          fmt::format("{:.3g}x{}", d.compute_factor, d.unknown.empty() ? "" : "*"),
-          d.capacity_bytes ? detail::si(*d.capacity_bytes, "B") : "-",
-          d.min_bandwidth ? rate(*d.min_bandwidth) : "-",
-          d.dram_bandwidth ? rate(*d.dram_bandwidth) : "-",
-          d.bandwidth_factor ? fmt::format("{:.3g}x", *d.bandwidth_factor) : "-",
-          d.status);
-    }
-    // Each verdict names the work its device publishes no rate for.
-    for (const bound::DeviceFit& d : r.devices) out += "  " + d.verdict + "\n";
-  }
+  if (!r.devices.empty()) out += device_rows(r);
   return out;
 }
 
