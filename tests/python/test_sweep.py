@@ -116,16 +116,15 @@ def test_sweep_on_a_local_cluster_rows_resume_plots(cluster, tmp_path):
     assert csv_table.column_names == table.column_names
     assert csv_table.to_pylist() == rows
 
-    # One SVG per swept key, one fused line (and one cache-aware line) per device.
+    # One SVG per swept key, one fused line per device and value of the other key.
     for key in GRID:
         svg = out / f"sweep-mlp-{key}.svg"
         assert svg.is_file(), sorted(os.listdir(out))
         root = ET.parse(svg).getroot()
         ids = [g.get("id", "") for g in root.iter("{http://www.w3.org/2000/svg}g")]
+        (other,) = [k for k in GRID if k != key]
         assert sorted(i for i in ids if i.startswith("sweep-fused-")) == sorted(
-            f"sweep-fused-{a}" for a in ARCHS)
-        assert sorted(i for i in ids if i.startswith("sweep-cache-aware-")) == sorted(
-            f"sweep-cache-aware-{a}" for a in ARCHS)
+            f"sweep-fused-{a}-{other}_{v}" for a in ARCHS for v in GRID[other])
 
     # Resume: the same sweep again computes nothing and keeps the table.
     r = run_solar(*args)
@@ -378,3 +377,82 @@ def test_grid_values_split_at_commas_outside_brackets():
     for bad in ("[1,2", "2x", "1e", "range(4)", "2**70"):
         with pytest.raises(Exception, match="neither a Python literal"):
             parse_grid_values("x", bad)
+
+
+# ------------------------------------------------------------------ plots, without a cluster
+
+
+def _plot(tmp_path, grid, rows_of):
+    """write_plots on planted rows: rows_of(arch, settings dict) -> row."""
+    import itertools
+    import types
+
+    from solar.sweep import plot
+
+    P = types.SimpleNamespace
+    points, rows = [], {}
+    for values in itertools.product(*grid.values()):
+        settings = tuple(zip(grid, values))
+        key = "-".join(map(str, values))
+        points.append(P(program=P(ref="hf:tiny"), settings=settings, key=key))
+        for a in ARCHS:
+            rows[(key, a)] = rows_of(a, dict(settings))
+    paths = plot.write_plots(str(tmp_path), ["hf:tiny"], grid, ARCHS, points, rows)
+    return {os.path.basename(p): ET.parse(p).getroot() for p in paths}
+
+
+def _texts(root):
+    return ["".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text")]
+
+
+def test_sweep_plots_have_a_line_per_device_and_context_values_and_tokens(tmp_path):
+    pytest.importorskip("matplotlib")
+    grid = {"batch": [1, 8, 64], "context": [1024, 8192]}
+
+    def row(arch, s):
+        seconds = 1e-3 * (1 + s["batch"] * s["context"] / 8192) / (1 + ARCHS.index(arch))
+        return {"status": "ok", "fused_seconds": seconds, "tokens_per_second": s["batch"] / seconds,
+                "fits": not (arch == "H100_SXM" and s["batch"] == 64 and s["context"] == 8192)}
+
+    svgs = _plot(tmp_path, grid, row)
+    root = svgs["sweep-hf_tiny-batch.svg"]
+    ids = [g.get("id", "") for g in root.iter("{http://www.w3.org/2000/svg}g")]
+    # one line per device and context, not the batch plot held at one context
+    assert sorted(i for i in ids if i.startswith("sweep-fused-")) == sorted(
+        f"sweep-fused-{a}-context_{c}" for a in ARCHS for c in grid["context"])
+    assert sorted(i for i in ids if i.startswith("sweep-tokens-")) == sorted(
+        f"sweep-tokens-{a}-context_{c}" for a in ARCHS for c in grid["context"])
+    texts = _texts(root)
+    # values at the points: the fastest point, 1 + 1*1024/8192 ms on the second device / 2
+    assert "563 us" in texts
+    assert any(t.endswith("tokens/s") for t in texts)
+    # the log axis labels a tick at every decade it spans (0.35 ms .. 100 ms: 1, 10, 100 ms)
+    assert {"1 ms", "10 ms", "100 ms"} <= set(texts)
+    assert any("does not fit" in t for t in texts)
+
+
+def test_a_narrow_log_axis_still_labels_two_ticks():
+    from solar.sweep import plot
+
+    assert plot.log_ticks(1.0, 9.0) == [1.0, 2.0, 5.0]  # one decade: 1-2-5 steps
+    assert plot.log_ticks(2e-4, 3e-2) == [1e-3, 1e-2]
+    assert len(plot.log_ticks(3.1, 3.9)) >= 2
+
+
+def test_the_table_has_tokens_per_second_for_model_programs():
+    from solar.sweep import table
+
+    def report(model):
+        doc = {"schema": "solar.report.v1", "totals": {}, "coverage": {"unanalyzed": 0},
+               "devices": {"H100_SXM": {"fused": {"seconds": 2e-3, "bottleneck": "dram"}}}}
+        if model:
+            doc["model"] = {"tokens_per_step": 64}
+        return type("R", (), {"to_json": lambda self, indent, ops=True: json.dumps(doc)})()
+
+    task = {"program": "hf:tiny", "settings": (("batch", 64),), "archs": ["H100_SXM"],
+            "key": "k"}
+    (row,) = table.rows_from_report(report(True), task, 1.0, "w")
+    assert row["tokens_per_step"] == 64
+    assert row["tokens_per_second"] == pytest.approx(64 / 2e-3)  # tokens / fused seconds
+    (plain,) = table.rows_from_report(report(False), task, 1.0, "w")
+    assert plain["tokens_per_step"] is None and plain["tokens_per_second"] is None

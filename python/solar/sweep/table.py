@@ -31,6 +31,9 @@ RESULT_COLUMNS: List[Tuple[str, str]] = (
     + [col for level in _LEVELS for col in ((f"{level}_seconds", "float64"),
                                              (f"{level}_bottleneck", "string"),
                                              (f"{level}_bound", "string"))]
+    # Tokens per step of a model (`model.tokens_per_step`, docs/models.md; null for other
+    # programs) and the tokens per second at the fused SOL.
+    + [("tokens_per_step", "int64"), ("tokens_per_second", "float64")]
     + [("unanalyzed", "int64"), ("fits", "bool"), ("wall_seconds", "float64"),
        ("worker", "string"), ("point_key", "string")])
 LEAD_COLUMNS = ("program", "arch")
@@ -78,6 +81,10 @@ def rows_from_report(report: Any, task: Dict[str, Any], wall_seconds: float,
             row[f"{level}_seconds"] = seconds
             row[f"{level}_bottleneck"] = neck
             row[f"{level}_bound"] = bound(neck)
+        tokens = (data.get("model") or {}).get("tokens_per_step")
+        fused = row.get("fused_seconds")
+        row["tokens_per_step"] = tokens
+        row["tokens_per_second"] = tokens / fused if tokens and fused else None
         row["unanalyzed"] = data.get("coverage", {}).get("unanalyzed")
         row["fits"] = (d.get("memory") or {}).get("fits")
         row["wall_seconds"] = round(wall_seconds, 4)
