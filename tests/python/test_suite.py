@@ -230,6 +230,27 @@ def test_summary_counts(suite_run):
     assert "9/9 done" in r.stderr  # progress lines (stderr is not a terminal here)
 
 
+def test_the_summary_names_the_programs_with_the_most_time_and_headroom(suite_run):
+    """Beside the counts: the analyzed programs with the most fused SOL on the first device,
+    and those with the most headroom (eager reference / fused SOL), in order."""
+    r, doc, _, _ = suite_run
+    h = doc["summary"]["heaviest"]
+    analyzed = [p for p in doc["programs"] if "error" not in p]
+    fused = {p["program"]["source"]: p["devices"]["H100_SXM"]["fused"]["seconds"]
+             for p in analyzed}
+    assert h["arch"] == "H100_SXM"
+    assert [row["source"] for row in h["most_time"]] == sorted(fused, key=lambda s: -fused[s])
+    for row in h["most_time"]:
+        level = doc["programs"][[p["program"]["source"] for p in doc["programs"]].index(
+            row["source"])]["devices"]["H100_SXM"][row["reference"]]
+        assert row["headroom"] == pytest.approx(level["seconds"] / row["fused_seconds"])
+    headrooms = [row["headroom"] for row in h["most_headroom"]]
+    assert headrooms == sorted(headrooms, reverse=True)
+    top = h["most_time"][0]["source"].rsplit("/", 1)[-1]
+    text = r.stdout[r.stdout.index("most time on H100_SXM (fused SOL)"):]
+    assert top in text.splitlines()[1] and "most headroom on H100_SXM" in text
+
+
 def test_csv_rows(suite_run):
     _, doc, text, _ = suite_run
     rows = list(csv.DictReader(io.StringIO(text)))

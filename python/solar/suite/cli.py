@@ -22,7 +22,8 @@ from ..errors import command, parse_args
 from ..html import write as write_html
 from ..program_source import parse_overrides
 from .discovery import discover
-from .outputs import SUITE_SCHEMA, failure_lines, summarize, summary_table, to_csv, write_json
+from .outputs import (SUITE_SCHEMA, failure_lines, heaviest, summarize, summary_table, to_csv,
+                      write_json)
 from .pool import run_suite
 from .progress import Progress
 
@@ -159,6 +160,7 @@ def main(args: List[str]) -> int:
             sys.stderr.write(f"{e}\n")
             return codes["internal"]
         summary = summarize(entries, skipped, time.monotonic() - start)
+        summary["heaviest"] = heaviest(entries, archs[0])
         joined = None
         if timings is not None:
             joined = headroom.join(entries, timings, archs[0])

@@ -75,6 +75,58 @@ def summarize(entries: List[Dict[str, Any]], skipped: List[Dict[str, str]],
     }
 
 
+def heaviest(entries: List[Dict[str, Any]], arch: str, n: int = 5) -> Dict[str, Any]:
+    """The `n` analyzed programs with the most fused SOL on `arch`, and the `n` with the most
+    headroom there: the eager reference (the framework-kernel level where the report has
+    it, else the unfused level: docs/bounds.md) over the fused SOL, what fusing the program
+    could win. Each row: source, fused_seconds, reference ("framework" or "unfused"),
+    reference_seconds, headroom. Programs without a fused time on `arch` are left out."""
+    rows = []
+    for e in entries:
+        if "error" in e:
+            continue
+        fused = _device_seconds(e, arch, "fused")
+        if not isinstance(fused, (int, float)) or not fused > 0:
+            continue
+        reference = "framework"
+        seconds = _device_seconds(e, arch, "framework")
+        if not isinstance(seconds, (int, float)) or not seconds > 0:
+            reference, seconds = "unfused", _device_seconds(e, arch, "unfused")
+        rows.append({"source": e.get("program", {}).get("source", "?"), "fused_seconds": fused,
+                     "reference": reference, "reference_seconds": seconds,
+                     "headroom": seconds / fused})
+    return {"arch": arch,
+            "most_time": sorted(rows, key=lambda r: -r["fused_seconds"])[:n],
+            "most_headroom": sorted(rows, key=lambda r: -r["headroom"])[:n]}
+
+
+def _heaviest_lines(h: Dict[str, Any], folder: str) -> str:
+    """The programs with the most time and the most headroom, a few lines each."""
+    def name(row: Dict[str, Any]) -> str:
+        return os.path.relpath(row["source"], folder) if folder else row["source"]
+
+    def line(row: Dict[str, Any]) -> str:
+        return (f"    {name(row):<40} fused {human_seconds(row['fused_seconds']):>9}  "
+                f"{row['reference']} {human_seconds(row['reference_seconds']):>9}  "
+                f"headroom {row['headroom']:.3g}x\n")
+
+    if not h or not h.get("most_time"):
+        return ""
+    return (f"  most time on {h['arch']} (fused SOL)\n"
+            + "".join(line(r) for r in h["most_time"])
+            + f"  most headroom on {h['arch']} (eager reference / fused SOL: what fusion can "
+              "win)\n"
+            + "".join(line(r) for r in h["most_headroom"]))
+
+
+def human_seconds(s: float) -> str:
+    """A time in the report's units: 4.641 ms, 9.352 ns."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if s >= scale:
+            return f"{s / scale:.4g} {unit}"
+    return f"{s / 1e-12:.4g} ps"
+
+
 def _largest(entries: List[Dict[str, Any]], key: str) -> Optional[Dict[str, Any]]:
     """{"source", key} of the entry with the largest suite[key], or None when none has it."""
     best = max((e for e in entries if e.get("suite", {}).get(key) is not None),
@@ -127,6 +179,7 @@ def summary_table(summary: Dict[str, Any], folder: str, archs: Sequence[str], jo
     if s.get("largest_memory"):
         w(f"  largest peak memory     {s['largest_memory']['peak_rss_bytes'] / 1e9:.2f} GB  "
           f"{os.path.basename(s['largest_memory']['source'])}\n")
+    w(_heaviest_lines(s.get("heaviest"), folder))
     return out.getvalue()
 
 
