@@ -290,3 +290,31 @@ def test_plans_are_refused_where_they_do_not_apply(args, code, words):
                   "--no-cache-aware")
     assert r.returncode == code, r.stderr
     assert words in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_plan_sweep_captures_once_and_ranks_by_tokens_per_gpu(monkeypatch):
+    from solar.models import analyze as analyze_mod
+    from solar.models import plans
+
+    captures = []
+    real_capture = analyze_mod.capture_model
+
+    def counted(run, options):
+        captures.append(run)
+        return real_capture(run, options)
+
+    monkeypatch.setattr(plans, "capture_model", counted)
+    result = plans.sweep_plans(
+        models.ModelRun("hf:llama-3.1-8b", phase="decode", context=64,
+                        config={"num_hidden_layers": 4}),
+        ProgramOptions(archs=(), crosscheck=False, cache_aware=False, system="DGX_H100"))
+    assert len(captures) == 1
+    # tp x pp x dp = 8, tp dividing the 8 kv heads, pp at most the 4 layers.
+    got = {(r["plan"]["tp"], r["plan"]["pp"], r["plan"]["dp"]) for r in result["rows"]}
+    want = {(tp, pp, 8 // tp // pp) for tp in (1, 2, 4, 8) for pp in (1, 2, 4)
+            if (8 // tp) % pp == 0}
+    assert got == want
+    ok = [r for r in result["rows"] if r["status"] == "ok"]
+    per_gpu = [r["tokens_per_second_per_gpu"] for r in ok]
+    assert per_gpu == sorted(per_gpu, reverse=True)
+    assert result["best"] == ok[0]["plan"]

@@ -68,13 +68,28 @@ def _dtype_bytes(dtype: str) -> int:
 
 def analyze_model(run: ModelRun, options: Optional[ProgramOptions] = None) -> ProgramAnalysis:
     """Builds, captures and analyzes one phase of a model (see ModelRun)."""
+    options = options or ProgramOptions()
+    spec, config, model, trace = capture_model(run, options)
+    plan = run.plan
+    if plan is not None and not plan.is_plain():
+        result = _analyze_plan(trace, spec, config, run, options, plan)
+    else:
+        result = analyze_trace(trace, spec.source, options)
+    result.report.attach_section("model", model_section(
+        spec, run, config, result, params=parameter_count(model),
+        tokens=tokens_per_step(spec, run, config)))
+    return result
+
+
+def capture_model(run: ModelRun, options: ProgramOptions):
+    """(spec, config, model, trace): one phase of a model built and captured, every check
+    made before anything is built (the configuration, a plan, the work estimate)."""
     from torch._subclasses.fake_tensor import (DataDependentOutputException,
                                                DynamicOutputShapeException, FakeTensorMode)
 
     capture = programs.torch_capture().capture
     torch_logging_silenced = programs.torch_quiet().torch_logging_silenced
     run.check()
-    options = options or ProgramOptions()
     if options.validate or options.real:
         raise user_error("a model from a configuration has no weights to run: --validate and "
                          "--real need a program file", "usage")
@@ -86,7 +101,7 @@ def analyze_model(run: ModelRun, options: Optional[ProgramOptions] = None) -> Pr
         parallel.check_config(config, run.plan)
         if options.system is None:
             raise user_error("a parallel plan runs on a system (--system)", "usage")
-        system_id, devices, _ = parallel.system_devices(options.system, options.nodes)
+        system_id, devices, _, _ = parallel.system_devices(options.system, options.nodes)
         parallel.check_system_plan(run.plan, devices, system_id)
         if run.batch % run.plan.microbatches:
             raise user_error(f"--microbatches {run.plan.microbatches} does not divide --batch "
@@ -119,25 +134,25 @@ def analyze_model(run: ModelRun, options: Optional[ProgramOptions] = None) -> Pr
                              f"it needs real weights, and {size / 1e9:.1f} GB of them exceed "
                              f"{REAL_WEIGHTS_LIMIT / 1e9:.0f} GB", "unsupported") from None
         model, trace = captured(real=True)
-    plan = run.plan
-    if plan is not None and not plan.is_plain():
-        result = _analyze_plan(trace, spec, config, run, options, plan)
-    else:
-        result = analyze_trace(trace, spec.source, options)
-    result.report.attach_section("model", model_section(
-        spec, run, config, result, params=parameter_count(model),
-        tokens=tokens_per_step(spec, run, config)))
-    return result
+    return spec, config, model, trace
 
 
 def _analyze_plan(trace, spec: ModelSpec, config, run: ModelRun, options: ProgramOptions,
                   plan) -> ProgramAnalysis:
-    """The captured graph sharded by the plan (capture once, then shard): tp rank 0's graph
-    of each pipeline stage analyzed on the system, the report (the slowest stage's) given the
-    `system` section with the plan, each stage rank's memory, the step with its bubble and
-    the system's tokens per second (docs/parallel.md, "Parallel plans")."""
+    """The captured graph sharded by the plan (capture once, then shard): the report of the
+    slowest stage's rank graph with the `system` section of the plan (plan_analysis)."""
     graph, notes, trace_ids = lower_trace(trace, spec.source, options.strict)
-    whole = parallel.graph_json(graph)
+    report, rank_graph = plan_analysis(parallel.graph_json(graph), config, plan, options,
+                                       tokens_per_step(spec, run, config))
+    return ProgramAnalysis(report, notes, trace, rank_graph, trace_ids)
+
+
+def plan_analysis(whole, config, plan, options: ProgramOptions, tokens: int):
+    """(report, rank graph) of a captured graph (solar.graph.v1 JSON) under a plan: tp rank
+    0's graph of each pipeline stage analyzed on the system, the report (the slowest
+    stage's) given the `system` section with the plan, each stage rank's memory, the step
+    with its bubble and the system's tokens per second (docs/parallel.md, "Parallel
+    plans")."""
     _, state, replicated = parallel.sharding_rules(whole, config, plan.tp)
     sharded = parallel.shard_model(whole, config, plan)
     graphs = [sharded.graph]
@@ -156,7 +171,6 @@ def _analyze_plan(trace, spec: ModelSpec, config, run: ModelRun, options: Progra
                                             parallel.collective_counts(g)))
     report, rank_graph = max(reports, key=lambda rg: float(rg[0]["system"]["seconds"]))
     capacity = report.devices[results[0].base["device"]].memory.capacity_bytes
-    section = parallel.system_section(results, plan, list(state), capacity,
-                                      tokens_per_step(spec, run, config), replicated)
+    section = parallel.system_section(results, plan, list(state), capacity, tokens, replicated)
     report.attach_section("system", section, replace=True)
-    return ProgramAnalysis(report, notes, trace, rank_graph, trace_ids)
+    return report, rank_graph

@@ -97,15 +97,15 @@ def check_config(config, plan: Plan) -> None:
                          "unsupported")
 
 
-def system_devices(system: str, nodes: Optional[int]) -> Tuple[str, int, int]:
-    """(id, devices, devices per node) of a --system argument, from the analysis of a
-    one-op graph on it."""
+def system_devices(system: str, nodes: Optional[int]) -> Tuple[str, int, int, str]:
+    """(id, devices, devices per node, device id) of a --system argument, from the analysis
+    of a one-op graph on it."""
     g = _core.parse_graph("x = f32[1] input\n"
                           "y = f32[1]{output} einsum [i=1] none $0 (x[i]) -> [i]")
     report = json.loads(_core.analyze(g, [], "pytorch-default", "cold", cache_aware=False,
                                       system=system, nodes=nodes).to_json())
     sysj = report["system"]
-    return sysj["id"], int(sysj["devices"]), int(sysj["devices_per_node"])
+    return sysj["id"], int(sysj["devices"]), int(sysj["devices_per_node"]), sysj["device"]
 
 
 def sharding_rules(graph: Dict[str, Any], config, tp: int

@@ -22,7 +22,7 @@ from ..command_options import (DEFAULT_ARCH, add_device_options, add_level_optio
 from ..errors import command, parse_args
 from ..models import estimate as model_estimate
 from ..suite.progress import Progress
-from . import plot, run, table
+from . import plans_cli, plot, run, table
 from . import spec as spec_mod
 
 _SPEC_SUFFIXES = (".yaml", ".yml", ".json")
@@ -340,6 +340,8 @@ def summary_text(summary: Dict[str, Any]) -> str:
 def main(args: List[str]) -> int:
     """`solar sweep ...` (args after `sweep`); returns the exit code."""
     codes = _core.EXIT_CODES
+    if args and args[0] == "plans":  # every parallel plan of a model on a system
+        return plans_cli.main(args[1:])
     ns = parse_args(parser(), args)
     if ns.checkpoint < 0:
         raise spec_mod.user_error("--checkpoint must be 0 (off) or more seconds", "usage")

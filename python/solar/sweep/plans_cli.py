@@ -1,0 +1,60 @@
+"""`solar sweep plans MODEL --system S`: every parallel plan of a model on a system, ranked
+(docs/sweep.md, "Plans"; solar.models.plans). The model is captured once, in this process,
+and its graph sharded per plan."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import List
+
+from .. import _core, models
+from ..analysis import ProgramOptions
+from ..atomic_write import write_atomically
+from ..command_options import add_system_options
+from ..errors import parse_args, user_error
+from ..models import plans
+from ..program_source import parse_literal, parse_overrides
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="solar sweep plans",
+        description="Every parallel plan (tp, pp, dp) of a model on a system, ranked by "
+                    "tokens/s per GPU; the model captured once (docs/sweep.md, \"Plans\")")
+    p.add_argument("model", metavar="MODEL", help="hf:NAME or a config.json")
+    add_system_options(p)
+    p.add_argument("--phase", default="decode", choices=["prefill", "decode"])
+    p.add_argument("--batch", type=int, default=1, help="sequences per replica (default 1)")
+    p.add_argument("--seq", type=int, help="prefill tokens per sequence (default 1024)")
+    p.add_argument("--context", type=int, help="decode: cached tokens (default 4096)")
+    p.add_argument("--dtype", default="bf16")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="a config field")
+    p.add_argument("--cache-aware", action="store_true",
+                   help="also the cache-aware level (slower; the ranking uses the fused one "
+                        "otherwise)")
+    p.add_argument("--json", dest="json_path", metavar="PATH", help="write the ranking as JSON")
+    return p
+
+
+def main(args: List[str]) -> int:
+    ns = parse_args(parser(), args)
+    if not models.is_model_ref(ns.model):
+        raise user_error(f"{ns.model}: solar sweep plans takes a model (hf:NAME or "
+                         "config.json)", "usage")
+    if not ns.system:
+        raise user_error("solar sweep plans needs --system", "usage")
+    if ns.nodes is not None and ns.nodes < 1:
+        raise user_error("--nodes must be at least 1", "usage")
+    config = {k: parse_literal(v) for k, v in parse_overrides(ns.set).items()}
+    run = models.ModelRun(ns.model, phase=ns.phase, batch=ns.batch, seq=ns.seq,
+                          context=ns.context, dtype=ns.dtype, config=config)
+    options = ProgramOptions(archs=(), crosscheck=False, cache_aware=ns.cache_aware,
+                             system=ns.system, nodes=ns.nodes)
+    result = plans.sweep_plans(run, options)
+    if ns.json_path:
+        write_atomically(ns.json_path, json.dumps(result, indent=2, allow_nan=False) + "\n")
+    sys.stdout.write(plans.plans_text(result))
+    return _core.EXIT_CODES["ok"]
