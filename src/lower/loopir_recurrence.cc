@@ -150,6 +150,20 @@ class RecurrenceLift {
                         step_value(stmts_[0].lo), step_value(stmts_[0].hi), var_));
     lo_ = stmts_[0].lo;
     trips_ = stmts_[0].hi - lo_ + 1;
+    // Each statement writes elements lo + offset .. hi + offset of its step dimension: inside
+    // its target (an output has no pad value), as a nest's write.
+    for (const Statement& s : stmts_) {
+      const std::int64_t size = c_.shape(s.out)[s.dim];
+      const std::int64_t first = checked_add(lo_, s.offset),
+                         last = checked_add(first, trips_ - 1);
+      if (first < 0 || last >= size)
+        Where{c_, s.line, w_.op}.refuse(
+            Kind::ShapeMismatch, "shape mismatch",
+            fmt::format("writes `{}` at indices {}..{} of dimension {} on the steps {}..{} of "
+                        "the recurrence over `{}`, outside its size {} (narrow the loop, or "
+                        "guard `{}`)", name(s), first, last, s.dim, step_value(lo_),
+                        step_value(stmts_[0].hi), var_, size, var_));
+    }
   }
 
   // The value of the step variable at index position p.

@@ -341,3 +341,11 @@ def model():
     k(x, y)
 """)
     refused(path, "outside_language", "split the nest into two", 12)
+
+
+def test_a_recurrence_that_writes_outside_its_target_is_refused(tmp_path):
+    path = program(tmp_path, PREFIX_SUM.replace('y = Tensor("B, N", role="output")',
+                                                'y = Tensor("B, N - 3", role="output")'))
+    # the steps i = 1 .. N-1 write columns past the N - 3 of y (the first nest's y[b, 0] is
+    # inside it)
+    refused(path, "shape_mismatch", "outside its size 47", 14)

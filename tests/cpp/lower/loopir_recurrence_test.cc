@@ -146,6 +146,20 @@ TEST(LoopIrRecurrence, MalformedNestIsAParseError) {
   }
 }
 
+TEST(LoopIrRecurrence, WriteOutsideTheTargetOnItsStepsIsRefused) {
+  // y has 6 columns; the steps i = 1 .. 8 write columns 1 .. 8
+  Trace t = prefix_sum(3, 9);
+  for (int id : {1, 2}) t.tensors[id]["shape"] = {3, 6};
+  try {
+    t.lift();
+    FAIL() << "lifted";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.kind(), UserError::Kind::ShapeMismatch) << e.what();
+    EXPECT_NE(std::string(e.what()).find("outside its size 6"), std::string::npos) << e.what();
+    EXPECT_EQ(e.origin().line, 6) << e.what();
+  }
+}
+
 // The recorder's versions of a tensor share its shape and dtype: a trace whose do not is
 // malformed (libFuzzer found one whose slice of the earlier version changed the dtype).
 TEST(LoopIrRecurrence, EarlierVersionOfAnotherDtypeOrShapeIsAParseError) {
