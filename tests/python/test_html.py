@@ -602,3 +602,48 @@ def test_golden_reports_render_exactly(golden):
         if "memory" in dev:
             assert page.fields[f"devices.{d}.memory.footprint_bytes"] == exact(
                 dev["memory"]["footprint_bytes"])
+
+
+def test_roofline_points_are_sized_by_time_and_measured_ops_sit_under_the_roof(block):
+    """Each op's marker area follows its share of the time (radius by the square root), the
+    heaviest are labeled without overlapping, and a `solar bench --profile` run's ops are
+    plotted at their measured FLOP/s: below the roof when slower than their bound."""
+    _, doc = block
+    d = "H100_SXM"
+    doc = json.loads(json.dumps(doc))
+    ops = [o for o in doc["ops"] if o["analyzed"] and o["flops"] > 0 and o["bytes"] > 0]
+    heaviest = max(ops, key=lambda o: o["seconds"][d])
+    # a planted profile: the heaviest op ran 4x slower than its bound
+    doc["measurement"] = {"device": d, "per_op": [
+        {"op": heaviest["origin"]["op"], "measured_seconds": 4 * heaviest["seconds"][d],
+         "sol_seconds": heaviest["seconds"][d]}]}
+    chart = charts.op_roofline(doc, d)
+    radius = {n: r for s in chart["series"] if s["mode"] == "markers" and "radius" in s
+              for n, r in zip(s["text"], s["radius"])}
+    assert radius[heaviest["name"]] == pytest.approx(charts.RADIUS_MIN + charts.RADIUS_ADD)
+    lightest = min(ops, key=lambda o: o["seconds"][d])
+    assert radius[lightest["name"]] < radius[heaviest["name"]]
+    measured = [s for s in chart["series"] if s.get("symbol") == "x"]
+    assert len(measured) == 1 and measured[0]["text"] == [heaviest["origin"]["op"]]
+    # the same FLOPs in 4x the time: a quarter of the roof's FLOP/s
+    roof = heaviest["flops"] / heaviest["seconds"][d]
+    assert measured[0]["y"][0] == pytest.approx(roof / 4)
+    labels = chart["placed_labels"]
+    assert labels and labels[0]["text"] == heaviest["name"]
+    assert any(lab["text"].endswith("(measured)") for lab in labels)
+    svg_text = solar.html.svg.render(chart)
+    assert svg_text.count('class="point-label"') == len(labels)
+
+
+def test_fusion_groups_and_top_ops_name_ops_by_module_and_framework_op(tmp_path):
+    pytest.importorskip("torch")
+    from solar.analysis import ProgramOptions
+    from solar.programs import analyze_file
+
+    r = analyze_file(str(EXAMPLES / "torch" / "gpt_block.py"),
+                     ProgramOptions(crosscheck=False)).report
+    page = solar.html.render(r, interactive=False)
+    groups = page[page.index('id="fusion-groups"'):page.index('id="insights"')]
+    cells = re.findall(r"<td><code>(.*?)</code></td>", groups)  # each group's ops
+    assert cells and any("blocks.0" in c for c in cells)
+    assert not any(re.search(r"\bt\d+\.\w+\d\b", c) for c in cells)  # no t57.conv0

@@ -53,6 +53,11 @@ PROBE = """JSON.stringify((function () {
     }
     out.charts.push({id: f.dataset.chart, interactive: box('.interactive'),
                      static: box('.static svg'),
+                     labels: Array.from(f.querySelectorAll(
+                         '.interactive g.annotation, .static text.point-label')).map(function (e) {
+                       var r = e.getBoundingClientRect();
+                       return [r.left, r.top, r.width, r.height, e.textContent];
+                     }).filter(function (b) { return b[2] > 0 && b[3] > 0; }),
                      plotly_svgs: f.querySelectorAll('.interactive svg.main-svg').length,
                      plotly_points: f.querySelectorAll('.interactive .point').length});
   });
@@ -203,7 +208,8 @@ def test_page_renders_its_charts_offline(report, tmp_path):
     assert urls and urls[0] == path.as_uri()  # the log works: it saw the page itself
     assert _not_the_file(urls) == [], f"the page made network requests: {_not_the_file(urls)}"
 
-    # One roofline per device and the ski-slope, each drawn twice.
+    # One roofline per device and the ski-slope, each drawn once: the interactive chart where
+    # scripts run, the static one only as its no-script and print fallback.
     ids = [c["id"] for c in probe["charts"]]
     assert ids == [f"roofline-{d}" for d in report.to_dict()["devices"]] + ["ski-slope"]
     assert len(ids) == 3
@@ -217,7 +223,9 @@ def test_page_renders_its_charts_offline(report, tmp_path):
                 assert c["plotly_points"] == len(analyzed), c  # every op placed
         else:
             assert c["interactive"] is None
-        for which in ("interactive", "static") if has_plotly else ("static",):
+        shown = [w for w in ("interactive", "static") if c[w] and c[w][2] > 0 and c[w][3] > 0]
+        assert shown == (["interactive"] if has_plotly else ["static"]), (c["id"], shown)
+        for which in shown:
             x, y, w, h = c[which]
             assert w > 300 and h > 250, (c["id"], which, c[which])
             assert y + h <= image.size[1], (c["id"], which, c[which], image.size)
@@ -242,3 +250,69 @@ def test_the_request_log_sees_a_page_that_loads_from_the_network(tmp_path):
     finally:
         browser.close()
     assert _not_the_file(urls) == ["http://solar.invalid/x.png"]
+
+
+def _overlapping(boxes: list) -> list:
+    return [(a[4], b[4]) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+            if a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3]
+            and b[1] < a[1] + a[3]]
+
+
+@pytest.mark.parametrize("interactive_charts", [True, False])
+def test_one_chart_per_figure_and_labels_that_do_not_overlap(report, tmp_path, interactive_charts):
+    """Each figure shows one chart; the roofline labels its heaviest points without any two
+    labels overlapping; the "where the time goes" chart has each device's three levels. A
+    screenshot of the page is kept beside the test's files."""
+    if interactive_charts and not solar.html.interactive.available():
+        pytest.skip("plotly is not installed")
+    path = tmp_path / "report.html"
+    solar.html.write(report, str(path), interactive=interactive_charts)
+    browser = Browser(tmp_path / "profile")
+    try:
+        browser.open(path.as_uri())
+        first = json.loads(browser.evaluate(PROBE))
+        image = browser.screenshot(first["height"])
+        probe = json.loads(browser.evaluate(PROBE))
+        levels = json.loads(browser.evaluate(
+            "JSON.stringify(Array.from(document.querySelectorAll('figure.time-chart')).map("
+            "function (f) { return [f.dataset.chart, Array.from(f.querySelectorAll("
+            "'table.time tr[data-level]')).map(function (r) { return r.dataset.level; })]; }))"))
+    finally:
+        browser.close()
+    image.save(tmp_path / "report.png")
+    assert image.size[0] == WIDTH
+    devices = list(report.to_dict()["devices"])
+    for c in probe["charts"]:
+        shown = [w for w in ("interactive", "static") if c[w] and c[w][2] > 0 and c[w][3] > 0]
+        assert len(shown) == 1, (c["id"], shown)
+        if c["id"].startswith("roofline"):
+            assert len(c["labels"]) >= 3, c  # the heaviest points are labeled
+            assert _overlapping(c["labels"]) == [], c["id"]
+    assert levels == [[f"time-{d}", ["unfused", "framework", "fused"]] for d in devices]
+
+
+def test_sweep_plot_axes_have_tick_labels(tmp_path):
+    """A sweep chart in the browser: its log axis has a labeled tick per decade."""
+    pytest.importorskip("matplotlib")
+    import types
+
+    from solar.sweep import plot
+
+    P = types.SimpleNamespace
+    grid = {"batch": [1, 8, 64]}
+    points = [P(program=P(ref="mlp.py"), settings=(("batch", b),), key=str(b)) for b in grid["batch"]]
+    rows = {(str(b), "H100_SXM"): {"status": "ok", "fused_seconds": 1e-4 * b} for b in grid["batch"]}
+    (svg_path,) = plot.write_plots(str(tmp_path), ["mlp.py"], grid, ["H100_SXM"], points, rows)
+    browser = Browser(tmp_path / "profile")
+    try:
+        browser.open(Path(svg_path).as_uri())
+        ticks = json.loads(browser.evaluate(
+            "JSON.stringify(['xtick', 'ytick'].map(function (k) { return Array.from("
+            "document.querySelectorAll('g[id^=\"' + k + '_\"] text')).map(function (t) {"
+            " var r = t.getBoundingClientRect(); return [t.textContent.trim(), r.width]; }); }))"))
+    finally:
+        browser.close()
+    xticks, yticks = ticks
+    assert [t for t, w in xticks if w > 0] == ["1", "8", "64"]
+    # 0.1 ms .. 6.4 ms: a labeled tick at every decade inside the axis
+    assert {"100 us", "1 ms"} <= {t for t, w in yticks if w > 0}, yticks

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from . import labels as label_place
 from .fmt import as_number, si
 
 # Memory resources of `peaks_used`: bandwidths, not compute roofs.
@@ -76,9 +77,69 @@ def roofline(title: str, chart_id: str, points: Dict[str, List[Tuple[float, floa
             "x_range": (x_lo, x_hi), "y_range": (y_lo / 2, top * 2)}
 
 
+# Points labeled on a roofline: the ops (and measured ops) with the most time.
+LABELED = 8
+# Marker radius in pixels: the lightest op, and how much the heaviest adds (by the square root
+# of its share of the time, so that a point's area follows its time).
+RADIUS_MIN, RADIUS_ADD = 2.5, 9.0
+
+
+def op_name(op: Dict[str, Any]) -> str:
+    """An op as people know it: its module path and its framework op (`ops[].label`)."""
+    label = op.get("label") or op.get("name", "?")
+    module = op.get("module") or ""
+    return f"{module}: {label}" if module else label
+
+
+def _radius(share: float, heaviest: float) -> float:
+    return RADIUS_MIN + RADIUS_ADD * math.sqrt(max(share, 0.0) / heaviest) if heaviest > 0 else RADIUS_MIN
+
+
+def _measured_ops(report: Dict[str, Any], device: str) -> List[Tuple[float, float, float, str]]:
+    """(seconds, FLOP/byte, measured FLOP/s, name) of each profiled aten op of a `solar bench
+    --profile` report on `device`: the FLOPs and bytes of the graph ops lowered from it over
+    its measured time (below the roof unless it beat the bound)."""
+    m = report.get("measurement") or {}
+    if m.get("device") != device or not m.get("per_op"):
+        return []
+    work: Dict[str, List[float]] = {}
+    for op in report.get("ops", []):
+        aten = (op.get("origin") or {}).get("op", "")
+        name = aten.rsplit(".", 1)[0] if aten.startswith("aten::") else aten
+        if name and op.get("analyzed"):
+            w = work.setdefault(name, [0.0, 0.0])
+            w[0] += as_number(op.get("flops", 0))
+            w[1] += as_number(op.get("bytes", 0))
+    out = []
+    for row in m["per_op"]:
+        flops, nbytes = work.get(row.get("op"), (0.0, 0.0))
+        t = row.get("measured_seconds")
+        if flops > 0 and nbytes > 0 and _positive(t):
+            out.append((t, flops / nbytes, flops / t, row["op"]))
+    return out
+
+
+def placed_labels(chart: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The chart's `labels` ({x, y, text}, heaviest first) that fit without overlapping
+    (solar.html.labels), each with its pixel offset from its point: what both renderers draw."""
+    labels = chart.get("labels") or []
+    if not labels or not chart.get("x_range") or not chart.get("y_range"):
+        return []
+    (x0, x1), (y0, y1) = chart["x_range"], chart["y_range"]
+    lx0, lx1, ly0, ly1 = (math.log10(v) for v in (x0, x1, y0, y1))
+    pts = []
+    for lab in labels:
+        fx = (math.log10(lab["x"]) - lx0) / (lx1 - lx0)
+        fy = 1 - (math.log10(lab["y"]) - ly0) / (ly1 - ly0)
+        pts.append((fx * label_place.PLOT_W, fy * label_place.PLOT_H, lab["text"]))
+    return [{**labels[p["index"]], **p} for p in label_place.place(pts)]
+
+
 def op_roofline(report: Dict[str, Any], device: str) -> Optional[Dict[str, Any]]:
-    """The roofline of one device with the report's ops as points (per class), or None when
-    no op has both FLOPs and bytes (nothing to place)."""
+    """The roofline of one device with the report's ops as points (per class), each sized by
+    its share of the unfused time, the heaviest labeled, and a `solar bench --profile` run's
+    measured ops against the roof when the report has one; None when no op has both FLOPs
+    and bytes (nothing to place)."""
     dev = report["devices"][device]
     placed = []
     for op in report.get("ops", []):
@@ -87,20 +148,48 @@ def op_roofline(report: Dict[str, Any], device: str) -> Optional[Dict[str, Any]]
         flops, nbytes = as_number(op.get("flops", 0)), as_number(op.get("bytes", 0))
         secs = op.get("seconds", {}).get(device)
         if flops > 0 and nbytes > 0 and _positive(secs):
-            placed.append((secs, op.get("class", "op"), flops / nbytes, flops / secs, op["name"]))
+            placed.append((secs, op.get("class", "op"), flops / nbytes, flops / secs, op_name(op)))
     if not placed:
         return None
-    what = "Each op at its own unfused SOL"
+    what = "Each op at its own unfused SOL, its area its share of the time"
     if len(placed) > MAX_POINTS:
         what = (f"The {MAX_POINTS} ops with the most time of {len(placed)} (the others are "
-                "left out), each at its own unfused SOL")
+                "left out), each at its own unfused SOL, its area its share of the time")
         placed = sorted(placed, key=lambda p: -p[0])[:MAX_POINTS]
+    total = sum(p[0] for p in placed)
+    heaviest = max(p[0] for p in placed) / total
     points: Dict[str, List[Tuple[float, float, str]]] = {}
-    for _, cls, x, y, name in placed:
+    radii: Dict[str, List[float]] = {}
+    for secs, cls, x, y, name in placed:
+        share = secs / total
         points.setdefault(cls, []).append((x, y, name))
+        radii.setdefault(cls, []).append(_radius(share, heaviest))
     roofs, other = compute_roofs(dev.get("peaks_used", {}))
-    return roofline(f"Roofline: {device}", f"roofline-{device}", points, roofs,
-                    dev.get("dram_bandwidth"), what, other)
+    chart = roofline(f"Roofline: {device}", f"roofline-{device}", points, roofs,
+                     dev.get("dram_bandwidth"), what, other)
+    for s in chart["series"]:
+        cls = s["name"].rsplit(" (", 1)[0]
+        if s["mode"] == "markers" and cls in radii:
+            s["radius"] = radii[cls]
+    labels = [{"x": x, "y": y, "text": name, "seconds": secs}
+              for secs, _, x, y, name in sorted(placed, key=lambda p: -p[0])[:LABELED]]
+    measured = _measured_ops(report, device)
+    if measured:
+        chart["series"].append({"name": f"measured ({len(measured)} aten ops)", "mode": "markers",
+                                "symbol": "x", "color": "#000",
+                                "x": [p[1] for p in measured], "y": [p[2] for p in measured],
+                                "text": [p[3] for p in measured]})
+        lo, hi = chart["y_range"]
+        chart["y_range"] = (min([lo] + [p[2] / 2 for p in measured]), hi)
+        labels += [{"x": x, "y": y, "text": f"{name} (measured)", "seconds": t}
+                   for t, x, y, name in sorted(measured, key=lambda p: -p[0])[:LABELED // 2]]
+        chart["caption"] += (" Crosses: each profiled aten op at its measured time (solar bench "
+                             "--profile): its distance below the roof is its headroom.")
+    chart["labels"] = labels
+    chart["placed_labels"] = placed_labels(chart)
+    chart["caption"] += (f" Labeled: the points with the most time ({len(chart['placed_labels'])}"
+                         " that fit without overlapping; every point names itself on hover).")
+    return chart
 
 
 def ski_slope(report: Dict[str, Any]) -> Optional[Dict[str, Any]]:

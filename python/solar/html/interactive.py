@@ -37,7 +37,11 @@ def figure(chart: Dict[str, Any]):
             kw["line"] = {"color": colour, "dash": "dash" if s.get("dash") else "solid"}
             kw["hoverinfo"] = "name"
         else:
-            kw["marker"] = {"color": colour, "size": 7, "opacity": 0.8}
+            # the same sizes as the static chart: plotly's size is a diameter
+            size = [2 * r for r in s["radius"]] if s.get("radius") else 7
+            kw["marker"] = {"color": colour, "size": size, "opacity": 0.6,
+                            "symbol": "x" if s.get("symbol") == "x" else "circle",
+                            "line": {"color": colour, "width": 1}}
             kw["text"] = s.get("text")
             kw["hovertemplate"] = "%{text}<br>x %{x:.4s}<br>y %{y:.4s}<extra></extra>"
         fig.add_trace(go.Scatter(**kw))
@@ -47,6 +51,14 @@ def figure(chart: Dict[str, Any]):
         fig.add_annotation(x=math.log10(v["x"]), y=1 - 0.06 * j, xref="x", yref="paper",
                            text=v["label"], showarrow=False, xanchor="right",
                            font={"size": 10, "color": "#555"})
+    # The labels the static chart places, shifted by the same pixels from their points
+    # (solar.html.labels: the plot area here is at least as large, so none overlaps).
+    for lab in chart.get("placed_labels") or []:
+        fig.add_annotation(x=math.log10(lab["x"]), y=math.log10(lab["y"]), xref="x", yref="y",
+                           text=lab["text"], showarrow=False, xshift=lab["dx"],
+                           yshift=-lab["dy"] + 4, xanchor="left" if lab["anchor"] == "start"
+                           else "right", yanchor="middle", font={"size": 10, "color": "#222"},
+                           name="point-label")
     xr, yr = chart.get("x_range"), chart.get("y_range")
     fig.update_layout(
         title={"text": chart["title"], "font": {"size": 14}},

@@ -8,7 +8,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any, Dict, Iterable, List, Optional
 
-from . import charts, interactive, svg
+from . import charts, interactive, svg, where
 from .fmt import exact, grouped, seconds, si
 
 CSS = """
@@ -24,13 +24,31 @@ th { background: #f4f4f4; } td.num { text-align: right; font-variant-numeric: ta
 .exact { color: #777; font-size: 11px; }
 .warn { color: #a40000; font-weight: bold; }
 .note { color: #555; font-size: 13px; max-width: 1100px; }
-.chart { display: grid; grid-template-columns: minmax(0, 1fr) 660px; gap: 12px;
-         align-items: start; margin: 12px 0 20px; }
-.chart .interactive { min-height: 420px; border: 1px solid #eee; }
-.chart .static { border: 1px solid #eee; }
+.chart { margin: 12px 0 20px; }
+.chart .interactive { min-height: 420px; max-width: 1000px; border: 1px solid #eee; }
+.chart .static { border: 1px solid #eee; max-width: 660px; }
 .chart .static svg { max-width: 100%; height: auto; display: block; }
-.chart figcaption { grid-column: 1 / -1; color: #555; font-size: 13px; }
-@media (max-width: 1200px) { .chart { grid-template-columns: minmax(0, 1fr); } }
+.chart figcaption { color: #555; font-size: 13px; }
+/* One chart per figure: the interactive one where scripts run; the static one only where
+   they do not (html lacks the js class) or on paper. */
+html.js .chart.has-interactive > .static { display: none; }
+html:not(.js) .chart.has-interactive > .interactive { display: none; }
+@media print {
+  html.js .chart.has-interactive > .static { display: block; }
+  .chart.has-interactive > .interactive { display: none; }
+}
+.timebar { display: flex; height: 16px; min-width: 2px; border: 1px solid #ccc; }
+.timebar span { display: block; height: 100%; }
+table.time td.bar { width: 520px; }
+.swatch { display: inline-block; width: 10px; height: 10px; margin: 0 3px 0 8px; }
+details.mtree { margin-left: 16px; } div.mrow { margin-left: 32px; }
+.mrow { display: flex; align-items: center; gap: 8px; font-size: 12px; }
+summary.mrow { display: list-item; } summary.mrow > span { display: inline-block;
+  vertical-align: middle; margin-right: 8px; }
+.mname { width: 260px; font-family: monospace; overflow: hidden; text-overflow: ellipsis;
+  white-space: nowrap; }
+.mbars { width: 420px; } .mbars .timebar { height: 4px; margin: 1px 0; }
+.mtimes { color: #555; font-size: 11px; }
 details { margin: 2px 0; } summary { cursor: pointer; }
 details.module, div.module { margin-left: 18px; } div.module { font-family: monospace; padding-left: 14px; } details.module > summary { font-family: monospace; }
 code { font-size: 12px; }
@@ -82,12 +100,15 @@ class Charts:
         if chart is None:
             return ""
         static = svg.render(chart)
-        parts = [f'<figure class="chart" id="chart-{escape(chart["id"])}" '
+        cls = "chart has-interactive" if self.interactive else "chart"
+        parts = [f'<figure class="{cls}" id="chart-{escape(chart["id"])}" '
                  f'data-chart="{escape(chart["id"])}">']
         if self.interactive:
             fragment = interactive.div(chart, with_library=not self.library_done)
             self.library_done = True
             parts.append(f'<div class="interactive">{fragment}</div>')
+        # With an interactive chart the static one is its no-script and print fallback only
+        # (CSS above): one chart per figure.
         parts.append(f'<div class="static">{static}</div>')
         parts.append(f"<figcaption>{escape(chart.get('caption', ''))}</figcaption></figure>")
         return "".join(parts)
@@ -169,7 +190,7 @@ def devices(report: Dict[str, Any]) -> str:
         f = f"devices.{dev_id}"
         r = (f'<td><b>{escape(dev_id)}</b><br><span class="exact">{escape(d.get("name", ""))}'
              f"</span></td>")
-        for level in ("unfused", "fused"):
+        for level in ("unfused", "framework", "fused"):
             lv = d.get(level, {})
             r += num(lv.get("seconds"), f"{f}.{level}.seconds", seconds(lv.get("seconds")))
             r += cell(lv.get("bottleneck", ""))
@@ -188,12 +209,15 @@ def devices(report: Dict[str, Any]) -> str:
             r += _memory_cell(d.get("memory"), f"{f}.memory")
         rows.append(r)
     return ('<section id="devices"><h2>Devices</h2>'
-            + table(["device", "unfused SOL", "bottleneck", "fused SOL", "bottleneck",
+            + table(["device", "unfused SOL", "bottleneck", "framework SOL", "bottleneck",
+                     "fused SOL", "bottleneck",
                      "cache-aware SOL", "bottleneck (mode)", "unfused / fused", "unknown rates"]
                     + (["memory (footprint)"] if has_memory else []),
                     rows, "devices")
-            + '<p class="note">Unfused: every op its own kernel, intermediates through DRAM '
-              "(the eager reference). Fused: the whole graph as one kernel, compulsory traffic "
+            + '<p class="note">Unfused: every einsum op its own kernel, intermediates through '
+              "DRAM. Framework: one kernel per framework op (an aten op, a jaxpr equation, a "
+              "loop statement, a graph op), each fused inside: the eager reference. Fused: the "
+              "whole graph as one kernel, compulsory traffic "
               "only (a hard lower bound). Cache-aware: fused with the DRAM traffic Q(S) of the "
               "device's on-chip capacity S.</p></section>")
 
@@ -260,7 +284,8 @@ def top_ops(report: Dict[str, Any], n: int = 15) -> str:
     rows = []
     for o in ops[:n]:
         share = o.get("share", {}).get(d) or 0.0
-        rows.append(cell(o["name"]) + cell(o.get("class", "")) + cell(o.get("module", "") or "")
+        rows.append(cell(o.get("module", "") or "(program)") + cell(o.get("label") or o["name"])
+                    + cell(o.get("class", ""))
                     + num(o.get("macs"), f"ops[{o['name']}].macs", si(o.get("macs"), "MAC"))
                     + num(o.get("bytes"), f"ops[{o['name']}].bytes", si(o.get("bytes"), "B"))
                     + num(o["seconds"].get(d), f"ops[{o['name']}].seconds.{d}",
@@ -268,7 +293,7 @@ def top_ops(report: Dict[str, Any], n: int = 15) -> str:
                     + num(share, f"ops[{o['name']}].share.{d}", f"{100 * share:.1f}%")
                     + cell(o.get("bottleneck", {}).get(d, "")))
     return (f'<section id="top-ops"><h2>Top ops by share of the unfused SOL on {escape(d)}</h2>'
-            + table(["op", "class", "module", "MACs", "bytes", "time", "share", "bottleneck"],
+            + table(["module", "op", "class", "MACs", "bytes", "time", "share", "bottleneck"],
                     rows, "ops") + "</section>")
 
 
@@ -277,6 +302,8 @@ MAX_GROUPS = 300
 
 
 def fusion_groups(report: Dict[str, Any]) -> str:
+    # Ops by module path and framework op, as people know them (ops[].label).
+    names = {o["name"]: charts.op_name(o) for o in report.get("ops", [])}
     blocks = []
     for k, (dev_id, d) in enumerate(report.get("devices", {}).items()):
         ca = d.get("cache_aware", {})
@@ -285,7 +312,7 @@ def fusion_groups(report: Dict[str, Any]) -> str:
             continue
         rows = []
         for i, g in enumerate(groups[:MAX_GROUPS]):
-            ops = g.get("ops", [])
+            ops = [names.get(o, o) for o in g.get("ops", [])]
             shown = ", ".join(ops[:12]) + (f" ... ({len(ops)} ops)" if len(ops) > 12 else "")
             f = f"devices.{dev_id}.cache_aware.groups.{i}"
             rows.append(cell(i + 1) + cell(g.get("kind", "")) + f"<td><code>{escape(shown)}</code></td>"
@@ -397,7 +424,8 @@ def analyze_body(report: Dict[str, Any], ch: Charts) -> str:
     head = charts.headroom_measurement(report)
     if head:
         parts.append('<section id="headroom"><h2>Headroom</h2>' + ch.render(head) + "</section>")
-    parts += [fusion_groups(report), insights(report), modules(report), top_ops(report)]
+    parts += [where.section(report), fusion_groups(report), insights(report), modules(report),
+              top_ops(report)]
     return "".join(parts)
 
 
@@ -498,7 +526,11 @@ def inverse_body(doc: Dict[str, Any], ch: Charts) -> str:
 
 
 def document(title: str, body: str) -> str:
+    # The js class says scripts run: the CSS then shows each figure's interactive chart and
+    # hides its static fallback (a page with static charts only has no script at all).
+    js = ("<script>document.documentElement.classList.add('js');</script>"
+          if "has-interactive" in body else "")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{escape(title)}</title><style>{CSS}</style></head><body>{body}"
+            f"{js}<title>{escape(title)}</title><style>{CSS}</style></head><body>{body}"
             '<p class="note">Written by Solar (speed-of-light analysis). This page is '
             "self-contained: its scripts, styles and charts are inline.</p></body></html>\n")

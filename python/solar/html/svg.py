@@ -64,7 +64,8 @@ def render(chart: dict, width: int = WIDTH, height: int = HEIGHT) -> str:
         return x0 <= x <= x1 and y0 <= y <= y1
 
     items = [(s["name"], s.get("color") or PALETTE[i % len(PALETTE)],
-              "dash" if s.get("dash") and s["mode"] == "lines" else s["mode"])
+              "dash" if s.get("dash") and s["mode"] == "lines"
+              else "x" if s.get("symbol") == "x" else s["mode"])
              for i, s in enumerate(chart["series"]) if s.get("legend", True)]
     placed, lx, row = [], float(LEFT), 0
     for name, colour, mode in items:
@@ -111,14 +112,28 @@ def render(chart: dict, width: int = WIDTH, height: int = HEIGHT) -> str:
                            f'stroke-width="1.6"{dash}><title>{escape(s["name"])}</title></polyline>')
         else:
             labels = s.get("text") or [""] * len(pts)
-            for (x, y), label in zip(pts, labels):
+            radii = s.get("radius") or [3.5] * len(pts)
+            for (x, y), label, r in zip(pts, labels, radii):
                 if inside(x, y):
-                    tip = f"{label}: " if label else ""
-                    out.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3.5" '
-                               f'fill="{colour}" fill-opacity="0.8"><title>{escape(tip)}'
-                               f'{escape(si(x, chart.get("x_unit", "")))}, '
-                               f'{escape(si(y, chart.get("y_unit", "")))}</title></circle>')
+                    tip = (f"<title>{escape(f'{label}: ' if label else '')}"
+                           f'{escape(si(x, chart.get("x_unit", "")))}, '
+                           f'{escape(si(y, chart.get("y_unit", "")))}</title>')
+                    cx, cy = px(x), py(y)
+                    if s.get("symbol") == "x":  # measured points: a cross
+                        out.append(f'<path d="M{cx - r:.1f},{cy - r:.1f}L{cx + r:.1f},{cy + r:.1f}'
+                                   f'M{cx - r:.1f},{cy + r:.1f}L{cx + r:.1f},{cy - r:.1f}" '
+                                   f'stroke="{colour}" stroke-width="2">{tip}</path>')
+                    else:
+                        out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r:.1f}" '
+                                   f'fill="{colour}" fill-opacity="0.6" stroke="{colour}">'
+                                   f'{tip}</circle>')
     out.append("</g>")
+    # the heaviest points' labels, placed so that none overlaps another (solar.html.labels)
+    if (width, height) == (WIDTH, HEIGHT):
+        for lab in chart.get("placed_labels") or []:
+            out.append(f'<text class="point-label" x="{px(lab["x"]) + lab["dx"]:.1f}" '
+                       f'y="{py(lab["y"]) + lab["dy"]:.1f}" text-anchor="{lab["anchor"]}" '
+                       f'font-size="10" fill="#222">{escape(lab["text"])}</text>')
     for j, v in enumerate(chart.get("vlines", [])):
         if not x0 <= v["x"] <= x1:
             continue
@@ -137,6 +152,9 @@ def render(chart: dict, width: int = WIDTH, height: int = HEIGHT) -> str:
             dash = ' stroke-dasharray="5 3"' if mode == "dash" else ""
             out.append(f'<line x1="{lx:.0f}" y1="{yy}" x2="{lx + 16:.0f}" y2="{yy}" '
                        f'stroke="{colour}" stroke-width="2"{dash}/>')
+        elif mode == "x":
+            out.append(f'<path d="M{lx + 4:.0f},{yy - 4}L{lx + 12:.0f},{yy + 4}M{lx + 4:.0f},'
+                       f'{yy + 4}L{lx + 12:.0f},{yy - 4}" stroke="{colour}" stroke-width="2"/>')
         else:
             out.append(f'<circle cx="{lx + 8:.0f}" cy="{yy}" r="3.5" fill="{colour}"/>')
         out.append(f'<text x="{lx + 22:.0f}" y="{yy + 4}">{escape(name)}</text>')

@@ -14,6 +14,7 @@ each other swept key when there are several lines per device), `sweep-tokens-<AR
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import os
 import re
@@ -103,8 +104,6 @@ def write_plots(folder: str, programs: Sequence[str], grid: Dict[str, List[Any]]
     per device; past that the other keys are held at their first value), each point labeled
     with its value; a point whose program does not fit the device's DRAM is ringed red; a
     second panel has tokens per second where the rows carry tokens (model programs)."""
-    import itertools
-
     import matplotlib
 
     matplotlib.use("Agg")
