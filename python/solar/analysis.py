@@ -12,7 +12,7 @@ import dataclasses
 import json
 from typing import Any, Dict, List, Optional, Sequence
 
-from . import _core
+from . import _core, progress
 from .report import Report
 
 
@@ -73,6 +73,7 @@ class ProgramAnalysis:
 def lower_trace(trace: Dict[str, Any], file: str, strict: bool):
     """(graph, unanalyzed-op lines, {graph tensor name: trace id}) by the C++ tables (the
     trace's `frontend` picks aten, jax or loopir)."""
+    progress.stage(f"lowering {len(trace.get('ops', [])):,} traced ops")
     text = json.dumps(trace, allow_nan=False)
     graph, notes, trace_ids = _core.lower_optrace(text, file, strict)
     return graph, list(notes), dict(trace_ids)
@@ -83,6 +84,8 @@ def analyze_graph(graph: "_core.Graph", options: ProgramOptions) -> Report:
     archs = list(options.archs)
     if not archs and options.system is None:
         raise _core.UserError("analyze needs at least one device id")
+    progress.stage("analyzing on " + ", ".join(archs + ([options.system] if options.system
+                                                        else [])))
     return Report(_core.analyze(graph, archs, options.policy, options.cache_state,
                                 **options.level_args()))
 

@@ -20,7 +20,7 @@ import sys
 import threading
 from typing import List, NoReturn, Optional, Sequence
 
-from . import _core, cli_usage, models, programs
+from . import _core, cli_usage, models, programs, progress
 from .analysis import ProgramOptions
 from .command_options import (DEFAULT_ARCH, MODEL_ONLY, MODEL_ONLY_VALUED, add_capture_options,
                               add_device_options, add_level_options, add_math_options,
@@ -138,8 +138,16 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
                         help="sequence parallelism over the tp group")
         p.add_argument("--html", metavar="PATH",
                        help="write the HTML report (one self-contained file: docs/html-report.md)")
-    add_options(p, ("max_mappings", "debug"))
+    add_options(p, ("max_mappings", "quiet", "debug"))
     return p
+
+
+def _with_progress(ns, first_stage: str, run):
+    """run() with its stages on stderr (solar.progress: a terminal only, not with --quiet),
+    starting at `first_stage`; the line is cleared before the command prints."""
+    with progress.reporting(ns.quiet):
+        progress.stage(first_stage)
+        return run()
 
 
 def _load_program(ns, options, shrink: Optional[int] = None):
@@ -214,10 +222,12 @@ def _run_program(command: str, args: List[str]) -> int:
         if ns.shrink is not None:
             raise fail("--shrink: a model's sizes are --batch, --seq, --context and --set "
                         "config fields", "usage")
-        result = _analyze_model(ns, options, overrides)
+        result = _with_progress(ns, f"building and capturing {ns.program}",
+                                lambda: _analyze_model(ns, options, overrides))
     else:
         _refuse_model_options(parser, args, ns.program)
-        result = _load_program(ns, options, ns.shrink)
+        result = _with_progress(ns, f"capturing {ns.program}",
+                                lambda: _load_program(ns, options, ns.shrink))
     for n in result.warnings:
         sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
     _note_translation(ns.program, result.report)
@@ -325,7 +335,7 @@ def _inverse_parser() -> argparse.ArgumentParser:
     p.add_argument("--html", metavar="PATH", help="write the HTML page (docs/html-report.md)")
     add_options(p, ("policy", "mode", "max_mappings"))
     add_capture_options(p)
-    add_options(p, ("debug",))
+    add_options(p, ("quiet", "debug"))
     return p
 
 
@@ -366,7 +376,7 @@ def _run_inverse(args: List[str]) -> int:
         real=ns.real, train=ns.train, optimizer=ns.optimizer, eval_mode=ns.eval,
         unroll=ns.unroll, validate=False, crosscheck=False,
         cache_aware=False)  # the inverse builds its own traffic model
-    result = _load_program(ns, options)
+    result = _with_progress(ns, f"capturing {ns.program}", lambda: _load_program(ns, options))
     for n in result.warnings:
         sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
     bandwidth = None if ns.bandwidth is None else ns.bandwidth * 1e9  # decimal GB/s
@@ -394,7 +404,7 @@ def _export_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="DIR",
                    help="output folder: new, empty or an earlier export's")
     add_capture_options(p)
-    add_options(p, ("debug",))
+    add_options(p, ("quiet", "debug"))
     return p
 
 
@@ -414,7 +424,7 @@ def _run_export(args: List[str]) -> int:
         overrides=parse_overrides(ns.set), strict=ns.strict, real=ns.real, eval_mode=ns.eval,
         train=ns.train, optimizer=ns.optimizer, unroll=ns.unroll, validate=False,
         crosscheck=False, cache_aware=False)
-    result = _load_program(ns, options)
+    result = _with_progress(ns, f"capturing {ns.program}", lambda: _load_program(ns, options))
     for n in result.warnings:
         sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
     sys.stdout.write(_core.export_graph(result.graph, ns.format, ns.out, inputs))

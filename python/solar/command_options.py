@@ -69,6 +69,9 @@ _OPTIONS: Dict[str, Tuple[str, Dict[str, Any]]] = {
         "help": "reduce the program's integer size constants to at most N, keeping their "
                 "divisibility (groups, heads); a program that raises at that size is "
                 "retried at 2N, 4N, ..., then at its own sizes"}),
+    "quiet": ("--quiet", {
+        "action": "store_true",
+        "help": "no progress on stderr (shown only when stderr is a terminal)"}),
     "debug": ("--debug", {"action": "store_true",
                           "help": "on error, show the traceback of the program's failure"}),
     "system": ("--system", {

@@ -396,6 +396,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   app.require_subcommand(1);
   bool debug = false;
   app.add_flag("--debug", debug, "On error, also print the exception's type and origin");
+  // Accepted as the console script's is (its programs report progress; a graph's analysis
+  // takes a second at most and prints none), so one command line serves both.
+  bool quiet = false;
 
   AnalyzeArgs analyze_args;
   CLI::App* analyze =
@@ -450,6 +453,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
                       "Scale-up domains of the --system, joined by its NICs")
       ->check(CLI::PositiveNumber);
   analyze->add_flag("--debug", debug, "On error, also print the exception's type and origin");
+  analyze->add_flag("--quiet", quiet, "No progress on stderr (a graph's analysis reports none)");
 
   InverseArgs inverse_args;
   CLI::App* inverse = app.add_subcommand(
@@ -482,6 +486,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   inverse->add_flag("--debug", debug, "On error, also print the exception's type and origin");
+  inverse->add_flag("--quiet", quiet, "No progress on stderr (a graph's analysis reports none)");
 
   ExportArgs export_args;
   CLI::App* export_cmd = app.add_subcommand(
@@ -495,6 +500,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
                    "are replaced; nothing else of the folder is touched)")
       ->required();
   export_cmd->add_flag("--debug", debug, "On error, also print the exception's type and origin");
+  export_cmd->add_flag("--quiet", quiet, "No progress on stderr (a graph's analysis reports none)");
 
   CLI::App* arch = app.add_subcommand("arch", "The device database");
   arch->require_subcommand(1);

@@ -1,8 +1,9 @@
 """The Python package's architecture: imports between solar modules go one way, down a fixed
 order of layers, and only heavy optional dependencies are imported inside functions.
 
-    0  leaves over the C++ core: _core, errors, atomic_write, report, executor, builder, and
-       the HTML rendering of report dicts (solar.html; report.Report renders with it)
+    0  leaves over the C++ core: _core, errors, atomic_write, report, executor, builder,
+       progress (a command's stages on stderr), and the HTML rendering of report dicts
+       (solar.html; report.Report renders with it)
     1  shared analysis types and program-source helpers: analysis, validation, program_source,
        shrink, memory_limit, command_options
     2  frontends: frontends.torch, frontends.jax, frontends.loopir (never each other)
@@ -31,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2] / "python"
 # Module (or package prefix) -> layer; the longest matching prefix wins.
 LAYERS = {
     "solar._core": 0, "solar.errors": 0, "solar.atomic_write": 0, "solar.report": 0,
-    "solar.executor": 0, "solar.builder": 0, "solar.html": 0,
+    "solar.executor": 0, "solar.builder": 0, "solar.html": 0, "solar.progress": 0,
     "solar.analysis": 1, "solar.validation": 1, "solar.program_source": 1, "solar.shrink": 1,
     "solar.memory_limit": 1, "solar.command_options": 1,
     "solar.frontends": 2,
