@@ -271,8 +271,10 @@ def test_the_plan_options_take_values_before_the_model():
 @pytest.mark.parametrize("args, code, words", [
     (["hf:llama-3.1-8b", "--tp", "2"], 2, "runs on a system (--system)"),
     (["hf:llama-3.1-8b", "--tp", "2", "--system", "DGX_H100"], 2, "a plan fills its system"),
-    (["hf:llama-3.1-8b", "--ep", "2", "--tp", "4", "--system", "DGX_H100"], 7,
+    (["hf:llama-3.1-8b", "--ep", "2", "--tp", "4", "--dp", "2", "--system", "DGX_H100"], 7,
      "not modelled yet"),
+    (["hf:llama-3.1-8b", "--ep", "8", "--dp", "8", "--system", "DGX_H100"], 7,
+     "no experts module"),
     (["hf:llama-3.1-8b", "--pp", "4", "--tp", "2", "--system", "DGX_H100"], 2,
      "2 layers do not make 4 pipeline stages"),
     (["hf:llama-3.1-8b", "--pp", "2", "--tp", "4", "--microbatches", "3", "--system",
@@ -318,3 +320,35 @@ def test_the_plan_sweep_captures_once_and_ranks_by_tokens_per_gpu(monkeypatch):
     per_gpu = [r["tokens_per_second_per_gpu"] for r in ok]
     assert per_gpu == sorted(per_gpu, reverse=True)
     assert result["best"] == ok[0]["plan"]
+
+
+def test_mixtral_at_ep8_charges_its_all_to_alls():
+    """Mixtral-8x7B decode at ep 8 across 8 data-parallel replicas of 4 sequences on a DGX
+    H100: each rank holds one expert per layer; per layer the (token, expert) pairs'
+    activations are dispatched and combined and their expert ids sent, three all-to-alls of
+    T K pairs (uniform top-2 routing); the links' time is part of the bound."""
+    B, C, ep, BF16 = 4, 1024, 8, 2
+    run = models.ModelRun("hf:mixtral-8x7b", phase="decode", batch=B, context=C,
+                          plan=parallel.Plan(ep=ep, dp=ep))
+    result = models.analyze_model(run, ProgramOptions(crosscheck=False, cache_aware=False,
+                                                      archs=(), system="DGX_H100"))
+    report = result.report
+    cfg = config_of(models.resolve(run.ref, None), {})
+    L, D, K, E = (cfg.num_hidden_layers, cfg.hidden_size, cfg.num_experts_per_tok,
+                  cfg.num_local_experts)
+    pairs = B * K
+    system = report["system"]
+    assert system["ranks"][0]["collectives"] == {"all_to_all": 3 * L}
+    # Per layer: the pairs' activations out and back ([T K, D] bf16 each way) and their ids.
+    assert int(report.totals.comm_bytes_by_kind["all_to_all"]) == \
+        L * (2 * pairs * D * BF16 + pairs * 8)
+    # Each rank sends (n - 1)/n of each buffer over NVLink (parallel.md, all-to-all).
+    link = {x["link"]: x for x in system["ranks"][0]["links"]}["scale_up"]
+    assert float(link["bytes"]) == pytest.approx(
+        (ep - 1) / ep * L * (2 * pairs * D * BF16 + pairs * 8))
+    assert float(link["seconds"]) == pytest.approx(float(link["bytes"]) / 450e9)
+    # E / ep experts per rank: the rank's expert weights are [E / ep, ...].
+    g = json.loads(result.graph.to_json())
+    experts = [t["shape"][0] for t in g["tensors"] if t["name"].endswith("experts.down_proj")]
+    assert experts == [E // ep] * L
+    assert system["tokens_per_second"] == pytest.approx(B * ep / float(system["seconds"]))

@@ -18,7 +18,8 @@ from ..errors import user_error
 from .build import (build_model, config_of, implementation_patches, parameter_count,
                     quiet_transformers)
 from .registry import ModelSpec, resolve
-from . import parallel, stages
+from . import experts, parallel, stages
+from .shard import ShardError
 from .run import ModelRun
 from .section import model_section
 
@@ -156,10 +157,18 @@ def plan_analysis(whole, config, plan, options: ProgramOptions, tokens: int):
     _, state, replicated = parallel.sharding_rules(whole, config, plan.tp)
     sharded = parallel.shard_model(whole, config, plan)
     graphs = [sharded.graph]
+    if plan.ep > 1:
+        per_node = parallel.system_devices(options.system, options.nodes)[2]
+        try:
+            graphs = [experts.expert_parallel(sharded.graph, plan.ep, 0,
+                                              parallel.ep_group(plan, per_node))[0]]
+        except ShardError as e:
+            raise user_error(f"--ep {plan.ep}: {e}", "unsupported") from None
+        replicated = [r for r in replicated if not r["type"].endswith("Experts")]
     if plan.pp > 1:
         per_node = parallel.system_devices(options.system, options.nodes)[2]
         try:
-            graphs = stages.split_stages(sharded.graph, plan.pp, plan.tp, 0, per_node)
+            graphs = stages.split_stages(graphs[0], plan.pp, plan.tp, 0, per_node)
         except ValueError as e:
             raise user_error(f"--pp {plan.pp}: {e}", "usage") from None
     results, reports = [], []

@@ -27,7 +27,7 @@ VOCAB = {"embed_tokens"}
 HEAD = {"lm_head"}
 # Model types whose attention reads a KV cache [batch, kv heads, slots, head dim] and whose
 # linears carry the names above (the registry's Llama-family models).
-FAMILIES = {"llama", "mistral", "qwen2"}
+FAMILIES = {"llama", "mistral", "qwen2", "mixtral"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,7 +68,13 @@ class Plan:
         if self.zero and not train:
             raise user_error("--zero shards a training step's optimizer state, gradients and "
                              "parameters: it needs --train", "usage")
-        missing = [f"--ep {self.ep}"] if self.ep != 1 else []
+        missing = []
+        if self.ep > 1 and (self.dp % self.ep or self.tp > 1):
+            missing.append(f"--ep {self.ep} with --tp {self.tp} --dp {self.dp} (expert "
+                           "parallelism is modelled across data-parallel replicas: --ep "
+                           "dividing --dp, --tp 1)")
+        if self.ep > 1 and train:
+            missing.append("--ep with --train")
         if train and self.pp > 1:
             missing.append("--pp with --train (the backward pass's stages)")
         if self.zero:
@@ -78,7 +84,7 @@ class Plan:
         if missing:
             raise user_error(f"{', '.join(missing)}: not modelled yet (docs/parallel.md, "
                              "\"Parallel plans\": tensor parallelism, --sp, serving --pp, "
-                             "--microbatches and --dp are)", "unsupported")
+                             "--microbatches, --dp and --ep are)", "unsupported")
 
 
 def check_config(config, plan: Plan) -> None:
@@ -166,7 +172,8 @@ def rank_memory(g: Dict[str, Any], state: List[str]) -> Dict[str, int]:
     """Bytes a rank holds: its weights, its KV cache (the state buffers it is given), and
     its activations: the most intermediate bytes live at once, walking the ops in order (a
     tensor lives from its op to its last reader; views and casts counted as tensors, so an
-    upper estimate of what a step needs beside weights and cache)."""
+    upper estimate of what a step needs beside weights and cache; weights gathered by index,
+    an expert's per (token, expert) pair, are the weights and not counted again)."""
     tensors = {t["name"]: t for t in g["tensors"]}
     weights = sum(_bytes(t) for t in g["tensors"] if t["role"] == "weight")
     kv = sum(_bytes(tensors[n]) for n in state if n in tensors)
@@ -176,6 +183,9 @@ def rank_memory(g: Dict[str, Any], state: List[str]) -> Dict[str, int]:
             last[x] = i
     live, peak, dying = 0, 0, {}
     for i, op in enumerate(g["ops"]):
+        if op["kind"] == "move" and op["move"] == "gather" \
+                and tensors[op["inputs"][0]]["role"] == "weight":
+            continue  # a weight read by index (an expert per pair): the weight, not a copy
         for o in op["outputs"]:
             if tensors[o]["role"] in ("intermediate", "output"):
                 live += _bytes(tensors[o])
@@ -287,6 +297,16 @@ def plan_text(section: Optional[Dict[str, Any]]) -> str:
         lines.append("  replicated (no sharding rule): " + ", ".join(
             f"{r['type']} x{r['modules']}" for r in section["replicated"]))
     return "\n".join(lines) + "\n"
+
+
+def ep_group(plan: Plan, per_node: int) -> Dict[str, Any]:
+    """The expert-parallel group: ep replicas, ranks tp x pp apart, so
+    per_node / (tp x pp) of them share a node (when that divides ep)."""
+    group: Dict[str, Any] = {"size": plan.ep, "name": "ep"}
+    per_domain = max(1, min(plan.ep, per_node // (plan.tp * plan.pp)))
+    if plan.ep % per_domain == 0:
+        group["ranks_per_domain"] = per_domain
+    return group
 
 
 def check_system_plan(plan: Plan, system_devices: int, system: str) -> None:
