@@ -10,7 +10,8 @@
 namespace solar::report::detail {
 
 // The tree of r's live ops grouped by `path_by_op` (indexed by op id; "" the root), each
-// node's boundary bytes and levels computed as module_tree computes a module's.
+// node's boundary bytes and levels computed as module_tree computes a module's, except that a
+// group's fused time is its own (not capped at its parent's).
 ModuleNode group_tree(const Report& r, const std::vector<std::string>& path_by_op);
 
 }  // namespace solar::report::detail

@@ -29,7 +29,8 @@ struct Flat {
 
 class Builder {
  public:
-  // `paths`: each op's group path (by op id); null: the module path of its origin.
+  // `paths`: each op's group path (by op id); null: the module path of its origin, and a
+  // module's fused time capped at its parent's.
   Builder(const Report& r, const std::vector<std::string>* paths)
       : r_(r), g_(*r.graph), paths_(paths) {
     nodes_.emplace_back();
@@ -214,7 +215,7 @@ class Builder {
           // its bound is capped at the parent's (its own boundary may cross bytes the parent
           // keeps on chip): child <= parent <= program. Parents come first in nodes_.
           const std::vector<ModuleNode::Device>& up = nodes_[nodes_[k].parent].node.devices;
-          if (d < up.size()) fused = std::min(fused, up[d].fused_seconds);
+          if (!paths_ && d < up.size()) fused = std::min(fused, up[d].fused_seconds);
           md.fused_seconds = fused;
         }
         md.share = db.unfused.seconds > 0 ? md.unfused_seconds / db.unfused.seconds : 0;
