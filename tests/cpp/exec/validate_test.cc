@@ -64,6 +64,21 @@ TEST(Compare, AbsoluteToleranceFollowsTheScale) {
   EXPECT_FALSE(small.pass);  // scale max(1, 0.001) = 1: atol 1e-5
 }
 
+TEST(Compare, TheTightestElementIsTheLargestErrorAgainstItsAllowance) {
+  // atol 1e-3 x scale 4 (median |want|) + rtol 1e-3 x |want|: element 0 (want 1) may differ
+  // by 5e-3 and differs by 4e-3 (80%); element 5 (want 6) may differ by 1e-2 and differs by
+  // 5e-3 (50%), a larger error but a smaller share of its allowance.
+  Buffer want = make(DType::F64, {2, 3}, {1, 2, 3, 4, 5, 6});
+  Buffer got = make(DType::F64, {2, 3}, {1.004, 2, 3, 4, 5, 6.005});
+  OutputCheck c = compare("y", got, want, {1e-3, 1e-3});
+  EXPECT_TRUE(c.pass);
+  EXPECT_NEAR(c.tightest_error, 0.004, 1e-12);
+  EXPECT_DOUBLE_EQ(c.tightest_allowance, 1e-3 * 4 + 1e-3 * 1);
+  OutputCheck equal = compare("y", want, want, {1e-3, 1e-3});
+  EXPECT_EQ(equal.tightest_error, 0);  // no element differs
+  EXPECT_EQ(equal.tightest_allowance, 0);
+}
+
 TEST(Compare, NaNAndInfinities) {
   Buffer want = make(DType::F32, {4}, {kNaN, kInf, -kInf, 1});
   EXPECT_TRUE(compare("y", make(DType::F32, {4}, {kNaN, kInf, -kInf, 1}), want, {0, 0}).pass);
