@@ -143,6 +143,11 @@ void Runner::mark_needed() {
   for (std::size_t i = ops.size(); i-- > 0;) {
     const Op& op = ops[i];
     for (TensorId o : op.outputs) op_needed_[i] = op_needed_[i] || slots_[o.value].needed;
+    // A send or recv runs even when nothing reads its result: its peer waits for it.
+    if (op.kind() == OpKind::Collective &&
+        (op.collective().kind == ir::CollectiveKind::Send ||
+         op.collective().kind == ir::CollectiveKind::Recv))
+      op_needed_[i] = true;
     if (!op_needed_[i]) continue;
     for (TensorId in : op.inputs) {
       slots_[in.value].needed = true;

@@ -599,6 +599,10 @@ void Context::repeat(std::vector<TensorId> inputs, std::vector<TensorId> outputs
   stage_reading_whole(std::move(inputs), std::move(outputs), std::move(body));
 }
 
+void Context::collective(std::vector<TensorId> inputs, TensorId out, ir::CollectiveOp body) {
+  stage_reading_whole(std::move(inputs), {out}, std::move(body));
+}
+
 void Context::stage_reading_whole(std::vector<TensorId> inputs, std::vector<TensorId> outputs,
                                   decltype(ir::Op::body) body) {
   for (TensorId& in : inputs) in = materialize(in);

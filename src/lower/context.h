@@ -124,6 +124,8 @@ class Context {
   void unanalyzed(const std::string& reason);
   // A repeat op (its inputs' aliases materialized first, as for an opaque op).
   void repeat(std::vector<ir::TensorId> inputs, std::vector<ir::TensorId> outputs, ir::RepeatOp body);
+  // One rank's part of a collective (no input for a recv).
+  void collective(std::vector<ir::TensorId> inputs, ir::TensorId out, ir::CollectiveOp body);
 
   // --- building another graph (a repeat op's body, aten_rnn.cc) ---
   // A Context over the body graph, begun at this Context's op, stages body ops with the same

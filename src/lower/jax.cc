@@ -18,7 +18,8 @@ const Table& table() {
         {"jax_pointwise.cc", register_pointwise_ops}, {"jax_reduce.cc", register_reduction_ops},
         {"jax_matmul.cc", register_matmul_ops},       {"jax_window.cc", register_window_ops},
         {"jax_shape.cc", register_shape_ops},         {"jax_index.cc", register_index_ops},
-        {"jax_random.cc", register_random_ops},       {"jax_loop.cc", register_loop_ops}};
+        {"jax_random.cc", register_random_ops},       {"jax_loop.cc", register_loop_ops},
+        {"jax_collective.cc", register_collective_ops}};
     TableBuilder b("jax");
     for (const auto& [file, hook] : kFamilies) b.add(file, hook);
     return b.take();

@@ -70,5 +70,6 @@ void register_shape_ops(const Register& reg);      // jax_shape.cc: shapes and d
 void register_index_ops(const Register& reg);      // jax_index.cc: gather/scatter, iota, sorts
 void register_random_ops(const Register& reg);     // jax_random.cc: random bits
 void register_loop_ops(const Register& reg);       // jax_loop.cc: loops, unrecorded control flow
+void register_collective_ops(const Register& reg);  // jax_collective.cc: shard_map collectives
 
 }  // namespace solar::lower::detail::jax

@@ -71,7 +71,7 @@ def _leaves_with_names(tree, prefix: str, is_param: bool) -> Tuple[List[Any], Li
 def capture(fn, *args, values: Optional[bool] = None, name: Optional[str] = None,
             source: str = "", param_argnums: Sequence[int] = (),
             unroll_cap: int = UNROLL_CAP, arg_names: Optional[Sequence[str]] = None,
-            unroll: bool = False) -> Capture:
+            unroll: bool = False, mesh_rank=None) -> Capture:
     """Captures `fn(*args)` (args: pytrees of arrays or jax.ShapeDtypeStruct).
 
     values: None records on abstract values and redoes the walk on the real ones when the
@@ -80,7 +80,10 @@ def capture(fn, *args, values: Optional[bool] = None, name: Optional[str] = None
     branches stay unanalyzed). param_argnums: arguments whose leaves are parameters
     (role `parameter`, named by their pytree path) rather than inputs. unroll: every loop
     unrolled (`--unroll`); by default a scan or a while_loop with a static trip count whose
-    body can be recorded once is one `jax::scan_repeat` op (docs/jax-frontend.md, "Loops")."""
+    body can be recorded once is one `jax::scan_repeat` op (docs/jax-frontend.md, "Loops").
+    mesh_rank: a collectives.MeshRank: the capture of that rank of a program that is one
+    shard_map over a mesh (docs/distributed.md); its loops are unrolled, so that each
+    collective is an op of the rank's graph."""
     import jax
 
     leaves, names, roles = [], [], []
@@ -105,7 +108,11 @@ def capture(fn, *args, values: Optional[bool] = None, name: Optional[str] = None
     def run(with_values: bool, raises: bool) -> Capture:
         rec = Recorder(with_values, unroll_cap, prog, source)
         ins = [rec.source_tensor(x, r, n) for x, r, n in zip(leaves, roles, names)]
-        w = Walker(rec, raises, unroll)
+        w = Walker(rec, raises, unroll or mesh_rank is not None)
+        rank = None
+        if mesh_rank is not None:
+            rank = dataclasses.replace(mesh_rank, inside=False, done=False, strided_groups=[])
+            w.mesh_rank = rank
         # Arrays the program closes over (its parameters, when forward() closes over them)
         # are weights named by position.
         const_refs = [w.const(v, "parameter", f"const{k}") for k, v in enumerate(closed.consts)]
@@ -119,8 +126,10 @@ def capture(fn, *args, values: Optional[bool] = None, name: Optional[str] = None
             if t["role"] == "intermediate":
                 t["role"] = "output"
             out_ids.append(o)
-        return Capture(_with_modules(rec.trace(), getattr(fn, "solar_root_module", "")),
-                       out_ids, rec.values, rec.given_ops, rec.notes, with_values)
+        c = Capture(_with_modules(rec.trace(), getattr(fn, "solar_root_module", "")),
+                    out_ids, rec.values, rec.given_ops, rec.notes, with_values)
+        c.mesh_rank = rank
+        return c
 
     if values is True:
         if not all_concrete:

@@ -28,6 +28,7 @@ from ...program_source import OverrideError, ProgramFormatError, inject_override
 from ...report import Report
 from ...validation import check_entry, validation_trace
 from . import capture as cap
+from . import sharded
 from .encoding import concrete
 from .recorder import REPEAT_OP
 from .limits import check_real_run
@@ -58,6 +59,9 @@ def analyze_file(path: str, options: Optional[ProgramOptions] = None) -> Program
     options = options or ProgramOptions()
     if options.train or options.optimizer:
         raise user_error("--train/--optimizer are not supported for JAX programs yet", "usage")
+    devices = sharded.declared_devices(path, options.overrides or {})
+    if devices is not None:  # a program that shards itself: one graph per rank
+        return sharded_analysis(path, devices, options)
     # A real run that would not fit in memory: refused first.
     check_real_run(path, options, lambda overrides: _abstract_trace(path, overrides))
     try:
@@ -114,17 +118,17 @@ def _missing_given(c: "cap.Capture") -> bool:
     return any(t not in c.values for i in c.given_ops for t in c.trace["ops"][i]["outputs"])
 
 
-def _capture(prog: "Program", source: str, values,
-             unroll_cap: Optional[int] = None, unroll: bool = False) -> "cap.Capture":
+def _capture(prog: "Program", source: str, values, unroll_cap: Optional[int] = None,
+             unroll: bool = False, mesh_rank=None) -> "cap.Capture":
     n = len(prog.inputs)
     cap_ops = cap.UNROLL_CAP if unroll_cap is None else int(unroll_cap)
     if prog.params is None:
         return cap.capture(prog.fn, *prog.inputs, values=values, name=prog.name, source=source,
                            arg_names=[f"x{k}" for k in range(n)], unroll_cap=cap_ops,
-                           unroll=unroll)
+                           unroll=unroll, mesh_rank=mesh_rank)
     return cap.capture(prog.fn, prog.params, *prog.inputs, values=values, name=prog.name,
                        source=source, param_argnums=(0,), unroll_cap=cap_ops, unroll=unroll,
-                       arg_names=["params"] + [f"x{k}" for k in range(n)])
+                       arg_names=["params"] + [f"x{k}" for k in range(n)], mesh_rank=mesh_rank)
 
 
 def _args(prog: "Program") -> List[Any]:
@@ -296,6 +300,101 @@ def validate_capture(c: "cap.Capture", prog: "Program", file: str) -> Dict[str, 
     else:
         section["reason"] = "outputs outside tolerance: " + ", ".join(
             ch.name for ch in result.outputs if not ch.passed)
+    return section
+
+
+# ---------------------------------------------------------------- sharded programs
+
+
+def sharded_analysis(path: str, devices: int, options: ProgramOptions) -> ProgramAnalysis:
+    """A program that declares DEVICES = N and is one shard_map over N devices: every
+    rank captured in a fresh process (sharded.py), rank 0's graph analyzed (the ranks' graphs
+    differ only by axis_index constants and ppermute peers, not by their counts), and with
+    validate all ranks run together by the executor and compared with JAX's sharded run
+    (section `validation`). The report's `distributed` section says the route and the mesh."""
+    if options.train or options.optimizer:
+        raise user_error("--train/--optimizer are not supported for JAX programs yet", "usage")
+    res = sharded.run_child(path, devices, bool(options.validate), options.overrides or {})
+    for n in res["notes"]:
+        warnings.warn(f"solar: {n}", RuntimeWarning, stacklevel=2)
+    lowered = [lower_trace(t, path, options.strict) for t in res["traces"]]
+    graph, notes, trace_ids = lowered[0]
+    result = ProgramAnalysis(analyze_graph(graph, options), notes, res["traces"][0], graph,
+                             trace_ids)
+    result.report.attach_section("distributed", {
+        "route": "shard_map",
+        "ranks": devices,
+        "mesh": res["mesh"],
+        "analyzed_rank": 0,
+        "note": "each rank's graph is the shard_map body at its local shapes; axis_index is "
+                "folded into the rank's coordinate and ppermute is a send and a recv to the "
+                "rank's partners, so the ranks' graphs have equal counts"})
+    if options.validate:
+        result.report.attach_section("validation", validate_ranks(res, lowered))
+    return result
+
+
+def validate_ranks(res: Dict[str, Any], lowered) -> Dict[str, Any]:
+    """The `validation` section of a sharded program: the ranks' graphs run together by the
+    executor (solar.run_ranks, collectives exchanging buffers) on each rank's block of the
+    inputs, every rank's outputs compared with its block of JAX's sharded run."""
+    section: Dict[str, Any] = {"status": "failed", "tool": TOOL + " (run_ranks)", "seed": SEED,
+                               "ranks": len(lowered), "outputs": []}
+    if res["strided"]:
+        section["reason"] = ("the executor runs groups of consecutive ranks only; collectives "
+                             "over the outer mesh axes " + ", ".join(res["strided"]) +
+                             " are not executable")
+        return section
+    for graph, _, _ in lowered:
+        bad = [op for op in graph.ops if op.kind == _core.OpKind.unanalyzed]
+        if bad:
+            section["reason"] = (f"the graph is not executable: {len(bad)} unanalyzed op(s): "
+                                 + ", ".join(f"{op.framework_op} ({op.origin})" for op in bad))
+            return section
+    inputs_per_rank, refs_per_rank = [], []
+    for r, (graph, _, trace_ids) in enumerate(lowered):
+        inputs, refs = {}, {}
+        by_id = {tid: res["expected"][r][str(k)] for k, tid in enumerate(res["output_ids"][r])
+                 if tid is not None and str(k) in res["expected"][r]}
+        for t in graph.tensors:
+            role = str(t.role).rsplit(".", 1)[-1]
+            tid = trace_ids.get(t.name)
+            if role == "output" and tid in by_id:
+                refs[t.name] = by_id[tid]
+            elif role not in ("output", "intermediate"):
+                if str(tid) not in res["inputs"][r]:
+                    section["reason"] = f"no value for rank {r}'s graph source {t.name}"
+                    return section
+                inputs[t.name] = res["inputs"][r][str(tid)]
+        inputs_per_rank.append(inputs)
+        refs_per_rank.append(refs)
+    try:
+        outs = executor.run_ranks([g for g, _, _ in lowered], inputs_per_rank)
+    except (_core.UnsupportedError, _core.UserError) as e:
+        section["reason"] = f"the ranks could not be executed: {e}"
+        return section
+    failed = []
+    for r, (out, refs) in enumerate(zip(outs, refs_per_rank)):
+        for name, want in refs.items():
+            tol = 1e-4 if np.asarray(want).dtype.itemsize >= 4 else 2e-2  # f32 / bf16, f16
+            got = np.asarray(out[name], dtype=np.float64)
+            want = np.asarray(want, dtype=np.float64)
+            err = float(np.max(np.abs(got - want))) if want.size else 0.0
+            scale = float(np.max(np.abs(want))) if want.size else 0.0
+            ok = got.shape == want.shape and err <= tol * max(1.0, scale)
+            section["outputs"].append({"rank": r, "name": f"rank {r}: {name}",
+                                       "shape": list(want.shape), "max_abs_error": err,
+                                       "atol": tol * max(1.0, scale), "rtol": 0.0,
+                                       "passed": ok})
+            if not ok:
+                failed.append(f"{name} on rank {r}")
+    if not section["outputs"]:
+        section["status"] = "inconclusive"
+        section["reason"] = "no rank output was compared"
+    elif failed:
+        section["reason"] = "outputs outside tolerance: " + ", ".join(failed)
+    else:
+        section["status"] = "passed"
     return section
 
 

@@ -9,7 +9,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ... import _core
+from . import collectives
+from .collectives import refused
 from .encoding import (is_drop, is_int, is_key, is_literal, join_module, name_stack, np_dtype,
                        source_location)
 from .recorder import FOLD_ELEMENTS, REPEAT_OP, BodyRecorder, Lit, Recorder, Unroll
@@ -50,14 +51,6 @@ _COLLECTIVES = {"psum", "pmax", "pmin", "ppermute", "pbroadcast", "psum_invarian
 
 class NeedsValues(Exception):
     """The jaxpr has control flow whose trip count or branch depends on data."""
-
-
-def refused(message: str):
-    """A solar.UnsupportedError (exit code 7, `unsupported`) for a program construct the
-    capture refuses as a whole (a loop past the unroll cap, a multi-device shard_map)."""
-    e = _core.UnsupportedError(message)
-    e.exit_code = _core.EXIT_CODES["unsupported"]
-    return e
 
 
 def _count_equations(jaxpr, depth: int = 0) -> int:
@@ -112,6 +105,8 @@ class Walker:
         self.budget = rec.unroll_cap
         self._expanding = rec.expanding  # the RNG primitives being expanded (innermost last)
         self._one_device_mesh = 0  # depth of one-device shard_map bodies being walked
+        # The rank a sharded capture records (collectives.MeshRank), else None.
+        self.mesh_rank = None
 
     # env: var -> tensor id or Lit
     def read(self, env, v):
@@ -164,6 +159,14 @@ class Walker:
                 return self.inline(eqn, ins)
             if self._one_device_mesh and name in _COLLECTIVES:
                 return self.collective(eqn, ins)
+            if self.mesh_rank is not None:
+                if self.mesh_rank.inside and name in _COLLECTIVES:
+                    return collectives.record(self, eqn, ins)
+                if not self.mesh_rank.inside:
+                    raise refused(f"{self.rec.where()}jax::{name} outside the jax::shard_map: "
+                                  "a sharded program is one shard_map from its inputs to its "
+                                  "outputs (ops outside it run at global shapes under XLA's "
+                                  "partitioner, which this route does not read)")
             if name in _IDENTITY and len(eqn.invars) == len(eqn.outvars):
                 return list(ins)
             if name == "scan":
@@ -305,6 +308,9 @@ class Walker:
         if name == "shard_map":
             mesh = eqn.params.get("mesh")
             size = getattr(mesh, "size", 1)
+            if size != 1 and self.mesh_rank is not None:
+                n_skip = len(ins) - len(jaxpr.invars)
+                return collectives.enter(self, eqn, ins, jaxpr, consts, ins[n_skip:])
             if size != 1:
                 shape = getattr(mesh, "shape", {})
                 axes = ", ".join(f"{k}={v}" for k, v in dict(shape).items()) if shape else "?"
@@ -313,7 +319,8 @@ class Walker:
                     "not analyzable: each device runs the body on its own shard and the "
                     "collectives in it (psum, all_gather, ppermute, ...) move data between "
                     "devices, which a single-device EinsumGraph does not model; analyze the "
-                    "per-device body, or the program without shard_map, instead")
+                    "per-device body, or declare the mesh's size (DEVICES = N) to capture "
+                    "each rank (docs/distributed.md)")
         n_skip = int(eqn.params.get("num_consts", 0)) if name == "custom_vjp_call_jaxpr" else 0
         args = ins[n_skip:] if len(jaxpr.invars) == len(ins) - n_skip else ins
         if len(jaxpr.invars) != len(args):
@@ -369,6 +376,7 @@ class Walker:
         w.in_body = True
         w.budget = self.budget
         w._one_device_mesh = self._one_device_mesh
+        w.mesh_rank = self.mesh_rank
         return w
 
     def repeat(self, eqn, ins, body, consts, carry, xs, trips: int, reverse: bool,

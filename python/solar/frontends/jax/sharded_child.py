@@ -1,0 +1,94 @@
+"""The fresh process of a sharded JAX capture (sharded.py): started with N host devices,
+it captures each rank of the program, and with validation runs the program in JAX, then
+writes the ranks' traces, inputs and expected outputs into a folder for the process that
+started it (result.json, inputs.npz, expected.npz; an error as {"error", "kind"})."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from ...program_source import OverrideError, ProgramFormatError
+from . import program as pg
+from .collectives import MeshRank, block
+
+
+def _child(path: str, devices: int, out: str, validate: bool, overrides: Dict[str, str],
+           unroll_cap: Optional[int]) -> None:
+    """The fresh process: captures each rank, and with validate runs the program in JAX
+    and keeps each rank's inputs and expected outputs."""
+    import jax
+
+    if jax.device_count() < devices:
+        raise RuntimeError(f"JAX started with {jax.device_count()} devices, not {devices}")
+    try:
+        with pg._seeded_generators():
+            mod = pg.load_program(path, overrides)
+            prog = pg.program_from_module(mod, path, abstract=not validate)
+    except OverrideError as e:
+        _write_error(out, str(e), "usage")
+        return
+    except ProgramFormatError as e:
+        _write_error(out, str(e), "parse")
+        return
+    caps = []
+    for r in range(devices):
+        caps.append(pg._capture(prog, path, values=None, unroll_cap=unroll_cap,
+                                mesh_rank=MeshRank(r, devices)))
+    if not caps[0].mesh_rank.done:
+        _write_error(out, f"{path}: DEVICES = {devices} but the program has no jax::shard_map "
+                     "over a mesh of several devices (a jit with shardings is not read yet: "
+                     "docs/distributed.md)", "unsupported")
+        return
+    mr = caps[0].mesh_rank
+    result: Dict[str, Any] = {
+        "traces": [c.trace for c in caps], "notes": caps[0].notes,
+        "output_ids": [c.output_ids for c in caps], "strided": mr.strided_groups,
+        "mesh": dict(zip(mr.axis_names, mr.axis_sizes))}
+    if validate:
+        inputs, expected = {}, {}
+        for r, c in enumerate(caps):
+            for t in c.trace["tensors"]:
+                if t["role"] in ("input", "parameter", "constant") and t["id"] in c.values:
+                    inputs[f"{r}/{t['id']}"] = pg._executor_array(c.values[t["id"]])
+        flat = jax.tree_util.tree_leaves(jax.jit(prog.fn)(*pg._args(prog)))
+        specs = list(mr.out_specs)
+        for r, c in enumerate(caps):
+            rank = c.mesh_rank
+            for k, (tid, value) in enumerate(zip(c.output_ids, flat)):
+                if tid is None:
+                    continue
+                local = c.trace["tensors"][tid]["shape"]
+                expected[f"{r}/{k}"] = pg._executor_array(
+                    block(rank, specs[k] if k < len(specs) else None, np.asarray(value), local))
+        np.savez(os.path.join(out, "inputs.npz"), **inputs)
+        np.savez(os.path.join(out, "expected.npz"), **expected)
+        result["inputs"] = True
+        result["expected"] = True
+    with open(os.path.join(out, "result.json"), "w", encoding="utf-8") as f:
+        json.dump(result, f, allow_nan=False)
+
+
+def _write_error(out: str, message: str, kind: str) -> None:
+    with open(os.path.join(out, "result.json"), "w", encoding="utf-8") as f:
+        json.dump({"error": message, "kind": kind}, f)
+
+
+def main(argv: List[str]) -> int:
+    path, devices, out, validate, overrides, cap = argv
+    try:
+        _child(path, int(devices), out, validate == "1", json.loads(overrides),
+               int(cap) if cap else None)
+    except Exception as e:  # the parent reports it as this command's error
+        kind = getattr(e, "kind", None) or (
+            "unsupported" if type(e).__name__ == "UnsupportedError" else "usage")
+        _write_error(out, str(e), kind)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,208 @@
+"""JAX programs that shard themselves with shard_map (examples/distributed/jax_*.py and small
+programs written here): each rank's graph captured on host devices in a fresh process, its
+MACs and its collectives' bytes equal formulas from the program's constants, and the ranks
+run together by the executor equal JAX's own sharded run (docs/distributed.md)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+pytest.importorskip("jax")
+
+from conftest import EXAMPLES  # noqa: E402
+
+import solar  # noqa: E402
+from solar.frontends.jax.program import load_program  # noqa: E402
+from solar.programs import ProgramOptions, analyze_file  # noqa: E402
+
+F32 = 4  # bytes per float32 element
+DIST = EXAMPLES / "distributed"
+
+
+def _constants(name: str):
+    """The example's module-level constants, read without running JAX on N devices."""
+    import ast
+
+    consts = {}
+    for node in ast.parse((DIST / name).read_text()).body:
+        if isinstance(node, ast.Assign):
+            for tgt in node.targets:
+                names = [tgt] if isinstance(tgt, ast.Name) else getattr(tgt, "elts", [])
+                vals = ([node.value] if isinstance(tgt, ast.Name)
+                        else getattr(node.value, "elts", []))
+                for n, v in zip(names, vals):
+                    if isinstance(n, ast.Name) and isinstance(v, ast.Constant):
+                        consts[n.id] = v.value
+    return consts
+
+
+def _analyze(path, validate=False, devices=None):
+    overrides = {"DEVICES": str(devices)} if devices else {}
+    return analyze_file(str(path), ProgramOptions(archs=["H100_SXM"], validate=validate,
+                                                  crosscheck=False, cache_aware=False,
+                                                  overrides=overrides)).report
+
+
+def _check_complete(report):
+    assert report["coverage"]["unanalyzed"] == 0, report["coverage"]["unanalyzed_ops"]
+
+
+@pytest.mark.parametrize("devices", [4, 2])
+def test_tp_mlp_rank_macs_are_the_global_over_n_and_one_all_reduce(devices):
+    c = _constants("jax_tp_mlp.py")
+    b, d, h = c["B"], c["D"], c["H"]
+    rep = _analyze(DIST / "jax_tp_mlp.py", devices=devices)
+    _check_complete(rep)
+    # x @ w1 and h @ w2 of the whole MLP, split over the ranks: 2 * B * D * H / N.
+    assert rep["totals"]["macs"] == 2 * b * d * h // devices
+    # One all-reduce of the partial [B, D] sums.
+    assert rep["totals"]["comm_bytes_by_kind"] == {"all_reduce": b * d * F32}
+    assert rep["distributed"]["route"] == "shard_map"
+    assert rep["distributed"]["mesh"] == {"tp": devices}
+
+
+def test_fsdp_step_gathers_parameters_and_reduce_scatters_gradients():
+    c = _constants("jax_fsdp_step.py")
+    d, h = c["D"], c["H"]
+    rep = _analyze(DIST / "jax_fsdp_step.py")
+    _check_complete(rep)
+    assert rep["totals"]["comm_bytes_by_kind"] == {
+        "all_gather": (d * h + h * d) * F32,  # w1 and w2 gathered whole in the forward
+        "reduce_scatter": (d * h + h * d) * F32,  # their whole gradients scattered
+        "all_reduce": F32,  # the loss
+    }
+
+
+def test_ring_attention_passes_each_kv_block_n_minus_1_times():
+    c = _constants("jax_ring_attention.py")
+    n, s, dh = c["DEVICES"], c["S"], c["DH"]
+    rep = _analyze(DIST / "jax_ring_attention.py")
+    _check_complete(rep)
+    block = 2 * (s // n) * dh * F32  # a key and a value block
+    assert rep["totals"]["comm_bytes_by_kind"] == {"send": (n - 1) * block,
+                                                   "recv": (n - 1) * block}
+    # Per step: scores and p @ v, (S/N) x (S/N) x DH each.
+    assert rep["totals"]["macs"] == n * 2 * (s // n) * (s // n) * dh
+
+
+@pytest.mark.parametrize("name, devices", [("jax_tp_mlp.py", 2), ("jax_fsdp_step.py", 2),
+                                           ("jax_ring_attention.py", 2),
+                                           ("jax_ring_attention.py", 4)])
+def test_examples_validate_across_host_devices(name, devices):
+    val = _analyze(DIST / name, validate=True, devices=devices)["validation"]
+    assert val["status"] == "passed", val.get("reason")
+    assert {o["rank"] for o in val["outputs"]} == set(range(devices))
+
+
+def _program(tmp_path, body: str):
+    p = tmp_path / "prog.py"
+    p.write_text(textwrap.dedent(body))
+    return p
+
+
+def test_axis_index_and_a_psum_over_two_axes_on_a_2x2_mesh(tmp_path):
+    p = _program(tmp_path, """\
+        import jax
+        import numpy as np
+        from jax import shard_map
+        from jax.sharding import Mesh, PartitionSpec as P
+
+        DEVICES = 4
+        mesh = Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("dp", "tp"))
+
+        def body(x):
+            y = x * (jax.lax.axis_index("tp") + 1).astype(x.dtype)
+            return jax.lax.psum(y, ("dp", "tp")), jax.lax.psum(y, "tp")
+
+        forward = shard_map(body, mesh=mesh, in_specs=P("dp", "tp"),
+                            out_specs=(P(), P("dp")))
+
+        def get_inputs():
+            return [np.arange(8 * 6, dtype=np.float32).reshape(8, 6)]
+        """)
+    rep = _analyze(p, validate=True)
+    _check_complete(rep)
+    local = (8 // 2) * (6 // 2) * F32
+    assert rep["totals"]["comm_bytes_by_kind"] == {"all_reduce": 2 * local}
+    groups = sorted((op["group_size"], op["group"]) for op in rep["ops"]
+                    if op["class"] == "collective")
+    assert groups == [(2, "tp"), (2 * 2, "dp,tp")]
+    assert rep["validation"]["status"] == "passed", rep["validation"].get("reason")
+
+
+def test_a_collective_over_an_outer_axis_is_analyzed_but_not_executed(tmp_path):
+    p = _program(tmp_path, """\
+        import jax
+        import numpy as np
+        from jax import shard_map
+        from jax.sharding import Mesh, PartitionSpec as P
+
+        DEVICES = 4
+        mesh = Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("dp", "tp"))
+        forward = shard_map(lambda x: jax.lax.psum(x, "dp"), mesh=mesh,
+                            in_specs=P("dp", "tp"), out_specs=P(None, "tp"))
+
+        def get_inputs():
+            return [np.ones((4, 4), np.float32)]
+        """)
+    rep = _analyze(p, validate=True)
+    assert rep["totals"]["comm_bytes_by_kind"] == {"all_reduce": 2 * 2 * F32}
+    assert rep["validation"]["status"] == "failed"
+    assert "outer mesh axes dp" in rep["validation"]["reason"]
+
+
+def test_ops_outside_the_shard_map_are_refused(tmp_path):
+    p = _program(tmp_path, """\
+        import jax
+        import numpy as np
+        from jax import shard_map
+        from jax.sharding import Mesh, PartitionSpec as P
+
+        DEVICES = 2
+        mesh = Mesh(np.array(jax.devices()[:2]), ("x",))
+
+        def forward(a):
+            f = shard_map(lambda a: jax.lax.psum(a, "x"), mesh=mesh, in_specs=P("x"),
+                          out_specs=P())
+            return f(a) * 2
+
+        def get_inputs():
+            return [np.ones((4,), np.float32)]
+        """)
+    with pytest.raises(solar.UnsupportedError, match="outside the jax::shard_map"):
+        _analyze(p)
+
+
+def test_devices_without_a_shard_map_is_refused(tmp_path):
+    p = _program(tmp_path, """\
+        import numpy as np
+
+        import jax.numpy as jnp
+
+        DEVICES = 2
+
+        def forward(a):
+            return jnp.sin(a)
+
+        def get_inputs():
+            return [np.ones((4,), np.float32)]
+        """)
+    with pytest.raises(solar.UnsupportedError, match="outside the jax::shard_map"):
+        _analyze(p)
+    p.write_text(p.read_text().replace("return jnp.sin(a)", "return a"))
+    with pytest.raises(solar.UnsupportedError, match="no jax::shard_map"):
+        _analyze(p)
+
+
+def test_a_send_nobody_reads_still_runs():
+    """The executor runs a send whose result no op reads (its peer waits for it)."""
+    def swap(peer):
+        return solar.parse_graph(f"x = f32[2] input\ns = f32[2] collective send {{peer={peer}}} "
+                                 f"(x)\ny = f32[2]{{output}} collective recv {{peer={peer}}} ()\n")
+    xs = [np.full(2, 1, np.float32), np.full(2, 2, np.float32)]
+    outs = solar.run_ranks([swap(1), swap(0)], [{"x": x} for x in xs])
+    np.testing.assert_array_equal(outs[0]["y"], xs[1])
+    np.testing.assert_array_equal(outs[1]["y"], xs[0])
