@@ -102,7 +102,12 @@ std::string module_view(const Report& r, int depth) {
     row(m, level == 0 ? "(program)" : indent + m.name, m.type, false);
     if (level >= depth) return;
     for (const ModuleNode& c : m.children) self(self, c, level + 1);
-    if (!m.children.empty() && !m.own_ops.empty()) own_row(m, level + 1);
+    // Own ops that are all free views (no work, no bytes) would be a row of zeros.
+    const bool own_work = std::any_of(m.own_ops.begin(), m.own_ops.end(), [&](std::uint32_t i) {
+      const cost::Work& w = r.cost.per_op[i];
+      return !w.analyzed || w.bytes() != Count(0) || w.flops() != Count(0);
+    });
+    if (!m.children.empty() && own_work) own_row(m, level + 1);
   };
   walk(walk, root, 0);
   std::string device = r.devices.empty() ? "" : " on " + r.devices[0].device_id;

@@ -216,6 +216,9 @@ class Builder {
           // keeps on chip): child <= parent <= program. Parents come first in nodes_.
           const std::vector<ModuleNode::Device>& up = nodes_[nodes_[k].parent].node.devices;
           if (!paths_ && d < up.size()) fused = std::min(fused, up[d].fused_seconds);
+          // One kernel is at least as fast as its ops run apart (a boundary can count a
+          // whole tensor its ops read in part: a KV cache's slots).
+          if (!paths_) fused = std::min(fused, md.unfused_seconds);
           md.fused_seconds = fused;
         }
         md.share = db.unfused.seconds > 0 ? md.unfused_seconds / db.unfused.seconds : 0;

@@ -159,6 +159,25 @@ def test_a_childs_fused_time_is_at_most_its_parents(gpt2):
         assert child(attn, "c_attn")["devices"][dev]["fused_seconds"] == level["fused_seconds"]
 
 
+def test_a_modules_fused_time_is_at_most_its_unfused_and_its_parents_on_a_decode():
+    """A Llama decode step: the decoder stack's boundary counts the whole KV cache it reads
+    in part, which as one kernel would be slower than its ops apart; one kernel is no slower
+    than its ops apart, and no module is slower than the program (the issue's `model` row)."""
+    pytest.importorskip("transformers")
+    report = analyze_json("hf:llama-3.1-8b", "--phase", "decode", "--arch", "H100_SXM",
+                          "--no-crosscheck")
+
+    def walk(node, parent):
+        for dev, level in node["devices"].items():
+            if parent is not None:
+                assert level["fused_seconds"] <= level["unfused_seconds"], node["path"]
+                assert level["fused_seconds"] <= parent["devices"][dev]["fused_seconds"], (
+                    node["path"])
+        for c in node["children"]:
+            walk(c, node)
+    walk(report["modules"], None)
+
+
 def test_own_ops_rows_at_every_level_that_has_them():
     """Each block runs its residual adds outside its submodules, and attention its einsums
     outside c_attn and c_proj, the MLP its GELU between c_fc and c_proj: an "(own ops)" row

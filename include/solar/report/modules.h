@@ -33,9 +33,10 @@ struct ModuleNode {
     double unfused_seconds = 0;  // the subtree's per-op rooflines, summed
     // The subtree as one kernel: max(each compute resource's summed seconds, bytes_fused
     // over the DRAM bandwidth), capped at the parent's (a module's boundary can cross bytes
-    // its parent keeps on chip; inside its parent's kernel it is no slower than the parent):
-    // a child's fused time is at most its parent's, the top level's at most the program's.
-    // The root's is the report's fused level.
+    // its parent keeps on chip; inside its parent's kernel it is no slower than the parent)
+    // and at its unfused_seconds (one kernel is no slower than its ops apart): a child's
+    // fused time is at most its parent's, the top level's at most the program's. The root's
+    // is the report's fused level.
     double fused_seconds = 0;
     // The terms of fused_seconds: each compute (and link) resource's summed seconds and the
     // boundary bytes' DRAM seconds, largest first. Empty for the root (the report's fused
