@@ -90,10 +90,12 @@ TINY = {"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128,
 
 def tiny_llama(phase: str):
     """The graph of a 2-layer Llama-3.1 of small sizes in f32, captured once, and its
-    config."""
-    run = models.ModelRun("hf:llama-3.1-8b", phase=phase, batch=2, seq=8, context=16,
-                          dtype="f32", config=dict(TINY))
-    result = models.analyze_model(run, ProgramOptions(crosscheck=False, cache_aware=False))
+    config (phase "train": a training step of 8 tokens: the loss and every gradient)."""
+    train = phase == "train"
+    run = models.ModelRun("hf:llama-3.1-8b", phase="prefill" if train else phase, batch=2,
+                          seq=8, context=16, dtype="f32", config=dict(TINY))
+    result = models.analyze_model(run, ProgramOptions(crosscheck=False, cache_aware=False,
+                                                      train=train))
     spec = models.resolve(run.ref, None)
     return json.loads(result.graph.to_json()), config_of(spec, run.config)
 
@@ -127,13 +129,25 @@ def run_plan(graph, config, plan):
 
 
 @pytest.mark.parametrize("phase, tp, sp", [("decode", 2, False), ("prefill", 2, False),
-                                           ("prefill", 2, True)])
+                                           ("prefill", 2, True), ("train", 2, False)])
 def test_small_llama_ranks_equal_the_unsharded_model(phase, tp, sp):
     graph, config = tiny_llama(phase)
     want, outs, ranks, state = run_plan(graph, config, parallel.Plan(tp=tp, sp=sp))
     kinds = [c[0] for c in ranks[0].collectives]
     layers = TINY["num_hidden_layers"]
-    if sp:  # Megatron-SP: the embedding and each block's output scattered, gathered before
+    if phase == "train":  # the loss and every gradient: partial sums reduced, none gathered
+        assert set(kinds) == {"all_reduce"}
+        # Each sharded weight's gradient stays with its shard.
+        weights, _, _ = parallel.sharding_rules(graph, config, tp)
+        local = sorted(tuple(t["shape"]) for t in ranks[0].graph["tensors"]
+                       if t["role"] == "output" and t["shape"])
+        for name, rule in weights.items():
+            if rule.kind in ("column", "row"):
+                shape = next(t["shape"] for t in graph["tensors"] if t["name"] == name)
+                block = list(shape)
+                block[rule.dim] //= tp
+                assert tuple(block) in local
+    elif sp:  # Megatron-SP: the embedding and each block's output scattered, gathered before
         # each block's input, then the last token's hidden state and the logits gathered.
         assert kinds.count("reduce_scatter") == 1 + 2 * layers
         assert kinds.count("all_gather") == 2 * layers + 2
@@ -143,9 +157,12 @@ def test_small_llama_ranks_equal_the_unsharded_model(phase, tp, sp):
     assert not ranks[0].replicated_ops
     for name, value in want.items():
         got = [o[name] for o in outs]
-        if got[0].shape != value.shape:  # a KV cache buffer: each rank holds its heads
-            got = [np.concatenate(got, axis=1)]
-        np.testing.assert_allclose(got[0], value, rtol=1e-4, atol=1e-5)
+        if got[0].shape != value.shape:  # a KV cache buffer (its heads), a weight's gradient
+            axis = next(a for a, (x, y) in enumerate(zip(got[0].shape, value.shape)) if x != y)
+            got = [np.concatenate(got, axis=axis)]
+        # f32 sums split over ranks add in another order; a backward pass compounds it.
+        tol = dict(rtol=1e-3, atol=1e-4) if phase == "train" else dict(rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(got[0], value, **tol)
         for g in got[1:]:
             np.testing.assert_array_equal(g, got[0])
 
@@ -352,3 +369,54 @@ def test_mixtral_at_ep8_charges_its_all_to_alls():
     experts = [t["shape"][0] for t in g["tensors"] if t["name"].endswith("experts.down_proj")]
     assert experts == [E // ep] * L
     assert system["tokens_per_second"] == pytest.approx(B * ep / float(system["seconds"]))
+
+
+@pytest.mark.parametrize("zero", [0, 1, 3])
+def test_data_parallel_training_reduces_the_gradients_as_zero_says(zero):
+    """tp 2 x dp 4 on a DGX H100, a training step of a 2-layer Llama-3.1-8B: over the dp
+    group, ZeRO 0 all-reduces every gradient; 1 (and 2) reduce-scatter them and all-gather
+    the updated parameters; 3 all-gathers the parameters before the forward and the backward
+    too (ZeRO, section 7: 2 x the parameters per step, 3 x for stage 3)."""
+    tp, dp, BF16 = 2, 4, 2
+    run = models.ModelRun("hf:llama-3.1-8b", phase="prefill", seq=64,
+                          config={"num_hidden_layers": 2},
+                          plan=parallel.Plan(tp=tp, dp=dp, zero=zero))
+    result = models.analyze_model(run, ProgramOptions(crosscheck=False, cache_aware=False,
+                                                      archs=(), system="DGX_H100", train=True))
+    g = json.loads(result.graph.to_json())
+    shapes = {t["name"]: t["shape"] for t in g["tensors"]}
+
+    def numel(name):
+        n = 1
+        for s in shapes[name]:
+            n *= s
+        return n
+
+    grads = [t["name"] for t in g["tensors"] if t["role"] == "output" and t["shape"]
+             and not t["name"].endswith((".shard", ".bwd_gathered"))]
+    grad_elements = sum(numel(f"{x}.local") for x in grads)  # the rank's gradients (tp)
+    payload = {}
+    for op in g["ops"]:
+        if op["kind"] == "collective" and op["group"].get("name") == "dp":
+            kind = op["collective"]
+            # nccl-tests' size: an all-reduce's buffer, a reduce-scatter's input, an
+            # all-gather's output.
+            x = op["outputs"][0] if kind == "all_gather" else op["inputs"][0]
+            payload[kind] = payload.get(kind, 0) + BF16 * numel(x)
+    if zero == 0:
+        assert payload == {"all_reduce": BF16 * grad_elements}
+    elif zero == 1:
+        assert payload == {"reduce_scatter": BF16 * grad_elements,
+                           "all_gather": BF16 * grad_elements}
+    else:  # the update's gather and the parameters' before the forward and the backward
+        assert payload["reduce_scatter"] == BF16 * grad_elements
+        held = [t["name"] for t in g["tensors"] if t["name"].endswith(".fsdp_shard")]
+        # every linear's weight is held as its 1/dp shard
+        for kind in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                     "down_proj"):
+            assert any(f".{kind}.weight" in h for h in held)
+        assert payload["all_gather"] == BF16 * grad_elements + \
+            2 * BF16 * dp * sum(numel(h) for h in held)
+    mem = result.report["system"]["ranks"][0]["memory"]
+    assert mem["optimizer_bytes"] == 12 * grad_elements // (dp if zero else 1)
+

@@ -18,7 +18,7 @@ from ..errors import user_error
 from .build import (build_model, config_of, implementation_patches, parameter_count,
                     quiet_transformers)
 from .registry import ModelSpec, resolve
-from . import experts, parallel, stages
+from . import data_parallel, experts, parallel, stages
 from .shard import ShardError
 from .run import ModelRun
 from .section import model_section
@@ -165,6 +165,18 @@ def plan_analysis(whole, config, plan, options: ProgramOptions, tokens: int):
         except ShardError as e:
             raise user_error(f"--ep {plan.ep}: {e}", "unsupported") from None
         replicated = [r for r in replicated if not r["type"].endswith("Experts")]
+    train_elements = 0
+    if options.train:
+        train_elements = sum(parallel.numel(whole_t["shape"]) for whole_t in
+                             sharded.graph["tensors"] if whole_t["role"] == "output"
+                             and whole_t["shape"])
+    if options.train and plan.dp > 1:
+        per_node = parallel.system_devices(options.system, options.nodes)[2]
+        try:
+            graphs = [data_parallel.data_parallel(graphs[0], plan.dp, plan.zero,
+                                                  parallel.dp_group(plan, per_node))[0]]
+        except ShardError as e:
+            raise user_error(f"--dp {plan.dp}: {e}", "unsupported") from None
     if plan.pp > 1:
         per_node = parallel.system_devices(options.system, options.nodes)[2]
         try:
@@ -180,6 +192,7 @@ def plan_analysis(whole, config, plan, options: ProgramOptions, tokens: int):
                                             parallel.collective_counts(g)))
     report, rank_graph = max(reports, key=lambda rg: float(rg[0]["system"]["seconds"]))
     capacity = report.devices[results[0].base["device"]].memory.capacity_bytes
-    section = parallel.system_section(results, plan, list(state), capacity, tokens, replicated)
+    section = parallel.system_section(results, plan, list(state), capacity, tokens, replicated,
+                                      train_elements)
     report.attach_section("system", section, replace=True)
     return report, rank_graph

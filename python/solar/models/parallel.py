@@ -75,16 +75,17 @@ class Plan:
                            "dividing --dp, --tp 1)")
         if self.ep > 1 and train:
             missing.append("--ep with --train")
+        if train and self.sp:
+            missing.append("--sp with --train")
         if train and self.pp > 1:
             missing.append("--pp with --train (the backward pass's stages)")
-        if self.zero:
-            missing.append(f"--zero {self.zero}")
-        if train and self.dp > 1:
-            missing.append("--dp with --train (the gradient reduction)")
+        if self.zero and self.dp == 1:
+            raise user_error("--zero shards over the data-parallel replicas: it needs --dp 2 "
+                             "or more", "usage")
         if missing:
             raise user_error(f"{', '.join(missing)}: not modelled yet (docs/parallel.md, "
                              "\"Parallel plans\": tensor parallelism, --sp, serving --pp, "
-                             "--microbatches, --dp and --ep are)", "unsupported")
+                             "--microbatches, --dp, --ep, and --dp/--zero of a training step are)", "unsupported")
 
 
 def check_config(config, plan: Plan) -> None:
@@ -161,6 +162,13 @@ DTYPE_BYTES = {"f64": 8, "f32": 4, "tf32": 4, "bf16": 2, "f16": 2, "i64": 8, "i3
                "i16": 2, "i8": 1, "u8": 1, "bool": 1}
 
 
+def numel(shape: List[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
 def _bytes(t: Dict[str, Any]) -> int:
     n = DTYPE_BYTES[t["dtype"]]
     for s in t["shape"]:
@@ -220,8 +228,23 @@ def bubble_fraction(plan: Plan) -> float:
     return (plan.pp - 1) / (plan.microbatches + plan.pp - 1)
 
 
+def dp_group(plan: Plan, per_node: int) -> Dict[str, Any]:
+    """The data-parallel group: dp replicas, ranks tp x pp apart."""
+    group: Dict[str, Any] = {"size": plan.dp, "name": "dp"}
+    per_domain = max(1, min(plan.dp, per_node // (plan.tp * plan.pp)))
+    if plan.dp % per_domain == 0:
+        group["ranks_per_domain"] = per_domain
+    return group
+
+
+# Mixed-precision Adam's optimizer state per parameter: fp32 master weight, momentum and
+# variance (Rajbhandari et al., "ZeRO", arXiv:1910.02054, section 3.1: K = 12).
+ADAM_STATE_BYTES = 12
+
+
 def system_section(stages: List[StageResult], plan: Plan, state: List[str], capacity: int,
-                   tokens: int, replicated: List[Dict[str, Any]]) -> Dict[str, Any]:
+                   tokens: int, replicated: List[Dict[str, Any]],
+                   train_elements: int = 0) -> Dict[str, Any]:
     """The report's `system` section for a model under a plan: per stage the C++ section of
     its rank graph (links, seconds, bottleneck) with the rank's memory; the system's step
     ((m + p - 1) microbatch steps of the slowest stage), tokens per second and bubble."""
@@ -232,6 +255,10 @@ def system_section(stages: List[StageResult], plan: Plan, state: List[str], capa
         mem = rank_memory(st.graph, state)
         # Every microbatch's sequences keep their cache on the stage.
         mem["kv_cache_bytes"] *= plan.microbatches
+        if train_elements:
+            # The optimizer state: not in the captured step, so by formula, sharded by ZeRO.
+            mem["optimizer_bytes"] = ADAM_STATE_BYTES * train_elements // (
+                plan.dp if plan.zero else 1)
         total = sum(mem.values())
         mem.update(total_bytes=total, capacity_bytes=capacity, fits=total <= capacity)
         for r in st.base.get("ranks", []):
@@ -270,7 +297,8 @@ def plan_text(section: Optional[Dict[str, Any]]) -> str:
     if not section or not section.get("plan"):
         return ""
     p = section["plan"]
-    plan = " ".join(f"{k} {v}" for k, v in p.items() if k != "sp" and v not in (0, 1)) or "tp 1"
+    plan = " ".join(f"{k} {v}" for k, v in p.items()
+                    if k != "sp" and (v not in (0, 1) or (k == "zero" and v))) or "tp 1"
     plan += " sp" if p["sp"] else ""
     gb = 1e9
     lines = [f"\nplan {plan} on {section['id']} ({section['gpus']} GPUs): "
@@ -287,7 +315,9 @@ def plan_text(section: Optional[Dict[str, Any]]) -> str:
         where = f"stage {rank['stage']} rank" if p["pp"] > 1 else "per rank"
         lines.append(f"  {where}: weights {mem['weight_bytes'] / gb:.4g} GB, KV cache "
                      f"{mem['kv_cache_bytes'] / gb:.4g} GB, activations at the peak "
-                     f"{mem['activation_bytes'] / gb:.4g} GB: "
+                     f"{mem['activation_bytes'] / gb:.4g} GB"
+                     + (f", optimizer state {mem['optimizer_bytes'] / gb:.4g} GB"
+                        if "optimizer_bytes" in mem else "") + ": "
                      + ("fits" if mem["fits"] else "DOES NOT FIT")
                      + f" in {mem['capacity_bytes'] / gb:.0f} GB; "
                      + f"{float(rank['seconds']) * 1e3:.4g} ms, collectives "

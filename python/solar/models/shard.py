@@ -103,6 +103,7 @@ class _Sharder:
         self.view_src: Dict[str, str] = {}  # a sharded reshape -> its sharded source
         self.consumers: Dict[str, List[Dict[str, Any]]] = {}
         self.weights = weights
+        self.grad_like = {(tuple(self.t[n]["shape"]), r.dim) for n, r in weights.items()}
         for name, rule in weights.items():
             self._shard_source(name, rule.dim)
         for name, dim in state.items():
@@ -257,8 +258,11 @@ class _Sharder:
             terms = _terms(sub)
             if not terms:
                 return None
-            vars_ = [(v, k) for v, k in terms if v is not None]
-            if any(v is None and k != 0 for v, k in terms) or not vars_:
+            if any(v is None and k != 0 for v, k in terms):
+                return None
+            # An index of extent 1 reads only 0: its term says nothing of the layout.
+            vars_ = [(v, k) for v, k in terms if v is not None and extents[v] > 1]
+            if not vars_:
                 return None
             outer = max(vars_, key=lambda vk: vk[1])
             # A mixed-radix composition outer*c + inner... with the outer index on top.
@@ -280,8 +284,9 @@ class _Sharder:
                 else:
                     cands.append((v, n, self.t[x]["role"] == "weight"))
         if not cands:
+            out = op["outputs"][0]
             self.ops.append(op)
-            self._set_out(op["outputs"][0], None)
+            self._set_out(out, None)
             return
         chosen = next((c for c in cands if c[2]), cands[0])[0]
         for v, n, _ in cands:
@@ -334,6 +339,8 @@ class _Sharder:
         local = [_prod(local_root[j + 1:]) for j in range(len(root))]
         dims = {}
         for v, k in terms:
+            if extents[v] == 1:  # always 0: its term reads nothing
+                continue
             js = [j for j in range(len(root)) if full[j] == k and j not in dims.values()]
             js = [j for j in js if root[j] == extents[v]] or js
             if not js:
@@ -342,7 +349,8 @@ class _Sharder:
         sharded = [v for v, j in dims.items() if j == d]
         if len(sharded) != 1:
             raise ShardError(f"{op['name']}: {subs[0]} does not read the sharded dimension")
-        op["operands"][n]["subscript"] = ["+".join(f"{v}*{local[dims[v]]}" for v, _ in terms)]
+        op["operands"][n]["subscript"] = ["+".join(
+            f"{v}*{local[dims[v]] if v in dims else k}" for v, k in terms)]
         return sharded[0]
 
     def move(self, op: Dict[str, Any]) -> None:
@@ -404,6 +412,14 @@ class _Sharder:
             full = self.full_shape(ins[0])[d]
             if attrs["starts"][d] == 0 and attrs["ends"][d] >= full and attrs["steps"][d] == 1:
                 attrs["ends"][d] = full // self.tp
+                self.ops.append(op)
+                return self._set_out(out, ("shard", d))
+            return self.replicate(op, why)
+        if kind == "pad" and specs[0][0] == "shard" and len(ins) == 1:
+            d = specs[0][1]
+            pads = attrs.get("pads", [])
+            if len(pads) == 2 * len(self.t[out]["shape"]) and pads[2 * d] == 0 \
+                    and pads[2 * d + 1] == 0:  # padded along other dimensions only
                 self.ops.append(op)
                 return self._set_out(out, ("shard", d))
             return self.replicate(op, why)
@@ -534,6 +550,9 @@ class _Sharder:
         for name in [n for n in self.order if self.t[n]["role"] == "output"]:
             spec = self.spec.get(name)
             if not spec or (spec[0] == "shard" and name in keep_sharded):
+                continue
+            # A weight's gradient stays with its shard (each rank updates its own block).
+            if spec[0] == "shard" and (tuple(self.full_shape(name)), spec[1]) in self.grad_like:
                 continue
             local = self._new(f"{name}.local", name, self.t[name]["shape"])
             self.spec[local] = spec
