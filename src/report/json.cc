@@ -417,7 +417,7 @@ json to_json(const Report& r) {
   }
   j["ops"] = std::move(ops);
   if (!r.kernels.empty()) {
-    // The framework kernels in graph order; ops[].kernel indexes this list.
+    // The framework kernels in graph order, each with the ids of its ops (indexes of ops[]).
     json kernels = json::array();
     for (std::size_t k = 0; k < r.kernels.size(); ++k) {
       const FrameworkKernel& fk = r.kernels[k];
