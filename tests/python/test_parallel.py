@@ -420,3 +420,19 @@ def test_data_parallel_training_reduces_the_gradients_as_zero_says(zero):
     mem = result.report["system"]["ranks"][0]["memory"]
     assert mem["optimizer_bytes"] == 12 * grad_elements // (dp if zero else 1)
 
+
+
+def test_the_plan_sweep_of_a_training_step_has_no_pipeline_and_ranks_by_tokens_per_gpu():
+    from solar.models import plans
+
+    result = plans.sweep_plans(
+        models.ModelRun("hf:llama-3.1-8b", phase="prefill", seq=32,
+                        config={"num_hidden_layers": 2}),
+        ProgramOptions(archs=(), crosscheck=False, cache_aware=False, system="DGX_H100",
+                       train=True), zero=1)
+    got = {(r["plan"]["tp"], r["plan"]["pp"], r["plan"]["dp"], r["plan"]["zero"])
+           for r in result["rows"]}
+    assert got == {(tp, 1, 8 // tp, 1 if tp < 8 else 0) for tp in (1, 2, 4, 8)}
+    ok = [r for r in result["rows"] if r["status"] == "ok"]
+    per_gpu = [r["tokens_per_second_per_gpu"] for r in ok]
+    assert per_gpu == sorted(per_gpu, reverse=True) and result["best"] == ok[0]["plan"]

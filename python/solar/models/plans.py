@@ -2,7 +2,9 @@
 captured once and its graph sharded for each plan; a plan whose weights cannot fit is
 dropped before it is analyzed (its weights over tp x pp already exceed a device's DRAM).
 
-Serving (no --train) ranks the plans by tokens per second per GPU; the best is named.
+The plans are ranked by tokens per second per GPU, a training step's (--train) too: --batch
+is per replica, so the step times of plans with more or fewer replicas cover different
+numbers of tokens and do not compare; the best is named.
 """
 
 from __future__ import annotations
@@ -22,28 +24,29 @@ from .run import ModelRun
 DTYPE_BYTES = {"f32": 4, "fp32": 4, "bf16": 2, "f16": 2, "fp16": 2}
 
 
-def candidate_plans(devices: int, kv_heads: int, layers: int) -> List[parallel.Plan]:
+def candidate_plans(devices: int, kv_heads: int, layers: int, train: bool = False,
+                    zero: int = 0) -> List[parallel.Plan]:
     """Every (tp, pp, dp) with tp x pp x dp = devices, tp dividing the key/value heads and
-    pp at most the layers (ep 1, one microbatch)."""
+    pp at most the layers (ep 1, one microbatch); a training step: pp 1 (a pipelined
+    backward is not modelled), ZeRO `zero` where dp > 1."""
     out = []
     for tp in range(1, devices + 1):
         if devices % tp or kv_heads % tp:
             continue
         for pp in range(1, devices // tp + 1):
-            if (devices // tp) % pp or pp > layers:
+            if (devices // tp) % pp or pp > layers or (train and pp > 1):
                 continue
-            out.append(parallel.Plan(tp=tp, pp=pp, dp=devices // tp // pp))
+            dp = devices // tp // pp
+            out.append(parallel.Plan(tp=tp, pp=pp, dp=dp, zero=zero if dp > 1 else 0))
     return out
 
 
-def sweep_plans(run: ModelRun, options: ProgramOptions) -> Dict[str, Any]:
+def sweep_plans(run: ModelRun, options: ProgramOptions, zero: int = 0) -> Dict[str, Any]:
     """{system, model, rows, best, seconds}: every candidate plan of run's model on
-    options.system, a row each (skipped ones with their reason), ranked."""
+    options.system, a row each (skipped ones with their reason), ranked: serving by tokens/s
+    per GPU (a training step's too: its --batch is per replica)."""
     if options.system is None:
         raise user_error("a plan sweep needs --system", "usage")
-    if options.train:
-        raise user_error("a plan sweep of a training step (--train) is not modelled yet",
-                         "unsupported")
     start = time.perf_counter()
     system_id, devices, _, device = parallel.system_devices(options.system, options.nodes)
     base = dataclasses.replace(run, plan=None)
@@ -57,9 +60,9 @@ def sweep_plans(run: ModelRun, options: ProgramOptions) -> Dict[str, Any]:
     tokens = tokens_per_step(spec, base, config)
     kv = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
     rows = []
-    for plan in candidate_plans(devices, kv, config.num_hidden_layers):
+    for plan in candidate_plans(devices, kv, config.num_hidden_layers, options.train, zero):
         row: Dict[str, Any] = {"plan": plan.to_json()}
-        share = weights / (plan.tp * plan.pp)
+        share = weights / (plan.tp * plan.pp * (plan.dp if plan.zero == 3 else 1))
         if capacity and share > capacity:
             row.update(status="skipped", reason=f"weights / (tp x pp) = {share / 1e9:.1f} GB "
                                                 f"exceed {capacity / 1e9:.0f} GB")
@@ -80,10 +83,14 @@ def sweep_plans(run: ModelRun, options: ProgramOptions) -> Dict[str, Any]:
                    bubble_fraction=s["bubble_fraction"],
                    memory_bytes=max(r["memory"]["total_bytes"] for r in s["ranks"]))
         rows.append(row)
+    # Training too by tokens/s per GPU, not by the step time: --batch is per replica, so a
+    # plan with more replicas steps over more tokens (its step time is not comparable).
     ranked = sorted((r for r in rows if r["status"] == "ok"),
                     key=lambda r: -r["tokens_per_second_per_gpu"])
     others = [r for r in rows if r["status"] != "ok"]
-    return {"system": system_id, "devices": devices, "model": spec.name, "phase": run.phase,
+    return {"system": system_id, "devices": devices, "model": spec.name,
+            "phase": "train" if options.train else run.phase,
+            "ranked_by": "tokens/s per GPU",
             "batch": run.batch, "context": run.context if run.phase == "decode" else None,
             "seq": run.seq if run.phase == "prefill" else None,
             "rows": ranked + others, "best": ranked[0]["plan"] if ranked else None,
@@ -93,7 +100,7 @@ def sweep_plans(run: ModelRun, options: ProgramOptions) -> Dict[str, Any]:
 def plans_text(result: Dict[str, Any]) -> str:
     """The ranking as the command prints it."""
     lines = [f"plans of {result['model']} ({result['phase']}, batch {result['batch']}) on "
-             f"{result['system']} ({result['devices']} GPUs), by tokens/s per GPU; "
+             f"{result['system']} ({result['devices']} GPUs), by {result['ranked_by']}; "
              f"captured once in {result['capture_seconds']:.1f} s, "
              f"{result['seconds']:.1f} s in all",
              f"  {'tp':>3} {'pp':>3} {'dp':>3}  {'step':>10}  {'tokens/s':>10}  "

@@ -32,6 +32,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="bf16")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="a config field")
+    p.add_argument("--train", action="store_true",
+                   help="a training step of --seq tokens per sequence (pp 1)")
+    p.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3],
+                   help="with --train: the ZeRO stage of the plans with dp > 1")
     p.add_argument("--cache-aware", action="store_true",
                    help="also the cache-aware level (slower; the ranking uses the fused one "
                         "otherwise)")
@@ -49,11 +53,14 @@ def main(args: List[str]) -> int:
     if ns.nodes is not None and ns.nodes < 1:
         raise user_error("--nodes must be at least 1", "usage")
     config = {k: parse_literal(v) for k, v in parse_overrides(ns.set).items()}
-    run = models.ModelRun(ns.model, phase=ns.phase, batch=ns.batch, seq=ns.seq,
+    if ns.zero and not ns.train:
+        raise user_error("--zero needs --train", "usage")
+    phase = "prefill" if ns.train else ns.phase
+    run = models.ModelRun(ns.model, phase=phase, batch=ns.batch, seq=ns.seq,
                           context=ns.context, dtype=ns.dtype, config=config)
     options = ProgramOptions(archs=(), crosscheck=False, cache_aware=ns.cache_aware,
-                             system=ns.system, nodes=ns.nodes)
-    result = plans.sweep_plans(run, options)
+                             system=ns.system, nodes=ns.nodes, train=ns.train)
+    result = plans.sweep_plans(run, options, zero=ns.zero)
     if ns.json_path:
         write_atomically(ns.json_path, json.dumps(result, indent=2, allow_nan=False) + "\n")
     sys.stdout.write(plans.plans_text(result))
