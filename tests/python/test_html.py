@@ -156,7 +156,7 @@ def test_numbers_in_the_page_are_the_report_json(block):
     for key in ("macs", "flops", "vector_flops", "special_ops", "bytes_unfused", "bytes_fused"):
         assert page.fields[f"totals.{key}"] == str(doc["totals"][key])
     for d in doc["devices"]:
-        for level in ("unfused", "fused", "cache_aware"):
+        for level in ("unfused", "framework", "fused", "cache_aware"):
             assert f"devices.{d}.{level}.seconds" in page.fields
         groups = doc["devices"][d]["cache_aware"]["groups"]
         assert sum(f.startswith(f"devices.{d}.cache_aware.groups.") and f.endswith(".traffic_bytes")

@@ -432,6 +432,11 @@ def analyze_body(report: Dict[str, Any], ch: Charts) -> str:
 # ------------------------------------------------------------------------- suite
 
 
+# The levels of a suite's program rows (a report without the framework level leaves its
+# cell empty).
+SUITE_LEVELS = ("unfused", "framework", "fused")
+
+
 def suite_body(doc: Dict[str, Any], ch: Charts) -> str:
     s = doc.get("summary", {})
     opts = doc.get("options", {})
@@ -452,7 +457,7 @@ def suite_body(doc: Dict[str, Any], ch: Charts) -> str:
     for i, e in enumerate(progs):
         src = e.get("program", {}).get("source", "?")
         if "error" in e:
-            rows.append(cell(src) + f'<td class="warn" colspan="{3 + 2 * len(archs)}">failed: '
+            rows.append(cell(src) + f'<td class="warn" colspan="{3 + len(SUITE_LEVELS) * len(archs)}">failed: '
                         f'{escape(str(e["error"].get("cause", "")))}</td>')
             continue
         cov = e.get("coverage", {})
@@ -462,12 +467,12 @@ def suite_body(doc: Dict[str, Any], ch: Charts) -> str:
                    si(e.get("totals", {}).get("macs"), "MAC")))
         for a in archs:
             d = (e.get("devices") or {}).get(a, {})
-            for lv in ("unfused", "fused"):
+            for lv in SUITE_LEVELS:
                 v = d.get(lv, {}).get("seconds")
                 r += num(v, f"programs.{i}.devices.{a}.{lv}.seconds", seconds(v))
         rows.append(r)
     head = ["program", "ops", "coverage", "MACs"] + [f"{a} {lv}" for a in archs
-                                                     for lv in ("unfused", "fused")]
+                                                     for lv in SUITE_LEVELS]
     out.append('<section id="programs"><h2>Programs</h2>' + table(head, rows, "programs")
                + "</section>")
     out.append('<section id="roofline"><h2>Roofline</h2>' + ch.missing_note()
