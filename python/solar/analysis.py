@@ -38,6 +38,7 @@ class ProgramOptions:
     unroll: bool = False  # --unroll: RNN layers and JAX loops captured step by step
     system: Optional[str] = None  # --system: the graph is one rank of it (docs/parallel.md)
     nodes: Optional[int] = None  # --nodes: the system's scale-up domains
+    mesh_links: Optional[str] = None  # --mesh-links: a sharded program's mesh axes on links
 
     def level_args(self) -> Dict[str, Any]:
         """The cache-aware keyword arguments of `_core.analyze`."""

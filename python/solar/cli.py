@@ -31,7 +31,8 @@ from .atomic_write import write_atomically
 from .errors import command, fail, failing_line, parse_args
 from .frontends.loopir.provenance import translation_notes
 from .html import cli as html_cli
-from .program_source import OverrideError, ProgramFormatError, parse_literal, parse_overrides
+from .program_source import (OverrideError, ProgramFormatError, is_jax_program, parse_literal,
+                             parse_overrides)
 from .program_worker import analyze_with_ladder
 from .server import client as server_client
 from .shrink import int_constants, shrink_ladder
@@ -51,7 +52,7 @@ _VALUED = {"--arch", "--json", "--policy", "--cache-state", "--top", "--by", "--
            "--save-trace", "--shrink", "--mode", "--ski-slope", "--target-ms", "--rate-hz",
            "--bandwidth", "--optimizer", "--max-mappings", "--reference", "--format", "--out", "--html",
            "--phase", "--batch", "--seq", "--context", "--dtype", "--task", "--system",
-           "--nodes", *MODEL_ONLY_VALUED}
+           "--nodes", "--mesh-links", *MODEL_ONLY_VALUED}
 # Commands whose GRAPH argument may be a program a frontend must read.
 _PROGRAM_COMMANDS = ("analyze", "inverse", "export")
 
@@ -194,7 +195,13 @@ def _run_program(command: str, args: List[str]) -> int:
         eval_mode=ns.eval, unroll=ns.unroll,
         validate=validate, crosscheck=not ns.no_crosscheck, mode=ns.mode,
         cache_aware=not ns.no_cache_aware, max_mappings=ns.max_mappings, reference=ns.reference,
-        system=ns.system, nodes=ns.nodes)
+        system=ns.system, nodes=ns.nodes, mesh_links=ns.mesh_links)
+    if ns.mesh_links and not ns.system:
+        raise fail("--mesh-links needs --system (the links the mesh axes ride)", "usage")
+    if ns.mesh_links and not (ns.program.endswith(".py") and os.path.isfile(ns.program)
+                              and is_jax_program(ns.program)):
+        raise fail(f"--mesh-links: for a JAX program that declares its mesh, not {ns.program}",
+                   "usage")
     if ns.optimizer and not ns.train:
         raise fail("--optimizer needs --train", "usage")
     if ns.shrink is not None and ns.shrink < 1:

@@ -83,12 +83,16 @@ _OPTIONS: Dict[str, Tuple[str, Dict[str, Any]]] = {
     "nodes": ("--nodes", {
         "type": int, "metavar": "K",
         "help": "with --system: K scale-up domains joined by its NICs"}),
+    "mesh_links": ("--mesh-links", {
+        "metavar": "AXIS=scale-up|scale-out,...",
+        "help": "with --system, for a JAX program that declares its mesh: the link each mesh "
+                "axis rides (default: inner axes on scale-up first; docs/distributed.md)"}),
 }
 # The groups, in the order their options are listed.
 MATH_OPTIONS = ("policy", "cache_state")
 LEVEL_OPTIONS = ("mode", "no_cache_aware")
 CAPTURE_OPTIONS = ("set", "strict", "real", "eval", "train", "optimizer", "unroll")
-SYSTEM_OPTIONS = ("system", "nodes")
+SYSTEM_OPTIONS = ("system", "nodes", "mesh_links")
 
 
 def add_options(parser: argparse.ArgumentParser, names: Sequence[str],
@@ -112,7 +116,7 @@ def add_device_options(parser: argparse.ArgumentParser, default: str = DEFAULT_A
 
 
 def add_system_options(parser: argparse.ArgumentParser) -> None:
-    """--system and --nodes: the system the graph runs on as one rank."""
+    """--system, --nodes and --mesh-links: the system the graph runs on as one rank."""
     add_options(parser, SYSTEM_OPTIONS)
 
 

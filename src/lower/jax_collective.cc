@@ -5,7 +5,7 @@
 // and writes it as arguments: `collective` (the IR kind), `reduction`, `group` (the mesh axes,
 // comma-joined), `size` (their extents' product; a send or recv is a pair), `axis`,
 // `concat_axis`, `peer` (a ppermute's send or recv partner, a program rank), `root`
-// (pbroadcast's source).
+// (pbroadcast's source), and with --system `ranks_per_domain` (mesh_links.py).
 #include <string>
 
 #include "jax_families.h"
@@ -27,6 +27,7 @@ void collective(Context& c) {
   // A ppermute's send and recv run between a pair (the IR's rule); `size` is its axis'.
   const bool pair = op.kind == ir::CollectiveKind::Send || op.kind == ir::CollectiveKind::Recv;
   op.group.size = pair ? 2 : c.int_arg("size", 1);
+  op.group.ranks_per_domain = c.int_arg("ranks_per_domain", 0);  // placed on a system
   if (c.a("group").is_string()) op.group.name = c.a("group").get<std::string>();
   if (ir::collective_reduces(op.kind)) {
     const auto r = ir::parse_collective_reduction(c.a("reduction").get<std::string>());

@@ -206,3 +206,79 @@ def test_a_send_nobody_reads_still_runs():
     outs = solar.run_ranks([swap(1), swap(0)], [{"x": x} for x in xs])
     np.testing.assert_array_equal(outs[0]["y"], xs[1])
     np.testing.assert_array_equal(outs[1]["y"], xs[0])
+
+
+def _links(report):
+    """(collective kind, group, link) of every link transfer of the analyzed rank."""
+    return sorted((op["collective"], op["group"], t["link"]) for op in report["ops"]
+                  if op["class"] == "collective"
+                  for t in op["links"]["H100_SXM"])
+
+
+def _on_system(path, system, nodes=None, mesh_links=None):
+    return analyze_file(str(path), ProgramOptions(
+        archs=[], system=system, nodes=nodes, mesh_links=mesh_links, crosscheck=False,
+        cache_aware=False)).report
+
+
+def test_a_ring_over_two_domains_sends_inside_and_receives_across():
+    """Rank 0 of a 4-rank ring on 2 domains of 2: its send goes to rank 1 (its domain), its
+    recv comes from rank 3 (the other domain)."""
+    rep = _on_system(DIST / "jax_ring_attention.py", "2xH100_SXM", nodes=2)
+    assert rep["distributed"]["mesh_links"] == {"sp": "scale-up+scale-out"}
+    n = _constants("jax_ring_attention.py")["DEVICES"]
+    assert _links(rep) == sorted([("recv", "sp", "scale_out")] * 2 * (n - 1)
+                                 + [("send", "sp", "scale_up")] * 2 * (n - 1))
+
+
+MESH_2X2 = """\
+    import jax
+    import numpy as np
+    from jax import shard_map
+    from jax.sharding import Mesh, PartitionSpec as P
+
+    DEVICES = 4
+    mesh = Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("dp", "tp"))
+    forward = shard_map(lambda x: jax.lax.psum(x, "tp"), mesh=mesh, in_specs=P("dp", "tp"),
+                        out_specs=P("dp"))
+
+    def get_inputs():
+        return [np.ones((4, 4), np.float32)]
+    """
+
+
+def test_mesh_links_put_the_named_axis_on_its_link(tmp_path):
+    p = _program(tmp_path, MESH_2X2)
+    # Default: tp (inner) fills a domain of 2.
+    rep = _on_system(p, "2xH100_SXM", nodes=2)
+    assert rep["distributed"]["mesh_links"] == {"dp": "scale-out", "tp": "scale-up"}
+    assert {link for _, _, link in _links(rep)} == {"scale_up"}
+    # dp inside the domains: the tp all-reduce crosses them.
+    rep = _on_system(p, "2xH100_SXM", nodes=2, mesh_links="dp=scale-up,tp=scale-out")
+    assert rep["distributed"]["mesh_links"] == {"dp": "scale-up", "tp": "scale-out"}
+    assert {link for _, _, link in _links(rep)} == {"scale_out"}
+
+
+def test_mesh_links_refusals(tmp_path):
+    p = _program(tmp_path, MESH_2X2)
+    with pytest.raises(solar.UserError, match="not an axis of the mesh"):
+        _on_system(p, "2xH100_SXM", nodes=2, mesh_links="pp=scale-up")
+    with pytest.raises(solar.UserError, match="more than a scale-up domain"):
+        _on_system(p, "2xH100_SXM", nodes=2, mesh_links="dp=scale-up,tp=scale-up")
+    with pytest.raises(solar.UserError, match="do not fit in system"):
+        _on_system(p, "2xH100_SXM")
+
+
+def test_mesh_links_on_the_command_line_needs_system_and_a_mesh():
+    import subprocess
+    import sys
+
+    def solar_cli(*args):
+        return subprocess.run([sys.executable, "-m", "solar", *args], capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL, timeout=300)
+
+    p = solar_cli("analyze", str(DIST / "jax_tp_mlp.py"), "--mesh-links", "tp=scale-up")
+    assert p.returncode == 2 and "--mesh-links needs --system" in p.stderr, p.stderr
+    p = solar_cli("analyze", str(EXAMPLES / "jax" / "matmul_chain.py"), "--system",
+                  "8xH100_SXM", "--mesh-links", "tp=scale-up", "--no-crosscheck")
+    assert p.returncode == 2 and "declares its mesh" in p.stderr, p.stderr

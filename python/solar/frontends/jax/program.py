@@ -28,7 +28,7 @@ from ...program_source import OverrideError, ProgramFormatError, inject_override
 from ...report import Report
 from ...validation import check_entry, validation_trace
 from . import capture as cap
-from . import sharded
+from . import mesh_links, sharded
 from .encoding import concrete
 from .recorder import REPEAT_OP
 from .limits import check_real_run
@@ -62,6 +62,9 @@ def analyze_file(path: str, options: Optional[ProgramOptions] = None) -> Program
     devices = sharded.declared_devices(path, options.overrides or {})
     if devices is not None:  # a program that shards itself: one graph per rank
         return sharded_analysis(path, devices, options)
+    if options.mesh_links:
+        raise user_error("--mesh-links: for a program that declares its mesh (DEVICES = N, "
+                         "docs/distributed.md)", "usage")
     # A real run that would not fit in memory: refused first.
     check_real_run(path, options, lambda overrides: _abstract_trace(path, overrides))
     try:
@@ -317,6 +320,12 @@ def sharded_analysis(path: str, devices: int, options: ProgramOptions) -> Progra
     res = sharded.run_child(path, devices, bool(options.validate), options.overrides or {})
     for n in res["notes"]:
         warnings.warn(f"solar: {n}", RuntimeWarning, stacklevel=2)
+    placement: Dict[str, Any] = {}
+    if options.system:  # each collective's ranks per scale-up domain, before lowering
+        placement = mesh_links.place(res["traces"], res["mesh"], options.system, options.nodes,
+                                     options.mesh_links or "")
+    elif options.mesh_links:
+        raise user_error("--mesh-links needs --system (the links the mesh axes ride)", "usage")
     lowered = [lower_trace(t, path, options.strict) for t in res["traces"]]
     graph, notes, trace_ids = lowered[0]
     result = ProgramAnalysis(analyze_graph(graph, options), notes, res["traces"][0], graph,
@@ -326,6 +335,7 @@ def sharded_analysis(path: str, devices: int, options: ProgramOptions) -> Progra
         "ranks": devices,
         "mesh": res["mesh"],
         "analyzed_rank": 0,
+        **placement,
         "note": "each rank's graph is the shard_map body at its local shapes; axis_index is "
                 "folded into the rank's coordinate and ppermute is a send and a recv to the "
                 "rank's partners, so the ranks' graphs have equal counts"})
