@@ -13,7 +13,7 @@ HTML (no script needed). Bars share one scale per device: the unfused level's ti
 from __future__ import annotations
 
 from html import escape
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 from .fmt import seconds
 from .svg import PALETTE
