@@ -190,10 +190,25 @@ def test_devices_without_a_shard_map_is_refused(tmp_path):
         def get_inputs():
             return [np.ones((4,), np.float32)]
         """)
-    with pytest.raises(solar.UnsupportedError, match="outside the jax::shard_map"):
-        _analyze(p)
-    p.write_text(p.read_text().replace("return jnp.sin(a)", "return a"))
     with pytest.raises(solar.UnsupportedError, match="no jax::shard_map"):
+        _analyze(p)
+
+
+def test_jit_shardings_without_shard_map_are_refused_as_not_read_yet(tmp_path):
+    p = _program(tmp_path, """\
+        import jax
+        import numpy as np
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+        DEVICES = 2
+        mesh = Mesh(np.array(jax.devices()[:2]), ("x",))
+        forward = jax.jit(lambda a, b: a @ b,
+                          in_shardings=(NamedSharding(mesh, P("x")), NamedSharding(mesh, P())))
+
+        def get_inputs():
+            return [np.ones((4, 8), np.float32), np.ones((8, 2), np.float32)]
+        """)
+    with pytest.raises(solar.UnsupportedError, match="partitioner inserts for jit shardings"):
         _analyze(p)
 
 
