@@ -348,7 +348,13 @@ def test_suite_page(tmp_path):
     assert page.fields["summary.failures"] == "1"
     assert "failed: program_error" in text
     roof = charts.suite_roofline(doc, "H100_SXM")
-    assert sum(len(s["x"]) for s in roof["series"] if s["mode"] == "markers") == 2
+    programs = [s for s in roof["series"] if s["mode"] == "markers" and s.get("symbol") != "x"]
+    assert sum(len(s["x"]) for s in programs) == 2
+    # the measured runs against the roof: the same FLOPs in 3x and 1.5x the fused SOL
+    (measured,) = [s for s in roof["series"] if s.get("symbol") == "x"]
+    at_sol = dict(zip(programs[0]["text"], programs[0]["y"]))
+    assert sorted(at_sol[n] / y for n, y in zip(measured["text"], measured["y"])) == (
+        pytest.approx([1.5, 3.0]))
     head = charts.headroom_suite(doc["summary"]["headroom"])
     pts = [(x, y) for s in head["series"] if s["mode"] == "markers" for x, y in zip(s["x"], s["y"])]
     fused = [e["devices"]["H100_SXM"]["fused"]["seconds"] for e in doc["programs"][:2]]

@@ -299,6 +299,12 @@ def suite_roofline(doc: Dict[str, Any], device: str) -> Optional[Dict[str, Any]]
     """A device's roofline with each analyzed program of a suite as a point at its fused
     SOL (compulsory traffic); roofs from the peaks its programs used."""
     points: List[Tuple[float, float, str]] = []
+    measured: List[Tuple[float, float, str]] = []
+    # A suite joined with timings (`--timings`, summary.headroom) on this device: each
+    # program's measured min against the roof too.
+    joined = (doc.get("summary") or {}).get("headroom") or {}
+    timed = ({r["source"]: r["measured_min_ms"] * 1e-3 for r in joined.get("rows", [])
+              if _positive(r.get("measured_min_ms"))} if joined.get("arch") == device else {})
     peaks: Dict[str, float] = {}
     bandwidth = None
     for e in doc.get("programs", []):
@@ -313,12 +319,24 @@ def suite_roofline(doc: Dict[str, Any], device: str) -> Optional[Dict[str, Any]]
         flops, nbytes = as_number(t.get("flops", 0)), as_number(t.get("bytes_fused", 0))
         secs = dev.get("fused", {}).get("seconds")
         if flops > 0 and nbytes > 0 and _positive(secs):
-            points.append((flops / nbytes, flops / secs, e.get("program", {}).get("source", "?")))
+            source = e.get("program", {}).get("source", "?")
+            points.append((flops / nbytes, flops / secs, source))
+            if source in timed:
+                measured.append((flops / nbytes, flops / timed[source], source))
     if not points:
         return None
     roofs, other = compute_roofs(peaks)
-    return roofline(f"Roofline: {device}", f"roofline-{device}", {"programs": points}, roofs,
-                    bandwidth, "Each program at its fused SOL (compulsory traffic)", other)
+    chart = roofline(f"Roofline: {device}", f"roofline-{device}", {"programs": points}, roofs,
+                     bandwidth, "Each program at its fused SOL (compulsory traffic)", other)
+    if measured:
+        chart["series"].append({"name": f"measured ({len(measured)})", "mode": "markers",
+                                "symbol": "x", "color": "#000", "x": [p[0] for p in measured],
+                                "y": [p[1] for p in measured], "text": [p[2] for p in measured]})
+        lo, hi = chart["y_range"]
+        chart["y_range"] = (min([lo] + [p[1] / 2 for p in measured]), hi)
+        chart["caption"] += (" Crosses: each program at its measured min (--timings): its "
+                             "distance below its point is its headroom.")
+    return chart
 
 
 def inverse_curve(doc: Dict[str, Any]) -> Optional[Dict[str, Any]]:
