@@ -297,3 +297,49 @@ def test_mesh_links_on_the_command_line_needs_system_and_a_mesh():
     p = solar_cli("analyze", str(EXAMPLES / "jax" / "matmul_chain.py"), "--system",
                   "8xH100_SXM", "--mesh-links", "tp=scale-up", "--no-crosscheck")
     assert p.returncode == 2 and "declares its mesh" in p.stderr, p.stderr
+
+
+def test_the_server_which_preloads_jax_hands_the_capture_to_a_fresh_process(tmp_path):
+    """A server has imported JAX with one device; a served validate of a 2-device program
+    still captures and runs it on 2 host devices."""
+    import json
+    import os
+    import re
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    from conftest import ROOT
+
+    top = tempfile.mkdtemp(prefix="solar-test-", dir="/tmp")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTEST_CURRENT_TEST", "SOLAR_NO_SERVER")}
+    env.update(SOLAR_SERVER_DIR=os.path.join(top, "sockets"), PYTHONUNBUFFERED="1")
+    if env.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.pathsep.join(str(ROOT / p)
+                                            for p in env["PYTHONPATH"].split(os.pathsep))
+
+    def solar_cli(*args):
+        return subprocess.run([sys.executable, "-m", "solar", *args], cwd=ROOT, env=env,
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              timeout=300)
+
+    def served():
+        m = re.search(r"(\d+) command\(s\) served", solar_cli("server", "status").stdout)
+        return int(m.group(1)) if m else -1
+
+    try:
+        assert solar_cli("server", "start", "--idle", "5").returncode == 0
+        before = served()
+        out = tmp_path / "v.json"
+        r = solar_cli("validate", str(DIST / "jax_tp_mlp.py"), "--set", "DEVICES=2",
+                      "--no-crosscheck", "--json", str(out))
+        assert r.returncode == 0, r.stderr
+        assert served() == before + 1
+        rep = json.loads(out.read_text())
+        assert rep["validation"]["status"] == "passed"
+        assert rep["distributed"]["ranks"] == 2
+    finally:
+        solar_cli("server", "stop")
+        shutil.rmtree(top, ignore_errors=True)
