@@ -137,16 +137,21 @@ def test_small_llama_ranks_equal_the_unsharded_model(phase, tp, sp):
     layers = TINY["num_hidden_layers"]
     if phase == "train":  # the loss and every gradient: partial sums reduced, none gathered
         assert set(kinds) == {"all_reduce"}
-        # Each sharded weight's gradient stays with its shard.
+        # Every sharded weight's gradient stays with its shard: the linears', the head's and
+        # the embedding's (rows added into the rank's block of the table).
         weights, _, _ = parallel.sharding_rules(graph, config, tp)
         local = sorted(tuple(t["shape"]) for t in ranks[0].graph["tensors"]
                        if t["role"] == "output" and t["shape"])
+        full = sorted(tuple(t["shape"]) for t in graph["tensors"]
+                      if t["role"] == "output" and t["shape"])
+        expected = list(full)
         for name, rule in weights.items():
-            if rule.kind in ("column", "row"):
-                shape = next(t["shape"] for t in graph["tensors"] if t["name"] == name)
-                block = list(shape)
-                block[rule.dim] //= tp
-                assert tuple(block) in local
+            shape = next(t["shape"] for t in graph["tensors"] if t["name"] == name)
+            block = list(shape)
+            block[rule.dim] //= tp
+            expected.remove(tuple(shape))
+            expected.append(tuple(block))
+        assert local == sorted(expected)
     elif sp:  # Megatron-SP: the embedding and each block's output scattered, gathered before
         # each block's input, then the last token's hidden state and the logits gathered.
         assert kinds.count("reduce_scatter") == 1 + 2 * layers

@@ -235,6 +235,7 @@ class _Sharder:
         for op in self.g["ops"]:
             for x in op["inputs"]:
                 self.consumers.setdefault(x, []).append(op)
+        self.wanted = self._wanted_gradients()
         offsets_of = self._strided_offset_targets()
         for op in self.g["ops"]:
             kind = op["kind"]
@@ -285,6 +286,8 @@ class _Sharder:
                     cands.append((v, n, self.t[x]["role"] == "weight"))
         if not cands:
             out = op["outputs"][0]
+            if out in self.wanted and self._shard_wanted(op, extents, self.wanted[out]):
+                return
             self.ops.append(op)
             self._set_out(out, None)
             return
@@ -353,6 +356,59 @@ class _Sharder:
             f"{v}*{local[dims[v]] if v in dims else k}" for v, k in terms)]
         return sharded[0]
 
+    def _shard_wanted(self, op: Dict[str, Any], extents, d: int) -> bool:
+        """A weight's gradient made from replicated operands only (the head's, from the
+        loss's all-ones gradient): each rank computes its block of it, reading its slice of
+        the operands along the index of the weight's sharded dimension."""
+        sub = op["output"][d]
+        if sub not in extents or extents[sub] % self.tp or op.get("mask"):
+            return False
+        reads = []
+        for n, x in enumerate(op["inputs"]):
+            for k, osub in enumerate(op["operands"][n]["subscript"]):
+                if osub == sub:
+                    reads.append((n, k))
+                elif re.search(rf"\b{re.escape(sub)}\b", osub):
+                    return False
+        for n, k in reads:
+            op["inputs"][n] = self.local_slice(op["inputs"][n], k)
+        for i in op["indices"]:
+            if i["name"] == sub:
+                i["extent"] //= self.tp
+        self.ops.append(op)
+        self._set_out(op["outputs"][0], ("shard", d))
+        return True
+
+    def _wanted_gradients(self) -> Dict[str, int]:
+        """einsum output -> the dimension along which a graph output it becomes (through
+        views and copies of the same shape) is a sharded weight's gradient."""
+        producer = {o: op for op in self.g["ops"] for o in op["outputs"]}
+        out = {}
+        for t in self.g["tensors"]:
+            if t["role"] != "output":
+                continue
+            dims = [d for shape, d in self.grad_like if tuple(t["shape"]) == shape]
+            if not dims:
+                continue
+            x = t["name"]
+            while x in producer and producer[x]["kind"] == "move" \
+                    and producer[x]["move"] in ("view", "copy") and len(producer[x]["inputs"]) == 1:
+                x = producer[x]["inputs"][0]
+            if x in producer and producer[x]["kind"] == "einsum" \
+                    and self.t[x]["shape"] == t["shape"]:
+                out[x] = dims[0]
+            elif x in producer and producer[x]["kind"] == "move" \
+                    and producer[x]["move"] == "scatter" and dims[0] == 0 \
+                    and producer[x].get("attrs", {}).get("mode") == "take" \
+                    and producer[x].get("attrs", {}).get("axis", 0) == 0:
+                # An embedding's gradient: rows added into a table of zeros.
+                out[x] = 0
+                base = producer[x]["inputs"][0]
+                if base in producer and producer[base]["kind"] == "einsum" \
+                        and not producer[base]["inputs"]:
+                    out[base] = 0
+        return out
+
     def move(self, op: Dict[str, Any]) -> None:
         op = copy.deepcopy(op)
         kind, out = op["move"], op["outputs"][0]
@@ -363,6 +419,9 @@ class _Sharder:
             raise AssertionError("an aliased view read by a non-view")
         ins = op["inputs"]
         specs = [self.spec.get(x) for x in ins]
+        if kind == "scatter" and out in self.wanted and specs[0] == ("shard", 0) \
+                and not specs[1] and not specs[2]:
+            return self.vocab_scatter(op)
         if not any(specs):
             self.ops.append(op)
             self._set_out(out, None)
@@ -442,12 +501,9 @@ class _Sharder:
             return None
         self.replicate(op, why)
 
-    def vocab_gather(self, op: Dict[str, Any]) -> None:
-        """A vocab-parallel embedding: this rank looks up the ids in its block of rows and
-        gives zeros for the others (Megatron's VocabParallelEmbedding); the sum over ranks
-        is the lookup."""
-        table, ids = op["inputs"]
-        rows = self.t[table]["shape"][0]
+    def _local_rows(self, ids: str, rows: int, dtype: str) -> Tuple[str, str]:
+        """(ids into this rank's block of `rows` rows, clamped to 0 outside it; a `dtype`
+        mask, 1 where an id is in the block) for a vocab-parallel table."""
         lo, hi = self.rank * rows, (self.rank + 1) * rows
         idx_shape = self.t[ids]["shape"]
         names = [f"i{k}" for k in range(len(idx_shape))]
@@ -456,7 +512,7 @@ class _Sharder:
         # The id arithmetic in f32 (exact below 2^24 rows; devices publish f32 vector
         # rates, not integer ones), the local ids cast back for the gather.
         if hi > 2 ** 24:
-            raise ShardError(f"{table}: {hi} rows are past f32's exact integers")
+            raise ShardError(f"{ids}: {hi} rows are past f32's exact integers")
         fids = self._new(f"{ids}.f32", ids, idx_shape, "f32")
         self.ops.append({"kind": "move", "move": "cast", "name": fids, "inputs": [ids],
                          "outputs": [fids]})
@@ -468,12 +524,38 @@ class _Sharder:
         local = self._new(f"{ids}.local_rows", ids, idx_shape)
         self.ops.append({"kind": "move", "move": "cast", "name": local, "inputs": [flocal],
                          "outputs": [local]})
-        out = op["outputs"][0]
-        dtype = self.t[out]["dtype"]
         keep = self._new(f"{ids}.in_rows", ids, idx_shape, dtype)
         self.ops.append({"kind": "einsum", "name": keep, "inputs": [fids], "outputs": [keep],
                          "indices": box, "operands": [{"subscript": names}], "output": names,
                          "reduce": "none", "combine": f"select({inside},1,0)"})
+        return local, keep
+
+    def vocab_scatter(self, op: Dict[str, Any]) -> None:
+        """An embedding's gradient, vocab-parallel: this rank adds the rows of the ids in
+        its block into its block of the table (the others' rows masked to zero)."""
+        base, ids, vals = op["inputs"]
+        out = op["outputs"][0]
+        local, keep = self._local_rows(ids, self.t[base]["shape"][0], self.t[vals]["dtype"])
+        vshape = self.t[vals]["shape"]
+        names = [f"i{k}" for k in range(len(vshape))]
+        masked = self._new(f"{vals}.in_rows", vals, vshape)
+        self.ops.append({"kind": "einsum", "name": masked, "inputs": [vals, keep],
+                         "outputs": [masked],
+                         "indices": [{"name": n, "extent": e} for n, e in zip(names, vshape)],
+                         "operands": [{"subscript": names},
+                                      {"subscript": names[:len(self.t[ids]["shape"])]}],
+                         "output": names, "reduce": "none", "combine": "mul($0,$1)"})
+        self.ops.append({**op, "inputs": [base, local, masked]})
+        self._set_out(out, ("shard", 0))
+
+    def vocab_gather(self, op: Dict[str, Any]) -> None:
+        """A vocab-parallel embedding: this rank looks up the ids in its block of rows and
+        gives zeros for the others (Megatron's VocabParallelEmbedding); the sum over ranks
+        is the lookup."""
+        table, ids = op["inputs"]
+        out = op["outputs"][0]
+        local, keep = self._local_rows(ids, self.t[table]["shape"][0], self.t[out]["dtype"])
+        idx_shape = self.t[ids]["shape"]
         raw = self._new(f"{out}.rows", out, self.t[out]["shape"])
         self.ops.append({**op, "name": raw, "inputs": [table, local], "outputs": [raw]})
         oshape = self.t[out]["shape"]
