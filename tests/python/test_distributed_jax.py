@@ -176,7 +176,7 @@ def test_ops_outside_the_shard_map_are_refused(tmp_path):
         _analyze(p)
 
 
-def test_devices_without_a_shard_map_is_refused(tmp_path):
+def test_devices_without_a_mesh_is_refused(tmp_path):
     p = _program(tmp_path, """\
         import numpy as np
 
@@ -190,25 +190,7 @@ def test_devices_without_a_shard_map_is_refused(tmp_path):
         def get_inputs():
             return [np.ones((4,), np.float32)]
         """)
-    with pytest.raises(solar.UnsupportedError, match="no jax::shard_map"):
-        _analyze(p)
-
-
-def test_jit_shardings_without_shard_map_are_refused_as_not_read_yet(tmp_path):
-    p = _program(tmp_path, """\
-        import jax
-        import numpy as np
-        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-
-        DEVICES = 2
-        mesh = Mesh(np.array(jax.devices()[:2]), ("x",))
-        forward = jax.jit(lambda a, b: a @ b,
-                          in_shardings=(NamedSharding(mesh, P("x")), NamedSharding(mesh, P())))
-
-        def get_inputs():
-            return [np.ones((4, 8), np.float32), np.ones((8, 2), np.float32)]
-        """)
-    with pytest.raises(solar.UnsupportedError, match="partitioner inserts for jit shardings"):
+    with pytest.raises(solar.UnsupportedError, match="neither a jax::shard_map nor jit shardings"):
         _analyze(p)
 
 
@@ -343,3 +325,63 @@ def test_the_server_which_preloads_jax_hands_the_capture_to_a_fresh_process(tmp_
     finally:
         solar_cli("server", "stop")
         shutil.rmtree(top, ignore_errors=True)
+
+
+def test_jit_example_collectives_are_xlas_kind_by_kind_and_byte_for_byte():
+    c = _constants("jax_jit_dp_tp.py")
+    b, d, h, dp, tp = c["B"], c["D"], c["H"], c["DP"], c["TP"]
+    rep = _analyze(DIST / "jax_jit_dp_tp.py", validate=True)
+    _check_complete(rep)
+    dist = rep["distributed"]
+    assert dist["route"] == "hlo" and dist["mesh"] == {"dp": dp, "tp": tp}
+    assert rep["totals"]["macs"] == 2 * b * d * h // (dp * tp)  # the global MLP's over DP x TP
+    # One all-reduce over tp of the partial (B/DP) x D output, as in XLA's partitioned HLO.
+    assert rep["totals"]["comm_bytes_by_kind"] == {"all_reduce": b // dp * d * F32}
+    xla: dict = {}
+    for coll in dist["hlo_collectives"]:
+        kind = coll["kind"].replace("-", "_")
+        xla[kind] = xla.get(kind, 0) + coll["bytes"]
+    assert rep["totals"]["comm_bytes_by_kind"] == xla
+    assert rep["validation"]["status"] == "passed", rep["validation"].get("reason")
+
+
+JIT_MATMUL = """\
+    import jax
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    DEVICES = 4
+    M, K, N = 16, 32, 8
+    mesh = Mesh(np.array(jax.devices()[:DEVICES]), ("x",))
+    forward = jax.jit(lambda a, b: a @ b,
+                      in_shardings=(NamedSharding(mesh, A_SPEC), NamedSharding(mesh, B_SPEC)),
+                      out_shardings=NamedSharding(mesh, OUT_SPEC))
+
+    def get_inputs():
+        rng = np.random.default_rng(0)
+        return [rng.standard_normal((M, K), dtype=np.float32),
+                rng.standard_normal((K, N), dtype=np.float32)]
+    """
+M_, K_, N_, DEV_ = 16, 32, 8, 4  # JIT_MATMUL's sizes
+
+
+@pytest.mark.parametrize("a_spec, b_spec, out_spec, comm", [
+    ('P("x", None)', "P()", 'P("x", None)', {}),  # rows split: no communication
+    ('P(None, "x")', 'P("x", None)', "P()", {"all_reduce": M_ * N_ * F32}),  # K split: partials
+])
+def test_an_evenly_sharded_jit_matmul_has_the_global_macs_over_n(tmp_path, a_spec, b_spec,
+                                                                  out_spec, comm):
+    src = (JIT_MATMUL.replace("A_SPEC", a_spec).replace("B_SPEC", b_spec)
+           .replace("OUT_SPEC", out_spec))
+    rep = _analyze(_program(tmp_path, src), validate=True)
+    _check_complete(rep)
+    assert rep["totals"]["macs"] == M_ * K_ * N_ // DEV_
+    assert rep["totals"].get("comm_bytes_by_kind", {}) == comm
+    assert rep["validation"]["status"] == "passed", rep["validation"].get("reason")
+
+
+def test_a_jit_program_xla_reshards_is_refused(tmp_path):
+    src = (JIT_MATMUL.replace("A_SPEC", 'P("x", None)').replace("B_SPEC", "P()")
+           .replace("OUT_SPEC", "P()"))  # the row blocks gathered: an all-gather
+    with pytest.raises(solar.UnsupportedError, match="collectives that reshard are not read"):
+        _analyze(_program(tmp_path, src))

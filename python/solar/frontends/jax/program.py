@@ -330,15 +330,21 @@ def sharded_analysis(path: str, devices: int, options: ProgramOptions) -> Progra
     graph, notes, trace_ids = lowered[0]
     result = ProgramAnalysis(analyze_graph(graph, options), notes, res["traces"][0], graph,
                              trace_ids)
-    result.report.attach_section("distributed", {
-        "route": "shard_map",
-        "ranks": devices,
-        "mesh": res["mesh"],
-        "analyzed_rank": 0,
-        **placement,
-        "note": "each rank's graph is the shard_map body at its local shapes; axis_index is "
-                "folded into the rank's coordinate and ppermute is a send and a recv to the "
-                "rank's partners, so the ranks' graphs have equal counts"})
+    route = res.get("route", "shard_map")
+    section = {"route": route, "ranks": devices, "mesh": res["mesh"], "analyzed_rank": 0,
+               **placement}
+    if route == "hlo":
+        section["note"] = ("each rank's graph is the program traced at its local input shapes "
+                           "(jit shardings), with the collectives XLA's SPMD partitioner "
+                           "inserted, read from the compiled HLO (this backend's choice: CPU "
+                           "here; a GPU backend may choose differently)")
+        section["hlo_collectives"] = res["hlo_collectives"]
+    else:
+        section["note"] = ("each rank's graph is the shard_map body at its local shapes; "
+                           "axis_index is folded into the rank's coordinate and ppermute is a "
+                           "send and a recv to the rank's partners, so the ranks' graphs have "
+                           "equal counts")
+    result.report.attach_section("distributed", section)
     if options.validate:
         result.report.attach_section("validation", validate_ranks(res, lowered))
     return result

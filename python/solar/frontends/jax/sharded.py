@@ -33,22 +33,51 @@ MAX_DEVICES = 64
 
 
 def declared_devices(path: str, overrides: Optional[Dict[str, str]] = None) -> Optional[int]:
-    """The program's `DEVICES = N` (a top-level integer assignment; `--set DEVICES=M` wins),
-    or None."""
+    """The program's `DEVICES` (a top-level assignment of an integer, or of + - * // over
+    integer constants assigned before it, `DEVICES = DP * TP`; `--set NAME=M` of any of them
+    wins), or None."""
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read(), filename=path)
-    found = None
+    ints: Dict[str, int] = {}
+    ops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
+           ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b if b else None}
+
+    def value(node) -> Optional[int]:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name):
+            return ints.get(node.id)
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            a, b = value(node.left), value(node.right)
+            return None if a is None or b is None else ops[type(node.op)](a, b)
+        return None
+
+    def assign(name: str, node) -> None:
+        v = value(node)
+        if overrides and name in overrides:
+            try:
+                v = int(overrides[name])
+            except ValueError:
+                pass  # the override's own error comes from loading the program
+        if v is not None:
+            ints[name] = v
+        else:
+            ints.pop(name, None)
+
+    declared = False
     for node in tree.body:
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "DEVICES"
-                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, int)):
-            found = int(node.value.value)
-    if found is not None and overrides and "DEVICES" in overrides:
-        try:
-            return int(overrides["DEVICES"])
-        except ValueError:
-            return found  # the override's own error comes from loading the program
-    return found
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        tgt = node.targets[0]
+        if isinstance(tgt, ast.Name):
+            assign(tgt.id, node.value)
+            declared = declared or tgt.id == "DEVICES"
+        elif (isinstance(tgt, ast.Tuple) and isinstance(node.value, ast.Tuple)
+              and len(tgt.elts) == len(node.value.elts)):
+            for t, v in zip(tgt.elts, node.value.elts):
+                if isinstance(t, ast.Name):
+                    assign(t.id, v)
+    return ints.get("DEVICES") if declared else None
 
 
 def child_env(devices: int) -> Dict[str, str]:

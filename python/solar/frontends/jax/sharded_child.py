@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from ...program_source import OverrideError, ProgramFormatError
+from . import partitioned
 from . import program as pg
 from .collectives import MeshRank, block
 
@@ -36,10 +37,7 @@ def _child(path: str, devices: int, out: str, validate: bool, overrides: Dict[st
         _write_error(out, str(e), "parse")
         return
     if not _has_shard_map(prog):
-        _write_error(out, f"{path}: DEVICES = {devices} but the program has no jax::shard_map "
-                     "over a mesh of several devices (the collectives XLA's partitioner "
-                     "inserts for jit shardings are not read yet: docs/distributed.md)",
-                     "unsupported")
+        _partitioned(prog, path, devices, out, validate, unroll_cap)
         return
     caps = []
     for r in range(devices):
@@ -75,6 +73,71 @@ def _child(path: str, devices: int, out: str, validate: bool, overrides: Dict[st
         np.savez(os.path.join(out, "expected.npz"), **expected)
         result["inputs"] = True
         result["expected"] = True
+    with open(os.path.join(out, "result.json"), "w", encoding="utf-8") as f:
+        json.dump(result, f, allow_nan=False)
+
+
+def _partitioned(prog, path: str, devices: int, out: str, validate: bool,
+                 unroll_cap: Optional[int]) -> None:
+    """The jit route (partitioned.py): XLA compiles the program for its shardings; each rank
+    is the program traced at its local input shapes with the partitioner's collectives."""
+    import jax
+
+    args = pg._args(prog)
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    jitted = prog.fn if hasattr(prog.fn, "lower") else jax.jit(prog.fn)
+    compiled = jitted.lower(*args).compile()
+    in_sh = jax.tree_util.tree_leaves(compiled.input_shardings[0])
+    out_sh = jax.tree_util.tree_leaves(compiled.output_shardings)
+    meshes = [s.mesh for s in list(in_sh) + list(out_sh) if hasattr(s, "mesh")]
+    if not meshes or int(meshes[0].size) != devices:
+        _write_error(out, f"{path}: DEVICES = {devices} but the program has neither a "
+                     f"jax::shard_map nor jit shardings over a {devices}-device mesh "
+                     "(docs/distributed.md)", "unsupported")
+        return
+    mesh = meshes[0]
+    order = list(mesh.devices.flat)  # rank r is mesh.devices.flat[r]
+    colls = partitioned.read_collectives(compiled.as_text(), devices)
+    fn = getattr(prog.fn, "__wrapped__", prog.fn)
+    whole_prog = pg.Program(fn, prog.params, list(prog.inputs), prog.name)
+    whole = pg._capture(whole_prog, path, values=False, unroll_cap=unroll_cap,
+                        unroll=True).trace
+    caps, inputs, expected = [], {}, {}
+    flat_out = (jax.tree_util.tree_leaves(jitted(*args)) if validate else [])
+    for r in range(devices):
+        local = []
+        for x, s in zip(leaves, in_sh):
+            idx = s.devices_indices_map(tuple(np.shape(x)))[order[r]]
+            local.append(np.asarray(x)[idx] if validate else
+                         jax.ShapeDtypeStruct(s.shard_shape(tuple(np.shape(x))), x.dtype))
+        local_args = jax.tree_util.tree_unflatten(tree, local)
+        rank_prog = pg.Program(fn, local_args[0] if prog.params is not None else None,
+                               list(local_args[1:] if prog.params is not None else local_args),
+                               prog.name)
+        c = pg._capture(rank_prog, path, values=None, unroll_cap=unroll_cap, unroll=True)
+        mr = MeshRank(r, devices, tuple(str(a) for a in mesh.axis_names),
+                      tuple(int(n) for n in mesh.devices.shape))
+        c.output_ids = partitioned.attach(c.trace, c.output_ids, colls, mr, path, whole)
+        c.mesh_rank = mr
+        caps.append(c)
+        if validate:
+            for t in c.trace["tensors"]:
+                if t["role"] in ("input", "parameter", "constant") and t["id"] in c.values:
+                    inputs[f"{r}/{t['id']}"] = pg._executor_array(c.values[t["id"]])
+            for k, (tid, value, s) in enumerate(zip(c.output_ids, flat_out, out_sh)):
+                if tid is not None:
+                    idx = s.devices_indices_map(tuple(np.shape(value)))[order[r]]
+                    expected[f"{r}/{k}"] = pg._executor_array(np.asarray(value)[idx])
+    result: Dict[str, Any] = {
+        "route": "hlo", "traces": [c.trace for c in caps], "notes": caps[0].notes,
+        "output_ids": [c.output_ids for c in caps], "strided": caps[0].mesh_rank.strided_groups,
+        "mesh": dict(zip(caps[0].mesh_rank.axis_names, caps[0].mesh_rank.axis_sizes)),
+        "hlo_collectives": [{k: v for k, v in c.items() if k != "groups"} | {
+            "group_size": len(c["groups"][0])} for c in colls]}
+    if validate:
+        np.savez(os.path.join(out, "inputs.npz"), **inputs)
+        np.savez(os.path.join(out, "expected.npz"), **expected)
+        result["inputs"] = result["expected"] = True
     with open(os.path.join(out, "result.json"), "w", encoding="utf-8") as f:
         json.dump(result, f, allow_nan=False)
 

@@ -1,0 +1,227 @@
+"""One rank of a `jit` program sharded by its in_shardings/out_shardings or
+with_sharding_constraint (no shard_map), read from what XLA's SPMD partitioner made of it:
+the program traced at the rank's local input shapes (each input's shard), and the
+collectives the partitioner inserted, read from the compiled (partitioned) HLO with their
+replica groups, attached after the jaxpr equation their `op_name` metadata and source line
+name (docs/distributed.md, "jit shardings").
+
+This route reads the collectives that complete a sharded computation in place (an
+all-reduce of partial sums after a contraction over a sharded dimension, the shape of that
+equation's local result). A collective that reshards (all-gather, reduce-scatter,
+all-to-all, collective-permute inserted to move data between layouts), or one whose
+equation is not found, is refused with its kind, op_name and line: the local trace would not
+compute what XLA's partitioned program computes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .collectives import _group, refused
+
+_COLLECTIVE = re.compile(
+    r"^\s*(?:ROOT )?%(?P<name>\S+) = (?P<shape>\(.*?\)|\S+) (?P<kind>all-reduce|all-gather|"
+    r"reduce-scatter|all-to-all|collective-permute)(?:-start)?\((?P<ops>[^)]*)\)(?P<rest>.*)$")
+_GTE = re.compile(r"^\s*(?:ROOT )?%\S+ = \S+ get-tuple-element\(%(?P<of>\S+)\), "
+                  r"index=(?P<index>\d+)(?P<rest>.*)$")
+_ARRAY = re.compile(r"(?P<dtype>[a-z]+\d*)\[(?P<dims>[\d,]*)\]")
+_ROOT = re.compile(r"^\s*ROOT %\S+ = \S+ (?P<op>[a-z-]+)\(")
+_REDUCTIONS = {"add": "sum", "maximum": "max", "minimum": "min", "multiply": "prod"}
+_BYTES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "s64": 8, "s32": 4, "s16": 2, "s8": 1,
+          "u64": 8, "u32": 4, "u16": 2, "u8": 1, "pred": 1}
+
+
+def _frames(hlo: str) -> Dict[int, int]:
+    """stack_frame_id -> source line (the frame's own location)."""
+    locations: Dict[int, int] = {}
+    frames: Dict[int, int] = {}
+    section = ""
+    for line in hlo.splitlines():
+        s = line.strip()
+        if s in ("FileLocations", "StackFrames", "FileNames", "FunctionNames"):
+            section = s
+            continue
+        m = re.match(r"^(\d+) \{(.*)\}$", s)
+        if not m:
+            if s.startswith("%") or s.startswith("ENTRY") or s.startswith("HloModule"):
+                section = ""
+            continue
+        fields = dict(re.findall(r"(\w+)=(\d+)", m.group(2)))
+        if section == "FileLocations" and "line" in fields:
+            locations[int(m.group(1))] = int(fields["line"])
+        elif section == "StackFrames" and "file_location_id" in fields:
+            frames[int(m.group(1))] = locations.get(int(fields["file_location_id"]), 0)
+    return frames
+
+
+def _metadata(rest: str, frames: Dict[int, int]) -> Tuple[str, int]:
+    op_name = re.search(r'op_name="([^"]*)"', rest)
+    frame = re.search(r"stack_frame_id=(\d+)", rest)
+    return (op_name.group(1) if op_name else "",
+            frames.get(int(frame.group(1)), 0) if frame else 0)
+
+
+def _groups(rest: str, n: int) -> List[List[int]]:
+    """replica_groups as lists of device positions ({{0,1},{2,3}} or the iota form
+    [G,S]<=[dims]T(perm)); none: every device in one group."""
+    m = re.search(r"replica_groups=\{(\{[\d,]*\}(?:,\{[\d,]*\})*)\}", rest)
+    if m:
+        return [[int(x) for x in g.split(",") if x] for g in re.findall(r"\{([\d,]*)\}",
+                                                                       m.group(1))]
+    m = re.search(r"replica_groups=\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", rest)
+    if m:
+        dims = [int(x) for x in m.group(3).split(",")]
+        ids = np.arange(math.prod(dims)).reshape(dims)
+        if m.group(4):
+            ids = ids.transpose([int(x) for x in m.group(4).split(",")])
+        return ids.reshape(int(m.group(1)), int(m.group(2))).tolist()
+    return [list(range(n))]
+
+
+def _reduction(hlo: str, rest: str) -> Optional[str]:
+    m = re.search(r"to_apply=%(\S+?)[,\s]", rest + " ")
+    if not m:
+        return None
+    body = hlo.split(f"%{m.group(1)} (", 1)
+    if len(body) < 2:
+        return None
+    for line in body[1].split("}", 1)[0].splitlines():
+        r = _ROOT.match(line)
+        if r:
+            return _REDUCTIONS.get(r.group("op"))
+    return None
+
+
+def read_collectives(hlo: str, devices: int) -> List[Dict[str, Any]]:
+    """Every collective of the partitioned HLO, one entry per array it moves (a combined
+    tuple all-reduce is one entry per element): kind, reduction, dtype, shape, bytes, groups,
+    op_name and source line."""
+    frames = _frames(hlo)
+    gte: Dict[Tuple[str, int], str] = {}
+    for line in hlo.splitlines():
+        g = _GTE.match(line)
+        if g:
+            gte[(g.group("of"), int(g.group("index")))] = g.group("rest")
+    out = []
+    for line in hlo.splitlines():
+        m = _COLLECTIVE.match(line)
+        if not m:
+            continue
+        arrays = _ARRAY.findall(m.group("shape"))
+        for k, (dtype, dims) in enumerate(arrays):
+            rest = gte.get((m.group("name"), k), m.group("rest")) if len(arrays) > 1 \
+                else m.group("rest")
+            if "op_name" not in rest:
+                rest = m.group("rest")
+            op_name, src = _metadata(rest, frames)
+            shape = [int(d) for d in dims.split(",") if d]
+            out.append({"kind": m.group("kind"), "reduction": _reduction(hlo, m.group("rest")),
+                        "dtype": dtype, "shape": shape,
+                        "bytes": math.prod(shape) * _BYTES.get(dtype, 4),
+                        "groups": _groups(m.group("rest"), devices), "op_name": op_name,
+                        "line": src})
+    return out
+
+
+def group_axes(groups: List[List[int]], axis_names: Sequence[str],
+               axis_sizes: Sequence[int]) -> Optional[Tuple[str, ...]]:
+    """The mesh axes whose groups these are (ranks in mesh.devices.flat order), or None."""
+    n = math.prod(axis_sizes)
+    coords = np.array(np.unravel_index(np.arange(n), axis_sizes)).T
+    want = sorted(sorted(g) for g in groups)
+    for mask in range(1, 1 << len(axis_names)):
+        axes = [a for k, a in enumerate(axis_names) if mask >> k & 1]
+        fixed = [k for k, a in enumerate(axis_names) if a not in axes]
+        seen: Dict[Tuple[int, ...], List[int]] = {}
+        for r in range(n):
+            seen.setdefault(tuple(coords[r, fixed]), []).append(r)
+        if sorted(seen.values()) == want:
+            return tuple(axes)
+    return None
+
+
+def _elements(trace: Dict[str, Any], op: Dict[str, Any]) -> Tuple[int, int]:
+    """(elements of the op's tensor operands, elements of its results)."""
+    ins = sum(math.prod(trace["tensors"][o["tensor"]]["shape"])
+              for o in op["args"].get("operands", []) if isinstance(o, dict) and "tensor" in o)
+    outs = sum(math.prod(trace["tensors"][t]["shape"]) for t in op["outputs"])
+    return ins, outs
+
+
+def reduces_sharded(local: Dict[str, Any], whole: Optional[Dict[str, Any]], k: int) -> bool:
+    """Whether op k of the local trace reduces over a sharded dimension: its operands shrank
+    (whole program -> rank) by more than its results did, so its results are partial."""
+    if whole is None or k >= len(whole["ops"]) or whole["ops"][k]["op"] != local["ops"][k]["op"]:
+        return False
+    li, lo = _elements(local, local["ops"][k])
+    gi, go = _elements(whole, whole["ops"][k])
+    return li * go < gi * lo  # gi / li > go / lo
+
+
+def attach(trace: Dict[str, Any], output_ids: List[Optional[int]],
+           collectives: List[Dict[str, Any]], mesh_rank, path: str,
+           whole: Optional[Dict[str, Any]] = None) -> List[Optional[int]]:
+    """Inserts each collective after the trace op it belongs to (same primitive, source line
+    and local result shape; of several, the first that reduces over a sharded dimension, as
+    the program traced whole, `whole`, tells), its consumers reading its result; returns the
+    new output ids."""
+    ops = trace["ops"]
+    if whole is not None and [o["op"] for o in whole["ops"]] != [o["op"] for o in ops]:
+        whole = None  # the program's structure depends on its shapes: no comparison
+    placed: Dict[int, List[Dict[str, Any]]] = {}
+    used = set()
+    for c in collectives:
+        where = f"{path}:{c['line']}: " if c["line"] else f"{path}: "
+        if c["kind"] != "all-reduce" or c["reduction"] is None:
+            raise refused(f"{where}XLA's partitioner inserted a {c['kind']} ({c['op_name']}, "
+                          f"{c['dtype']}{c['shape']}): collectives that reshard are not read "
+                          "yet (only all-reduces completing a sharded contraction are); write "
+                          "the program with shard_map (docs/distributed.md)")
+        prim = c["op_name"].rsplit("/", 1)[-1]
+        cands = [k for k, op in enumerate(ops)
+                 if k not in used and op["op"] == f"jax::{prim}" and op.get("line") == c["line"]
+                 and len(op["outputs"]) == 1
+                 and trace["tensors"][op["outputs"][0]]["shape"] == c["shape"]]
+        partial = [k for k in cands if reduces_sharded(trace, whole, k)]
+        hit = (partial or cands or [None])[0]
+        if hit is None:
+            raise refused(f"{where}XLA's partitioner inserted an all-reduce ({c['op_name']}, "
+                          f"{c['dtype']}{c['shape']}) that matches no equation of the program "
+                          "traced at its local shapes")
+        used.add(hit)
+        axes = group_axes(c["groups"], mesh_rank.axis_names, mesh_rank.axis_sizes)
+        if axes is None:
+            raise refused(f"{where}an all-reduce over replica groups {c['groups']} that are no "
+                          "set of mesh axes")
+        placed.setdefault(hit, []).append({"reduction": c["reduction"], "axes": axes})
+    rename: Dict[int, int] = {}
+    new_ops = []
+    for k, op in enumerate(ops):
+        for o in op["args"].get("operands", []):
+            if isinstance(o, dict) and o.get("tensor") in rename:
+                o["tensor"] = rename[o["tensor"]]
+        new_ops.append(op)
+        for p in placed.get(k, []):
+            src = op["outputs"][0]
+            t = dict(trace["tensors"][src])
+            t["id"] = len(trace["tensors"])
+            t.pop("name", None)
+            trace["tensors"].append(t)
+            if trace["tensors"][src]["role"] == "output":
+                trace["tensors"][src]["role"] = "intermediate"
+            new = {"op": "jax::psum", "args": {"operands": [{"tensor": src}],
+                                                "collective": "all_reduce",
+                                                "reduction": p["reduction"],
+                                                **_group(mesh_rank, p["axes"])},
+                   "outputs": [t["id"]]}
+            for key in ("file", "line", "module"):
+                if key in op:
+                    new[key] = op[key]
+            new_ops.append(new)
+            rename[src] = t["id"]
+    trace["ops"] = new_ops
+    return [rename.get(o, o) if o is not None else None for o in output_ids]
