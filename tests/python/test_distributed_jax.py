@@ -385,3 +385,50 @@ def test_a_jit_program_xla_reshards_is_refused(tmp_path):
            .replace("OUT_SPEC", "P()"))  # the row blocks gathered: an all-gather
     with pytest.raises(solar.UnsupportedError, match="collectives that reshard are not read"):
         _analyze(_program(tmp_path, src))
+
+
+WSC = """\
+    import jax
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    DEVICES = 2
+    mesh = Mesh(np.array(jax.devices()[:DEVICES]), ("x",))
+
+    @jax.jit
+    def forward(a, b):  # the contraction split by constraints: partial sums, all-reduced
+        a = jax.lax.with_sharding_constraint(a, NamedSharding(mesh, P(None, "x")))
+        b = jax.lax.with_sharding_constraint(b, NamedSharding(mesh, P("x", None)))
+        return a @ b
+
+    def get_inputs():
+        rng = np.random.default_rng(0)
+        return [rng.standard_normal((8, 16), dtype=np.float32),
+                rng.standard_normal((16, 4), dtype=np.float32)]
+    """
+EXPLICIT = """\
+    import jax
+    import numpy as np
+    from jax.sharding import AxisType, PartitionSpec as P
+
+    DEVICES = 2
+    jax.set_mesh(jax.make_mesh((DEVICES,), ("x",), axis_types=(AxisType.Explicit,)))
+
+    @jax.jit
+    def forward(a, b):  # rows resharded over x: no communication
+        return jax.reshard(a, P("x", None)) @ b
+
+    def get_inputs():
+        rng = np.random.default_rng(0)
+        return [rng.standard_normal((8, 16), dtype=np.float32),
+                rng.standard_normal((16, 4), dtype=np.float32)]
+    """
+
+
+@pytest.mark.parametrize("src, comm", [(WSC, {"all_reduce": 8 * 4 * F32}), (EXPLICIT, {})])
+def test_sharding_constraints_and_explicit_resharding(tmp_path, src, comm):
+    rep = _analyze(_program(tmp_path, src), validate=True)
+    _check_complete(rep)
+    assert rep["totals"]["macs"] == 8 * 16 * 4 // 2  # M * K * N over the 2 devices
+    assert rep["totals"].get("comm_bytes_by_kind", {}) == comm
+    assert rep["validation"]["status"] == "passed", rep["validation"].get("reason")
