@@ -93,6 +93,23 @@ def _log_axis(ax: Any, values: Sequence[float], unit: str) -> None:
     ax.minorticks_off()
 
 
+def _label_points(ax: Any, values: Sequence[Tuple[float, float, str, str]]) -> None:
+    """Each point's value just above it, where the label's box (in the axes' pixels) clears
+    the labels placed before it: crowded points keep their tooltips-free markers unlabeled
+    rather than print over one another."""
+    placed: List[Tuple[float, float, float, float]] = []
+    for x, y, text, colour in values:
+        px, py = ax.transData.transform((x, y))
+        w, h = 4.2 * len(text), 9.0  # 6 pt text at 100 dpi, pixels
+        box = (px - w / 2, py + 3, px + w / 2, py + 3 + h)
+        if any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3]
+               for b in placed):
+            continue
+        placed.append(box)
+        ax.annotate(text, (x, y), textcoords="offset points", xytext=(0, 4), ha="center",
+                    fontsize=6, color=colour)
+
+
 def write_plots(folder: str, programs: Sequence[str], grid: Dict[str, List[Any]],
                 archs: Sequence[str], points: Sequence[Any],
                 rows: Dict[Tuple[str, str], Dict[str, Any]]) -> List[str]:
@@ -139,8 +156,10 @@ def write_plots(folder: str, programs: Sequence[str], grid: Dict[str, List[Any]]
                              for x in xs for c in combos)
                 numeric = _numeric(xs)
                 pos = [float(x) for x in xs] if numeric else list(range(len(xs)))
+                lines = len(archs) * len(combos)
                 fig, panels = plt.subplots(1, 2 if tokens else 1, dpi=100,
-                                           figsize=(11.5 if tokens else 6.4, 4.8), squeeze=False)
+                                           figsize=(11.5 if tokens else 6.4,
+                                                    4.8 + 0.12 * lines), squeeze=False)
                 panels = list(panels[0])
                 columns = [("fused_seconds", "SOL (seconds)", "s")]
                 if tokens:
@@ -148,6 +167,7 @@ def write_plots(folder: str, programs: Sequence[str], grid: Dict[str, List[Any]]
                 any_unfit = False
                 for (column, ylabel, unit), ax in zip(columns, panels):
                     ys_all: List[float] = []
+                    values: List[Tuple[float, float, str, str]] = []  # labels of the points
                     for i, arch in enumerate(archs):
                         colour = f"C{i % 10}"
                         for j, combo in enumerate(combos):
@@ -165,9 +185,7 @@ def write_plots(folder: str, programs: Sequence[str], grid: Dict[str, List[Any]]
                             for x, y, r in zip(pos, ys, at):
                                 if math.isnan(y):
                                     continue
-                                ax.annotate(si(y, unit), (x, y), textcoords="offset points",
-                                            xytext=(0, 6), ha="center", fontsize=6,
-                                            color=colour)
+                                values.append((x, y, si(y, unit), colour))
                                 if r.get("fits") is False:
                                     any_unfit = True
                                     ax.plot([x], [y], marker="o", markersize=11,
@@ -186,6 +204,7 @@ def write_plots(folder: str, programs: Sequence[str], grid: Dict[str, List[Any]]
                     if numeric and min(pos) > 0 and max(pos) / min(pos) >= 8:
                         ax.set_xscale("log")
                         ax.minorticks_off()
+                    _label_points(ax, values)
                     ax.set_xticks(pos)
                     ax.set_xticklabels([str(x) for x in xs], fontsize=8)
                     ax.set_xlabel(axis)
@@ -194,7 +213,10 @@ def write_plots(folder: str, programs: Sequence[str], grid: Dict[str, List[Any]]
                         ax.text(0.5, 0.5, "no point of this line succeeded", ha="center",
                                 va="center", transform=ax.transAxes)
                     ax.grid(True, which="major", linewidth=0.4, alpha=0.5)
-                    ax.legend(fontsize=6, loc="best")
+                    # below the plot, where it hides no line
+                    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.14),
+                              ncol=min(3, max(1, len(archs) * len(combos) // 4 + 1)),
+                              frameon=False)
                 title = f"{program}: SOL against {axis}"
                 if held:
                     title += "\n" + ", ".join(f"{k}={grid[k][0]}" for k in others) + " (held)"
