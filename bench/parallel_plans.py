@@ -1,7 +1,9 @@
 """The best parallel plan of Llama-3.1-405B's decode step on 16 H100s (two DGX H100 nodes):
-every (tp, pp, dp) of 16 GPUs, the model captured once and its graph sharded per plan
+every (tp, pp, dp) of 16 GPUs, the model captured once and its graph sharded per plan, the
+plans analyzed on a local Dask cluster of --jobs workers as `solar sweep plans` runs them
 (solar.models.plans; docs/parallel.md, docs/sweep.md "Plans"). Prints the ranking, the
-best plan and the wall time; --max-seconds S exits 1 when the sweep takes longer.
+best plan and the wall time, the cluster's start included; --max-seconds S exits 1 when the
+sweep takes longer.
 
     PYTHONPATH=python .venv/bin/python bench/parallel_plans.py [--max-seconds 60]
 """
@@ -15,6 +17,7 @@ import time
 from solar.analysis import ProgramOptions
 from solar.models import ModelRun
 from solar.models.plans import plans_text, sweep_plans
+from solar.sweep import run as sweep_run
 
 
 def main() -> int:
@@ -24,13 +27,16 @@ def main() -> int:
     p.add_argument("--nodes", type=int, default=2)
     p.add_argument("--context", type=int, default=4096)
     p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--max-seconds", type=float, default=None)
     ns = p.parse_args()
     start = time.perf_counter()
-    result = sweep_plans(ModelRun(ns.model, phase="decode", batch=ns.batch,
-                                  context=ns.context),
-                         ProgramOptions(archs=(), crosscheck=False, cache_aware=False,
-                                        system=ns.system, nodes=ns.nodes))
+    sweep_run.log_silently()
+    with sweep_run.client_for(None, ns.jobs) as client:
+        result = sweep_plans(ModelRun(ns.model, phase="decode", batch=ns.batch,
+                                      context=ns.context),
+                             ProgramOptions(archs=(), crosscheck=False, cache_aware=False,
+                                            system=ns.system, nodes=ns.nodes), client=client)
     wall = time.perf_counter() - start
     sys.stdout.write(plans_text(result))
     analyzed = sum(1 for r in result["rows"] if r["status"] in ("ok", "does_not_fit"))

@@ -427,17 +427,26 @@ def test_data_parallel_training_reduces_the_gradients_as_zero_says(zero):
 
 
 
-def test_the_plan_sweep_of_a_training_step_has_no_pipeline_and_ranks_by_tokens_per_gpu():
+def test_the_plan_sweep_of_a_training_step_splits_one_global_batch_and_ranks_by_step_time():
+    """A training sweep's --batch is the step's global batch, split over the dp replicas: a
+    plan whose dp does not divide it is skipped; the model is captured once per per-replica
+    batch; every plan steps over the same tokens, so they rank by step time."""
     from solar.models import plans
 
+    B, S = 4, 32
     result = plans.sweep_plans(
-        models.ModelRun("hf:llama-3.1-8b", phase="prefill", seq=32,
+        models.ModelRun("hf:llama-3.1-8b", phase="prefill", batch=B, seq=S,
                         config={"num_hidden_layers": 2}),
         ProgramOptions(archs=(), crosscheck=False, cache_aware=False, system="DGX_H100",
                        train=True), zero=1)
     got = {(r["plan"]["tp"], r["plan"]["pp"], r["plan"]["dp"], r["plan"]["zero"])
            for r in result["rows"]}
     assert got == {(tp, 1, 8 // tp, 1 if tp < 8 else 0) for tp in (1, 2, 4, 8)}
+    skipped = {r["plan"]["dp"] for r in result["rows"] if r["status"] == "skipped"}
+    assert skipped == {8}  # 4 sequences do not split over 8 replicas
+    assert result["captures"] == 3  # per-replica batches 1, 2 and 4 (dp 4, 2, 1)
     ok = [r for r in result["rows"] if r["status"] == "ok"]
-    per_gpu = [r["tokens_per_second_per_gpu"] for r in ok]
-    assert per_gpu == sorted(per_gpu, reverse=True) and result["best"] == ok[0]["plan"]
+    assert {r["tokens_per_step"] for r in ok} == {B * S}
+    steps = [r["seconds"] for r in ok]
+    assert steps == sorted(steps) and result["best"] == ok[0]["plan"]
+    assert result["ranked_by"] == "step time" and result["batch_is"] == "global"
