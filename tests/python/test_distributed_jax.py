@@ -291,6 +291,7 @@ def test_the_server_which_preloads_jax_hands_the_capture_to_a_fresh_process(tmp_
     import subprocess
     import sys
     import tempfile
+    import time
 
     from conftest import ROOT
 
@@ -314,10 +315,18 @@ def test_the_server_which_preloads_jax_hands_the_capture_to_a_fresh_process(tmp_
     try:
         assert solar_cli("server", "start", "--idle", "5").returncode == 0
         before = served()
+        for _ in range(50):  # the status answers once the server listens
+            if before >= 0:
+                break
+            time.sleep(0.2)
+            before = served()
         out = tmp_path / "v.json"
         r = solar_cli("validate", str(DIST / "jax_tp_mlp.py"), "--set", "DEVICES=2",
                       "--no-crosscheck", "--json", str(out))
         assert r.returncode == 0, r.stderr
+        deadline = time.monotonic() + 30  # the count moves when the server reaps the child
+        while served() != before + 1 and time.monotonic() < deadline:
+            time.sleep(0.2)
         assert served() == before + 1
         rep = json.loads(out.read_text())
         assert rep["validation"]["status"] == "passed"
