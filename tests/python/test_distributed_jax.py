@@ -441,3 +441,8 @@ def test_sharding_constraints_and_explicit_resharding(tmp_path, src, comm):
     assert rep["totals"]["macs"] == 8 * 16 * 4 // 2  # M * K * N over the 2 devices
     assert rep["totals"].get("comm_bytes_by_kind", {}) == comm
     assert rep["validation"]["status"] == "passed", rep["validation"].get("reason")
+
+
+def test_every_jax_distributed_example_is_tested_here():
+    assert sorted(p.name for p in DIST.glob("jax_*.py")) == [
+        "jax_fsdp_step.py", "jax_jit_dp_tp.py", "jax_ring_attention.py", "jax_tp_mlp.py"]
