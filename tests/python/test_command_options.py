@@ -28,7 +28,8 @@ PARSERS = {
 
 # Options of the same name that mean something else in one command, declared there.
 OWN = {("translate", "--shrink"),  # the sizes a translation is tested at (default 16)
-       ("translate", "--debug")}  # translate's own flag (the capture's traceback is not its)
+       ("translate", "--debug"),  # translate's own flag (the capture's traceback is not its)
+       ("sweep", "--quiet")}  # the sweep's point counter, not a spec key: no unset default
 
 
 def _actions(parser: argparse.ArgumentParser):
