@@ -29,7 +29,9 @@ PARSERS = {
 # Options of the same name that mean something else in one command, declared there.
 OWN = {("translate", "--shrink"),  # the sizes a translation is tested at (default 16)
        ("translate", "--debug"),  # translate's own flag (the capture's traceback is not its)
-       ("sweep", "--quiet")}  # the sweep's point counter, not a spec key: no unset default
+       # The counters of points and programs, shown on a pipe too (not the stage line of
+       # one analysis, which only a terminal gets).
+       ("sweep", "--quiet"), ("suite", "--quiet")}
 
 
 def _actions(parser: argparse.ArgumentParser):
