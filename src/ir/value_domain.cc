@@ -11,6 +11,12 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// The least magnitude of a mask constant, 2^123 (about 1.06e37): JAX's masks are
+// finfo(f32).min * 0.7 = -2.38e38, PyTorch's and Hugging Face's finfo(f32 or bf16).min,
+// about -3.4e38. Every float of this magnitude in f32 or bf16 has a unit in the last place of
+// at least 2^100, so data below 2^99 in magnitude added to it rounds back to it.
+constexpr double kMaskConstant = 0x1p123;
+
 // A value as the executor's bit operations read it: truncated toward zero, NaN as 0, values
 // past the int64 range saturated.
 std::int64_t as_int(double a) {
@@ -131,14 +137,18 @@ AbstractValue abstract_binary(ExprOp op, AbstractValue a, AbstractValue b) {
   // One side is finite data, the other finite data or a constant (maybe infinite).
   const bool inf_a = a.kind == V::Const && std::isinf(a.c);
   const bool inf_b = b.kind == V::Const && std::isinf(b.c);
+  // A mask constant absorbs finite data in a sum (see Semantics): `finfo.min + x` is
+  // `finfo.min`, so exp of it is 0 as exp(-inf) is.
+  const bool huge_a = a.kind == V::Const && std::fabs(a.c) >= kMaskConstant;
+  const bool huge_b = b.kind == V::Const && std::fabs(b.c) >= kMaskConstant;
   switch (op) {
     case ExprOp::Add:
-      if (inf_a) return a;
-      if (inf_b) return b;
+      if (inf_a || huge_a) return a;
+      if (inf_b || huge_b) return b;
       return {V::Finite};
     case ExprOp::Sub:
-      if (inf_a) return a;
-      if (inf_b) return V::constant(-b.c);
+      if (inf_a || huge_a) return a;
+      if (inf_b || huge_b) return V::constant(-b.c);
       return {V::Finite};
     case ExprOp::Mul:
       if (a.is(0) || b.is(0)) return V::constant(0);  // 0 times finite data

@@ -38,7 +38,7 @@ bool aten_op_known(std::string_view op) { return table().contains(op); }
 
 LowerResult lower_aten(const OpTrace& trace, const LowerOptions& options) {
   LowerResult r = detail::lower_with_table(trace, options, table(), "aten");
-  detail::recognize_masks_in(r);
+  detail::recognize_masks_in(r, &trace);  // a buffer's band read at capture
   return r;
 }
 

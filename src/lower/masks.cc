@@ -106,7 +106,7 @@ class Recognizer {
  public:
   explicit Recognizer(const ir::Graph& g) : g_(g) {}
 
-  MaskRecognition run(ir::Graph& g);
+  MaskRecognition run(ir::Graph& g, const std::vector<KnownValues>& known);
 
  private:
   // One side of a region of an einsum's iteration space, for evaluating its combine.
@@ -256,6 +256,9 @@ Val Recognizer::eval(const Expr& e, const ir::EinsumOp& es, const Operands& o, S
   if (ch.size() == 1) return ir::abstract_unary(e.op(), eval(ch[0], es, o, s), o.integer);
   if (ch.size() == 2) {
     const Val a = eval(ch[0], es, o, s), b = eval(ch[1], es, o, s);
+    // In a bool-only einsum every value is 0 or 1: min is `and`, max is `or` (JAX's lowering).
+    if (o.integer.is_bool && e.op() == ExprOp::Min && (a.is(0) || b.is(0))) return Val::constant(0);
+    if (o.integer.is_bool && e.op() == ExprOp::Max && (a.is(1) || b.is(1))) return Val::constant(1);
     if (e.op() == ExprOp::Div && a.is(0) && b.kind == Val::Finite && s.region && s.fail >= 0) {
       // 0 / d at a dead point: d is the value it has at some live point reading the same
       // elements, where the program's quotient is finite (the assumption), so d != 0.
@@ -377,6 +380,10 @@ void Recognizer::forward_einsum(const ir::Op& op) {
     const Region* best = nullptr;
     Val best_in, best_out;
     int best_rank = -1;
+    // The exact split (a constant on both sides: a mask's value, such as the band
+    // `(j <= i) & (j > i - W)`), the one with the most constraints.
+    const Region* exact = nullptr;
+    Val exact_in, exact_out;
     for (const Region& r : cands) {
       const Val in = eval(e.combine, e, o, Side{&r, -1});
       const Val outv = e.mask.empty() ? eval_outside(e.combine, e, o, r) : Val::constant(0);
@@ -389,6 +396,12 @@ void Recognizer::forward_einsum(const ir::Op& op) {
         best_out = outv;
         best_rank = rank;
       }
+      if (in.kind == Val::Const && outv.kind == Val::Const && !(in == outv) &&
+          (!exact || r.size() > exact->size())) {
+        exact = &r;
+        exact_in = in;
+        exact_out = outv;
+      }
     }
     if (!best) {
       f.inside = whole;
@@ -396,6 +409,13 @@ void Recognizer::forward_einsum(const ir::Op& op) {
     }
     // Dead points the op computes as 0: its masked form writes 0 there.
     if (e.mask.empty() && best_out.is(0) && best_in.kind != Val::Const) try_mask(op, *best, true);
+    // The value it holds: the exact split when there is one (a band's two constraints say
+    // more than the mask's one, which leaves the other side unknown), else the mask's.
+    if (exact && best_in.kind != Val::Const) {
+      best = exact;
+      best_in = exact_in;
+      best_out = exact_out;
+    }
     f = tidy(Fact{std::nullopt, ir::substitute_region_part(*best, to_out), best_in, best_out}, out.shape);
     return;
   }
@@ -572,7 +592,7 @@ void Recognizer::backward_op(const ir::Op& op) {
   }
 }
 
-MaskRecognition Recognizer::run(ir::Graph& g) {
+MaskRecognition Recognizer::run(ir::Graph& g, const std::vector<KnownValues>& known) {
   const std::size_t nt = g_.tensors().size(), no = g_.ops().size();
   facts_.assign(nt, Fact{});
   demand_.assign(nt, std::nullopt);
@@ -591,6 +611,12 @@ MaskRecognition Recognizer::run(ir::Graph& g) {
         continue;
       }
     }
+  }
+  for (const KnownValues& k : known) {
+    const ir::Tensor& t = g_.tensor(k.tensor);
+    facts_[t.id.value] = tidy(Fact{std::nullopt, k.region, Val::constant(k.inside),
+                                   Val::constant(k.outside)}, t.shape);
+    any_mask = true;
   }
   MaskRecognition result;
   if (!any_mask) return result;  // no structure to start from: nothing to do
@@ -656,10 +682,10 @@ MaskRecognition Recognizer::run(ir::Graph& g) {
 }  // namespace
 }  // namespace detail
 
-MaskRecognition recognize_masks(ir::Graph& g) {
+MaskRecognition recognize_masks(ir::Graph& g, const std::vector<KnownValues>& known) {
   detail::Recognizer r(g);
   try {
-    return r.run(g);
+    return r.run(g, known);
   } catch (const ir::AffineOverflow&) {
     return {};  // index arithmetic past 64 bits: no structure is known (the graph is as it was)
   }
@@ -667,8 +693,30 @@ MaskRecognition recognize_masks(ir::Graph& g) {
 
 namespace detail {
 
-void recognize_masks_in(LowerResult& r) {
-  const MaskRecognition m = recognize_masks(r.graph);
+void recognize_masks_in(LowerResult& r, const OpTrace* trace) {
+  // Constant tensors whose values the frontend read (TraceBand): regions over their last
+  // two dimensions (r, c), lower <= c - r <= upper.
+  std::vector<KnownValues> known;
+  if (trace) {
+    for (std::size_t i = 0; i < r.trace_ids.size() && i < r.graph.tensors().size(); ++i) {
+      const std::int64_t id = r.trace_ids[i];
+      if (id < 0 || static_cast<std::size_t>(id) >= trace->index_.size() || trace->index_[id] == 0)
+        continue;
+      const TraceTensor& tt = trace->tensor(id);
+      const ir::Tensor& t = r.graph.tensors()[i];
+      if (!tt.band || t.shape != tt.shape || t.shape.size() < 2) continue;
+      if (tt.role != TraceRole::Buffer && tt.role != TraceRole::Constant) continue;
+      const auto col = static_cast<IndexPos>(t.shape.size() - 1);
+      const auto row = static_cast<IndexPos>(col - 1);
+      KnownValues k{t.id, {}, tt.band->inside, tt.band->outside};
+      if (tt.band->lower)  // c - r - lower >= 0
+        k.region.push_back({AffineExpr::make({{col, 1}, {row, -1}}, -*tt.band->lower)});
+      if (tt.band->upper)  // upper - (c - r) >= 0
+        k.region.push_back({AffineExpr::make({{col, -1}, {row, 1}}, *tt.band->upper)});
+      known.push_back(std::move(k));
+    }
+  }
+  const MaskRecognition m = recognize_masks(r.graph, known);
   if (m.forward.empty() && m.backward.empty()) return;
   // A changed tensor no longer holds the framework's values everywhere: it is not compared.
   for (TensorId t : m.changed)

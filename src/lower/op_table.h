@@ -49,7 +49,8 @@ LowerResult lower_with_table(const OpTrace& trace, const LowerOptions& options,
 
 // Adds the masks of lower/masks.h to a lowered graph (aten and jax: the program's own masks;
 // the loop language's nests already say which points they run) and stops comparing the
-// tensors whose values it changed at points nothing reads.
-void recognize_masks_in(LowerResult& r);
+// tensors whose values it changed at points nothing reads. `trace`: the values of constant
+// tensors its frontend read (TraceBand) seed the facts.
+void recognize_masks_in(LowerResult& r, const OpTrace* trace = nullptr);
 
 }  // namespace solar::lower::detail

@@ -1,6 +1,9 @@
 // Reading and writing the OpTrace JSON form (docs/optrace.md).
 #include "solar/lower/optrace.h"
 
+#include <cmath>
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "solar/util/errors.h"
@@ -113,6 +116,37 @@ OpTrace optrace_from_json(const nlohmann::json& j, std::string_view file) {
       sp.structured_2_4 = it->value("structured_2_4", false);
       tt.sparsity = sp;
     }
+    if (auto it = x.find("band"); it != x.end() && !it->is_null()) {
+      const std::string msg = where +
+                              ".band must be {\"lower\": N|null, \"upper\": N|null, \"inside\": V, "
+                              "\"outside\": V} on a tensor of rank 2 or more";
+      if (!it->is_object() || tt.shape.size() < 2) bad(file, msg);
+      TraceBand b;
+      auto bound = [&](const char* k) -> std::optional<std::int64_t> {
+        auto f = it->find(k);
+        if (f == it->end() || f->is_null()) return std::nullopt;
+        if (!f->is_number_integer()) bad(file, msg);
+        return f->get<std::int64_t>();
+      };
+      auto number = [&](const char* k) -> double {
+        auto f = it->find(k);
+        if (f == it->end()) bad(file, msg);
+        if (f->is_number()) return f->get<double>();
+        if (f->is_boolean()) return f->get<bool>() ? 1 : 0;
+        if (f->is_object() && f->contains("float") && (*f)["float"].is_string()) {
+          const std::string v = (*f)["float"];
+          if (v == "inf") return std::numeric_limits<double>::infinity();
+          if (v == "-inf") return -std::numeric_limits<double>::infinity();
+        }
+        bad(file, msg);
+        return 0;
+      };
+      b.lower = bound("lower");
+      b.upper = bound("upper");
+      b.inside = number("inside");
+      b.outside = number("outside");
+      tt.band = b;
+    }
     if (static_cast<std::size_t>(tt.id) >= t.index_.size()) t.index_.resize(tt.id + 1, 0);
     if (t.index_[tt.id] != 0) bad(file, fmt::format("tensor id {} is declared twice", tt.id));
     t.tensors.push_back(std::move(tt));
@@ -183,6 +217,16 @@ nlohmann::json optrace_to_json(const OpTrace& t) {
     if (x.sparsity)
       o["sparsity"] = {{"zero_fraction", x.sparsity->zero_fraction},
                        {"structured_2_4", x.sparsity->structured_2_4}};
+    if (x.band) {
+      auto number = [](double v) -> nlohmann::json {
+        if (std::isinf(v)) return {{"float", v > 0 ? "inf" : "-inf"}};
+        return v;
+      };
+      nlohmann::json b{{"inside", number(x.band->inside)}, {"outside", number(x.band->outside)}};
+      b["lower"] = x.band->lower ? nlohmann::json(*x.band->lower) : nlohmann::json(nullptr);
+      b["upper"] = x.band->upper ? nlohmann::json(*x.band->upper) : nlohmann::json(nullptr);
+      o["band"] = std::move(b);
+    }
     j["tensors"].push_back(std::move(o));
   }
   j["ops"] = nlohmann::json::array();

@@ -5,7 +5,11 @@
 // - An abstract value is a constant (any double but NaN), finite data, or anything (a NaN, an
 //   infinity met by a value of unknown sign, a maximum over no point).
 // - The transfer functions assume what the SDPA lowering assumes: data the program computes
-//   is finite, so 0 * data = 0 and -inf - data = -inf; constants fold as the executor computes
+//   is finite, so 0 * data = 0 and -inf - data = -inf; and it is far below a mask constant
+//   (a finite constant of magnitude at least 2^123, such as JAX's finfo(f32).min * 0.7 or
+//   PyTorch's finfo(f32).min): data of magnitude under 2^99 added to one rounds to it in f32
+//   and bf16, so c + data = c and exp(c - data) = 0 as for -inf (in f64 the sum differs from
+//   c by at most the data, and exp of it is still 0); constants fold as the executor computes
 //   them, in the einsum's integer type where the IR says so (not(x) is bitwise in an integer
 //   type and logical in a bool-only einsum, ir/expr.h).
 // - An index value is a value affine in the op's indices (arange and iota, their sums and

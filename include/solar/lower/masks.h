@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "solar/ir/graph.h"
+#include "solar/ir/region.h"
 
 namespace solar::lower {
 
@@ -35,10 +36,21 @@ struct MaskRecognition {
   std::vector<ir::TensorId> changed;
 };
 
+// A tensor whose values are known from outside the graph (a constant buffer the frontend
+// read, such as a causal mask built in a module's constructor): `inside` on `region` (over the
+// tensor's dimensions; empty: everywhere), `outside` elsewhere.
+struct KnownValues {
+  ir::TensorId tensor;
+  ir::Region region;
+  double inside = 0, outside = 0;
+};
+
 // Adds the masks above to the einsums of `g` (op and tensor ids and names are kept, and every
 // graph-level field: the graph is rewritten with ir::Rewriter). A mask that the cost module
 // could not count is not added; index arithmetic past 64 bits leaves `g` as it is. Runs in
 // O(ops + edges) plus the masked ops' constraints.
-MaskRecognition recognize_masks(ir::Graph& g);
+// `known` seeds the facts of constant tensors (their values are structural as a built
+// mask's are).
+MaskRecognition recognize_masks(ir::Graph& g, const std::vector<KnownValues>& known = {});
 
 }  // namespace solar::lower

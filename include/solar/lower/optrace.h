@@ -22,6 +22,14 @@ enum class TraceRole { Input, Parameter, Buffer, Constant, Intermediate, Output 
 std::string_view trace_role_name(TraceRole r);
 std::optional<TraceRole> parse_trace_role(std::string_view name);
 
+// A constant tensor whose values the frontend read at capture (a module's buffer such as a
+// causal mask): `inside` where lower <= c - r <= upper over its last two dimensions (r, c),
+// a missing bound being no bound, `outside` elsewhere, the same in every leading index.
+struct TraceBand {
+  std::optional<std::int64_t> lower, upper;  // diagonals c - r
+  double inside = 0, outside = 0;
+};
+
 struct TraceTensor {
   std::int64_t id = -1;
   std::string name;                   // optional ("fc1.weight"); empty when none
@@ -33,6 +41,7 @@ struct TraceTensor {
   TraceRole role = TraceRole::Intermediate;
   std::vector<std::string> dims;          // optional dimension names ("B", "S", "D")
   std::optional<ir::Sparsity> sparsity;   // optional declared sparsity (loop programs)
+  std::optional<TraceBand> band;          // optional known values (a buffer's mask)
 };
 
 struct TraceOp {

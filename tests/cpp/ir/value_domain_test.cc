@@ -47,6 +47,18 @@ TEST(ValueDomain, FiniteDataAgainstInfinities) {
   EXPECT_EQ(join(V::constant(2), V::constant(2)), V::constant(2));
 }
 
+TEST(ValueDomain, AMaskConstantAbsorbsData) {
+  // finfo(f32).min * 0.7, JAX's mask fill: fill - max is the fill (data of magnitude under
+  // 2^99 rounds away in f32), so exp of it is 0 as for -inf.
+  const V fill = V::constant(-2.381976325057654e+38);
+  EXPECT_EQ(abstract_binary(ExprOp::Sub, fill, data), fill);
+  EXPECT_EQ(abstract_binary(ExprOp::Add, data, fill), fill);
+  EXPECT_EQ(abstract_unary(ExprOp::Exp, abstract_binary(ExprOp::Sub, fill, data), IntegerType{}),
+            V::constant(0));
+  // -1e9 is data-sized: the difference is data.
+  EXPECT_EQ(abstract_binary(ExprOp::Sub, V::constant(-1e9), data), data);
+}
+
 TEST(ValueDomain, IndexValuesAndTheRegionsOfTheirComparisons) {
   // Operand 0 holds index i0 (an arange along the rows), operand 1 holds i1.
   const std::vector<std::optional<AffineExpr>> idx = {AffineExpr::index(0), AffineExpr::index(1)};

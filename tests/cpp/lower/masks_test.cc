@@ -231,6 +231,112 @@ TEST(Masks, BandedMaskIsTwoConstraints) {
   EXPECT_EQ(live(g, "s"), Count(21 * kD));
 }
 
+// A sliding window of W keys over T queries, key in (query - W, query]: the live pairs are
+// sum over q of min(q + 1, W) = W*T - W*(W-1)/2 when T >= W.
+constexpr std::int64_t kT = 8, kW = 3;
+constexpr std::int64_t kBand = kW * kT - kW * (kW - 1) / 2;
+
+// Scores, a keep mask `keep` over [8,8] (defined by `mask_ops`), where(keep, s, fill),
+// softmax, P V.
+std::string band_attention(const std::string& mask_ops, const std::string& fill) {
+  return R"(
+    q = f32[8,4] input
+    k = f32[8,4] input
+    v = f32[8,4] input
+    s = f32[8,8] einsum [m=8,n=8,e=4] sum mul($0,$1) (q[m,e], k[n,e]) -> [m,n])" + mask_ops + R"(
+    y = f32[8,8] einsum [i0=8,i1=8] none select($1,$0,)" + fill + R"() (s[i0,i1], keep[i0,i1]) -> [i0,i1]
+    mx = f32[8] einsum [i0=8,r1=8] max $0 (y[i0,r1]) -> [i0]
+    ex = f32[8,8] einsum [i0=8,i1=8] none exp(sub($0,$1)) (y[i0,i1], mx[i0]) -> [i0,i1]
+    sm = f32[8] einsum [i0=8,r1=8] sum $0 (ex[i0,r1]) -> [i0]
+    p = f32[8,8] einsum [i0=8,i1=8] none div($0,$1) (ex[i0,i1], sm[i0]) -> [i0,i1]
+    o = f32[8,4]{output} einsum [m=8,k=8,n=4] sum mul($0,$1) (p[m,k], v[k,n]) -> [m,n])";
+}
+
+TEST(Masks, AConjunctionOfTwoComparisonsIsABand) {
+  // keep = (key <= query) & (key > query - 3): the `and` is masked by its first comparison,
+  // and its value is known on both sides of the pair of constraints.
+  ir::Graph g = ir::parse_graph(band_attention(R"(
+    i = i64[8] opaque "arange" {vector_flops=8, special_ops=0, bytes=64, assumption="arange", start=0, step=1} ()
+    r = i64[8,1] move view (i)
+    c = i64[1,8] move view (i)
+    le = bool[8,8] einsum [i0=8,i1=8] none le($1,$0) (r[i0,0], c[0,i1]) -> [i0,i1]
+    lo = i64[8,1] einsum [i0=8,i1=1] none sub($0,3) (r[i0,i1]) -> [i0,i1]
+    gt = bool[8,8] einsum [i0=8,i1=8] none gt($1,$0) (lo[i0,0], c[0,i1]) -> [i0,i1]
+    keep = bool[8,8] einsum [i0=8,i1=8] none mul(ne($0,0),ne($1,0)) (le[i0,i1], gt[i0,i1]) -> [i0,i1])",
+                                                "-inf"));
+  recognize_masks(g);
+  EXPECT_EQ(live(g, "s"), Count(kBand * kD));
+  EXPECT_EQ(live(g, "o"), Count(kBand * kD));
+}
+
+TEST(Masks, JaxsAndOfBoolsIsAMinimum) {
+  // jnp's `&` on bools lowers to min: min(0, x) is 0 for a truth value x.
+  ir::Graph g = ir::parse_graph(band_attention(R"(
+    i = i32[8] opaque "arange" {vector_flops=8, special_ops=0, bytes=32, assumption="iota", start=0, step=1} ()
+    r = i32[8,1] move view (i)
+    c = i32[1,8] move view (i)
+    le = bool[8,8] einsum [i0=8,i1=8] none le($0,$1) (c[0,i1], r[i0,0]) -> [i0,i1]
+    lo = i32[8,1] einsum [i0=8,i1=1] none sub($0,3) (r[i0,i1]) -> [i0,i1]
+    gt = bool[8,8] einsum [i0=8,i1=8] none gt($0,$1) (c[0,i1], lo[i0,0]) -> [i0,i1]
+    keep = bool[8,8] einsum [i0=8,i1=8] none min($0,$1) (le[i0,i1], gt[i0,i1]) -> [i0,i1])",
+                                                "-inf"));
+  recognize_masks(g);
+  EXPECT_EQ(live(g, "s"), Count(kBand * kD));
+  EXPECT_EQ(live(g, "o"), Count(kBand * kD));
+}
+
+TEST(Masks, AProductOfTrilAndTriuIsABand) {
+  // keep = tril(ones, 0) * triu(ones, -W + 1), compared with 0.
+  ir::Graph g = ir::parse_graph(band_attention(R"(
+    ones = f32[8,8] einsum [i0=8,i1=8] none 1 () -> [i0,i1]
+    lower = f32[8,8] einsum [i0=8,i1=8] none $0 (ones[i0,i1]) -> [i0,i1] where i0 - i1 >= 0
+    upper = f32[8,8] einsum [i0=8,i1=8] none $0 (ones[i0,i1]) -> [i0,i1] where i1 - i0 + 2 >= 0
+    both = f32[8,8] einsum [i0=8,i1=8] none mul($0,$1) (lower[i0,i1], upper[i0,i1]) -> [i0,i1]
+    keep = bool[8,8] einsum [i0=8,i1=8] none ne($0,0) (both[i0,i1]) -> [i0,i1])",
+                                                "-inf"));
+  recognize_masks(g);
+  EXPECT_EQ(live(g, "s"), Count(kBand * kD));
+  EXPECT_EQ(live(g, "o"), Count(kBand * kD));
+}
+
+TEST(Masks, AMaskConstantMakesTheProbabilitiesDeadAsMinusInfinityDoes) {
+  // where(tril, s, finfo(f32).min * 0.7), as jax.nn.dot_product_attention writes it: exp of
+  // the fill minus a row's max is 0 (the data is far below the constant), so the softmax and
+  // P V are masked forward, and the scores backward.
+  const std::string tril = R"(
+    ones = f32[8,8] einsum [i0=8,i1=8] none 1 () -> [i0,i1]
+    keep = f32[8,8] einsum [i0=8,i1=8] none $0 (ones[i0,i1]) -> [i0,i1] where i0 - i1 >= 0)";
+  ir::Graph g = ir::parse_graph(band_attention(tril, "-2.381976325057654e+38"));
+  MaskRecognition r = recognize_masks(g);
+  EXPECT_EQ(live(g, "s"), Count(kS * (kS + 1) / 2 * kD));  // key <= query
+  EXPECT_EQ(live(g, "o"), Count(kS * (kS + 1) / 2 * kD));
+  EXPECT_TRUE(listed(g, r.forward, "ex"));
+  EXPECT_TRUE(listed(g, r.forward, "o"));
+  // A fill of -1e9 is data-sized: exp(-1e9 - max) is 0 only for some data.
+  ir::Graph small = ir::parse_graph(band_attention(tril, "-1000000000"));
+  recognize_masks(small);
+  EXPECT_EQ(live(small, "o"), Count(kS * kS * kD));
+}
+
+TEST(Masks, AKnownBufferIsAsStructuralAsABuiltMask) {
+  // The mask is a weight (a module's buffer) whose values the frontend read: 1 on
+  // -2 <= c - r <= 0 over its two dimensions, 0 elsewhere.
+  const std::string text = band_attention(R"(
+    bias = f32[8,8] weight
+    keep = bool[8,8] einsum [i0=8,i1=8] none ne($0,0) (bias[i0,i1]) -> [i0,i1])", "-inf");
+  ir::Graph unknown = ir::parse_graph(text);
+  recognize_masks(unknown);
+  EXPECT_EQ(live(unknown, "o"), Count(kS * kS * kD));  // its values unknown: every point
+  ir::Graph g = ir::parse_graph(text);
+  const ir::TensorId bias = *g.find_tensor("bias");
+  // c - r + 2 >= 0 and -(c - r) >= 0, over (r, c) = (d0, d1).
+  const ir::Region band = {{ir::AffineExpr::make({{1, 1}, {0, -1}}, 2)},
+                           {ir::AffineExpr::make({{1, -1}, {0, 1}}, 0)}};
+  recognize_masks(g, {KnownValues{bias, band, 1, 0}});
+  EXPECT_EQ(live(g, "s"), Count(kBand * kD));
+  EXPECT_EQ(live(g, "o"), Count(kBand * kD));
+}
+
 TEST(Masks, RowsWithoutALiveKeyKeepTheirWork) {
   // triu(ones, 0) fills the diagonal too: query 0 has no live key, so its softmax row is NaN
   // in the program. The max is still exact over the live keys (-inf is its identity), but

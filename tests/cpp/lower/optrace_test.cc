@@ -1,5 +1,7 @@
 #include "solar/lower/optrace.h"
 
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "solar/util/errors.h"
@@ -35,6 +37,27 @@ TEST(OpTrace, RoundTripsThroughJson) {
   OpTrace t = parse_optrace(kTrace, "t.json");
   OpTrace u = optrace_from_json(optrace_to_json(t), "again");
   EXPECT_EQ(optrace_to_json(u), optrace_to_json(t));
+}
+
+TEST(OpTrace, ABufferBandRoundTrips) {
+  // An additive causal mask buffer's values read at capture: 0 on c - r <= 0 (key <= query),
+  // -inf elsewhere, an infinity in the trace's float form.
+  OpTrace t = parse_optrace(R"({"schema": "solar.optrace.v1", "ops": [], "tensors": [
+    {"id": 0, "shape": [1, 1, 4, 4], "dtype": "float32", "role": "buffer", "name": "bias",
+     "band": {"lower": null, "upper": 0, "inside": 0, "outside": {"float": "-inf"}}}]})");
+  ASSERT_TRUE(t.tensor(0).band);
+  EXPECT_FALSE(t.tensor(0).band->lower);
+  EXPECT_EQ(t.tensor(0).band->upper, 0);
+  EXPECT_EQ(t.tensor(0).band->outside, -std::numeric_limits<double>::infinity());
+  OpTrace u = optrace_from_json(optrace_to_json(t), "again");
+  EXPECT_EQ(optrace_to_json(u), optrace_to_json(t));
+  try {
+    parse_optrace(R"({"schema": "solar.optrace.v1", "ops": [], "tensors": [
+      {"id": 0, "shape": [4], "dtype": "float32", "role": "buffer", "band": {"inside": 1}}]})");
+    FAIL() << "expected a parse error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find(".band must be"), std::string::npos);
+  }
 }
 
 TEST(OpTrace, RejectsAWrongSchema) {

@@ -36,6 +36,7 @@ from torch._subclasses.fake_tensor import (
 from ...program_source import OverrideError  # noqa: F401  (re-exported)
 from ...program_source import ProgramFormatError, inject_overrides
 from . import fake_shortcuts
+from .buffer_band import ConstructionRecord, band_of
 from .lazy_torch import dispatch_without_dynamo, fake_mode
 from .quiet import torch_logging_silenced
 
@@ -648,7 +649,11 @@ def capture(
             trace.new_tensor(q, "parameter", pname)
         for bname, b in module.named_buffers():
             params[bname] = to_fake(b) if not _is_fake(b) else b
-            trace.new_tensor(params[bname], "buffer", bname)
+            tid = trace.new_tensor(params[bname], "buffer", bname)
+            # A causal mask built in __init__: its values, or those its construction gives.
+            band = getattr(b, "_solar_band", None) if _is_fake(b) else band_of(b)
+            if band is not None:
+                trace.tensors[tid]["band"] = band
     if train and not trainable:  # a function, or a module without parameters: d/d inputs
         for i, x in enumerate(fake_inputs):
             if isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex()):
@@ -955,11 +960,21 @@ def _build_fake_or_real(mod: types.ModuleType, path: str, init: List[Any],
     """The program built under the fake mode, or on real tensors when its constructor reads
     tensor values (`[x.item() for x in torch.linspace(...)]` for per-layer rates): then
     only its parameters hold data, and the capture still runs on fake tensors."""
+    record = ConstructionRecord()
     try:
-        with mode, fake_shortcuts.FakeShortcuts():
-            return build_program(mod, path, init)
+        with mode, fake_shortcuts.FakeShortcuts(), record.mode():
+            model = build_program(mod, path, init)
     except (DataDependentOutputException, DynamicOutputShapeException):
         return build_program(mod, path, init)
+    # A buffer built from constants (a causal mask): its values computed for real from the
+    # recorded construction, its band kept on the fake tensor for the capture.
+    if isinstance(model, torch.nn.Module):
+        for _, b in model.named_buffers():
+            value = record.real_value(b) if _is_fake(b) else None
+            band = band_of(value) if value is not None else None
+            if band is not None:
+                b._solar_band = band
+    return model
 
 
 def capture_loaded(
