@@ -248,3 +248,17 @@ def test_a_buffer_written_in_place_after_it_was_built_is_not_replayed(tmp_path):
         """))
     r = analyze_file(str(path), ProgramOptions(crosscheck=False))
     assert int(r.report.totals.macs) == int(r.report.totals.macs_dense) == QKV + DENSE
+
+
+def test_the_documented_window_figure(tmp_path):
+    """docs/insight.md: a window of 1,024 keys over 4,096 queries, 32 heads of 128:
+    30,068,965,376 MACs live of the box's 137,438,953,472 (captured on fake tensors)."""
+    b, h, t, d, w = 1, 32, 4096, 128, 1024
+    path = tmp_path / "window.py"
+    path.write_text(HEADER.replace(f"B, H, T, D, W = {B}, {H}, {T}, {D}, {W}",
+                                   f"B, H, T, D, W = {b}, {h}, {t}, {d}, {w}")
+                    + "        " + BAND_FORMS["where_of_a_conjunction"] + "\n")
+    r = analyze_file(str(path), ProgramOptions(crosscheck=False))
+    assert int(r.report.totals.macs) == 2 * b * h * (w * t - w * (w - 1) // 2) * d
+    assert int(r.report.totals.macs) == 30_068_965_376
+    assert int(r.report.totals.macs_dense) == 2 * b * h * t * t * d == 137_438_953_472
