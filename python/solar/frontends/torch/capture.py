@@ -970,7 +970,7 @@ def _build_fake_or_real(mod: types.ModuleType, path: str, init: List[Any],
     # recorded construction, its band kept on the fake tensor for the capture.
     if isinstance(model, torch.nn.Module):
         for _, b in model.named_buffers():
-            value = record.real_value(b) if _is_fake(b) else None
+            value = record.real_value(b) if _is_fake(b) and b.dim() >= 2 else None
             band = band_of(value) if value is not None else None
             if band is not None:
                 b._solar_band = band
