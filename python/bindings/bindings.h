@@ -17,6 +17,7 @@ void bind_exec(nanobind::module_& m);
 void bind_lower(nanobind::module_& m);
 void bind_insight(nanobind::module_& m);
 void bind_interop(nanobind::module_& m);
+void bind_parallel(nanobind::module_& m);
 
 // An exact count as a Python int (counts may exceed 64 bits).
 inline nanobind::object count_to_py(Count c) {

@@ -101,4 +101,5 @@ NB_MODULE(_core, m) {
   bind_lower(m);
   bind_insight(m);
   bind_interop(m);
+  bind_parallel(m);
 }
