@@ -2,6 +2,7 @@
 #include "context.h"
 #include "families.h"
 
+#include <functional>
 #include <limits>
 
 #include <fmt/format.h>
@@ -24,6 +25,11 @@ std::int64_t norm_dim(std::int64_t d, std::size_t rank) {
 
 void Context::begin(const TraceOp& op) {
   op_ = &op;
+  const TraceOp* first = trace_.ops.data();
+  const std::less<const TraceOp*> before;
+  traced_op_ = !before(&op, first) && before(&op, first + trace_.ops.size())
+                   ? static_cast<int>(&op - first)
+                   : -1;
   line_ = 0;
   origin_op_.clear();
   hint_ = ir::ContractionHint::None;
@@ -142,6 +148,7 @@ solar::Origin Context::origin() const {
     o.line = line_ ? line_ : op_->line;
     o.op = origin_op_.empty() ? op_->op : origin_op_;
     o.module = op_->module;  // every op lowered from a traced op inherits its module
+    o.traced_op = traced_op_;
   }
   return o;
 }

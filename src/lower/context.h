@@ -214,6 +214,7 @@ class Context {
   const OpTrace& trace_;
   ir::Graph& g_;
   const TraceOp* op_ = nullptr;
+  int traced_op_ = -1;  // op_'s position in trace_.ops (-1: not one of them)
   int line_ = 0;
   std::string origin_op_;
   ir::ContractionHint hint_ = ir::ContractionHint::None;

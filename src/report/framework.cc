@@ -15,7 +15,10 @@
 namespace solar::report {
 namespace {
 
-bool same_origin(const Origin& a, const Origin& b) {
+// Ops lowered from one traced op are one kernel; ops that name no traced op (a graph file's,
+// or a pass's without one) by the rest of their origin.
+bool same_kernel(const Origin& a, const Origin& b) {
+  if (a.traced_op >= 0 || b.traced_op >= 0) return a.traced_op == b.traced_op;
   return a.file == b.file && a.line == b.line && a.op == b.op && a.module == b.module;
 }
 
@@ -37,7 +40,7 @@ std::vector<FrameworkKernel> framework_kernels(const Report& r) {
   for (const ir::Op& op : g.ops()) {
     const cost::Work& w = r.cost.per_op[op.id.value];
     if (w.dead) continue;  // in no level; it does not split a kernel either
-    if (last == nullptr || !same_origin(last->origin, op.origin)) {
+    if (last == nullptr || !same_kernel(last->origin, op.origin)) {
       FrameworkKernel k;
       k.op = op.origin.op.empty() ? op.name : op.origin.op;
       k.module = op.origin.module;

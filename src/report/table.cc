@@ -290,7 +290,7 @@ std::string to_table(const Report& r, const TableOptions& options) {
   if (framework)
     out += "levels: unfused: every einsum op its own kernel through DRAM; fused: the whole "
            "program as one kernel;\n        framework: one kernel per framework op (an aten op, "
-           "a jaxpr equation, a loop statement, a graph op), the eager reference\n";
+           "a jaxpr equation, a loop nest, a graph op), the eager reference\n";
   if (!notes.empty()) {
     out += fmt::format("{} incomplete: leaves out work the device publishes no rate for (the "
                        "true SOL may be higher):\n",

@@ -98,3 +98,69 @@ def test_the_table_names_the_levels():
     # Each level named in words under the table.
     assert "unfused: every einsum op its own kernel" in out
     assert "framework: one kernel per framework op" in out
+
+
+NEST_PROGRAM = '''
+from solar.loopir import Tensor, kernel
+
+N, D = 16, 32
+x = Tensor("N,D", dtype="f32", role="input")
+y = Tensor("N,D", dtype="f32", role="output")
+z = Tensor("N,D", dtype="f32", role="output")
+
+
+@kernel
+def two_nests(x, y, z):
+    s = Tensor("N,D", dtype="f32")
+    for n in range(N):
+        for d in range(D):
+            s[n, d] = x[n, d] * 2.0
+            y[n, d] = x[n, d] + 1.0
+    for n in range(N):
+        for d in range(D):
+            z[n, d] = s[n, d] - 1.0
+
+
+def model():
+    two_nests(x, y, z)
+'''
+
+
+def test_a_loop_nest_is_one_kernel(tmp_path):
+    """A loop program's framework kernel is its loop nest: the two statements of the first
+    nest (lines 15 and 16) are one kernel, the second nest another."""
+    path = tmp_path / "two_nests.py"
+    path.write_text(NEST_PROGRAM)
+    report = program_report(path)
+    lines = [[report["ops"][i]["origin"]["line"] for i in k["ops"]]
+             for k in report["kernels"] if not k["free"]]
+    assert lines == [[15, 16], [19]]
+
+
+TWO_CALLS = '''
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x), torch.relu(x + 1)  # noqa: E501
+
+
+def get_inputs():
+    return [torch.randn(64, 64)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_two_calls_on_one_line_are_two_kernels(tmp_path):
+    """Two aten calls of one op on one line (relu, add, relu) are three kernels: the ops of
+    one traced op are one kernel, not the ops of one line."""
+    pytest.importorskip("torch")
+    path = tmp_path / "two_calls.py"
+    path.write_text(TWO_CALLS)
+    report = program_report(path)
+    kernels = [k["op"] for k in report["kernels"] if not k["free"]]
+    assert [k.split("::")[-1].split(".")[0] for k in kernels] == ["relu", "add", "relu"]

@@ -14,6 +14,11 @@ struct Origin {
   // The framework module that ran it ("blocks.3.attn.qkv": PyTorch's module path, JAX's
   // name stack); "" when unknown. Not part of describe().
   std::string module = {};
+  // The position in its trace of the traced op it was lowered from (an aten call, a jaxpr
+  // equation, a loop nest): the ops of one traced op are one framework kernel (report/
+  // framework.h). -1 when it was not lowered from a trace (a graph file). Not part of
+  // describe().
+  int traced_op = -1;
 
   // "file:line: op 'name'" with the empty parts left out.
   std::string describe() const;

@@ -216,7 +216,7 @@ def devices(report: Dict[str, Any]) -> str:
                     rows, "devices")
             + '<p class="note">Unfused: every einsum op its own kernel, intermediates through '
               "DRAM. Framework: one kernel per framework op (an aten op, a jaxpr equation, a "
-              "loop statement, a graph op), each fused inside: the eager reference. Fused: the "
+              "loop nest, a graph op), each fused inside: the eager reference. Fused: the "
               "whole graph as one kernel, compulsory traffic "
               "only (a hard lower bound). Cache-aware: fused with the DRAM traffic Q(S) of the "
               "device's on-chip capacity S.</p></section>")
