@@ -68,8 +68,14 @@ bool AbstractValue::finite() const { return kind == Finite || (kind == Const && 
 
 bool AbstractValue::positive() const { return kind == Const && c > 0 && std::isfinite(c); }
 
+bool AbstractValue::mask_constant() const {
+  return kind == Const && std::isfinite(c) && std::fabs(c) >= kMaskConstant;
+}
+
 AbstractValue join(AbstractValue a, AbstractValue b) {
   if (a == b) return a;
+  // A mask constant or data: neither absorbs nor is absorbed (see Semantics).
+  if (a.mask_constant() || b.mask_constant()) return {AbstractValue::Any};
   if (a.finite() && b.finite()) return {AbstractValue::Finite};
   return {AbstractValue::Any};
 }
@@ -139,8 +145,7 @@ AbstractValue abstract_binary(ExprOp op, AbstractValue a, AbstractValue b) {
   const bool inf_b = b.kind == V::Const && std::isinf(b.c);
   // A mask constant absorbs finite data in a sum (see Semantics): `finfo.min + x` is
   // `finfo.min`, so exp of it is 0 as exp(-inf) is.
-  const bool huge_a = a.kind == V::Const && std::fabs(a.c) >= kMaskConstant;
-  const bool huge_b = b.kind == V::Const && std::fabs(b.c) >= kMaskConstant;
+  const bool huge_a = a.mask_constant(), huge_b = b.mask_constant();
   switch (op) {
     case ExprOp::Add:
       if (inf_a || huge_a) return a;
@@ -152,29 +157,33 @@ AbstractValue abstract_binary(ExprOp op, AbstractValue a, AbstractValue b) {
       return {V::Finite};
     case ExprOp::Mul:
       if (a.is(0) || b.is(0)) return V::constant(0);  // 0 times finite data
-      if (inf_a || inf_b) return {V::Any};            // the data's sign decides
+      if (inf_a || inf_b || huge_a || huge_b) return {V::Any};  // the data decides
       return {V::Finite};
     case ExprOp::Div:
       if (inf_a && b.positive()) return a;
       if (inf_b) return V::constant(0);  // finite data over an infinity
-      if (inf_a) return {V::Any};
+      if (inf_a || huge_a) return {V::Any};
       // 0 / data: the caller decides (the divisor is known nonzero only at some points).
       return {V::Finite};
     case ExprOp::Max:
       if (a.is(kInf) || b.is(kInf)) return V::constant(kInf);
       if (a.is(-kInf)) return b;
       if (b.is(-kInf)) return a;
+      if (huge_a) return a.c > 0 ? a : b;  // a mask constant against data
+      if (huge_b) return b.c > 0 ? b : a;
       return {V::Finite};
     case ExprOp::Min:
       if (a.is(-kInf) || b.is(-kInf)) return V::constant(-kInf);
       if (a.is(kInf)) return b;
       if (b.is(kInf)) return a;
+      if (huge_a) return a.c < 0 ? a : b;
+      if (huge_b) return b.c < 0 ? b : a;
       return {V::Finite};
     default:
       if (is_comparison(op)) {
         // An infinity against finite data compares the same way whatever the data.
-        if (inf_a) return V::constant(compare(op, a.c, 0));
-        if (inf_b) return V::constant(compare(op, 0, b.c));
+        if (inf_a || huge_a) return V::constant(compare(op, a.c, 0));
+        if (inf_b || huge_b) return V::constant(compare(op, 0, b.c));
         return {V::Finite};
       }
       return inf_a || inf_b ? V{V::Any} : V{V::Finite};

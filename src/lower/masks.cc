@@ -427,7 +427,14 @@ void Recognizer::forward_einsum(const ir::Op& op) {
   const Region* chosen = nullptr;
   for (const Region& r : cands) {
     if (!has_identity || (chosen && chosen->size() >= r.size())) continue;
-    if (e.mask.empty() && !eval_outside(e.combine, e, o, r).is(identity)) continue;
+    if (e.mask.empty()) {
+      const Val dead = eval_outside(e.combine, e, o, r);
+      // A mask constant below the data under a max (above it under a min) changes no row
+      // that has a live point: it acts as the identity when every row has one.
+      const bool below = dead.mask_constant() && ((e.reduce == Reduce::Max && dead.c < 0) ||
+                                                  (e.reduce == Reduce::Min && dead.c > 0));
+      if (!dead.is(identity) && !(below && ir::covers_every_assignment(r, ext, in_out))) continue;
+    }
     chosen = &r;
   }
   Val result = whole;
@@ -521,6 +528,17 @@ Region Recognizer::branch_region(const ir::EinsumOp& e, const Operands& o, std::
     if (o.region[j] && f.inside.kind == Val::Const && f.outside.kind == Val::Const &&
         (f.inside.c != 0) != (f.outside.c != 0))
       t = Truth{ir::canonical_region(*o.region[j], e.extents()), f.inside.c != 0};
+    // A condition known on one side only (a causal mask and an input's padding mask): there
+    // it takes one branch, so the other branch is observed only on the unknown side.
+    if (!t && o.region[j] && (f.inside.kind == Val::Const) != (f.outside.kind == Val::Const)) {
+      const Region r = ir::canonical_region(*o.region[j], e.extents());
+      const bool known_inside = f.inside.kind == Val::Const;
+      const bool known_truth = (known_inside ? f.inside.c : f.outside.c) != 0;
+      if (in_a == known_truth) return {};  // the operand's branch is taken on the known side
+      if (!known_inside) return r;
+      if (r.size() == 1) return {ir::negated(r[0])};
+      return {};
+    }
   }
   if (!t || t->region.empty()) return {};
   const bool taken_inside = in_a == t->inside;

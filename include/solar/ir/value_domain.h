@@ -9,7 +9,9 @@
 //   (a finite constant of magnitude at least 2^123, such as JAX's finfo(f32).min * 0.7 or
 //   PyTorch's finfo(f32).min): data of magnitude under 2^99 added to one rounds to it in f32
 //   and bf16, so c + data = c and exp(c - data) = 0 as for -inf (in f64 the sum differs from
-//   c by at most the data, and exp of it is still 0); constants fold as the executor computes
+//   c by at most the data, and exp of it is still 0), above it under a max and below it under
+//   a min; what may be either a mask constant or data (their join) is anything, and so is a
+//   product of one with data; constants fold as the executor computes
 //   them, in the einsum's integer type where the IR says so (not(x) is bitwise in an integer
 //   type and logical in a bool-only einsum, ir/expr.h).
 // - An index value is a value affine in the op's indices (arange and iota, their sums and
@@ -35,6 +37,7 @@ struct AbstractValue {
   bool finite() const;                  // finite data or a finite constant
   bool is(double v) const { return kind == Const && c == v; }
   bool positive() const;                // a finite constant > 0
+  bool mask_constant() const;           // a finite constant of magnitude at least 2^123
   friend bool operator==(const AbstractValue& a, const AbstractValue& b) {
     return a.kind == b.kind && (a.kind != Const || a.c == b.c);
   }

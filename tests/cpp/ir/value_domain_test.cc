@@ -57,6 +57,14 @@ TEST(ValueDomain, AMaskConstantAbsorbsData) {
             V::constant(0));
   // -1e9 is data-sized: the difference is data.
   EXPECT_EQ(abstract_binary(ExprOp::Sub, V::constant(-1e9), data), data);
+  // Under a max the data wins; a product with data may be anything.
+  EXPECT_EQ(abstract_binary(ExprOp::Max, fill, data), data);
+  EXPECT_EQ(abstract_binary(ExprOp::Min, fill, data), fill);
+  EXPECT_EQ(abstract_binary(ExprOp::Mul, fill, data), anything);
+  // What may be the fill or data (a row whose keys may all be masked) is not data: its
+  // difference with the fill is not the fill.
+  EXPECT_EQ(join(fill, data), anything);
+  EXPECT_EQ(join(fill, V::constant(0)), anything);
 }
 
 TEST(ValueDomain, IndexValuesAndTheRegionsOfTheirComparisons) {

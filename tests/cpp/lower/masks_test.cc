@@ -318,6 +318,24 @@ TEST(Masks, AMaskConstantMakesTheProbabilitiesDeadAsMinusInfinityDoes) {
   EXPECT_EQ(live(small, "o"), Count(kS * kS * kD));
 }
 
+TEST(Masks, ACausalMaskAndAnInputMaskKeepTheCausalHalf) {
+  // keep = tril & pad (pad a program input): keep is 0 above the diagonal whatever pad
+  // holds, so the scores there are never read. A row pad empties has no live key: its
+  // softmax is NaN with -inf, uniform with a mask constant (exp(c - c) = 1 at every key), so
+  // P V stays whole in both.
+  const std::string mask = R"(
+    pad = bool[8,8] input
+    ones = bool[8,8] einsum [i0=8,i1=8] none 1 () -> [i0,i1]
+    tri = bool[8,8] einsum [i0=8,i1=8] none $0 (ones[i0,i1]) -> [i0,i1] where i0 - i1 >= 0
+    keep = bool[8,8] einsum [i0=8,i1=8] none min($0,$1) (tri[i0,i1], pad[i0,i1]) -> [i0,i1])";
+  for (const char* fill : {"-inf", "-3.4028234663852886e+38"}) {
+    ir::Graph g = ir::parse_graph(band_attention(mask, fill));
+    recognize_masks(g);
+    EXPECT_EQ(live(g, "s"), Count(kS * (kS + 1) / 2 * kD)) << fill;  // key <= query
+    EXPECT_EQ(live(g, "o"), Count(kS * kS * kD)) << fill;
+  }
+}
+
 TEST(Masks, AKnownBufferIsAsStructuralAsABuiltMask) {
   // The mask is a weight (a module's buffer) whose values the frontend read: 1 on
   // -2 <= c - r <= 0 over its two dimensions, 0 elsewhere.
