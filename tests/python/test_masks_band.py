@@ -262,3 +262,21 @@ def test_the_documented_window_figure(tmp_path):
     assert int(r.report.totals.macs) == 2 * b * h * (w * t - w * (w - 1) // 2) * d
     assert int(r.report.totals.macs) == 30_068_965_376
     assert int(r.report.totals.macs_dense) == 2 * b * h * t * t * d == 137_438_953_472
+
+
+def test_a_causal_mask_and_an_input_padding_mask(tmp_path):
+    """causal & padding (an input): the scores above the diagonal are never read, whatever the
+    padding holds; a row the padding empties has a uniform softmax under finfo.min, so P V
+    keeps its whole box."""
+    path = tmp_path / "padded.py"
+    path.write_text(HEADER.replace(
+        "def get_inputs():\n    return [",
+        "def get_inputs():\n    return [torch.rand(B, 1, 1, T) > 0.3, ") .replace(
+        "def forward(self, q, k, v):", "def forward(self, pad, q, k, v):") + """        s = scores(q, k)
+        keep = torch.tril(torch.ones(T, T, dtype=torch.bool)) & pad
+        return torch.softmax(s.masked_fill(~keep, torch.finfo(s.dtype).min), dim=-1) @ v
+""")
+    r = analyze_file(str(path), ProgramOptions(validate=True, crosscheck=False))
+    assert int(r.report.totals.macs) == CAUSAL // 2 + DENSE // 2  # Q K^T live, P V whole
+    assert int(r.report.totals.macs_dense) == DENSE
+    assert r.validation["status"] == "passed", r.validation
