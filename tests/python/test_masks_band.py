@@ -280,3 +280,17 @@ def test_a_causal_mask_and_an_input_padding_mask(tmp_path):
     assert int(r.report.totals.macs) == CAUSAL // 2 + DENSE // 2  # Q K^T live, P V whole
     assert int(r.report.totals.macs_dense) == DENSE
     assert r.validation["status"] == "passed", r.validation
+
+
+def test_a_buffer_whose_data_was_swapped_is_not_replayed(tmp_path):
+    """`bias.data = other` changes the values without an op the record sees: the buffer's
+    history no longer gives its values, so every point counts."""
+    path = tmp_path / "swapped.py"
+    path.write_text(BUFFER_PROGRAM.format(
+        B=B, H=H, T=T, D=D, buffer="torch.tril(torch.ones(T, T))",
+        fill="self.bias == 0") .replace(
+        '        self.register_buffer("bias", torch.tril(torch.ones(T, T)))',
+        '        self.register_buffer("bias", torch.tril(torch.ones(T, T)))\n'
+        '        self.bias.data = torch.ones(T, T)'))
+    r = analyze_file(str(path), ProgramOptions(crosscheck=False))
+    assert int(r.report.totals.macs) == int(r.report.totals.macs_dense) == QKV + DENSE

@@ -66,7 +66,8 @@ class ConstructionRecord:
     in-place op wrote, has no value here."""
 
     def __init__(self) -> None:
-        self.made: Dict[int, Any] = {}  # id(output) -> (func, args, kwargs, output)
+        # id(output) -> (func, args, kwargs, output, its storage then)
+        self.made: Dict[int, Any] = {}
         self.written: set = set()       # storages an in-place op wrote
 
     def mode(self) -> Any:
@@ -98,7 +99,7 @@ class ConstructionRecord:
                                    "dropout", "multinomial", "poisson")):
             return
         if isinstance(out, torch.Tensor) and out.numel() <= MAX_ELEMENTS:
-            self.made[id(out)] = (func, args, kwargs, out)
+            self.made[id(out)] = (func, args, kwargs, out, _storage_key(out))
 
     def real_value(self, t: Any) -> Optional[Any]:
         """The real value of fake tensor t computed from its recorded history, or None."""
@@ -114,9 +115,11 @@ class ConstructionRecord:
             if id(x) in memo:
                 return memo[id(x)]
             entry = self.made.get(id(x))
-            if entry is None or _storage_key(x) in self.written:
+            # Its storage written in place, or swapped since (`t.data = other` dispatches no
+            # op): its values are not those of its history.
+            if entry is None or _storage_key(x) in self.written or _storage_key(x) != entry[4]:
                 raise LookupError("no pure history")
-            func, args, kwargs, _ = entry
+            func, args, kwargs = entry[:3]
             value = func(*real(list(args)), **{k: real(v) for k, v in kwargs.items()})
             memo[id(x)] = value
             return value
