@@ -46,16 +46,18 @@ void bind_parallel(nb::module_& m) {
   m.def(
       "shard_tensor_parallel",
       [](const ir::Graph& g, std::int64_t tp, std::int64_t rank,
-         const std::map<std::string, std::pair<std::string, int>>& weights,
-         const std::map<std::string, int>& state, bool sp, std::int64_t group_size,
+         const std::map<std::string, std::tuple<std::string, int, std::int64_t>>& weights,
+         const std::map<std::string, std::pair<int, std::int64_t>>& state, bool sp,
+         std::int64_t group_size,
          const std::string& group_name, std::int64_t ranks_per_domain) {
         parallel::TensorParallelPlan p;
         p.tp = tp;
         p.rank = rank;
         p.sequence_parallel = sp;
         p.group = group_of(group_size, group_name, ranks_per_domain);
-        for (const auto& [n, rule] : weights) p.weights[n] = {shard_kind(rule.first), rule.second};
-        p.state = state;
+        for (const auto& [n, rule] : weights)
+          p.weights[n] = {shard_kind(std::get<0>(rule)), std::get<1>(rule), std::get<2>(rule)};
+        for (const auto& [n, rule] : state) p.state[n] = {rule.first, rule.second};
         parallel::ShardedGraph s = parallel::shard_tensor_parallel(g, p);
         nb::list colls;
         for (const auto& c : s.collectives)
@@ -65,7 +67,8 @@ void bind_parallel(nb::module_& m) {
       "graph"_a, "tp"_a, "rank"_a, "weights"_a, "state"_a, "sp"_a, "group_size"_a,
       "group_name"_a, "ranks_per_domain"_a = 0,
       "Rank `rank` of `tp`: (graph, [(collective, tensor, why)], [replicated op: why]); "
-      "weights {name: (column|row|vocab|head, dim)}, state {name: dim}.");
+      "weights {name: (column|row|vocab|head, dim, parts)}, state {name: (dim, parts)}; "
+      "parts 0: tp blocks.");
   m.def("split_stages", &parallel::split_stages, "graph"_a, "pp"_a, "tp"_a, "tp_rank"_a,
         "devices_per_domain"_a, "The pp pipeline stage graphs of a rank graph.");
   m.def("layer_count", &parallel::layer_count, "graph"_a);

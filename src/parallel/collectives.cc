@@ -27,6 +27,10 @@ Id Sharder::whole_of(Id x, const std::string& why) {
   if (auto it = whole_.find(x); it != whole_.end()) return it->second;
   if (local_offsets_.count(x) || spec.kind == Spec::Kind::Flat)
     throw Unsupported(name(x) + ": offsets into a rank's block cannot be gathered");
+  if (spec.kind == Spec::Kind::Shard && spec.parts != tp_)
+    throw Unsupported(name(x) + ": a block that " + std::to_string(tp_ / spec.parts) +
+                      " ranks share (key/value heads fewer than tp) cannot be gathered over "
+                      "the tp group");
   Id out;
   if (auto it = view_src_.find(x); it != view_src_.end()) {
     // A reshape of a sharded tensor: its source gathered once (q, k and v read views of the
@@ -67,19 +71,19 @@ Id Sharder::settle(Id x, const std::string& why) {
   shape[*d] /= tp_;
   Id out = add(name(x) + ".scattered", x, shape);
   coll(ir::CollectiveKind::ReduceScatter, x, out, why, ir::CollectiveReduction::Sum, *d);
-  spec_[out] = Spec::shard(*d);
+  spec_[out] = sh(*d);
   whole_[x] = out;
   return out;
 }
 
-Id Sharder::local_slice(Id x, int dim) {
-  auto key = std::make_pair(x, dim);
+Id Sharder::local_slice(Id x, int dim, std::int64_t parts) {
+  auto key = std::make_tuple(x, dim, parts);
   if (auto it = local_slices_.find(key); it != local_slices_.end()) return it->second;
   auto shape = t_[x].shape;
-  std::int64_t n = shape[dim] / tp_;
+  std::int64_t n = shape[dim] / parts;
   std::vector<std::int64_t> starts(shape.size(), 0), ends = shape, steps(shape.size(), 1);
-  starts[dim] = rank_ * n;
-  ends[dim] = (rank_ + 1) * n;
+  starts[dim] = block(parts) * n;
+  ends[dim] = (block(parts) + 1) * n;
   shape[dim] = n;
   Id out = add(name(x) + ".rank_block", x, shape);
   ir::Op op;
@@ -88,7 +92,7 @@ Id Sharder::local_slice(Id x, int dim) {
   op.outputs = {{out}};
   op.body = ir::MoveOp{ir::MoveKind::Slice, {{"starts", starts}, {"ends", ends}, {"steps", steps}}};
   push(std::move(op));
-  spec_[out] = Spec::shard(dim);
+  spec_[out] = Spec::shard(dim, parts);
   local_slices_[key] = out;
   return out;
 }

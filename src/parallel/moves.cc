@@ -53,7 +53,7 @@ void Sharder::move(const ir::Op& in) {
     specs.push_back(spec_[x.value]);
   }
   if (kind == ir::MoveKind::Scatter && wanted_.count(out) && specs.size() == 3 &&
-      specs[0] == Spec::shard(0) && !specs[1] && !specs[2])
+      specs[0] == sh(0) && !specs[1] && !specs[2])
     return vocab_scatter(op);
   if (std::none_of(specs.begin(), specs.end(), [](const Spec& s) { return bool(s); })) {
     push(op);
@@ -65,16 +65,16 @@ void Sharder::move(const ir::Op& in) {
   if (kind == ir::MoveKind::View && specs[0].kind == Spec::Kind::Flat) {
     if (t_[out].shape != specs[0].root)
       throw Unsupported(op.name + ": a reshape of a rank's flattened block");
-    int d = specs[0].dim;
+    Spec s = Spec::shard(specs[0].dim, specs[0].parts);
     push(op);
-    return set_out(out, Spec::shard(d));
+    return set_out(out, s);
   }
   if (kind == ir::MoveKind::Cast || kind == ir::MoveKind::Copy ||
       (kind == ir::MoveKind::View && ins.size() == 1)) {
     if (specs[0].kind != Spec::Kind::Shard) return replicate(op, why);
     std::optional<int> d = specs[0].dim;
     if (kind == ir::MoveKind::View) {
-      d = view_dim(ins[0], *d, t_[out].shape);
+      d = view_dim(ins[0], *d, t_[out].shape, specs[0].parts);
       const auto& cs = consumers_[out];
       if (!d && !cs.empty() && std::all_of(cs.begin(), cs.end(), [](const ir::Op* c) {
             return c->kind() == ir::OpKind::Move && c->move().kind == ir::MoveKind::View;
@@ -87,7 +87,8 @@ void Sharder::move(const ir::Op& in) {
       if (!d && t_[out].shape.size() == 1) {
         // A flattening (the element view of an in-place update): this rank's block
         // flattened, read only by element scatters into it and by the reshape back.
-        Spec flat{Spec::Kind::Flat, specs[0].dim, ir::CollectiveReduction::Sum, full_shape(ins[0])};
+        Spec flat{Spec::Kind::Flat, specs[0].dim, ir::CollectiveReduction::Sum, full_shape(ins[0]),
+                  specs[0].parts};
         push(op);
         spec_[out] = flat;
         t_[out].shape = {prod(t_[ins[0]].shape)};
@@ -97,27 +98,30 @@ void Sharder::move(const ir::Op& in) {
     }
     if (!d) return replicate(op, op.name + " (view) splits the sharded dimension");
     if (kind == ir::MoveKind::View) view_src_[out] = ins[0];
+    std::int64_t parts = specs[0].parts;
     push(op);
-    return set_out(out, Spec::shard(*d));
+    return set_out(out, Spec::shard(*d, parts));
   }
   if (kind == ir::MoveKind::Permute && specs[0].kind == Spec::Kind::Shard) {
     auto perm = ir::int_list_attr(attrs, "perm", op.name);
     auto it = std::find(perm.begin(), perm.end(), specs[0].dim);
     if (it == perm.end()) return replicate(op, why);
+    std::int64_t parts = specs[0].parts;
     push(op);
-    return set_out(out, Spec::shard(static_cast<int>(it - perm.begin())));
+    return set_out(out, Spec::shard(static_cast<int>(it - perm.begin()), parts));
   }
   if (kind == ir::MoveKind::Slice && specs[0].kind == Spec::Kind::Shard) {
     int d = specs[0].dim;
+    std::int64_t parts = specs[0].parts;
     std::int64_t full = full_shape(ins[0])[d];
     auto starts = ir::int_list_attr(attrs, "starts", op.name);
     auto ends = ir::int_list_attr(attrs, "ends", op.name);
     auto steps = ir::int_list_attr(attrs, "steps", op.name);
     if (starts[d] == 0 && ends[d] >= full && steps[d] == 1) {
-      ends[d] = full / tp_;
+      ends[d] = full / parts;
       attrs["ends"] = ends;
       push(op);
-      return set_out(out, Spec::shard(d));
+      return set_out(out, Spec::shard(d, parts));
     }
     return replicate(op, why);
   }
@@ -125,8 +129,9 @@ void Sharder::move(const ir::Op& in) {
     int d = specs[0].dim;
     auto pads = ir::int_list_attr(attrs, "pads", op.name);
     if (pads.size() == 2 * t_[out].shape.size() && pads[2 * d] == 0 && pads[2 * d + 1] == 0) {
+      Spec s = specs[0];
       push(op);  // padded along other dimensions only
-      return set_out(out, Spec::shard(d));
+      return set_out(out, s);
     }
     return replicate(op, why);
   }
@@ -139,13 +144,15 @@ void Sharder::move(const ir::Op& in) {
   }
   if (kind == ir::MoveKind::Gather && mode && *mode == "take" &&
       ir::find_int(attrs, "axis").value_or(0) == 0 && specs.size() == 2 &&
-      specs[0] == Spec::shard(0) && !specs[1])
+      specs[0] == sh(0) && !specs[1])
     return vocab_gather(op);
   if (kind == ir::MoveKind::Scatter && mode && *mode == "elements" && specs.size() == 3 &&
       local_offsets_.count(ins[1])) {
-    if (std::all_of(specs.begin(), specs.end(), [](const Spec& s) { return s == Spec::shard(0); })) {
+    if (std::all_of(specs.begin(), specs.end(), [&](const Spec& s) { return s == specs[0]; }) &&
+        specs[0].kind == Spec::Kind::Shard && specs[0].dim == 0) {
+      Spec s = specs[0];
       push(op);
-      return set_out(out, Spec::shard(0));
+      return set_out(out, s);
     }
     if (std::all_of(specs.begin(), specs.end(),
                     [](const Spec& s) { return s.kind == Spec::Kind::Flat; })) {
@@ -214,7 +221,7 @@ void Sharder::vocab_scatter(ir::Op op) {
   push(std::move(m));
   op.inputs = {{base}, {local}, {masked}};
   push(std::move(op));
-  set_out(out, Spec::shard(0));
+  set_out(out, sh(0));
 }
 
 void Sharder::vocab_gather(ir::Op op) {
@@ -284,7 +291,8 @@ void Sharder::strided_offsets(const ir::Op& in, Id target) {
     rest %= s;
   }
   auto local = full;
-  local[d] /= tp_;
+  const std::int64_t parts = spec.parts;
+  local[d] /= parts;
   std::vector<std::int64_t> new_strides(local.size());
   std::int64_t offset = 0;
   for (std::size_t k = 0; k < local.size(); ++k) {
@@ -294,10 +302,10 @@ void Sharder::strided_offsets(const ir::Op& in, Id target) {
   o.attrs["strides"] = new_strides;
   o.attrs["offset"] = offset;
   // Its cost is the window's, of which the rank computes its block.
-  o.vector_flops = Count::from_raw(o.vector_flops.raw() / static_cast<Count::Rep>(tp_));
-  o.bytes = Count::from_raw(o.bytes.raw() / static_cast<Count::Rep>(tp_));
+  o.vector_flops = Count::from_raw(o.vector_flops.raw() / static_cast<Count::Rep>(parts));
+  o.bytes = Count::from_raw(o.bytes.raw() / static_cast<Count::Rep>(parts));
   push(op);
-  set_out(out, Spec::shard(d));
+  set_out(out, Spec::shard(d, parts));
   local_offsets_.insert(out);
   mark_offsets_views(out);
 }

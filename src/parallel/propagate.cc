@@ -59,18 +59,22 @@ Sharder::Sharder(const ir::Graph& g, const TensorParallelPlan& plan)
   for (const auto& [n, rule] : plan.weights)
     if (by_name_.count(n)) grad_like_.insert({t_[by_name_.at(n)].shape, rule.dim});
   for (const auto& [n, rule] : plan.weights)
-    if (by_name_.count(n)) shard_source(by_name_.at(n), rule.dim);
-  for (const auto& [n, dim] : plan.state)
-    if (by_name_.count(n)) shard_source(by_name_.at(n), dim);
+    if (by_name_.count(n)) shard_source(by_name_.at(n), rule.dim, rule.parts ? rule.parts : tp_);
+  for (const auto& [n, rule] : plan.state)
+    if (by_name_.count(n)) shard_source(by_name_.at(n), rule.dim, rule.parts ? rule.parts : tp_);
 }
 
-void Sharder::shard_source(Id x, int dim) {
+void Sharder::shard_source(Id x, int dim, std::int64_t parts) {
   auto& shape = t_[x].shape;
-  if (dim < 0 || dim >= static_cast<int>(shape.size()) || shape[dim] % tp_)
+  if (parts < 1 || tp_ % parts)
+    throw Unsupported(name(x) + ": " + std::to_string(parts) + " blocks are not shared evenly by " +
+                      "tp=" + std::to_string(tp_) + " ranks");
+  if (dim < 0 || dim >= static_cast<int>(shape.size()) || shape[dim] % parts)
     throw Unsupported(name(x) + ": dimension " + std::to_string(dim) + " of " + list_str(shape) +
-                      " does not divide over tp=" + std::to_string(tp_));
-  spec_[x] = Spec::shard(dim);
-  shape[dim] /= tp_;
+                      " does not divide over " +
+                      (parts == tp_ ? "tp=" + std::to_string(tp_) : std::to_string(parts) + " blocks"));
+  spec_[x] = Spec::shard(dim, parts);
+  shape[dim] /= parts;
 }
 
 Id Sharder::add(const std::string& base, Id like, std::vector<std::int64_t> shape,
@@ -91,20 +95,21 @@ Id Sharder::add(const std::string& base, Id like, std::vector<std::int64_t> shap
 
 std::vector<std::int64_t> Sharder::full_shape(Id x) const {
   auto s = t_[x].shape;
-  if (spec_[x].kind == Spec::Kind::Shard) s[spec_[x].dim] *= tp_;
+  if (spec_[x].kind == Spec::Kind::Shard) s[spec_[x].dim] *= spec_[x].parts;
   return s;
 }
 
 void Sharder::set_out(Id out, const Spec& s) {
   spec_[out] = s;
-  if (s.kind == Spec::Kind::Shard) t_[out].shape[s.dim] /= tp_;
+  if (s.kind == Spec::Kind::Shard) t_[out].shape[s.dim] /= s.parts;
 }
 
-std::optional<int> Sharder::view_dim(Id x, int d, const std::vector<std::int64_t>& dst) const {
+std::optional<int> Sharder::view_dim(Id x, int d, const std::vector<std::int64_t>& dst,
+                                     std::int64_t parts) const {
   // The dimension of the reshape after the same number of elements holds the same blocks.
   std::int64_t prefix = prod(full_shape(x), 0, d);
   for (std::size_t e = 0; e < dst.size(); ++e)
-    if (prod(dst, 0, e) == prefix && dst[e] > 1 && dst[e] % tp_ == 0) return static_cast<int>(e);
+    if (prod(dst, 0, e) == prefix && dst[e] > 1 && dst[e] % parts == 0) return static_cast<int>(e);
   return std::nullopt;
 }
 
@@ -172,7 +177,7 @@ ir::IndexPos Sharder::flat_operand(ir::Op& op, std::size_t n, const Spec& spec) 
   const auto& root = spec.root;
   std::vector<std::int64_t> full(root.size()), local(root.size());
   auto local_root = root;
-  local_root[spec.dim] /= tp_;
+  local_root[spec.dim] /= spec.parts;
   for (std::size_t j = 0; j < root.size(); ++j) {
     full[j] = prod(root, j + 1);
     local[j] = prod(local_root, j + 1);
@@ -223,11 +228,11 @@ bool Sharder::shard_wanted(ir::Op& op, int d) {
       else if (uses(osub, *sub))
         return false;
     }
-  for (auto [n, k] : reads) op.inputs[n] = {local_slice(op.inputs[n].value, k)};
+  for (auto [n, k] : reads) op.inputs[n] = {local_slice(op.inputs[n].value, k, tp_)};
   e.indices[*sub].extent /= tp_;
   Id out = op.outputs[0].value;
   push(op);
-  set_out(out, Spec::shard(d));
+  set_out(out, sh(d));
   return true;
 }
 
@@ -279,23 +284,18 @@ void Sharder::einsum(const ir::Op& in) {
   ir::Op op = in;
   auto& e = std::get<ir::EinsumOp>(op.body);
   for (auto& x : op.inputs) x = {settle(x.value, op.name + " needs the reduced value")};
-  struct Cand {
-    ir::IndexPos var;
-    std::size_t n;
-    bool weight;
-  };
   std::vector<Cand> cands;
   for (std::size_t n = 0; n < op.inputs.size(); ++n) {
     Id x = op.inputs[n].value;
     const Spec spec = spec_[x];
     if (spec.kind == Spec::Kind::Flat) {
-      cands.push_back({flat_operand(op, n, spec), n, false});
+      cands.push_back({flat_operand(op, n, spec), n, false, spec.parts});
     } else if (spec) {
       auto v = var_at(e, e.operands[n].subscript[spec.dim], full_shape(x)[spec.dim]);
       if (!v)
         op.inputs[n] = {whole_of(x, op.name + " reads it along no index")};
       else
-        cands.push_back({*v, n, t_[x].role == ir::Role::Weight});
+        cands.push_back({*v, n, t_[x].role == ir::Role::Weight, spec.parts});
     }
   }
   Id out = op.outputs[0].value;
@@ -305,19 +305,25 @@ void Sharder::einsum(const ir::Op& in) {
     set_out(out, {});
     return;
   }
-  ir::IndexPos chosen = cands[0].var;
+  Cand pick = cands[0];
   for (const Cand& c : cands)
     if (c.weight) {
-      chosen = c.var;
+      pick = c;
       break;
     }
+  const ir::IndexPos chosen = pick.var;
   for (const Cand& c : cands)
     if (c.var != chosen)
       op.inputs[c.n] = {whole_of(op.inputs[c.n].value, op.name + " is sharded along another index")};
+  std::erase_if(cands, [&](const Cand& c) { return c.var != chosen; });
   const std::string& iname = e.indices[chosen].name;
   bool masked = std::any_of(e.mask.begin(), e.mask.end(),
                             [&](const ir::AffineConstraint& c) { return uses(c.expr, chosen); });
-  if (e.indices[chosen].extent % tp_ || masked)
+  const std::int64_t parts = pick.parts;
+  bool mixed = std::any_of(cands.begin(), cands.end(), [&](const Cand& c) { return c.parts != parts; });
+  if (mixed || (e.indices[chosen].extent % parts && !masked))
+    if (shared_heads(op, cands)) return;
+  if (mixed || e.indices[chosen].extent % parts || masked)
     return replicate(op, "index " + iname + " does not divide or is masked");
   // Where the output keeps the index, or how the ranks' values combine where it is reduced.
   std::optional<int> out_dim;
@@ -337,7 +343,8 @@ void Sharder::einsum(const ir::Op& in) {
       case ir::Reduce::Any:
       case ir::Reduce::All: break;
     }
-    if (!partial)
+    // Ranks sharing a block would count it more than once.
+    if (!partial || parts != tp_)
       return replicate(op, "a " + std::string(ir::reduce_name(e.reduce)) +
                                " reduction over a sharded index");
   } else if (var_at(e, e.output[*out_dim], t_[out].shape[*out_dim]) != chosen) {
@@ -352,12 +359,78 @@ void Sharder::einsum(const ir::Op& in) {
       if (var_at(e, sub, t_[x].shape[d]) != chosen)
         return replicate(op, t_[x].name + " reads index " + iname + " with other terms");
       // A replicated operand read along the sharded index: its rank's block, sliced locally.
-      op.inputs[n] = {local_slice(x, static_cast<int>(d))};
+      op.inputs[n] = {local_slice(x, static_cast<int>(d), parts)};
     }
   }
-  e.indices[chosen].extent /= tp_;
+  e.indices[chosen].extent /= parts;
   push(op);
-  set_out(out, out_dim ? Spec::shard(*out_dim) : Spec::partial(*partial));
+  set_out(out, out_dim ? Spec::shard(*out_dim, parts) : Spec::partial(*partial));
+}
+
+bool Sharder::shared_heads(ir::Op& op, const std::vector<Cand>& cands) {
+  // Grouped-query attention with fewer key/value heads than ranks: the query heads h*c + j
+  // (h a key/value head, j its query heads, extent c) split in tp blocks, the key/value heads
+  // h in kv blocks, each shared by tp / kv ranks. Each rank keeps one h (extent 1) and c / (tp
+  // / kv) of its j: the query heads of its block read the key/value head it holds.
+  auto& e = std::get<ir::EinsumOp>(op.body);
+  const ir::IndexPos h = cands[0].var;
+  const std::int64_t kv = e.indices[h].extent;
+  if (kv >= tp_ || tp_ % kv) return false;
+  const std::int64_t share = tp_ / kv;
+  std::optional<ir::IndexPos> j;
+  // h*c + j with c = extent(j): the index of the query heads within their group.
+  auto inner = [&](const ir::AffineExpr& sub) -> std::optional<ir::IndexPos> {
+    if (sub.constant_term() != 0 || sub.terms().size() != 2) return std::nullopt;
+    for (std::size_t k = 0; k < 2; ++k) {
+      const auto& outer = sub.terms()[k];
+      const auto& in = sub.terms()[1 - k];
+      if (outer.index == h && in.coef == 1 && outer.coef == e.indices[in.index].extent)
+        return in.index;
+    }
+    return std::nullopt;
+  };
+  for (const Cand& c : cands) {
+    const auto& sub = e.operands[c.n].subscript[spec_[op.inputs[c.n].value].dim];
+    if (c.parts == tp_) {
+      auto in = inner(sub);
+      if (!in || (j && *j != *in)) return false;
+      j = in;
+    } else if (c.parts != kv || sub.as_plain_index() != h) {
+      return false;
+    }
+  }
+  if (!j || e.indices[*j].extent % share) return false;
+  for (const auto& m : e.mask)
+    if (uses(m.expr, h) || uses(m.expr, *j)) return false;
+  // Every other read of h or j must be one of the sharded dimensions above.
+  for (std::size_t n = 0; n < op.inputs.size(); ++n) {
+    const Spec& s = spec_[op.inputs[n].value];
+    for (std::size_t d = 0; d < e.operands[n].subscript.size(); ++d) {
+      const auto& sub = e.operands[n].subscript[d];
+      bool sharded_dim = s.kind == Spec::Kind::Shard && static_cast<int>(d) == s.dim;
+      if (!sharded_dim && (uses(sub, h) || uses(sub, *j))) return false;
+    }
+  }
+  std::optional<int> out_dim;
+  for (std::size_t d = 0; d < e.output.size(); ++d) {
+    if (!uses(e.output[d], h) && !uses(e.output[d], *j)) continue;
+    if (out_dim || inner(e.output[d]) != j) return false;
+    out_dim = static_cast<int>(d);
+  }
+  if (!out_dim) return false;
+  const std::int64_t local_j = e.indices[*j].extent / share;
+  auto local = [&](ir::AffineExpr& sub) {
+    if (inner(sub)) sub = ir::AffineExpr::make({{h, local_j}, {*j, 1}}, 0);
+  };
+  for (auto& o : e.operands)
+    for (auto& sub : o.subscript) local(sub);
+  for (auto& sub : e.output) local(sub);
+  e.indices[h].extent = 1;
+  e.indices[*j].extent = local_j;
+  Id out = op.outputs[0].value;
+  push(op);
+  set_out(out, sh(*out_dim));
+  return true;
 }
 
 ShardedGraph Sharder::finish(const std::set<std::string>& keep_sharded) {
@@ -371,6 +444,9 @@ ShardedGraph Sharder::finish(const std::set<std::string>& keep_sharded) {
     if (spec.kind == Spec::Kind::Shard && grad_like_.count({full_shape(x), spec.dim})) continue;
     if (spec.kind == Spec::Kind::Flat)
       throw Unsupported(t_[x].name + ": an output that is a rank's flattened block");
+    if (spec.kind == Spec::Kind::Shard && spec.parts != tp_)
+      throw Unsupported(t_[x].name + ": an output in blocks that ranks share cannot be gathered "
+                        "over the tp group");
     Id local = add(t_[x].name + ".local", x, t_[x].shape);
     spec_[local] = spec;
     renames[x] = local;
@@ -447,7 +523,7 @@ ir::Graph remove_dead_ops(const ir::Graph& g) {
 namespace {
 
 // Outputs written into a state input (through views, scatters and copies): they stay sharded.
-std::set<std::string> state_outputs(const ir::Graph& g, const std::map<std::string, int>& state) {
+std::set<std::string> state_outputs(const ir::Graph& g, const std::map<std::string, StateRule>& state) {
   std::set<std::string> out;
   for (const ir::Tensor& t : g.tensors()) {
     if (t.role != ir::Role::Output) continue;

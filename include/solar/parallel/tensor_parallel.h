@@ -18,10 +18,20 @@ namespace solar::parallel {
 enum class ShardKind { Column, Row, Vocab, Head };
 std::string_view shard_kind_name(ShardKind k);  // column row vocab head
 
-// A weight split in tp contiguous blocks along dimension `dim`.
+// A weight split in contiguous blocks along dimension `dim`: tp of them (parts 0), or `parts`
+// dividing tp, each block shared by tp / parts ranks, rank r holding block r / (tp / parts)
+// (Megatron's key/value heads when tp exceeds their number: each rank keeps the head its
+// query heads read).
 struct WeightRule {
   ShardKind kind = ShardKind::Column;
   int dim = 0;
+  std::int64_t parts = 0;
+};
+
+// A state input (a KV cache) split along `dim` like a weight (parts as WeightRule's).
+struct StateRule {
+  int dim = 0;
+  std::int64_t parts = 0;
 };
 
 struct TensorParallelPlan {
@@ -32,7 +42,7 @@ struct TensorParallelPlan {
   std::map<std::string, WeightRule> weights;  // sharded weights by tensor name
   // State inputs (a KV cache) sharded along a dimension; the outputs written into them in
   // place stay sharded.
-  std::map<std::string, int> state;
+  std::map<std::string, StateRule> state;
 };
 
 // A collective the pass inserted, with the tensor it reads and why.

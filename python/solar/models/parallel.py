@@ -22,6 +22,7 @@ from .shard import Sharded, ShardError, WeightRule, remove_dead_ops, shard_graph
 # [out, in]), a row-parallel one its input features (dim 1); the embedding and the head
 # split the vocabulary.
 COLUMN = {"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"}
+KV = {"k_proj", "v_proj"}  # split in kv-head blocks, shared when tp exceeds their number
 ROW = {"o_proj", "down_proj"}
 VOCAB = {"embed_tokens"}
 HEAD = {"lm_head"}
@@ -98,10 +99,20 @@ def check_config(config, plan: Plan) -> None:
                          f"shards {', '.join(sorted(FAMILIES))}; docs/parallel.md)",
                          "unsupported")
     kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
-    if kv_heads % plan.tp:
+    heads = config.num_attention_heads
+    # Fewer key/value heads than ranks: each shared by tp / kv_heads ranks (Megatron), which
+    # needs the ranks to share them evenly and the query heads to split over tp.
+    if kv_heads % plan.tp and (plan.tp % kv_heads or heads % plan.tp):
         raise user_error(f"--tp {plan.tp}: the {kv_heads} key/value heads do not split over "
-                         f"{plan.tp} ranks (replicating them is not modelled yet)",
-                         "unsupported")
+                         f"{plan.tp} ranks, nor do the ranks share them evenly ({heads} query "
+                         f"heads)", "unsupported")
+
+
+def kv_parts(config, tp: int) -> int:
+    """The blocks the key/value heads split in: tp, or their number when tp exceeds it
+    (each then held by tp / kv_heads ranks: the head their query heads read)."""
+    kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    return kv_heads if tp > kv_heads else 0
 
 
 def system_devices(system: str, nodes: Optional[int]) -> Tuple[str, int, int, str]:
@@ -118,10 +129,11 @@ def system_devices(system: str, nodes: Optional[int]) -> Tuple[str, int, int, st
 def sharding_rules(graph: Dict[str, Any], config, tp: int
                    ) -> Tuple[Dict[str, WeightRule], Dict[str, int], List[Dict[str, Any]]]:
     """(sharded weights, sharded state inputs, replicated modules) of a captured graph: the
-    rules by module name, the KV cache along its heads, and every module class whose
-    weights no rule shards (norms, a Mamba mixer), listed."""
+    rules by module name, the KV cache along its heads (in kv_parts blocks), and every
+    module class whose weights no rule shards (norms, a Mamba mixer), listed."""
     check_config(config, Plan(tp=tp))
     kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    parts = kv_parts(config, tp)
     modules = graph.get("modules", {})
     weights: Dict[str, WeightRule] = {}
     replicated: Dict[str, Dict[str, Any]] = {}
@@ -130,7 +142,9 @@ def sharding_rules(graph: Dict[str, Any], config, tp: int
             continue
         path, _, leaf = t["name"].rpartition(".")
         kind = path.rpartition(".")[2]
-        if kind in COLUMN or kind in HEAD:
+        if kind in KV:
+            weights[t["name"]] = WeightRule("column", 0, parts)
+        elif kind in COLUMN or kind in HEAD:
             weights[t["name"]] = WeightRule("head" if kind in HEAD else "column", 0)
         elif kind in ROW and leaf == "weight":
             weights[t["name"]] = WeightRule("row", 1)
@@ -152,8 +166,10 @@ def sharding_rules(graph: Dict[str, Any], config, tp: int
 def shard_model(graph: Dict[str, Any], config, plan: Plan, rank: int = 0) -> Sharded:
     """Rank `rank`'s graph of a captured model graph under plan (its tp part)."""
     weights, state, _ = sharding_rules(graph, config, plan.tp)
+    parts = kv_parts(config, plan.tp)
     try:
-        return shard_graph(graph, plan.tp, rank, weights, state, sp=plan.sp)
+        return shard_graph(graph, plan.tp, rank, weights,
+                           {n: (d, parts) for n, d in state.items()}, sp=plan.sp)
     except ShardError as e:
         raise user_error(f"--tp {plan.tp}: {e}", "unsupported") from None
 

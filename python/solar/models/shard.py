@@ -18,10 +18,12 @@ from .. import _core
 
 @dataclasses.dataclass(frozen=True)
 class WeightRule:
-    """A weight split in tp blocks along `dim` (`kind`: column, row, vocab, head)."""
+    """A weight split in tp blocks along `dim` (`kind`: column, row, vocab, head), or in
+    `parts` blocks (dividing tp) that tp / parts ranks share: key/value heads fewer than tp."""
 
     kind: str
     dim: int
+    parts: int = 0
 
 
 @dataclasses.dataclass
@@ -63,12 +65,14 @@ def shard_graph(g: Dict[str, Any], tp: int, rank: int, weights: Dict[str, Weight
                 group: Optional[Dict[str, Any]] = None) -> Sharded:
     """Rank `rank` of `tp` of graph g (solar.graph.v1 JSON, dead ops removed first):
     `weights` the sharded weights by name, `state` the state inputs (a KV cache) sharded
-    along a dimension and kept sharded in the outputs that update them in place."""
+    along a dimension (or (dimension, parts) as WeightRule's) and kept sharded in the
+    outputs that update them in place."""
     size, name, per_domain = group_args(group or {"size": tp, "name": "tp"})
     try:
         graph, collectives, replicated = _core.shard_tensor_parallel(
-            to_core(g), tp, rank, {n: (r.kind, r.dim) for n, r in weights.items()},
-            dict(state or {}), sp, size, name, per_domain)
+            to_core(g), tp, rank, {n: (r.kind, r.dim, r.parts) for n, r in weights.items()},
+            {n: (s, 0) if isinstance(s, int) else tuple(s) for n, s in (state or {}).items()},
+            sp, size, name, per_domain)
     except _core.UnsupportedError as e:
         raise ShardError(str(e)) from None
     return Sharded(from_core(graph), rank, tp, dict(weights), [tuple(c) for c in collectives],

@@ -184,6 +184,71 @@ TEST(TensorParallel, AnOpWithNoRuleGetsItsInputsGatheredAndRunsReplicated) {
   EXPECT_NE(s.replicated_ops[0].find("no sharding rule"), std::string::npos);
 }
 
+TEST(TensorParallel, KeyValueHeadsFewerThanTpAreSharedByTheRanks) {
+  // Grouped-query attention scores, 4 query heads over 2 key/value heads (head size 2), at
+  // tp 4: each rank keeps one key/value head (tp / kv = 2 ranks share it) and one query head.
+  constexpr std::int64_t T = 3, Dm = 8, Hq = 4, Kv = 2, E = 2, tp = 4;
+  ir::Graph g = ir::parse_graph(fmt::format(R"(graph gqa
+x = f32[{0},{1}] input
+wq = f32[{1},{2}] weight
+wk = f32[{1},{3}] weight
+q = f32[{0},{2}] einsum "mk,kn->mn" (x, wq)
+k = f32[{0},{3}] einsum "mk,kn->mn" (x, wk)
+qh = f32[{0},{4},{6}] move view (q)
+kh = f32[{0},{5},{6}] move view (k)
+s = f32[{0},{4}]{{output}} einsum [t={0},h={5},j={7},e={6}] sum mul($0,$1) (qh[t,h*{7}+j,e], kh[t,h,e]) -> [t,h*{7}+j]
+)", T, Dm, Hq * E, Kv * E, Hq, Kv, E, Hq / Kv));
+  TensorParallelPlan plan = mlp_plan(tp, 0);
+  plan.weights = {{"wq", {ShardKind::Column, 1}}, {"wk", {ShardKind::Column, 1, Kv}}};
+  std::vector<ShardedGraph> ranks;
+  for (std::int64_t r = 0; r < tp; ++r) {
+    plan.rank = r;
+    ranks.push_back(shard_tensor_parallel(g, plan));
+  }
+  for (const auto& s : ranks) {
+    ir::verify(s.graph);
+    // The key projection: the whole one over kv (one head's columns); the query's over tp.
+    EXPECT_EQ(tensor(s.graph, "wk").shape, (std::vector<std::int64_t>{Dm, Kv * E / Kv}));
+    EXPECT_EQ(tensor(s.graph, "wq").shape, (std::vector<std::int64_t>{Dm, Hq * E / tp}));
+    // All MACs: T Dm (Hq E / tp + Kv E / Kv) projections + T (Hq / tp) E scores.
+    EXPECT_EQ(macs(s.graph), Count(T * Dm * (Hq * E / tp + E) + T * (Hq / tp) * E));
+    EXPECT_TRUE(s.replicated_ops.empty());
+    ASSERT_EQ(kinds(s.graph), std::vector{ir::CollectiveKind::AllGather});  // the scores, whole
+  }
+  // Run together, each rank given its block of wq (of tp) and of wk (head r / (tp / kv)),
+  // the ranks' scores equal the unsharded graph's.
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal(0, 1);
+  exec::TensorMap sources;
+  for (const ir::Tensor& t : g.tensors()) {
+    if (!ir::is_graph_source(t.role)) continue;
+    exec::Buffer b = exec::Buffer::zeros(ir::DType::F32, t.shape);
+    for (std::int64_t i = 0; i < b.num_elements(); ++i) b.data<float>()[i] = normal(rng);
+    sources.emplace(t.name, std::move(b));
+  }
+  std::vector<exec::TensorMap> rank_sources;
+  std::vector<const ir::Graph*> graphs;
+  for (std::int64_t r = 0; r < tp; ++r) {
+    exec::TensorMap m;
+    m.emplace("x", sources.at("x"));
+    for (auto [name, parts] : {std::pair<std::string, std::int64_t>{"wq", tp}, {"wk", Kv}}) {
+      const exec::Buffer& w = sources.at(name);
+      std::int64_t cols = w.shape()[1] / parts, b = r / (tp / parts);
+      exec::Buffer blk = exec::Buffer::zeros(ir::DType::F32, {Dm, cols});
+      for (std::int64_t i = 0; i < Dm; ++i)
+        for (std::int64_t j = 0; j < cols; ++j)
+          blk.data<float>()[i * cols + j] = static_cast<float>(w.value(i * w.shape()[1] + b * cols + j));
+      m.emplace(name, std::move(blk));
+    }
+    rank_sources.push_back(std::move(m));
+    graphs.push_back(&ranks[r].graph);
+  }
+  const exec::TensorMap want = exec::run_graph(g, sources);
+  for (const auto& got : exec::run_ranks(graphs, rank_sources))
+    for (std::int64_t i = 0; i < want.at("s").num_elements(); ++i)
+      ASSERT_NEAR(got.at("s").value(i), want.at("s").value(i), 1e-4 * (1 + std::abs(want.at("s").value(i))));
+}
+
 TEST(TensorParallel, ADimensionThatDoesNotDivideIsRefused) {
   ir::Graph g = ir::parse_graph(mlp(kMlpOut));
   try {
