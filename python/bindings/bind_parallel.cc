@@ -48,8 +48,7 @@ void bind_parallel(nb::module_& m) {
       [](const ir::Graph& g, std::int64_t tp, std::int64_t rank,
          const std::map<std::string, std::tuple<std::string, int, std::int64_t>>& weights,
          const std::map<std::string, std::pair<int, std::int64_t>>& state, bool sp,
-         std::int64_t group_size,
-         const std::string& group_name, std::int64_t ranks_per_domain) {
+         std::int64_t group_size, const std::string& group_name, std::int64_t ranks_per_domain) {
         parallel::TensorParallelPlan p;
         p.tp = tp;
         p.rank = rank;
@@ -61,11 +60,12 @@ void bind_parallel(nb::module_& m) {
         parallel::ShardedGraph s = parallel::shard_tensor_parallel(g, p);
         nb::list colls;
         for (const auto& c : s.collectives)
-          colls.append(nb::make_tuple(std::string(ir::collective_kind_name(c.kind)), c.tensor, c.why));
+          colls.append(
+              nb::make_tuple(std::string(ir::collective_kind_name(c.kind)), c.tensor, c.why));
         return nb::make_tuple(std::move(s.graph), colls, s.replicated_ops);
       },
-      "graph"_a, "tp"_a, "rank"_a, "weights"_a, "state"_a, "sp"_a, "group_size"_a,
-      "group_name"_a, "ranks_per_domain"_a = 0,
+      "graph"_a, "tp"_a, "rank"_a, "weights"_a, "state"_a, "sp"_a, "group_size"_a, "group_name"_a,
+      "ranks_per_domain"_a = 0,
       "Rank `rank` of `tp`: (graph, [(collective, tensor, why)], [replicated op: why]); "
       "weights {name: (column|row|vocab|head, dim, parts)}, state {name: (dim, parts)}; "
       "parts 0: tp blocks.");
@@ -76,7 +76,8 @@ void bind_parallel(nb::module_& m) {
       "expert_parallel",
       [](const ir::Graph& g, std::int64_t ep, std::int64_t rank, std::int64_t group_size,
          const std::string& group_name, std::int64_t ranks_per_domain) {
-        auto r = parallel::expert_parallel(g, ep, rank, group_of(group_size, group_name, ranks_per_domain));
+        auto r = parallel::expert_parallel(g, ep, rank,
+                                           group_of(group_size, group_name, ranks_per_domain));
         return nb::make_tuple(std::move(r.graph), r.all_to_alls);
       },
       "graph"_a, "ep"_a, "rank"_a, "group_size"_a, "group_name"_a, "ranks_per_domain"_a = 0,
@@ -85,7 +86,8 @@ void bind_parallel(nb::module_& m) {
       "data_parallel",
       [](const ir::Graph& g, std::int64_t dp, int zero, std::int64_t group_size,
          const std::string& group_name, std::int64_t ranks_per_domain) {
-        auto r = parallel::data_parallel(g, dp, zero, group_of(group_size, group_name, ranks_per_domain));
+        auto r = parallel::data_parallel(g, dp, zero,
+                                         group_of(group_size, group_name, ranks_per_domain));
         return nb::make_tuple(std::move(r.graph), r.gradient_elements);
       },
       "graph"_a, "dp"_a, "zero"_a, "group_size"_a, "group_name"_a, "ranks_per_domain"_a = 0,

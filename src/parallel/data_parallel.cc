@@ -75,7 +75,8 @@ void gather_parameters(Builder& b, const std::vector<ir::TensorId>& grads,
   if (!loss) throw Unsupported("no scalar loss among the step's outputs: FSDP gathers around it");
   std::size_t loss_at = b.ops.size();
   for (std::size_t i = 0; i < b.ops.size(); ++i)
-    if (std::find(b.ops[i].outputs.begin(), b.ops[i].outputs.end(), *loss) != b.ops[i].outputs.end()) {
+    if (std::find(b.ops[i].outputs.begin(), b.ops[i].outputs.end(), *loss) !=
+        b.ops[i].outputs.end()) {
       loss_at = i;
       break;
     }
@@ -83,7 +84,8 @@ void gather_parameters(Builder& b, const std::vector<ir::TensorId>& grads,
   const std::size_t n0 = b.t.size();
   for (std::size_t k = 0; k < n0; ++k) {
     const ir::Tensor w = b.t[k];
-    bool trainable = w.dtype == ir::DType::BF16 || w.dtype == ir::DType::F16 || w.dtype == ir::DType::F32;
+    bool trainable =
+        w.dtype == ir::DType::BF16 || w.dtype == ir::DType::F16 || w.dtype == ir::DType::F32;
     if (w.role != ir::Role::Weight || !grad_shapes.count(w.shape) || !trainable) continue;
     std::int64_t n = numel(w.shape);
     if (n % dp)
@@ -141,7 +143,8 @@ DataParallelGraph data_parallel(const ir::Graph& g, std::int64_t dp, int zero,
       if (op.name == grt.name) op.name = grt.name + ".local";
     }
     if (zero == 0) {
-      b.ops.push_back(b.coll(ir::CollectiveKind::AllReduce, local, gr, ir::CollectiveReduction::Avg));
+      b.ops.push_back(
+          b.coll(ir::CollectiveKind::AllReduce, local, gr, ir::CollectiveReduction::Avg));
       continue;
     }
     if (n % dp)
@@ -150,7 +153,8 @@ DataParallelGraph data_parallel(const ir::Graph& g, std::int64_t dp, int zero,
     auto flat = b.add(grt.name + ".flat", {n}, grt.dtype);
     b.ops.push_back(b.view(local, flat));
     auto shard = b.add(grt.name + ".shard", {n / dp}, grt.dtype, ir::Role::Output);
-    b.ops.push_back(b.coll(ir::CollectiveKind::ReduceScatter, flat, shard, ir::CollectiveReduction::Avg));
+    b.ops.push_back(
+        b.coll(ir::CollectiveKind::ReduceScatter, flat, shard, ir::CollectiveReduction::Avg));
     b.t[gr.value].shape = {n};  // the updated parameters gathered, flat
     b.ops.push_back(b.coll(ir::CollectiveKind::AllGather, shard, gr));
   }

@@ -26,7 +26,8 @@ ExpertParallelGraph expert_parallel(const ir::Graph& in, std::int64_t ep, std::i
                                     const ir::CollectiveGroup& group) {
   const auto weights = expert_weights(in);
   if (weights.empty())
-    throw Unsupported("no experts module (a ...Experts class with [experts, ...] weights) to split");
+    throw Unsupported(
+        "no experts module (a ...Experts class with [experts, ...] weights) to split");
   std::set<std::int64_t> counts;
   for (const auto& [w, path] : weights) counts.insert(in.tensor(*in.find_tensor(w)).shape[0]);
   if (counts.size() != 1 || *counts.begin() % ep) {
@@ -132,8 +133,9 @@ ExpertParallelGraph expert_parallel(const ir::Graph& in, std::int64_t ep, std::i
         auto num = [](double v) { return ir::Expr::constant(v); };
         e.combine = ir::Expr::make(
             ir::ExprOp::Min,
-            {ir::Expr::make(ir::ExprOp::Max,
-                            {ir::Expr::make(ir::ExprOp::Sub, {x0, num(double(rank * local))}), num(0)}),
+            {ir::Expr::make(
+                 ir::ExprOp::Max,
+                 {ir::Expr::make(ir::ExprOp::Sub, {x0, num(double(rank * local))}), num(0)}),
              num(double(local - 1))});
         auto cast = [](ir::TensorId a, ir::TensorId b, const std::string& n) {
           ir::Op op;

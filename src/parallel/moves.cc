@@ -24,7 +24,8 @@ ir::EinsumOp elementwise(const std::vector<std::int64_t>& shape,
   }
   for (std::size_t r : operand_ranks) {
     ir::Operand o;
-    for (std::size_t k = 0; k < r; ++k) o.subscript.push_back(ir::AffineExpr::index(static_cast<int>(k)));
+    for (std::size_t k = 0; k < r; ++k)
+      o.subscript.push_back(ir::AffineExpr::index(static_cast<int>(k)));
     e.operands.push_back(std::move(o));
   }
   e.combine = std::move(combine);
@@ -39,13 +40,15 @@ void Sharder::move(const ir::Op& in) {
   auto& mv = std::get<ir::MoveOp>(op.body);
   const ir::MoveKind kind = mv.kind;
   const Id out = op.outputs[0].value;
-  const std::string why = op.name + " (" + std::string(ir::move_kind_name(kind)) + ") needs it whole";
+  const std::string why =
+      op.name + " (" + std::string(ir::move_kind_name(kind)) + ") needs it whole";
   for (auto& x : op.inputs) {
     Id a = alias_.count(x.value) ? alias_.at(x.value) : x.value;
     x = {settle(a, op.name + " needs the reduced value")};
   }
   if (kind != ir::MoveKind::View)
-    for (auto x : op.inputs) SOLAR_CHECK(!alias_.count(x.value), "an aliased view read by a non-view");
+    for (auto x : op.inputs)
+      SOLAR_CHECK(!alias_.count(x.value), "an aliased view read by a non-view");
   std::vector<Id> ins;
   std::vector<Spec> specs;
   for (auto x : op.inputs) {
@@ -143,8 +146,8 @@ void Sharder::move(const ir::Op& in) {
     return set_out(out, s);
   }
   if (kind == ir::MoveKind::Gather && mode && *mode == "take" &&
-      ir::find_int(attrs, "axis").value_or(0) == 0 && specs.size() == 2 &&
-      specs[0] == sh(0) && !specs[1])
+      ir::find_int(attrs, "axis").value_or(0) == 0 && specs.size() == 2 && specs[0] == sh(0) &&
+      !specs[1])
     return vocab_gather(op);
   if (kind == ir::MoveKind::Scatter && mode && *mode == "elements" && specs.size() == 3 &&
       local_offsets_.count(ins[1])) {
@@ -172,7 +175,8 @@ std::pair<Id, Id> Sharder::local_rows(Id ids, std::int64_t rows, ir::DType dtype
   // rows; devices publish f32 vector rates, not integer ones), the local ids cast back.
   std::int64_t lo = rank_ * rows, hi = (rank_ + 1) * rows;
   if (hi > (std::int64_t{1} << 24))
-    throw Unsupported(name(ids) + ": " + std::to_string(hi) + " rows are past f32's exact integers");
+    throw Unsupported(name(ids) + ": " + std::to_string(hi) +
+                      " rows are past f32's exact integers");
   const auto shape = t_[ids].shape;
   std::vector<std::size_t> one = {shape.size()};
   auto x0 = ir::Expr::operand(0);
@@ -197,7 +201,9 @@ std::pair<Id, Id> Sharder::local_rows(Id ids, std::int64_t rows, ir::DType dtype
   Id fids = add(name(ids) + ".f32", ids, shape, ir::DType::F32);
   move(ir::MoveKind::Cast, ids, fids);
   Id flocal = add(name(ids) + ".local_rows_f32", ids, shape, ir::DType::F32);
-  ew(fids, flocal, ir::Expr::make(ir::ExprOp::Select, {inside, op2(ir::ExprOp::Sub, x0, num(double(lo))), num(0)}));
+  ew(fids, flocal,
+     ir::Expr::make(ir::ExprOp::Select,
+                    {inside, op2(ir::ExprOp::Sub, x0, num(double(lo))), num(0)}));
   Id local = add(name(ids) + ".local_rows", ids, shape);
   move(ir::MoveKind::Cast, flocal, local);
   Id keep = add(name(ids) + ".in_rows", ids, shape, dtype);
@@ -250,8 +256,8 @@ void Sharder::vocab_gather(ir::Op op) {
 std::map<Id, Id> Sharder::strided_offset_targets() const {
   // strided_offsets output -> the tensor its scatter writes into (through views).
   auto base = [&](ir::TensorId x) {
-    for (auto p = g_.producer(x); p && g_.op(*p).kind() == ir::OpKind::Move &&
-                                  g_.op(*p).move().kind == ir::MoveKind::View;
+    for (auto p = g_.producer(x);
+         p && g_.op(*p).kind() == ir::OpKind::Move && g_.op(*p).move().kind == ir::MoveKind::View;
          p = g_.producer(x))
       x = g_.op(*p).inputs[0];
     return x;
@@ -278,7 +284,8 @@ void Sharder::strided_offsets(const ir::Op& in, Id target) {
   Id out = in.outputs[0].value;
   auto full = full_shape(target);
   const auto& win = t_[out].shape;
-  if (spec.kind != Spec::Kind::Shard || win.size() != full.size() || win[spec.dim] != full[spec.dim])
+  if (spec.kind != Spec::Kind::Shard || win.size() != full.size() ||
+      win[spec.dim] != full[spec.dim])
     return replicate(in, "the offsets of a window of a tensor that is not sharded");
   int d = spec.dim;
   ir::Op op = in;

@@ -15,10 +15,14 @@ using detail::Spec;
 
 std::string_view shard_kind_name(ShardKind k) {
   switch (k) {
-    case ShardKind::Column: return "column";
-    case ShardKind::Row: return "row";
-    case ShardKind::Vocab: return "vocab";
-    case ShardKind::Head: return "head";
+    case ShardKind::Column:
+      return "column";
+    case ShardKind::Row:
+      return "row";
+    case ShardKind::Vocab:
+      return "vocab";
+    case ShardKind::Head:
+      return "head";
   }
   SOLAR_UNREACHABLE("shard kind");
 }
@@ -70,9 +74,10 @@ void Sharder::shard_source(Id x, int dim, std::int64_t parts) {
     throw Unsupported(name(x) + ": " + std::to_string(parts) + " blocks are not shared evenly by " +
                       "tp=" + std::to_string(tp_) + " ranks");
   if (dim < 0 || dim >= static_cast<int>(shape.size()) || shape[dim] % parts)
-    throw Unsupported(name(x) + ": dimension " + std::to_string(dim) + " of " + list_str(shape) +
-                      " does not divide over " +
-                      (parts == tp_ ? "tp=" + std::to_string(tp_) : std::to_string(parts) + " blocks"));
+    throw Unsupported(
+        name(x) + ": dimension " + std::to_string(dim) + " of " + list_str(shape) +
+        " does not divide over " +
+        (parts == tp_ ? "tp=" + std::to_string(tp_) : std::to_string(parts) + " blocks"));
   spec_[x] = Spec::shard(dim, parts);
   shape[dim] /= parts;
 }
@@ -130,8 +135,12 @@ void Sharder::run() {
   std::map<Id, Id> offsets_of = strided_offset_targets();
   for (const ir::Op& op : g_.ops()) {
     switch (op.kind()) {
-      case ir::OpKind::Einsum: einsum(op); break;
-      case ir::OpKind::Move: move(op); break;
+      case ir::OpKind::Einsum:
+        einsum(op);
+        break;
+      case ir::OpKind::Move:
+        move(op);
+        break;
       case ir::OpKind::Opaque:
         if (op.opaque().function == "strided_offsets" && offsets_of.count(op.outputs[0].value)) {
           strided_offsets(op, offsets_of.at(op.outputs[0].value));
@@ -255,10 +264,10 @@ std::map<Id, int> Sharder::wanted_gradients() const {
       }
     if (!dim) continue;
     Id x = t.id.value;
-    for (const ir::Op* p = producer(x); p && p->kind() == ir::OpKind::Move &&
-                                        (p->move().kind == ir::MoveKind::View ||
-                                         p->move().kind == ir::MoveKind::Copy) &&
-                                        p->inputs.size() == 1;
+    for (const ir::Op* p = producer(x);
+         p && p->kind() == ir::OpKind::Move &&
+         (p->move().kind == ir::MoveKind::View || p->move().kind == ir::MoveKind::Copy) &&
+         p->inputs.size() == 1;
          p = producer(x))
       x = p->inputs[0].value;
     const ir::Op* p = producer(x);
@@ -314,13 +323,15 @@ void Sharder::einsum(const ir::Op& in) {
   const ir::IndexPos chosen = pick.var;
   for (const Cand& c : cands)
     if (c.var != chosen)
-      op.inputs[c.n] = {whole_of(op.inputs[c.n].value, op.name + " is sharded along another index")};
+      op.inputs[c.n] = {
+          whole_of(op.inputs[c.n].value, op.name + " is sharded along another index")};
   std::erase_if(cands, [&](const Cand& c) { return c.var != chosen; });
   const std::string& iname = e.indices[chosen].name;
   bool masked = std::any_of(e.mask.begin(), e.mask.end(),
                             [&](const ir::AffineConstraint& c) { return uses(c.expr, chosen); });
   const std::int64_t parts = pick.parts;
-  bool mixed = std::any_of(cands.begin(), cands.end(), [&](const Cand& c) { return c.parts != parts; });
+  bool mixed =
+      std::any_of(cands.begin(), cands.end(), [&](const Cand& c) { return c.parts != parts; });
   if (mixed || (e.indices[chosen].extent % parts && !masked))
     if (shared_heads(op, cands)) return;
   if (mixed || e.indices[chosen].extent % parts || masked)
@@ -335,18 +346,27 @@ void Sharder::einsum(const ir::Op& in) {
   std::optional<ir::CollectiveReduction> partial;
   if (!out_dim) {
     switch (e.reduce) {
-      case ir::Reduce::Sum: partial = ir::CollectiveReduction::Sum; break;
-      case ir::Reduce::Max: partial = ir::CollectiveReduction::Max; break;
-      case ir::Reduce::Min: partial = ir::CollectiveReduction::Min; break;
-      case ir::Reduce::Prod: partial = ir::CollectiveReduction::Prod; break;
+      case ir::Reduce::Sum:
+        partial = ir::CollectiveReduction::Sum;
+        break;
+      case ir::Reduce::Max:
+        partial = ir::CollectiveReduction::Max;
+        break;
+      case ir::Reduce::Min:
+        partial = ir::CollectiveReduction::Min;
+        break;
+      case ir::Reduce::Prod:
+        partial = ir::CollectiveReduction::Prod;
+        break;
       case ir::Reduce::None:
       case ir::Reduce::Any:
-      case ir::Reduce::All: break;
+      case ir::Reduce::All:
+        break;
     }
     // Ranks sharing a block would count it more than once.
     if (!partial || parts != tp_)
-      return replicate(op, "a " + std::string(ir::reduce_name(e.reduce)) +
-                               " reduction over a sharded index");
+      return replicate(
+          op, "a " + std::string(ir::reduce_name(e.reduce)) + " reduction over a sharded index");
   } else if (var_at(e, e.output[*out_dim], t_[out].shape[*out_dim]) != chosen) {
     return replicate(op, "its output reads index " + iname + " with other terms");
   }
@@ -445,7 +465,8 @@ ShardedGraph Sharder::finish(const std::set<std::string>& keep_sharded) {
     if (spec.kind == Spec::Kind::Flat)
       throw Unsupported(t_[x].name + ": an output that is a rank's flattened block");
     if (spec.kind == Spec::Kind::Shard && spec.parts != tp_)
-      throw Unsupported(t_[x].name + ": an output in blocks that ranks share cannot be gathered "
+      throw Unsupported(t_[x].name +
+                        ": an output in blocks that ranks share cannot be gathered "
                         "over the tp group");
     Id local = add(t_[x].name + ".local", x, t_[x].shape);
     spec_[local] = spec;
@@ -459,7 +480,8 @@ ShardedGraph Sharder::finish(const std::set<std::string>& keep_sharded) {
   }
   for (ir::Op& op : ops_) {
     auto it = by_name_.find(op.name);
-    if (it != by_name_.end() && renames.count(it->second)) op.name = t_[renames.at(it->second)].name;
+    if (it != by_name_.end() && renames.count(it->second))
+      op.name = t_[renames.at(it->second)].name;
   }
   for (const auto& [x, local] : renames) {
     const Spec spec = spec_[local];
@@ -497,9 +519,9 @@ ir::Graph remove_dead_ops(const ir::Graph& g) {
     if (t.role == ir::Role::Output) live[t.id.value] = true;
   for (std::size_t k = g.ops().size(); k-- > 0;) {
     const ir::Op& op = g.ops()[k];
-    bool p2p = op.kind() == ir::OpKind::Collective &&
-               (op.collective().kind == ir::CollectiveKind::Send ||
-                op.collective().kind == ir::CollectiveKind::Recv);
+    bool p2p =
+        op.kind() == ir::OpKind::Collective && (op.collective().kind == ir::CollectiveKind::Send ||
+                                                op.collective().kind == ir::CollectiveKind::Recv);
     if (p2p || std::any_of(op.outputs.begin(), op.outputs.end(),
                            [&](ir::TensorId o) { return live[o.value]; })) {
       keep[k] = true;
@@ -523,7 +545,8 @@ ir::Graph remove_dead_ops(const ir::Graph& g) {
 namespace {
 
 // Outputs written into a state input (through views, scatters and copies): they stay sharded.
-std::set<std::string> state_outputs(const ir::Graph& g, const std::map<std::string, StateRule>& state) {
+std::set<std::string> state_outputs(const ir::Graph& g,
+                                    const std::map<std::string, StateRule>& state) {
   std::set<std::string> out;
   for (const ir::Tensor& t : g.tensors()) {
     if (t.role != ir::Role::Output) continue;

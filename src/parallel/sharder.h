@@ -8,8 +8,8 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 

@@ -43,9 +43,8 @@ std::vector<ir::Graph> split_stages(const ir::Graph& g, std::int64_t pp, std::in
                                     std::int64_t tp_rank, std::int64_t devices_per_domain) {
   const std::int64_t layers = layer_count(g);
   if (layers < pp)
-    throw UserError(UserError::Kind::BadArgument, std::to_string(layers) +
-                                                      " layers do not make " + std::to_string(pp) +
-                                                      " pipeline stages");
+    throw UserError(UserError::Kind::BadArgument, std::to_string(layers) + " layers do not make " +
+                                                      std::to_string(pp) + " pipeline stages");
   const auto& ops = g.ops();
   std::vector<std::optional<std::int64_t>> stage(ops.size());
   auto producer = [&](ir::TensorId x) -> std::optional<std::size_t> {
@@ -59,7 +58,8 @@ std::vector<ir::Graph> split_stages(const ir::Graph& g, std::int64_t pp, std::in
       continue;
     }
     for (auto x : ops[i].inputs)
-      if (auto j = producer(x); j && stage[*j]) stage[i] = std::max(stage[i].value_or(0), *stage[*j]);
+      if (auto j = producer(x); j && stage[*j])
+        stage[i] = std::max(stage[i].value_or(0), *stage[*j]);
   }
   struct Recv {
     ir::TensorId tensor;

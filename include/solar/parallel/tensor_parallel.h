@@ -35,10 +35,10 @@ struct StateRule {
 };
 
 struct TensorParallelPlan {
-  std::int64_t tp = 1;    // ranks of the tensor-parallel group, >= 1
-  std::int64_t rank = 0;  // this rank, in [0, tp)
-  bool sequence_parallel = false;  // --sp: reduce_scatter along the tokens + all_gather
-  ir::CollectiveGroup group;       // the group of every collective the pass inserts
+  std::int64_t tp = 1;                        // ranks of the tensor-parallel group, >= 1
+  std::int64_t rank = 0;                      // this rank, in [0, tp)
+  bool sequence_parallel = false;             // --sp: reduce_scatter along the tokens + all_gather
+  ir::CollectiveGroup group;                  // the group of every collective the pass inserts
   std::map<std::string, WeightRule> weights;  // sharded weights by tensor name
   // State inputs (a KV cache) sharded along a dimension; the outputs written into them in
   // place stay sharded.

@@ -2,10 +2,10 @@
 // collectives and payloads by formula.
 #include "solar/parallel/data_parallel.h"
 
-#include <string>
-
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "solar/ir/text.h"
 #include "solar/ir/verify.h"
@@ -22,7 +22,8 @@ w = f32[{1},{2}] weight
 y = f32[{0},{2}] einsum "mk,kn->mn" (x, w)
 loss = f32[]{{output}} einsum [m={0},n={2}] sum $0 (y[m,n]) -> []
 gw = f32[{1},{2}]{{output}} einsum [m={0},k={1},n={2}] sum $0 (x[m,k]) -> [k,n]
-)", M, D, F);
+)",
+                                      M, D, F);
 
 std::vector<std::pair<ir::CollectiveKind, std::string>> colls(const ir::Graph& g) {
   std::vector<std::pair<ir::CollectiveKind, std::string>> out;
@@ -32,7 +33,9 @@ std::vector<std::pair<ir::CollectiveKind, std::string>> colls(const ir::Graph& g
   return out;
 }
 
-const ir::Tensor& tensor(const ir::Graph& g, const std::string& n) { return g.tensor(*g.find_tensor(n)); }
+const ir::Tensor& tensor(const ir::Graph& g, const std::string& n) {
+  return g.tensor(*g.find_tensor(n));
+}
 
 TEST(DataParallel, ZeroStagesReduceTheGradientsAsZeroSays) {
   ir::Graph g = ir::parse_graph(kStep);
@@ -66,7 +69,8 @@ TEST(DataParallel, ZeroStagesReduceTheGradientsAsZeroSays) {
 }
 
 TEST(DataParallel, AGraphWithoutGradientsOrAGradientThatDoesNotSplitIsRefused) {
-  ir::Graph plain = ir::parse_graph("x = f32[2] input\ny = f32[]{output} einsum [i=2] sum $0 (x[i]) -> []\n");
+  ir::Graph plain =
+      ir::parse_graph("x = f32[2] input\ny = f32[]{output} einsum [i=2] sum $0 (x[i]) -> []\n");
   EXPECT_THROW(data_parallel(plain, 2, 0, {2, "dp", 0, {}}), Unsupported);
   EXPECT_THROW(data_parallel(ir::parse_graph(kStep), 5, 1, {5, "dp", 0, {}}), Unsupported);
 }

@@ -2,10 +2,10 @@
 // all-to-alls of the (token, expert) pairs, by formula.
 #include "solar/parallel/experts.h"
 
-#include <string>
-
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "solar/ir/text.h"
 #include "solar/ir/verify.h"
@@ -24,12 +24,14 @@ moe.experts.up = f32[{0},{2},{3}] weight
 g = f32[{1},{2},{3}] move gather {{axis=0}} (moe.experts.up, ids)
 y = f32[{1},{3}] einsum [p={1},d={2},f={3}] sum mul($0,$1) (x[p,d], g[p,d,f]) -> [p,f]
 z = f32[{1},{3}]{{output}} einsum [p={1},f={3}] none relu($0) (y[p,f]) -> [p,f]
-)", E, P, D, F);
+)",
+                     E, P, D, F);
 }
 
 TEST(Experts, TheRankHoldsItsExpertsAndTheirPairsCrossByAllToAll) {
   ir::Graph g = ir::parse_graph(moe());
-  EXPECT_EQ(expert_weights(g), (std::map<std::string, std::string>{{"moe.experts.up", "moe.experts"}}));
+  EXPECT_EQ(expert_weights(g),
+            (std::map<std::string, std::string>{{"moe.experts.up", "moe.experts"}}));
   const std::int64_t ep = 2;
   ExpertParallelGraph r = expert_parallel(g, ep, 1, {ep, "ep", 0, {}});
   ir::verify(r.graph);
@@ -53,7 +55,8 @@ TEST(Experts, TheRankHoldsItsExpertsAndTheirPairsCrossByAllToAll) {
 TEST(Experts, PairsThatDoNotSplitAndGraphsWithoutExpertsAreRefused) {
   ir::Graph g = ir::parse_graph(moe());
   EXPECT_THROW(expert_parallel(g, 4, 0, {4, "ep", 0, {}}), Unsupported);  // 6 pairs over 4
-  ir::Graph plain = ir::parse_graph("x = f32[2] input\ny = f32[2]{output} einsum [i=2] none $0 (x[i]) -> [i]\n");
+  ir::Graph plain =
+      ir::parse_graph("x = f32[2] input\ny = f32[2]{output} einsum [i=2] none $0 (x[i]) -> [i]\n");
   EXPECT_THROW(expert_parallel(plain, 2, 0, {2, "ep", 0, {}}), Unsupported);
 }
 

@@ -2,10 +2,10 @@
 // cut, and the stages run together against the whole graph.
 #include "solar/parallel/stages.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "solar/exec/ranks.h"
 #include "solar/ir/text.h"
@@ -63,9 +63,11 @@ TEST(Stages, TheCutIsASendAndARecvAndTheStagesComputeTheWhole) {
 
   exec::TensorMap sources;
   for (const char* n : {"x", "w"}) {
-    exec::Buffer b = exec::Buffer::zeros(ir::DType::F32, n[0] == 'x' ? std::vector<std::int64_t>{2, 4}
-                                                                     : std::vector<std::int64_t>{4, 4});
-    for (std::int64_t i = 0; i < b.num_elements(); ++i) b.data<float>()[i] = 0.1f * float(i % 7) - 0.3f;
+    exec::Buffer b =
+        exec::Buffer::zeros(ir::DType::F32, n[0] == 'x' ? std::vector<std::int64_t>{2, 4}
+                                                        : std::vector<std::int64_t>{4, 4});
+    for (std::int64_t i = 0; i < b.num_elements(); ++i)
+      b.data<float>()[i] = 0.1f * float(i % 7) - 0.3f;
     sources.emplace(n, std::move(b));
   }
   const exec::TensorMap want = exec::run_graph(g, sources);
@@ -82,7 +84,8 @@ TEST(Stages, FewerLayersThanStagesAreRefused) {
     FAIL() << "expected UserError";
   } catch (const UserError& e) {
     EXPECT_EQ(e.kind(), UserError::Kind::BadArgument);
-    EXPECT_NE(std::string(e.what()).find("4 layers do not make 8 pipeline stages"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("4 layers do not make 8 pipeline stages"),
+              std::string::npos);
   }
 }
 

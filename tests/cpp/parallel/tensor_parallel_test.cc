@@ -3,12 +3,12 @@
 // together against the unsharded graph.
 #include "solar/parallel/tensor_parallel.h"
 
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <random>
 #include <string>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
 
 #include "solar/cost/work.h"
 #include "solar/exec/ranks.h"
@@ -28,10 +28,12 @@ w2 = f32[{2},{1}] weight
 a = f32[{0},{2}] einsum "mk,kn->mn" (x, w1)
 r = f32[{0},{2}] einsum [m={0},n={2}] none relu($0) (a[m,n]) -> [m,n]
 )",
-                     M, D, H) + tail;
+                     M, D, H) +
+         tail;
 }
 const std::string kMlpOut = fmt::format(R"(y = f32[{0},{1}]{{output}} einsum "mk,kn->mn" (r, w2)
-)", M, D);
+)",
+                                        M, D);
 
 TensorParallelPlan mlp_plan(std::int64_t tp, std::int64_t rank, bool sp = false) {
   TensorParallelPlan p;
@@ -107,7 +109,8 @@ void expect_ranks_equal_whole(const ir::Graph& whole, const std::vector<ShardedG
     const exec::Buffer& b = want.at(out);
     ASSERT_EQ(a.shape(), b.shape());
     for (std::int64_t i = 0; i < b.num_elements(); ++i)
-      ASSERT_NEAR(a.value(i), b.value(i), 1e-4 * (1 + std::abs(b.value(i)))) << out << "[" << i << "]";
+      ASSERT_NEAR(a.value(i), b.value(i), 1e-4 * (1 + std::abs(b.value(i))))
+          << out << "[" << i << "]";
   }
 }
 
@@ -137,7 +140,8 @@ TEST(TensorParallel, AReduceOverAShardedIndexIsPartialThenAllReduced) {
   ir::Graph g = ir::parse_graph(fmt::format(R"(graph rowmax
 w = f32[{0},{1}] weight
 s = f32[{0}]{{output}} einsum [m={0},k={1}] max $0 (w[m,k]) -> [m]
-)", M, H));
+)",
+                                            M, H));
   TensorParallelPlan plan = mlp_plan(4, 1);
   plan.weights = {{"w", {ShardKind::Column, 1}}};
   std::vector<ShardedGraph> ranks;
@@ -160,12 +164,14 @@ TEST(TensorParallel, SequenceParallelReduceScattersThenGathers) {
   const std::int64_t tp = 2;
   ir::Graph g = ir::parse_graph(mlp(fmt::format(R"(y = f32[{0},{1}] einsum "mk,kn->mn" (r, w2)
 z = f32[{0},{1}]{{output}} einsum [m={0},d={1}] none relu($0) (y[m,d]) -> [m,d]
-)", M, D)));
+)",
+                                                M, D)));
   std::vector<ShardedGraph> ranks;
   for (std::int64_t r = 0; r < tp; ++r)
     ranks.push_back(shard_tensor_parallel(g, mlp_plan(tp, r, true)));
   const ir::Graph& r0 = ranks[0].graph;
-  ASSERT_EQ(kinds(r0), (std::vector{ir::CollectiveKind::ReduceScatter, ir::CollectiveKind::AllGather}));
+  ASSERT_EQ(kinds(r0),
+            (std::vector{ir::CollectiveKind::ReduceScatter, ir::CollectiveKind::AllGather}));
   EXPECT_EQ(tensor(r0, "y.scattered").shape, (std::vector<std::int64_t>{M / tp, D}));
   EXPECT_EQ(tensor(r0, "z.local").shape, (std::vector<std::int64_t>{M / tp, D}));
   expect_ranks_equal_whole(g, ranks, mlp_plan(tp, 0, true), "z");
@@ -175,7 +181,8 @@ TEST(TensorParallel, AnOpWithNoRuleGetsItsInputsGatheredAndRunsReplicated) {
   const std::int64_t tp = 2;
   ir::Graph g = ir::parse_graph(mlp(fmt::format(
       R"(s = f32[{0},{1}]{{output}} unanalyzed "aten::_fft_r2c" {{reason="no lowering"}} (r)
-)", M, H)));
+)",
+      M, H)));
   ShardedGraph s = shard_tensor_parallel(g, mlp_plan(tp, 0));
   // r is sharded along the hidden index: gathered whole (M H), the op run on every rank.
   ASSERT_EQ(kinds(s.graph), std::vector{ir::CollectiveKind::AllGather});
@@ -197,7 +204,8 @@ k = f32[{0},{3}] einsum "mk,kn->mn" (x, wk)
 qh = f32[{0},{4},{6}] move view (q)
 kh = f32[{0},{5},{6}] move view (k)
 s = f32[{0},{4}]{{output}} einsum [t={0},h={5},j={7},e={6}] sum mul($0,$1) (qh[t,h*{7}+j,e], kh[t,h,e]) -> [t,h*{7}+j]
-)", T, Dm, Hq * E, Kv * E, Hq, Kv, E, Hq / Kv));
+)",
+                                            T, Dm, Hq * E, Kv * E, Hq, Kv, E, Hq / Kv));
   TensorParallelPlan plan = mlp_plan(tp, 0);
   plan.weights = {{"wq", {ShardKind::Column, 1}}, {"wk", {ShardKind::Column, 1, Kv}}};
   std::vector<ShardedGraph> ranks;
@@ -237,7 +245,8 @@ s = f32[{0},{4}]{{output}} einsum [t={0},h={5},j={7},e={6}] sum mul($0,$1) (qh[t
       exec::Buffer blk = exec::Buffer::zeros(ir::DType::F32, {Dm, cols});
       for (std::int64_t i = 0; i < Dm; ++i)
         for (std::int64_t j = 0; j < cols; ++j)
-          blk.data<float>()[i * cols + j] = static_cast<float>(w.value(i * w.shape()[1] + b * cols + j));
+          blk.data<float>()[i * cols + j] =
+              static_cast<float>(w.value(i * w.shape()[1] + b * cols + j));
       m.emplace(name, std::move(blk));
     }
     rank_sources.push_back(std::move(m));
@@ -246,7 +255,8 @@ s = f32[{0},{4}]{{output}} einsum [t={0},h={5},j={7},e={6}] sum mul($0,$1) (qh[t
   const exec::TensorMap want = exec::run_graph(g, sources);
   for (const auto& got : exec::run_ranks(graphs, rank_sources))
     for (std::int64_t i = 0; i < want.at("s").num_elements(); ++i)
-      ASSERT_NEAR(got.at("s").value(i), want.at("s").value(i), 1e-4 * (1 + std::abs(want.at("s").value(i))));
+      ASSERT_NEAR(got.at("s").value(i), want.at("s").value(i),
+                  1e-4 * (1 + std::abs(want.at("s").value(i))));
 }
 
 TEST(TensorParallel, ADimensionThatDoesNotDivideIsRefused) {
