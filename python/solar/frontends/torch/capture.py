@@ -35,7 +35,7 @@ from torch._subclasses.fake_tensor import (
 
 from ...program_source import OverrideError  # noqa: F401  (re-exported)
 from ...program_source import ProgramFormatError, inject_overrides
-from . import fake_shortcuts
+from . import distributed, fake_shortcuts
 from .buffer_band import ConstructionRecord, band_of
 from .lazy_torch import dispatch_without_dynamo, fake_mode
 from .quiet import torch_logging_silenced
@@ -364,16 +364,20 @@ def _source_location() -> Tuple[str, int]:
 
 
 class _Recorder(TorchDispatchMode):
-    def __init__(self, trace: _Trace, source_lines: bool = True, counter: Any = None) -> None:
+    def __init__(self, trace: _Trace, source_lines: bool = True, counter: Any = None,
+                 fake_mode: Any = None) -> None:
         super().__init__()
         self.trace = trace
         self.source_lines = source_lines
         self.counter = counter  # a FlopCounterMode entered under this mode, or None
+        self.fake_mode = fake_mode  # the capture's FakeTensorMode (None on real tensors)
 
     def _counted(self) -> int:
         return sum(self.counter.flop_counts["Global"].values())
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if distributed.ACTIVE and distributed.dtensor_types(types):
+            return NotImplemented  # DTensor's dispatch runs the rank's local ops: recorded
         kwargs = kwargs or {}
         schema = func._schema
         # Schema-named arguments, encoded before the op runs (an in-place op changes the
@@ -399,12 +403,16 @@ class _Recorder(TorchDispatchMode):
                 undeclared.append(v)
         if undeclared and named.get("training"):
             written.extend(undeclared)
+        if distributed.ACTIVE:  # a collective's group, kind and reduction (distributed.py)
+            named.update(distributed.collective_args(func, args, kwargs) or {})
         before = self._counted() if self.counter is not None else 0
         # A few ops' fake results are made directly (fake_shortcuts); FlopCounterMode, below
         # this mode, has a formula for none of them.
         out = fake_shortcuts.result(func, args, kwargs)
         if out is None:
             out = func(*args, **kwargs)
+        if distributed.ACTIVE and distributed.foreign(out, self.fake_mode):
+            return out  # DTensor's sharding propagation, not the program
         counted = self._counted() - before if self.counter is not None else 0
         outs: List[Optional[torch.Tensor]] = []
         if isinstance(out, torch.Tensor):
@@ -678,7 +686,7 @@ def capture(
         stack = contextlib.ExitStack()
         if counter is not None:
             stack.enter_context(counter)
-        stack.enter_context(_Recorder(trace, counter=counter))
+        stack.enter_context(_Recorder(trace, counter=counter, fake_mode=mode))
         return stack
 
     def run():

@@ -15,6 +15,7 @@ from ...analysis import ProgramAnalysis, ProgramOptions, analyze_trace, lower_tr
 from .capture import CaptureRecord, capture_program, load_program
 from .crosscheck import TOOL as CROSSCHECK_TOOL
 from .crosscheck import attach_crosscheck
+from .distributed_program import analyze_distributed, world_size
 from .limits import check_real_run
 from .validation import capture_and_validate
 
@@ -38,6 +39,9 @@ def analyze_file(path: str, options: Optional[ProgramOptions] = None) -> Program
     compared (report section `validation`). With options.crosscheck, FlopCounterMode runs
     stacked under the recorder in the same capture (report section `crosscheck`)."""
     options = options or ProgramOptions()
+    devices = world_size(path, options.overrides)
+    if devices is not None:  # a torch.distributed program: one graph per rank
+        return analyze_distributed(path, devices, options)
     check_real_run(path, options)  # a real run that would not fit in memory: refused first
     if options.validate:
         return capture_and_validate(path, options)

@@ -1,0 +1,71 @@
+"""A torch.distributed program from file to report: every rank captured under the fake
+process group (distributed.py), rank 0's graph analyzed, and with validation every rank run
+for real over gloo (distributed_gloo.py) and compared with the executor's run of the ranks'
+graphs (docs/distributed.md, "PyTorch").
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Dict, List, Optional
+
+from ...analysis import ProgramAnalysis, ProgramOptions, analyze_trace
+from ...errors import user_error
+from ..jax.sharded import MAX_DEVICES, declared_devices
+from .capture import capture_program
+from .distributed import fake_process_group
+
+ROUTE = "torch.distributed"
+NOTE = ("each rank's graph is the program run as that rank under torch.distributed's fake "
+        "process group on fake tensors: its local ops (a DTensor op's local computation) and "
+        "its collectives, each over its group")
+
+
+def world_size(path: str, overrides: Optional[Dict[str, str]] = None) -> Optional[int]:
+    """The program's `DEVICES` (docs/distributed.md), or None for a one-process program."""
+    return declared_devices(path, overrides)
+
+
+def capture_rank(path: str, devices: int, rank: int, options: ProgramOptions) -> Dict[str, Any]:
+    """Rank `rank`'s OpTrace: the program loaded, built and run as that rank of `devices`."""
+    with fake_process_group(devices, rank):
+        return capture_program(path, options.overrides, fake=not options.real,
+                               train=options.train, optimizer=options.optimizer,
+                               eval_mode=options.eval_mode, unroll=options.unroll)
+
+
+def groups_of(trace: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """The groups a rank's collectives run over: name -> {size, ranks}."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for op in trace["ops"]:
+        a = op["args"]
+        if "collective" in a:
+            out.setdefault(a["group"], {"size": a["size"], "ranks": a["ranks"]})
+    return out
+
+
+def analyze_distributed(path: str, devices: int,
+                        options: ProgramOptions) -> ProgramAnalysis:
+    """Rank 0's graph analyzed, with the `distributed` section; with validate every rank's
+    graph executed together (run_ranks) and compared with the program's run over gloo."""
+    if not 1 <= devices <= MAX_DEVICES:
+        raise user_error(f"{path}: DEVICES = {devices}: a distributed program declares 1 to "
+                         f"{MAX_DEVICES} ranks", "usage")
+    if options.mesh_links:
+        raise user_error("--mesh-links: for JAX programs (a torch.distributed program's groups "
+                         "are placed in rank order, docs/distributed.md)", "usage")
+    trace = capture_rank(path, devices, 0, options)
+    result = analyze_trace(trace, path, options)
+    section: Dict[str, Any] = {"route": ROUTE, "ranks": devices, "groups": groups_of(trace),
+                               "analyzed_rank": 0, "note": NOTE}
+    result.report.attach_section("distributed", section)
+    if options.validate:
+        from .distributed_gloo import validate_ranks  # pylint: disable=import-outside-toplevel
+
+        traces: List[Dict[str, Any]] = [trace] + [
+            capture_rank(path, devices, r, options) for r in range(1, devices)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result.report.attach_section("validation", validate_ranks(path, devices, traces,
+                                                                      options))
+    return result

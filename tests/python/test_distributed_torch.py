@@ -1,0 +1,125 @@
+"""PyTorch programs that shard themselves (examples/distributed/torch_*.py and small programs
+written here): each rank captured under torch.distributed's fake process group, its MACs and
+its collectives' bytes equal formulas from the program's constants (docs/distributed.md,
+"PyTorch")."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from conftest import EXAMPLES
+
+import solar
+from solar.programs import ProgramOptions, analyze_file
+
+F32 = 4  # bytes per float32 element
+DIST = EXAMPLES / "distributed"
+
+
+def _constants(name: str):
+    """The example's module-level integer constants."""
+    consts = {}
+    for node in ast.parse((DIST / name).read_text()).body:
+        if isinstance(node, ast.Assign):
+            for tgt in node.targets:
+                names = [tgt] if isinstance(tgt, ast.Name) else getattr(tgt, "elts", [])
+                vals = ([node.value] if isinstance(tgt, ast.Name)
+                        else getattr(node.value, "elts", []))
+                for n, v in zip(names, vals):
+                    if isinstance(n, ast.Name) and isinstance(v, ast.Constant):
+                        consts[n.id] = v.value
+    return consts
+
+
+def _analyze(path, validate=False, devices=None, **kw):
+    overrides = {"DEVICES": str(devices)} if devices else {}
+    return analyze_file(str(path), ProgramOptions(archs=["H100_SXM"], validate=validate,
+                                                  crosscheck=False, cache_aware=False,
+                                                  overrides=overrides, **kw)).report
+
+
+def _check_complete(report):
+    assert report["coverage"]["unanalyzed"] == 0, report["coverage"]["unanalyzed_ops"]
+
+
+@pytest.mark.parametrize("devices", [4, 2])
+def test_dp_step_all_reduces_the_gradients(devices):
+    c = _constants("torch_dp_allreduce.py")
+    b, d, h = c["B"], c["D"], c["H"]
+    rep = _analyze(DIST / "torch_dp_allreduce.py", devices=devices)
+    _check_complete(rep)
+    # x @ w1 and h @ w2 forward, dW2, dh and dW1 backward, on B/N samples.
+    assert rep["totals"]["macs"] == 5 * (b // devices) * d * h
+    assert rep["totals"]["comm_bytes_by_kind"] == {"all_reduce": 2 * d * h * F32}  # dW1, dW2
+    dist = rep["distributed"]
+    assert dist["route"] == "torch.distributed" and dist["ranks"] == devices
+    assert dist["groups"] == {"world": {"size": devices, "ranks": list(range(devices))}}
+
+
+@pytest.mark.parametrize("devices", [4, 2])
+def test_dtensor_tp_block_is_the_rank_shard_plus_two_all_reduces(devices):
+    c = _constants("torch_tp_block.py")
+    s, d, heads, h = c["S"], c["D"], c["HEADS"], c["H"]
+    rep = _analyze(DIST / "torch_tp_block.py", devices=devices)
+    _check_complete(rep)
+    dh, local_heads = d // heads, heads // devices
+    projections = 4 * s * d * d // devices  # q, k, v column-parallel, o row-parallel
+    # Q K^T and P V over the causal window (s (s + 1) / 2 live pairs), this rank's heads.
+    attention = 2 * local_heads * (s * (s + 1) // 2) * dh
+    mlp = 2 * s * d * h // devices  # up column-parallel, down row-parallel
+    assert rep["totals"]["macs"] == projections + attention + mlp
+    # The row-parallel o and down complete their partial sums: two all-reduces of S x D.
+    assert rep["totals"]["comm_bytes_by_kind"] == {"all_reduce": 2 * s * d * F32}
+
+
+def test_a_list_collective_is_refused_with_the_reason(tmp_path):
+    prog = tmp_path / "gather_list.py"
+    prog.write_text(textwrap.dedent("""
+        import torch
+        import torch.distributed as dist
+
+        DEVICES = 2
+
+        def forward(x):
+            parts = [torch.empty_like(x) for _ in range(DEVICES)]
+            dist.all_gather(parts, x)
+            return torch.cat(parts)
+
+        def get_inputs():
+            return [torch.randn(4, 8)]
+    """))
+    with pytest.raises(solar.UnsupportedError) as e:  # its writes would be read stale
+        _analyze(prog)
+    assert e.value.exit_code == 7
+    assert "c10d::allgather_" in str(e.value) and "not supported" in str(e.value)
+    assert "gather_list.py:9" in str(e.value)  # the program's line
+
+
+def test_functional_collectives_lower_with_their_group_sizes(tmp_path):
+    prog = tmp_path / "functional.py"
+    prog.write_text(textwrap.dedent("""
+        import torch
+        import torch.distributed as dist
+        import torch.distributed._functional_collectives as fc
+
+        DEVICES = 4
+        M, N = 8, 16
+
+        def forward(x):
+            g = fc.all_gather_tensor(x, 0, dist.group.WORLD)      # [4M, N]
+            r = fc.reduce_scatter_tensor(g, "sum", 0, dist.group.WORLD)  # [M, N]
+            return fc.all_reduce(r, "max", dist.group.WORLD) + 1
+
+        def get_inputs():
+            return [torch.randn(M, N)]
+    """))
+    rep = _analyze(prog)
+    _check_complete(rep)
+    m, n, world = 8, 16, 4
+    # all_gather and reduce_scatter move the gathered [world M, N]; all_reduce its [M, N].
+    assert rep["totals"]["comm_bytes_by_kind"] == {
+        "all_gather": world * m * n * F32, "reduce_scatter": world * m * n * F32,
+        "all_reduce": m * n * F32}
