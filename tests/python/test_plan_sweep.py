@@ -29,6 +29,16 @@ def test_a_mixture_of_experts_model_gets_expert_parallel_plans():
     assert all(p.ep == 1 for p in candidate_plans(devices, 8, 4, train=True, experts=8))
 
 
+def test_tp_past_the_key_value_heads_shares_them_when_serving():
+    """8 key/value heads, 64 query heads on 16 GPUs: tp 16 shares each key/value head between
+    2 ranks and splits the query heads (serving only); 40 query heads do not split over 16."""
+    serving = {p.tp for p in candidate_plans(16, kv_heads=8, layers=4, heads=64)}
+    assert serving == {1, 2, 4, 8, 16}
+    assert {p.tp for p in candidate_plans(16, kv_heads=8, layers=4, heads=40)} == {1, 2, 4, 8}
+    training = {p.tp for p in candidate_plans(16, kv_heads=8, layers=4, heads=64, train=True)}
+    assert training == {1, 2, 4, 8}
+
+
 def test_the_command_runs_the_plans_on_a_dask_cluster(tmp_path):
     out = tmp_path / "plans.json"
     r = run_solar("sweep", "plans", "hf:llama-3.1-8b", "--system", "DGX_H100",

@@ -33,16 +33,27 @@ def _divisors(n: int) -> List[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+def _tp_splits_heads(tp: int, kv_heads: int, heads: int, train: bool) -> bool:
+    """Whether tp ranks split the attention: tp divides the key/value heads, or (serving) the
+    ranks share each of them evenly and split the query heads (docs/parallel.md)."""
+    if kv_heads % tp == 0:
+        return True
+    return not train and heads > 0 and tp % kv_heads == 0 and heads % tp == 0
+
+
 def candidate_plans(devices: int, kv_heads: int, layers: int, train: bool = False,
-                    zero: int = 0, experts: int = 0) -> List[parallel.Plan]:
-    """Every (tp, pp, ep, dp) with tp x pp x dp = devices, tp dividing the key/value heads
-    and pp at most the layers (one microbatch); with `experts` (a mixture-of-experts model,
-    serving), also every ep > 1 dividing both dp and the experts at tp 1 (expert parallelism
-    across the data-parallel replicas, docs/parallel.md). A training step: pp 1 and ep 1 (a
-    pipelined or expert-parallel backward is not modelled), ZeRO `zero` where dp > 1."""
+                    zero: int = 0, experts: int = 0, heads: int = 0) -> List[parallel.Plan]:
+    """Every (tp, pp, ep, dp) with tp x pp x dp = devices, tp splitting the attention heads
+    (dividing the key/value heads, or with the `heads` query heads given, a multiple of them
+    that divides the query heads: each key/value head shared by tp / kv_heads ranks) and pp at
+    most the layers (one microbatch); with `experts` (a mixture-of-experts model, serving),
+    also every ep > 1 dividing both dp and the experts at tp 1 (expert parallelism across the
+    data-parallel replicas, docs/parallel.md). A training step: pp 1, ep 1 and tp dividing
+    the key/value heads (a pipelined or expert-parallel backward, and shared key/value heads
+    in a backward, are not modelled), ZeRO `zero` where dp > 1."""
     out = []
     for tp in _divisors(devices):
-        if kv_heads % tp:
+        if not _tp_splits_heads(tp, kv_heads, heads, train):
             continue
         for pp in _divisors(devices // tp):
             if pp > layers or (train and pp > 1):
@@ -146,7 +157,7 @@ def sweep_plans(run: ModelRun, options: ProgramOptions, zero: int = 0,
     experts = getattr(config, "num_local_experts", None) or 0
     rows, tasks, pending = [], [], []
     for plan in candidate_plans(devices, kv, config.num_hidden_layers, options.train, zero,
-                                experts):
+                                experts, heads=config.num_attention_heads):
         row: Dict[str, Any] = {"plan": plan.to_json()}
         rows.append(row)
         share = weights / (plan.tp * plan.pp * (plan.dp if plan.zero == 3 else 1))
