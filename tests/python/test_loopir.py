@@ -429,3 +429,24 @@ def test_views_of_a_sparse_weight_stay_sparse(tmp_path):
     assert int(t["macs_2_4"]) == M * N * K
     assert loopir.lift(path).tensor("w").structured_2_4  # the view bound to the parameter w
     assert passed(path)
+
+
+def test_a_scalar_assigned_inside_a_loop_of_one_value_runs(tmp_path):
+    """A 0-d target assigned in a loop that runs once (the fuzzer's find: the interpreter
+    wrote the loop's one-element chunk into the scalar and failed)."""
+    path = program(tmp_path, """
+        M = 1
+        x = Tensor("M", role="input")
+        y = Tensor("", role="output")
+
+        @kernel
+        def f(x, y):
+            for i in range(M):
+                y[()] = x[0] * 2.0
+
+        def model():
+            f(x, y)
+        """)
+    assert passed(path)
+    out = loopir.run(path, inputs={"x": np.array([3.0], dtype=np.float32)})
+    assert float(out["y"]) == 3.0 * 2.0

@@ -290,7 +290,9 @@ class _Nest:
             idx = self.element_index(index, shape, chunk, mask, st["target"]["name"], line,
                                      write=True)
             if kind is None:
-                if mask is None:
+                if not idx:  # a 0-d target: each of its loops has one value (check_assignment)
+                    out[()] = vals[mask].reshape(-1)[0] if mask is not None else vals.flat[0]
+                elif mask is None:
                     out[tuple(np.broadcast_to(i, chunk.shape) for i in idx)] = vals
                 else:
                     out[tuple(np.broadcast_to(i, chunk.shape)[mask] for i in idx)] = vals[mask]
