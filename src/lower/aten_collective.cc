@@ -8,7 +8,9 @@
 // IR kind), `reduction`, `group` (the mesh dimension or group name), `size` (the group's
 // ranks), `axis`, `concat_axis` and `root`. Without `collective` (an op the capture did not
 // understand: a list collective, a premultiplied sum, unequal all-to-all splits) the op is
-// unanalyzed with the capture's `refused` reason.
+// unanalyzed with the capture's `refused` reason. FSDP2's own copy-in and chunking ops
+// (`fsdp::all_gather_copy_in`, `split_with_sizes_copy`, `chunk_cat`) are the data movement around its
+// all-gathers and reduce-scatters.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -74,6 +76,79 @@ void wait_tensor(Context& c) {
   c.move(ir::MoveKind::View, {in}, c.def(0));
 }
 
+std::int64_t count(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  return n;
+}
+
+// `x` (dense) as [rows, numel / rows]: free (a row-major reshape).
+TensorId as_rows(Context& c, TensorId x, std::int64_t rows, const char* suffix) {
+  const ir::Tensor& t = c.t(x);
+  TensorId v = c.temp(suffix, {rows, count(t.shape) / rows}, t.dtype);
+  c.move(ir::MoveKind::View, {x}, v);
+  return v;
+}
+
+// fsdp::all_gather_copy_in (FSDP2's copy-in): the rank's parameter shards, flattened and
+// concatenated, are output 0 (its slot of the all-gather buffer, what the all-gather sends);
+// the buffer (output 1) is written whole by the all-gather that follows and read by nothing
+// before it.
+void all_gather_copy_in(Context& c) {
+  std::vector<TensorId> parts;
+  for (std::int64_t id : c.trace_ids("all_gather_inputs"))
+    parts.push_back(as_rows(c, dense(c, id), 1, "flat"));
+  if (parts.empty()) throw Unsupported("an all-gather copy-in of no tensors");
+  const std::int64_t n = count(c.tt(*c.out_id(0)).shape);
+  TensorId row = c.temp("copy_in", {1, n}, c.t(parts[0]).dtype);
+  if (parts.size() == 1) c.move(ir::MoveKind::Copy, parts, row);
+  else c.move(ir::MoveKind::Concat, parts, row, {{"axis", std::int64_t{1}}});
+  c.move(ir::MoveKind::View, {row}, c.def(0));
+  c.mark_uninitialized(1);
+}
+
+// fsdp::chunk_cat (torch._chunk_cat, FSDP2's reduce-scatter input): each gradient cut into
+// `num_chunks` chunks along `dim`, chunk i of every gradient side by side in row i of `out`
+// ([num_chunks, sum of numel / num_chunks]). Only dim 0 with chunks that divide it (no
+// padding) is modeled.
+void chunk_cat(Context& c) {
+  const std::int64_t chunks = c.int_arg("num_chunks", 1);
+  if (c.int_arg("dim", 0) != 0) throw Unsupported("chunk_cat along a dimension other than 0");
+  std::vector<TensorId> parts;
+  for (std::int64_t id : c.trace_ids("tensors")) {
+    TensorId x = dense(c, id);
+    const auto& shape = c.t(x).shape;
+    if (shape.empty() || shape[0] % chunks != 0)
+      throw Unsupported("chunk_cat of a tensor whose first dimension the chunks do not divide "
+                        "(padded chunks)");
+    parts.push_back(as_rows(c, x, chunks, "chunks"));
+  }
+  if (parts.empty()) throw Unsupported("a chunk_cat of no tensors");
+  std::int64_t width = 0;
+  for (TensorId p : parts) width += c.t(p).shape[1];
+  TensorId rows = c.temp("chunk_cat", {chunks, width}, c.t(parts[0]).dtype);
+  if (parts.size() == 1) c.move(ir::MoveKind::Copy, parts, rows);
+  else c.move(ir::MoveKind::Concat, parts, rows, {{"axis", std::int64_t{1}}});
+  c.move(ir::MoveKind::View, {rows}, c.def(0));
+}
+
+// fsdp::split_with_sizes_copy (FSDP2's copy-out): the gathered buffer cut along `dim` into
+// the unsharded parameters' storages (the op's outputs, in order), each a copy.
+void split_with_sizes_copy(Context& c) {
+  TensorId in = dense(c, c.trace_id("all_gather_output"));
+  const auto sizes = c.ints("all_gather_input_split_sizes");
+  const std::int64_t dim = c.int_arg("dim", 0);
+  const auto& shape = c.t(in).shape;
+  if (dim < 0 || dim >= static_cast<std::int64_t>(shape.size()))
+    throw Unsupported("split_with_sizes_copy along a dimension the buffer lacks");
+  std::int64_t start = 0;
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    if (!c.out_id(k)) throw Unsupported("split_with_sizes_copy with fewer outputs than sizes");
+    slice_into(c, in, c.def(k), dim, start, start + sizes[k], 1);
+    start += sizes[k];
+  }
+}
+
 }  // namespace
 
 void register_c10d_ops(const Register& reg) {
@@ -91,6 +166,9 @@ void register_c10d_ops(const Register& reg) {
   for (const char* name : {"c10d::_allgather_base_.default", "c10d::_reduce_scatter_base_.default"})
     reg(name, [](Context& c) { collective(c, "input_tensor", false); });
   reg("c10d::alltoall_base_.default", [](Context& c) { collective(c, "input", false); });
+  reg("fsdp::all_gather_copy_in.default", all_gather_copy_in);
+  reg("fsdp::chunk_cat.default", chunk_cat);
+  reg("fsdp::split_with_sizes_copy.default", split_with_sizes_copy);
 }
 
 }  // namespace solar::lower::detail

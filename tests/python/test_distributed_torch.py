@@ -75,6 +75,21 @@ def test_dtensor_tp_block_is_the_rank_shard_plus_two_all_reduces(devices):
     assert rep["totals"]["comm_bytes_by_kind"] == {"all_reduce": 2 * s * d * F32}
 
 
+@pytest.mark.parametrize("devices", [4, 2])
+def test_fsdp2_step_gathers_weights_and_reduce_scatters_gradients(devices):
+    c = _constants("torch_fsdp_step.py")
+    b, d, h = c["B"], c["D"], c["H"]
+    rep = _analyze(DIST / "torch_fsdp_step.py", devices=devices)
+    _check_complete(rep)
+    assert rep["totals"]["macs"] == 5 * (b // devices) * d * h
+    assert rep["totals"]["comm_bytes_by_kind"] == {
+        # up and down gathered whole in the forward, down again in the backward (the up
+        # projection's backward gather is read by nothing: no input gradient).
+        "all_gather": 3 * d * h * F32,
+        "reduce_scatter": 2 * d * h * F32,  # both whole gradients, scattered
+    }
+
+
 def test_a_list_collective_is_refused_with_the_reason(tmp_path):
     prog = tmp_path / "gather_list.py"
     prog.write_text(textwrap.dedent("""

@@ -76,5 +76,27 @@ TEST(AtenCollective, RefusedOrUnresolvedCollectivesAreUnanalyzedWithTheReason) {
   EXPECT_TRUE(collectives(res.graph).empty());
 }
 
+TEST(AtenCollective, FsdpCopyInAndChunkCatAreDataMovement) {
+  testing::TraceBuilder t;
+  int a = t.tensor({2, 4}, "input"), b = t.tensor({2, 2}, "input");
+  int buf = t.tensor({4 * 12}), slot = t.tensor({12}, "output"), whole = t.tensor({4 * 12});
+  t.op("aten::empty.memory_format", {{"size", {4 * 12}}}, {buf});
+  // This rank's shards a and b, flattened side by side: 2*4 + 2*2 = 12 elements.
+  t.op("fsdp::all_gather_copy_in.default",
+       {{"all_gather_inputs", {T(a), T(b)}}, {"all_gather_output", T(buf)}}, {slot, whole});
+  int ga = t.tensor({4, 3}, "input"), gb = t.tensor({4, 1}, "input"), out = t.tensor({2, 8});
+  int rows = t.tensor({2, 8}, "output");
+  t.op("aten::empty.memory_format", {{"size", {2, 8}}}, {out});
+  // Two chunks of each gradient along dim 0: row i holds chunk i of ga (6) and of gb (2).
+  t.op("fsdp::chunk_cat.default",
+       {{"tensors", {T(ga), T(gb)}}, {"dim", 0}, {"num_chunks", 2}, {"out", T(out)}}, {rows});
+  LowerResult res = lower_aten(t.build());
+  ASSERT_TRUE(res.warnings.empty()) << res.warnings[0];
+  int concats = 0;
+  for (const ir::Op& op : res.graph.ops())
+    if (op.kind() == ir::OpKind::Move && op.move().kind == ir::MoveKind::Concat) ++concats;
+  EXPECT_EQ(concats, 2);
+}
+
 }  // namespace
 }  // namespace solar::lower

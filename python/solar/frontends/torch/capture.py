@@ -396,6 +396,9 @@ class _Recorder(TorchDispatchMode):
                 continue
             named[a.name] = self.trace.encode(v)
             if not isinstance(v, torch.Tensor):
+                if (distributed.ACTIVE and isinstance(v, (list, tuple)) and a.alias_info
+                        is not None and a.alias_info.is_write):  # FSDP2's copy-out
+                    written.extend(x for x in v if isinstance(x, torch.Tensor))
                 continue
             if a.alias_info is not None and a.alias_info.is_write:
                 written.append(v)
@@ -649,6 +652,11 @@ def capture(
     trainable: List[torch.Tensor] = []  # the leaves gradients are taken for (train)
     if module is not None:
         for pname, p in module.named_parameters():
+            if distributed.ACTIVE and distributed.is_dtensor(p):
+                # A sharded parameter (DTensor, FSDP2): the rank's shard is what its local
+                # ops read; the module keeps its own parameter objects.
+                trace.new_tensor(distributed.local(p), "parameter", pname)
+                continue
             q = p if _is_fake(p) else to_fake(p.detach())
             if train and p.requires_grad:
                 q = q.detach().requires_grad_(True)
@@ -767,6 +775,8 @@ def capture(
         for h in hooks:
             h.remove()
     for t in _flatten(result):
+        if distributed.ACTIVE and distributed.is_dtensor(t):
+            t = distributed.local(t)  # a sharded result: the rank's shard
         tid = trace._ids.get(id(t))
         if tid is not None:
             tid = trace.id_of(t)  # a returned view or base written through another view

@@ -180,6 +180,17 @@ def dtensor_types(types) -> bool:
     return any(issubclass(t, DTensor) for t in types)
 
 
+def is_dtensor(t: Any) -> bool:
+    from torch.distributed.tensor import DTensor
+
+    return isinstance(t, DTensor)
+
+
+def local(t: Any) -> torch.Tensor:
+    """A DTensor's local shard (the object its local ops read)."""
+    return t._local_tensor
+
+
 def foreign(out: Any, mode: Any) -> bool:
     """Whether an op's results are fake tensors of another FakeTensorMode than the capture's
     (`mode`, None on real tensors): DTensor's sharding propagation, not the program."""
