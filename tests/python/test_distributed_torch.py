@@ -90,6 +90,41 @@ def test_fsdp2_step_gathers_weights_and_reduce_scatters_gradients(devices):
     }
 
 
+@pytest.mark.parametrize("name", ["torch_dp_allreduce.py", "torch_tp_block.py",
+                                  "torch_fsdp_step.py"])
+def test_examples_validate_against_their_gloo_run_on_two_ranks(name):
+    # The program on 2 gloo ranks (processes on 127.0.0.1) against the executor's run of the
+    # two ranks' graphs together, on the run's own inputs and parameter shards.
+    rep = _analyze(DIST / name, validate=True, devices=2)
+    val = rep["validation"]
+    assert val["status"] == "passed", val.get("reason")
+    assert val["ranks"] == 2 and "gloo" in val["against"]
+    assert {o["rank"] for o in val["outputs"]} == {0, 1}
+
+
+def test_a_rank_that_fails_in_the_gloo_run_is_the_commands_error(tmp_path):
+    prog = tmp_path / "fails.py"
+    prog.write_text(textwrap.dedent("""
+        import torch
+        import torch.distributed as dist
+
+        DEVICES = 2
+
+        def forward(x):
+            if not isinstance(x, torch._subclasses.fake_tensor.FakeTensor) and dist.get_rank():
+                raise ValueError("rank 1 gives up")
+            return x * 2
+
+        def get_inputs():
+            return [torch.randn(4)]
+    """))
+    with pytest.raises(solar.UserError) as e:
+        _analyze(prog, validate=True)
+    assert e.value.exit_code == 2
+    assert "the gloo run failed" in str(e.value)
+    assert "rank 1: ValueError: rank 1 gives up" in str(e.value)
+
+
 def test_a_list_collective_is_refused_with_the_reason(tmp_path):
     prog = tmp_path / "gather_list.py"
     prog.write_text(textwrap.dedent("""

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 from ...analysis import ProgramAnalysis, ProgramOptions, analyze_trace
 from ...errors import user_error
 from ..jax.sharded import MAX_DEVICES, declared_devices
-from .capture import capture_program
+from .capture import CaptureRecord, capture_program
 from .distributed import fake_process_group
 
 ROUTE = "torch.distributed"
@@ -26,12 +26,15 @@ def world_size(path: str, overrides: Optional[Dict[str, str]] = None) -> Optiona
     return declared_devices(path, overrides)
 
 
-def capture_rank(path: str, devices: int, rank: int, options: ProgramOptions) -> Dict[str, Any]:
-    """Rank `rank`'s OpTrace: the program loaded, built and run as that rank of `devices`."""
+def capture_rank(path: str, devices: int, rank: int, options: ProgramOptions,
+                 record: Optional[CaptureRecord] = None) -> Dict[str, Any]:
+    """Rank `rank`'s OpTrace: the program loaded, built and run as that rank of `devices`
+    (`record`: the trace ids of what it returned)."""
     with fake_process_group(devices, rank):
         return capture_program(path, options.overrides, fake=not options.real,
                                train=options.train, optimizer=options.optimizer,
-                               eval_mode=options.eval_mode, unroll=options.unroll)
+                               eval_mode=options.eval_mode, unroll=options.unroll,
+                               record=record)
 
 
 def groups_of(trace: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
@@ -54,7 +57,8 @@ def analyze_distributed(path: str, devices: int,
     if options.mesh_links:
         raise user_error("--mesh-links: for JAX programs (a torch.distributed program's groups "
                          "are placed in rank order, docs/distributed.md)", "usage")
-    trace = capture_rank(path, devices, 0, options)
+    records = [CaptureRecord() for _ in range(devices)] if options.validate else [None]
+    trace = capture_rank(path, devices, 0, options, records[0])
     result = analyze_trace(trace, path, options)
     section: Dict[str, Any] = {"route": ROUTE, "ranks": devices, "groups": groups_of(trace),
                                "analyzed_rank": 0, "note": NOTE}
@@ -62,10 +66,13 @@ def analyze_distributed(path: str, devices: int,
     if options.validate:
         from .distributed_gloo import validate_ranks  # pylint: disable=import-outside-toplevel
 
+        if options.train or options.optimizer:
+            raise user_error("--validate of a torch.distributed program: without --train and "
+                             "--optimizer (a program's own step validates)", "usage")
         traces: List[Dict[str, Any]] = [trace] + [
-            capture_rank(path, devices, r, options) for r in range(1, devices)]
+            capture_rank(path, devices, r, options, records[r]) for r in range(1, devices)]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            result.report.attach_section("validation", validate_ranks(path, devices, traces,
-                                                                      options))
+            result.report.attach_section("validation", validate_ranks(
+                path, devices, traces, [list(r.returned) for r in records], options))
     return result
