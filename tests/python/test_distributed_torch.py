@@ -125,6 +125,74 @@ def test_a_rank_that_fails_in_the_gloo_run_is_the_commands_error(tmp_path):
     assert "rank 1: ValueError: rank 1 gives up" in str(e.value)
 
 
+@pytest.mark.parametrize("devices", [4, 2])
+def test_torch_jax_and_plan_tp_mlps_agree(tmp_path, devices):
+    # "Agree": the same MLP (x @ w1, relu, @ w2 at jax_tp_mlp.py's B, D, H) written with
+    # DTensor (ColwiseParallel, RowwiseParallel), with JAX's shard_map, and sharded by the
+    # parallel plan engine's tensor-parallel pass: equal per-rank MACs, equal collective
+    # kinds and bytes.
+    pytest.importorskip("jax")
+    import json
+
+    from solar.models.shard import WeightRule, shard_graph
+
+    c = _constants("jax_tp_mlp.py")
+    b, d, h = c["B"], c["D"], c["H"]
+    prog = tmp_path / "torch_tp_mlp.py"
+    prog.write_text(textwrap.dedent(f"""
+        import torch
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
+                                                       parallelize_module)
+
+        DEVICES = 4
+        B, D, H = {b}, {d}, {h}
+        mesh = init_device_mesh("cpu", (DEVICES,), mesh_dim_names=("tp",))
+
+        class MLP(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.up = torch.nn.Linear(D, H, bias=False)
+                self.down = torch.nn.Linear(H, D, bias=False)
+
+            def forward(self, x):
+                return self.down(torch.relu(self.up(x)))
+
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.mlp = parallelize_module(MLP(), mesh, {{"up": ColwiseParallel(),
+                                                            "down": RowwiseParallel()}})
+
+            def forward(self, x):
+                return self.mlp(x)
+
+        def get_inputs():
+            return [torch.randn(B, D)]
+    """))
+    torch_rep = _analyze(prog, devices=devices)
+    jax_rep = _analyze(DIST / "jax_tp_mlp.py", devices=devices)
+    graph = json.loads(solar.parse_graph(f"""graph mlp
+x = f32[{b},{d}] input
+w1 = f32[{d},{h}] weight
+w2 = f32[{h},{d}] weight
+a = f32[{b},{h}] einsum "mk,kn->mn" (x, w1)
+r = f32[{b},{h}] einsum [m={b},n={h}] none relu($0) (a[m,n]) -> [m,n]
+y = f32[{b},{d}]{{output}} einsum "mk,kn->mn" (r, w2)
+""").to_json())
+    plan = shard_graph(graph, devices, 0, {"w1": WeightRule("column", 1),
+                                           "w2": WeightRule("row", 0)})
+    plan_rep = solar.analyze(solar.parse_graph_json(json.dumps(plan.graph)), ["H100_SXM"])
+    for rep in (torch_rep, jax_rep):
+        _check_complete(rep)
+    macs = {int(torch_rep["totals"]["macs"]), int(jax_rep["totals"]["macs"]),
+            int(plan_rep.totals.macs)}
+    assert macs == {2 * b * d * h // devices}
+    comm = [torch_rep["totals"]["comm_bytes_by_kind"], jax_rep["totals"]["comm_bytes_by_kind"],
+            {k: int(v) for k, v in plan_rep.totals.comm_bytes_by_kind.items()}]
+    assert comm == [{"all_reduce": b * d * F32}] * 3
+
+
 def test_a_list_collective_is_refused_with_the_reason(tmp_path):
     prog = tmp_path / "gather_list.py"
     prog.write_text(textwrap.dedent("""
