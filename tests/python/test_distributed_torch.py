@@ -193,6 +193,38 @@ y = f32[{b},{d}]{{output}} einsum "mk,kn->mn" (r, w2)
     assert comm == [{"all_reduce": b * d * F32}] * 3
 
 
+def test_on_a_system_ranks_fill_the_scale_up_domains_in_order(tmp_path):
+    # A 2 x 2 mesh on two nodes of 2 GPUs: "tp" (ranks 0, 1) inside a node, "dp" (ranks 0, 2)
+    # across the nodes.
+    prog = tmp_path / "mesh2d.py"
+    prog.write_text(textwrap.dedent("""
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.device_mesh import init_device_mesh
+
+        DEVICES = 4
+        mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+
+        def forward(x):
+            y = x * 2
+            dist.all_reduce(y, group=mesh.get_group("tp"))
+            dist.all_reduce(y, group=mesh.get_group("dp"))
+            return y
+
+        def get_inputs():
+            return [torch.randn(8, 16)]
+    """))
+    rep = _analyze(prog, system="2xH100_SXM", nodes=2)
+    _check_complete(rep)
+    dist = rep["distributed"]
+    assert dist["groups"] == {"tp": {"size": 2, "ranks": [0, 1]},
+                              "dp": {"size": 2, "ranks": [0, 2]}}
+    assert dist["group_links"] == {"tp": "scale-up", "dp": "scale-out"}
+    assert dist["devices_per_domain"] == 2
+    with pytest.raises(solar.UserError, match="do not fit"):
+        _analyze(prog, system="2xH100_SXM")  # 4 ranks on 2 devices
+
+
 def test_a_list_collective_is_refused_with_the_reason(tmp_path):
     prog = tmp_path / "gather_list.py"
     prog.write_text(textwrap.dedent("""

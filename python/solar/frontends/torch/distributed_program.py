@@ -47,6 +47,33 @@ def groups_of(trace: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     return out
 
 
+def place(trace: Dict[str, Any], devices: int, rank: int, system: str,
+          nodes: Any) -> Dict[str, Any]:
+    """Ranks fill the system's scale-up domains in order (rank r in domain r // G): writes
+    each collective's `ranks_per_domain` (its group's ranks in `rank`'s domain) into the
+    trace and returns the placement for the report, each group's link(s)."""
+    from ..jax.mesh_links import system_shape  # pylint: disable=import-outside-toplevel
+
+    total, per_domain = system_shape(system, nodes)
+    if devices > total:
+        raise user_error(f"the program's {devices} ranks do not fit in system {system}'s "
+                         f"{total} devices (--nodes adds scale-up domains)", "usage")
+    links: Dict[str, str] = {}
+    for op in trace["ops"]:
+        a = op["args"]
+        if "collective" not in a:
+            continue
+        group = [int(r) for r in a["ranks"]]
+        shared = sum(1 for r in group if r // per_domain == rank // per_domain)
+        if len(group) % shared:
+            raise user_error(f"the group {a['group']} (ranks {group}) does not tile the "
+                             f"system's scale-up domains of {per_domain}", "usage")
+        a["ranks_per_domain"] = shared
+        links[a["group"]] = ("scale-up" if shared == len(group) else
+                             "scale-out" if shared == 1 else "scale-up+scale-out")
+    return {"system": system, "devices_per_domain": per_domain, "group_links": links}
+
+
 def analyze_distributed(path: str, devices: int,
                         options: ProgramOptions) -> ProgramAnalysis:
     """Rank 0's graph analyzed, with the `distributed` section; with validate every rank's
@@ -59,9 +86,11 @@ def analyze_distributed(path: str, devices: int,
                          "are placed in rank order, docs/distributed.md)", "usage")
     records = [CaptureRecord() for _ in range(devices)] if options.validate else [None]
     trace = capture_rank(path, devices, 0, options, records[0])
+    placement = place(trace, devices, 0, options.system, options.nodes) if options.system \
+        else {}
     result = analyze_trace(trace, path, options)
     section: Dict[str, Any] = {"route": ROUTE, "ranks": devices, "groups": groups_of(trace),
-                               "analyzed_rank": 0, "note": NOTE}
+                               "analyzed_rank": 0, "note": NOTE, **placement}
     result.report.attach_section("distributed", section)
     if options.validate:
         from .distributed_gloo import validate_ranks  # pylint: disable=import-outside-toplevel
