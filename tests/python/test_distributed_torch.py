@@ -225,6 +225,28 @@ def test_on_a_system_ranks_fill_the_scale_up_domains_in_order(tmp_path):
         _analyze(prog, system="2xH100_SXM")  # 4 ranks on 2 devices
 
 
+def test_data_dependent_control_flow_is_refused(tmp_path):
+    prog = tmp_path / "branch.py"
+    prog.write_text(textwrap.dedent("""
+        import torch
+        import torch.distributed as dist
+
+        DEVICES = 2
+
+        def forward(x):
+            dist.all_reduce(x)
+            if x.sum() > 0:  # decided by the all-reduced values
+                return x * 2
+            return x
+
+        def get_inputs():
+            return [torch.randn(4)]
+    """))
+    with pytest.raises(solar.UnsupportedError, match="reads tensor values") as e:
+        _analyze(prog)
+    assert e.value.exit_code == 7
+
+
 def test_a_list_collective_is_refused_with_the_reason(tmp_path):
     prog = tmp_path / "gather_list.py"
     prog.write_text(textwrap.dedent("""

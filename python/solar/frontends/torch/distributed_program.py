@@ -12,7 +12,8 @@ from typing import Any, Dict, List, Optional
 from ...analysis import ProgramAnalysis, ProgramOptions, analyze_trace
 from ...errors import user_error
 from ..jax.sharded import MAX_DEVICES, declared_devices
-from .capture import CaptureRecord, capture_program
+from ..jax.collectives import refused
+from .capture import CaptureRecord, capture_loaded, check_program, load_program
 from .distributed import fake_process_group
 
 ROUTE = "torch.distributed"
@@ -30,11 +31,24 @@ def capture_rank(path: str, devices: int, rank: int, options: ProgramOptions,
                  record: Optional[CaptureRecord] = None) -> Dict[str, Any]:
     """Rank `rank`'s OpTrace: the program loaded, built and run as that rank of `devices`
     (`record`: the trace ids of what it returned)."""
+    from torch._subclasses.fake_tensor import (  # pylint: disable=import-outside-toplevel
+        DataDependentOutputException, DynamicOutputShapeException)
+
     with fake_process_group(devices, rank):
-        return capture_program(path, options.overrides, fake=not options.real,
-                               train=options.train, optimizer=options.optimizer,
-                               eval_mode=options.eval_mode, unroll=options.unroll,
-                               record=record)
+        try:
+            mod = load_program(path, options.overrides)
+            check_program(mod, path)
+            return capture_loaded(mod, path, fake=not options.real, train=options.train,
+                                  optimizer=options.optimizer, record=record,
+                                  eval_mode=options.eval_mode, unroll=options.unroll)
+        except (DataDependentOutputException, DynamicOutputShapeException) as e:
+            # A one-process program is captured again on real tensors; here the fake
+            # process group's collectives move no data, so values read after one would be
+            # wrong: refused.
+            raise refused(f"{path}: the program reads tensor values ({type(e).__name__}); "
+                          "a torch.distributed program is captured on fake tensors only "
+                          "(data-dependent control flow or shapes, docs/distributed.md)") \
+                from None
 
 
 def groups_of(trace: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
