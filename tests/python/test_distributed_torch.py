@@ -73,6 +73,9 @@ def test_dtensor_tp_block_is_the_rank_shard_plus_two_all_reduces(devices):
     assert rep["totals"]["macs"] == projections + attention + mlp
     # The row-parallel o and down complete their partial sums: two all-reduces of S x D.
     assert rep["totals"]["comm_bytes_by_kind"] == {"all_reduce": 2 * s * d * F32}
+    # Each is attributed to the module that issued it (--by module).
+    assert sorted(o["module"] for o in rep["ops"] if o["class"] == "collective") == [
+        "block.down", "block.o"]
 
 
 @pytest.mark.parametrize("devices", [4, 2])
