@@ -34,10 +34,10 @@ def _constants(name: str):
     return consts
 
 
-def _analyze(path, validate=False, devices=None, **kw):
+def _analyze(path, validate=False, devices=None, crosscheck_on=False, **kw):
     overrides = {"DEVICES": str(devices)} if devices else {}
     return analyze_file(str(path), ProgramOptions(archs=["H100_SXM"], validate=validate,
-                                                  crosscheck=False, cache_aware=False,
+                                                  crosscheck=crosscheck_on, cache_aware=False,
                                                   overrides=overrides, **kw)).report
 
 
@@ -56,6 +56,9 @@ def test_dp_step_all_reduces_the_gradients(devices):
     assert rep["totals"]["comm_bytes_by_kind"] == {"all_reduce": 2 * d * h * F32}  # dW1, dW2
     dist = rep["distributed"]
     assert dist["route"] == "torch.distributed" and dist["ranks"] == devices
+    # FlopCounterMode is not run on a rank (it would count DTensor ops at global shapes).
+    assert _analyze(DIST / "torch_dp_allreduce.py", crosscheck_on=True)["crosscheck"][
+        "status"] == "skipped"
     assert dist["groups"] == {"world": {"size": devices, "ranks": list(range(devices))}}
 
 

@@ -106,6 +106,13 @@ def analyze_distributed(path: str, devices: int,
     section: Dict[str, Any] = {"route": ROUTE, "ranks": devices, "groups": groups_of(trace),
                                "analyzed_rank": 0, "note": NOTE, **placement}
     result.report.attach_section("distributed", section)
+    if options.crosscheck:
+        from .crosscheck import TOOL  # pylint: disable=import-outside-toplevel
+
+        result.report.attach_section("crosscheck", {
+            "tool": TOOL, "status": "skipped",
+            "reason": "a torch.distributed program's rank is not cross-checked (FlopCounterMode "
+                      "counts a DTensor op once, at its global shapes)"})
     if options.validate:
         from .distributed_gloo import validate_ranks  # pylint: disable=import-outside-toplevel
 
