@@ -6,9 +6,9 @@
 // `_allgather_base_`, `_reduce_scatter_base_`, `broadcast_`, `alltoall_base_`). The capture
 // resolves what depends on the process group and writes it as arguments: `collective` (the
 // IR kind), `reduction`, `group` (the mesh dimension or group name), `size` (the group's
-// ranks), `axis`, `concat_axis` and `root`. Without `collective` (an op the capture did not
-// understand: a list collective, a premultiplied sum, unequal all-to-all splits) the op is
-// unanalyzed with the capture's `refused` reason. FSDP2's own copy-in and chunking ops
+// ranks), `axis`, `concat_axis` and `root`; what it cannot resolve (a list collective, a
+// premultiplied sum, unequal all-to-all splits) it refuses before lowering. Without
+// `collective` (a trace recorded outside the fake process group) the op is unanalyzed. FSDP2's own copy-in and chunking ops
 // (`fsdp::all_gather_copy_in`, `split_with_sizes_copy`, `chunk_cat`) are the data movement around its
 // all-gathers and reduce-scatters.
 #include <cstdint>
@@ -35,8 +35,6 @@ TensorId dense(Context& c, std::int64_t trace_id) {
 // that take a list); its result is the op's first output (the written tensor's new version
 // for the in-place c10d ops).
 void collective(Context& c, const char* input, bool list) {
-  if (c.has("refused") && c.a("refused").is_string())
-    throw Unsupported(c.a("refused").get<std::string>());
   const nlohmann::json& kind_arg = c.a("collective");
   if (!kind_arg.is_string())
     throw Unsupported("a collective without the capture's `collective` argument (was it "
