@@ -253,6 +253,45 @@ def test_data_dependent_control_flow_is_refused(tmp_path):
     assert e.value.exit_code == 7
 
 
+def test_every_c10d_collective_lowers_and_validates_on_gloo(tmp_path):
+    # dist.broadcast, all_to_all_single (whose output the schema does not mark written),
+    # all_gather_into_tensor, reduce_scatter_tensor and all_reduce(MAX), on 2 ranks with
+    # different inputs: bytes by formula, and the executor's ranks equal gloo's.
+    prog = tmp_path / "collectives.py"
+    prog.write_text(textwrap.dedent('''import torch
+import torch.distributed as dist
+
+DEVICES = 2
+M, N = 4, 6
+
+
+def forward(x):
+    b = x.clone()
+    dist.broadcast(b, src=1)
+    a = torch.empty_like(x)
+    dist.all_to_all_single(a, x * 2)
+    g = torch.empty(DEVICES * M, N)
+    dist.all_gather_into_tensor(g, a + b)
+    r = torch.empty(M // DEVICES, N)
+    dist.reduce_scatter_tensor(r, g[:M].contiguous())
+    dist.all_reduce(r, op=dist.ReduceOp.MAX)
+    return b, a, g, r
+
+
+def get_inputs():
+    return [torch.randn(M, N, generator=torch.Generator().manual_seed(dist.get_rank()))]
+'''))
+    rep = _analyze(prog, validate=True)
+    _check_complete(rep)
+    m, n, world = 4, 6, 2
+    assert rep["totals"]["comm_bytes_by_kind"] == {
+        "broadcast": m * n * F32, "all_to_all": m * n * F32,
+        "all_gather": world * m * n * F32,  # the gathered output
+        "reduce_scatter": m * n * F32,  # the whole input
+        "all_reduce": (m // world) * n * F32}
+    assert rep["validation"]["status"] == "passed", rep["validation"].get("reason")
+
+
 def test_a_list_collective_is_refused_with_the_reason(tmp_path):
     prog = tmp_path / "gather_list.py"
     prog.write_text(textwrap.dedent("""

@@ -408,6 +408,7 @@ class _Recorder(TorchDispatchMode):
             written.extend(undeclared)
         if distributed.ACTIVE:  # a collective's group, kind and reduction (distributed.py)
             named.update(distributed.collective_args(func, args, kwargs) or {})
+            written.extend(distributed.undeclared_writes(func, args, kwargs))
         before = self._counted() if self.counter is not None else 0
         # A few ops' fake results are made directly (fake_shortcuts); FlopCounterMode, below
         # this mode, has a formula for none of them.

@@ -19,7 +19,7 @@ on fake tensors. What the recorder (capture.py) takes from here:
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 import torch
 
@@ -170,6 +170,20 @@ def collective_args(func, args, kwargs) -> Optional[Dict[str, Any]]:
         out["root"] = ranks.index(int(src)) if name.startswith("_c10d_functional") and \
             int(src) in ranks else int(src)
     return out
+
+
+# Collectives that write an argument their schema neither marks written nor returns (they
+# return only the Work handle): the argument, by name.
+_UNDECLARED_OUTPUTS = {"c10d::alltoall_base_.default": "output"}
+
+
+def undeclared_writes(func, args, kwargs) -> List[torch.Tensor]:
+    """The tensors a collective writes without its schema saying so (a new version each)."""
+    name = _UNDECLARED_OUTPUTS.get(f"{func._schema.name}.{func._overloadname}")
+    if name is None:
+        return []
+    t = _bind(func, args, kwargs).get(name)
+    return [t] if isinstance(t, torch.Tensor) else []
 
 
 def dtensor_types(types) -> bool:
