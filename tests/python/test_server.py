@@ -182,7 +182,9 @@ def server_env():
     top.chmod(0o755)
     env = _env(top / "sockets")
     try:
-        r = _solar(env, "server", "start", "--idle", "10", preexec_fn=lambda: os.umask(0))
+        # Idle long enough for the tests between two served ones on a loaded machine (the
+        # fixture stops it at the end).
+        r = _solar(env, "server", "start", "--idle", "600", preexec_fn=lambda: os.umask(0))
         assert r.returncode == 0 and "started" in r.stdout, r.stdout + r.stderr
         yield env
         pid = _status(env).get("pid")
