@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, Optional
 
+from torch.utils._python_dispatch import TorchDispatchMode
+
 # Buffers larger than this are not read (a mask of 8,192 x 8,192 is 2^26 elements).
 MAX_ELEMENTS = 1 << 26
 
@@ -72,18 +74,7 @@ class ConstructionRecord:
 
     def mode(self) -> Any:
         """A TorchDispatchMode that records, entered above the fake mode."""
-        from torch.utils._python_dispatch import TorchDispatchMode
-
-        record = self
-
-        class _Record(TorchDispatchMode):
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                kwargs = kwargs or {}
-                out = func(*args, **kwargs)
-                record.note(func, args, kwargs, out)
-                return out
-
-        return _Record()
+        return _Recording(self)
 
     def note(self, func: Any, args: Any, kwargs: Dict[str, Any], out: Any) -> None:
         import torch
@@ -138,3 +129,20 @@ def _storage_key(t: Any) -> Any:
         return t.untyped_storage()._cdata
     except Exception:
         return ("solo", id(t))
+
+
+class _Recording(TorchDispatchMode):
+    """ConstructionRecord's mode. Defined when the module is imported, before the capture's
+    first fake mode: torch wraps a dispatch mode's __torch_dispatch__ in
+    torch._disable_dynamo, and only the wrappers that exist then call it without importing
+    torch._dynamo (lazy_torch.dispatch_without_dynamo)."""
+
+    def __init__(self, record: ConstructionRecord) -> None:
+        super().__init__()
+        self.record = record
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        self.record.note(func, args, kwargs, out)
+        return out
