@@ -34,7 +34,7 @@ LAYERS = {
     "solar._core": 0, "solar.errors": 0, "solar.atomic_write": 0, "solar.report": 0,
     "solar.executor": 0, "solar.builder": 0, "solar.html": 0, "solar.progress": 0,
     "solar.analysis": 1, "solar.validation": 1, "solar.program_source": 1, "solar.shrink": 1,
-    "solar.memory_limit": 1, "solar.command_options": 1,
+    "solar.memory_limit": 1, "solar.command_options": 1, "solar.ranks": 1,
     "solar.frontends": 2,
     "solar.programs": 3, "solar": 3, "solar.loopir": 3, "solar.models": 3,
     "solar.suite": 4, "solar.bench": 4, "solar.headroom": 4, "solar.sweep": 4,

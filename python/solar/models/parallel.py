@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .. import _core
 from ..errors import user_error
+from ..ranks import system_of as system_devices  # noqa: F401  (the plans' --system)
 from .shard import Sharded, ShardError, WeightRule, remove_dead_ops, shard_graph
 
 # Megatron-LM's tensor-parallel layout (Shoeybi et al., "Megatron-LM", arXiv:1909.08053,
@@ -113,17 +114,6 @@ def kv_parts(config, tp: int) -> int:
     (each then held by tp / kv_heads ranks: the head their query heads read)."""
     kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
     return kv_heads if tp > kv_heads else 0
-
-
-def system_devices(system: str, nodes: Optional[int]) -> Tuple[str, int, int, str]:
-    """(id, devices, devices per node, device id) of a --system argument, from the analysis
-    of a one-op graph on it."""
-    g = _core.parse_graph("x = f32[1] input\n"
-                          "y = f32[1]{output} einsum [i=1] none $0 (x[i]) -> [i]")
-    report = json.loads(_core.analyze(g, [], "pytorch-default", "cold", cache_aware=False,
-                                      system=system, nodes=nodes).to_json())
-    sysj = report["system"]
-    return sysj["id"], int(sysj["devices"]), int(sysj["devices_per_node"]), sysj["device"]
 
 
 def sharding_rules(graph: Dict[str, Any], config, tp: int

@@ -24,19 +24,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ... import _core
+from ...ranks import unsupported as refused
 from .recorder import FOLD_ELEMENTS, Lit
 
 # The IR's collective kind and reduction of each reducing primitive.
 _REDUCING = {"psum": "sum", "psum_invariant": "sum", "pmax": "max", "pmin": "min"}
-
-
-def refused(message: str):
-    """A solar.UnsupportedError (exit code 7, `unsupported`) for a program construct the
-    capture refuses as a whole (a loop past the unroll cap, a multi-device shard_map)."""
-    e = _core.UnsupportedError(message)
-    e.exit_code = _core.EXIT_CODES["unsupported"]
-    return e
 
 
 @dataclasses.dataclass

@@ -12,26 +12,15 @@ default rule among the rest.
 
 from __future__ import annotations
 
-import json
 import math
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence
 
 import numpy as np
 
-from ... import _core
 from ...errors import user_error
+from ...ranks import system_of
 
 LINKS = ("scale-up", "scale-out")
-
-
-def system_shape(system: str, nodes) -> Tuple[int, int]:
-    """(devices, devices per scale-up domain) of a --system argument, from the analysis of a
-    one-op graph on it."""
-    g = _core.parse_graph("x = f32[1] input\n"
-                          "y = f32[1]{output} einsum [i=1] none $0 (x[i]) -> [i]")
-    report = json.loads(_core.analyze(g, [], "pytorch-default", "cold", cache_aware=False,
-                                      system=system, nodes=nodes).to_json())
-    return int(report["system"]["devices"]), int(report["system"]["devices_per_node"])
 
 
 def parse(text: str, axes: Sequence[str]) -> Dict[str, str]:
@@ -80,7 +69,7 @@ def place(traces: List[Dict[str, Any]], mesh: Dict[str, int], system: str, nodes
     placement for the report: the system, each axis' link(s), the domain size."""
     axes, sizes = list(mesh), [int(s) for s in mesh.values()]
     n = math.prod(sizes)
-    devices, per_domain = system_shape(system, nodes)
+    _, devices, per_domain, _ = system_of(system, nodes)
     if n > devices:
         raise user_error(f"the mesh's {n} ranks do not fit in system {system}'s {devices} "
                          "devices (--nodes adds scale-up domains)", "usage")

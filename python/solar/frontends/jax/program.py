@@ -29,6 +29,7 @@ from ...report import Report
 from ...validation import check_entry, validation_trace
 from . import capture as cap
 from . import mesh_links, sharded
+from ...ranks import declared_devices, validate_ranks
 from .encoding import concrete
 from .recorder import REPEAT_OP
 from .limits import check_real_run
@@ -59,7 +60,7 @@ def analyze_file(path: str, options: Optional[ProgramOptions] = None) -> Program
     options = options or ProgramOptions()
     if options.train or options.optimizer:
         raise user_error("--train/--optimizer are not supported for JAX programs yet", "usage")
-    devices = sharded.declared_devices(path, options.overrides or {})
+    devices = declared_devices(path, options.overrides or {})
     if devices is not None:  # a program that shards itself: one graph per rank
         return sharded_analysis(path, devices, options)
     if options.mesh_links:
@@ -348,70 +349,6 @@ def sharded_analysis(path: str, devices: int, options: ProgramOptions) -> Progra
     if options.validate:
         result.report.attach_section("validation", validate_ranks(res, lowered))
     return result
-
-
-def validate_ranks(res: Dict[str, Any], lowered) -> Dict[str, Any]:
-    """The `validation` section of a sharded program: the ranks' graphs run together by the
-    executor (solar.run_ranks, collectives exchanging buffers) on each rank's block of the
-    inputs, every rank's outputs compared with its block of JAX's sharded run."""
-    section: Dict[str, Any] = {"status": "failed", "tool": TOOL + " (run_ranks)", "seed": SEED,
-                               "ranks": len(lowered), "outputs": []}
-    if res["strided"]:
-        section["reason"] = ("the executor runs groups of consecutive ranks only; collectives "
-                             "over the outer mesh axes " + ", ".join(res["strided"]) +
-                             " are not executable")
-        return section
-    for graph, _, _ in lowered:
-        bad = [op for op in graph.ops if op.kind == _core.OpKind.unanalyzed]
-        if bad:
-            section["reason"] = (f"the graph is not executable: {len(bad)} unanalyzed op(s): "
-                                 + ", ".join(f"{op.framework_op} ({op.origin})" for op in bad))
-            return section
-    inputs_per_rank, refs_per_rank = [], []
-    for r, (graph, _, trace_ids) in enumerate(lowered):
-        inputs, refs = {}, {}
-        by_id = {tid: res["expected"][r][str(k)] for k, tid in enumerate(res["output_ids"][r])
-                 if tid is not None and str(k) in res["expected"][r]}
-        for t in graph.tensors:
-            role = str(t.role).rsplit(".", 1)[-1]
-            tid = trace_ids.get(t.name)
-            if role == "output" and tid in by_id:
-                refs[t.name] = by_id[tid]
-            elif role not in ("output", "intermediate"):
-                if str(tid) not in res["inputs"][r]:
-                    section["reason"] = f"no value for rank {r}'s graph source {t.name}"
-                    return section
-                inputs[t.name] = res["inputs"][r][str(tid)]
-        inputs_per_rank.append(inputs)
-        refs_per_rank.append(refs)
-    try:
-        outs = executor.run_ranks([g for g, _, _ in lowered], inputs_per_rank)
-    except (_core.UnsupportedError, _core.UserError) as e:
-        section["reason"] = f"the ranks could not be executed: {e}"
-        return section
-    failed = []
-    for r, (out, refs) in enumerate(zip(outs, refs_per_rank)):
-        for name, want in refs.items():
-            tol = 1e-4 if np.asarray(want).dtype.itemsize >= 4 else 2e-2  # f32 / bf16, f16
-            got = np.asarray(out[name], dtype=np.float64)
-            want = np.asarray(want, dtype=np.float64)
-            err = float(np.max(np.abs(got - want))) if want.size else 0.0
-            scale = float(np.max(np.abs(want))) if want.size else 0.0
-            ok = got.shape == want.shape and err <= tol * max(1.0, scale)
-            section["outputs"].append({"rank": r, "name": f"rank {r}: {name}",
-                                       "shape": list(want.shape), "max_abs_error": err,
-                                       "atol": tol * max(1.0, scale), "rtol": 0.0,
-                                       "passed": ok})
-            if not ok:
-                failed.append(f"{name} on rank {r}")
-    if not section["outputs"]:
-        section["status"] = "inconclusive"
-        section["reason"] = "no rank output was compared"
-    elif failed:
-        section["reason"] = "outputs outside tolerance: " + ", ".join(failed)
-    else:
-        section["status"] = "passed"
-    return section
 
 
 # ---------------------------------------------------------------- XLA cross-check

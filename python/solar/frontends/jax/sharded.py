@@ -13,7 +13,6 @@ analyzes and executes them.
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import subprocess
@@ -24,62 +23,11 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from ...errors import user_error
-from .collectives import refused
+from ...ranks import MAX_DEVICES, unsupported as refused
 
 # The most seconds the fresh process may take (capture of N ranks and JAX's run).
 CHILD_TIMEOUT_S = int(os.environ.get("SOLAR_JAX_SHARDED_TIMEOUT", "600"))
 # The ranks a sharded program may declare (host devices are threads of one process).
-MAX_DEVICES = 64
-
-
-def declared_devices(path: str, overrides: Optional[Dict[str, str]] = None) -> Optional[int]:
-    """The program's `DEVICES` (a top-level assignment of an integer, or of + - * // over
-    integer constants assigned before it, `DEVICES = DP * TP`; `--set NAME=M` of any of them
-    wins), or None."""
-    with open(path, encoding="utf-8") as f:
-        tree = ast.parse(f.read(), filename=path)
-    ints: Dict[str, int] = {}
-    ops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
-           ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b if b else None}
-
-    def value(node) -> Optional[int]:
-        if isinstance(node, ast.Constant) and type(node.value) is int:
-            return node.value
-        if isinstance(node, ast.Name):
-            return ints.get(node.id)
-        if isinstance(node, ast.BinOp) and type(node.op) in ops:
-            a, b = value(node.left), value(node.right)
-            return None if a is None or b is None else ops[type(node.op)](a, b)
-        return None
-
-    def assign(name: str, node) -> None:
-        v = value(node)
-        if overrides and name in overrides:
-            try:
-                v = int(overrides[name])
-            except ValueError:
-                pass  # the override's own error comes from loading the program
-        if v is not None:
-            ints[name] = v
-        else:
-            ints.pop(name, None)
-
-    declared = False
-    for node in tree.body:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
-            continue
-        tgt = node.targets[0]
-        if isinstance(tgt, ast.Name):
-            assign(tgt.id, node.value)
-            declared = declared or tgt.id == "DEVICES"
-        elif (isinstance(tgt, ast.Tuple) and isinstance(node.value, ast.Tuple)
-              and len(tgt.elts) == len(node.value.elts)):
-            for t, v in zip(tgt.elts, node.value.elts):
-                if isinstance(t, ast.Name):
-                    assign(t.id, v)
-    return ints.get("DEVICES") if declared else None
-
-
 def child_env(devices: int) -> Dict[str, str]:
     """The environment of the fresh process: N host (CPU) devices."""
     env = dict(os.environ)

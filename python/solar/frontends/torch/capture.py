@@ -35,6 +35,7 @@ from torch._subclasses.fake_tensor import (
 
 from ...program_source import OverrideError  # noqa: F401  (re-exported)
 from ...program_source import ProgramFormatError, inject_overrides
+from ...ranks import unsupported
 from . import distributed, fake_shortcuts
 from .buffer_band import ConstructionRecord, band_of
 from .lazy_torch import dispatch_without_dynamo, fake_mode
@@ -407,7 +408,11 @@ class _Recorder(TorchDispatchMode):
         if undeclared and named.get("training"):
             written.extend(undeclared)
         if distributed.ACTIVE:  # a collective's group, kind and reduction (distributed.py)
-            named.update(distributed.collective_args(func, args, kwargs) or {})
+            try:
+                named.update(distributed.collective_args(func, args, kwargs) or {})
+            except distributed.Refused as e:
+                file, line = _source_location()
+                raise unsupported(f"{file}:{line}: {e}" if file else str(e)) from None
             written.extend(distributed.undeclared_writes(func, args, kwargs))
         before = self._counted() if self.counter is not None else 0
         # A few ops' fake results are made directly (fake_shortcuts); FlopCounterMode, below

@@ -111,19 +111,13 @@ def _bind(func, args, kwargs) -> Dict[str, Any]:
     return named
 
 
-def _refused(message: str):
-    """A solar.UnsupportedError (exit code 7): a collective the capture cannot record is
-    refused as a whole, since the tensors it writes would otherwise be read stale."""
-    from ..jax.collectives import refused  # pylint: disable=import-outside-toplevel
-
-    file, line = _where()
-    return refused(f"{file}:{line}: {message}" if file else message)
+class Refused(Exception):
+    """A collective the capture cannot record: refused as a whole, since the tensors it
+    writes would otherwise be read stale (capture.py raises it as a solar.UnsupportedError,
+    exit 7, at the program's line)."""
 
 
-def _where():
-    from .capture import _source_location  # pylint: disable=import-outside-toplevel
-
-    return _source_location()
+_refused = Refused
 
 
 def collective_args(func, args, kwargs) -> Optional[Dict[str, Any]]:

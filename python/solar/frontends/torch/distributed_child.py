@@ -13,17 +13,17 @@ import json
 import os
 import sys
 
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from .capture import _flatten, build_program, check_program, load_program
+
 
 def main(argv) -> int:
     path, rank, world, port, out, overrides = argv[1], int(argv[2]), int(argv[3]), argv[4], \
         argv[5], json.loads(argv[6])
     try:
-        import numpy as np
-        import torch
-        import torch.distributed as dist
-
-        from .capture import _flatten, build_program, check_program, load_program
-
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
         dist.init_process_group("gloo", rank=rank, world_size=world)
         try:

@@ -20,6 +20,7 @@ import numpy as np
 
 from ...analysis import lower_trace
 from ...errors import user_error
+from ...ranks import validate_ranks as compare_ranks
 
 # The most seconds the ranks' run may take, all together.
 TIMEOUT_S = int(os.environ.get("SOLAR_TORCH_GLOO_TIMEOUT", "300"))
@@ -99,8 +100,6 @@ def validate_ranks(path: str, devices: int, traces: List[Dict[str, Any]],
                    returned: List[List[int]], options: Any) -> Dict[str, Any]:
     """The `validation` section: each rank's graph fed its inputs and parameter shards from
     the gloo run, the ranks executed together, their outputs compared with the run's."""
-    from ..jax.program import validate_ranks as compare  # pylint: disable=import-outside-toplevel
-
     runs = run_gloo(path, devices, options.overrides or {})
     res: Dict[str, Any] = {"strided": strided_groups(traces), "inputs": [], "expected": [],
                            "output_ids": returned}
@@ -117,6 +116,6 @@ def validate_ranks(path: str, devices: int, traces: List[Dict[str, Any]],
         res["expected"].append({k.split("/", 1)[1]: v for k, v in run.items()
                                 if k.startswith("out/")})
     lowered = [lower_trace(t, path, options.strict) for t in traces]
-    section = compare(res, lowered)
+    section = compare_ranks(res, lowered)
     section["against"] = REFERENCE.format(n=devices)
     return section

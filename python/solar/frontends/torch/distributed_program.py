@@ -11,9 +11,11 @@ from typing import Any, Dict, List, Optional
 
 from ...analysis import ProgramAnalysis, ProgramOptions, analyze_trace
 from ...errors import user_error
-from ..jax.sharded import MAX_DEVICES, declared_devices
-from ..jax.collectives import refused
+from ...ranks import MAX_DEVICES, declared_devices, system_of
+from ...ranks import unsupported as refused
 from .capture import CaptureRecord, capture_loaded, check_program, load_program
+from .crosscheck import TOOL as CROSSCHECK_TOOL
+from .distributed_gloo import validate_ranks
 from .distributed import fake_process_group
 
 ROUTE = "torch.distributed"
@@ -66,9 +68,8 @@ def place(trace: Dict[str, Any], devices: int, rank: int, system: str,
     """Ranks fill the system's scale-up domains in order (rank r in domain r // G): writes
     each collective's `ranks_per_domain` (its group's ranks in `rank`'s domain) into the
     trace and returns the placement for the report, each group's link(s)."""
-    from ..jax.mesh_links import system_shape  # pylint: disable=import-outside-toplevel
 
-    total, per_domain = system_shape(system, nodes)
+    _, total, per_domain, _ = system_of(system, nodes)
     if devices > total:
         raise user_error(f"the program's {devices} ranks do not fit in system {system}'s "
                          f"{total} devices (--nodes adds scale-up domains)", "usage")
@@ -107,15 +108,11 @@ def analyze_distributed(path: str, devices: int,
                                "analyzed_rank": 0, "note": NOTE, **placement}
     result.report.attach_section("distributed", section)
     if options.crosscheck:
-        from .crosscheck import TOOL  # pylint: disable=import-outside-toplevel
-
         result.report.attach_section("crosscheck", {
-            "tool": TOOL, "status": "skipped",
+            "tool": CROSSCHECK_TOOL, "status": "skipped",
             "reason": "a torch.distributed program's rank is not cross-checked (FlopCounterMode "
                       "counts a DTensor op once, at its global shapes)"})
     if options.validate:
-        from .distributed_gloo import validate_ranks  # pylint: disable=import-outside-toplevel
-
         if options.train or options.optimizer:
             raise user_error("--validate of a torch.distributed program: without --train and "
                              "--optimizer (a program's own step validates)", "usage")
