@@ -35,25 +35,7 @@ TensorId dense(Context& c, std::int64_t trace_id) {
 // that take a list); its result is the op's first output (the written tensor's new version
 // for the in-place c10d ops).
 void collective(Context& c, const char* input, bool list) {
-  const nlohmann::json& kind_arg = c.a("collective");
-  if (!kind_arg.is_string())
-    throw Unsupported("a collective without the capture's `collective` argument (was it "
-                      "recorded outside torch.distributed's fake process group?)");
-  const auto kind = ir::parse_collective_kind(kind_arg.get<std::string>());
-  if (!kind) throw Unsupported("unknown collective kind '" + kind_arg.get<std::string>() + "'");
-  ir::CollectiveOp op;
-  op.kind = *kind;
-  op.group.size = c.int_arg("size", 1);
-  op.group.ranks_per_domain = c.int_arg("ranks_per_domain", 0);
-  if (c.a("group").is_string()) op.group.name = c.a("group").get<std::string>();
-  if (ir::collective_reduces(op.kind)) {
-    const auto r = ir::parse_collective_reduction(c.a("reduction").get<std::string>());
-    if (!r) throw Unsupported("unknown collective reduction");
-    op.reduction = *r;
-  }
-  op.axis = c.int_arg("axis", 0);
-  op.concat_axis = c.int_arg("concat_axis", 0);
-  op.root = c.int_arg("root", 0);
+  ir::CollectiveOp op = c.collective_args("torch.distributed's fake process group");
   std::int64_t in_id = 0;
   if (list) {
     const std::vector<std::int64_t> ids = c.trace_ids(input);

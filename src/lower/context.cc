@@ -73,6 +73,32 @@ std::vector<std::int64_t> Context::trace_ids(const char* name) const {
   return ids;
 }
 
+ir::CollectiveOp Context::collective_args(std::string_view recorded_under) const {
+  const nlohmann::json& kind_arg = a("collective");
+  if (!kind_arg.is_string())
+    throw Unsupported(fmt::format("a collective without the capture's `collective` argument "
+                                  "(was it recorded outside {}?)",
+                                  recorded_under));
+  const auto kind = ir::parse_collective_kind(kind_arg.get<std::string>());
+  if (!kind) throw Unsupported("unknown collective kind '" + kind_arg.get<std::string>() + "'");
+  ir::CollectiveOp op;
+  op.kind = *kind;
+  const bool pair = op.kind == ir::CollectiveKind::Send || op.kind == ir::CollectiveKind::Recv;
+  op.group.size = pair ? 2 : int_arg("size", 1);
+  op.group.ranks_per_domain = int_arg("ranks_per_domain", 0);  // placed on a system
+  if (a("group").is_string()) op.group.name = a("group").get<std::string>();
+  if (ir::collective_reduces(op.kind)) {
+    const auto r = ir::parse_collective_reduction(a("reduction").get<std::string>());
+    if (!r) throw Unsupported("unknown collective reduction");
+    op.reduction = *r;
+  }
+  op.axis = int_arg("axis", 0);
+  op.concat_axis = int_arg("concat_axis", 0);
+  op.peer = int_arg("peer", 0);
+  op.root = int_arg("root", 0);
+  return op;
+}
+
 std::int64_t Context::int_arg(const char* name, std::int64_t dflt) const {
   const auto& v = a(name);
   if (v.is_null()) return dflt;

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -91,6 +92,12 @@ class Context {
   std::int64_t trace_id(const char* name) const;              // a tensor argument
   std::vector<std::int64_t> trace_ids(const char* name) const;  // a list of tensors
   std::int64_t int_arg(const char* name, std::int64_t dflt) const;
+  // A collective's kind, group and attributes as the sharded captures record them, under
+  // the same argument names for every frontend (collective, size, group, ranks_per_domain,
+  // reduction, axis, concat_axis, peer, root); a send or recv runs between a pair (group
+  // size 2, the IR's rule). `recorded_under` names what the capture records them under,
+  // for the error when they are missing.
+  ir::CollectiveOp collective_args(std::string_view recorded_under) const;
   double num_arg(const char* name, double dflt) const;
   bool bool_arg(const char* name, bool dflt) const;
   std::vector<std::int64_t> ints(const char* name) const;  // an int or int list; [] if None

@@ -90,7 +90,7 @@ TEST(JaxCollective, WithoutTheShardedCaptureItIsUnanalyzed) {
   t.op("jax::psum", {{"operands", {T(x)}}, {"axes", {"i"}}}, {y});
   LowerResult r = lower_jax(t.build());
   ASSERT_EQ(r.warnings.size(), 1u);
-  EXPECT_NE(r.warnings[0].find("sharded capture"), std::string::npos) << r.warnings[0];
+  EXPECT_NE(r.warnings[0].find("recorded outside a shard_map over a mesh"), std::string::npos) << r.warnings[0];
 }
 
 }  // namespace
