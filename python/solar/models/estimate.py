@@ -10,9 +10,10 @@ activation are estimated for that. Torch-free: the sweep estimates its points wi
 
 The figures, measured on this project's registry models (tests/python/test_models.py checks
 the bound against their captures):
-- a layer records 39-171 ops in a forward pass (BERT 39, Llama 80, Mixtral 98, DeepSeek-V2's
-  MoE layer 171): OPS_PER_LAYER = 200 bounds them; a training step (forward + backward)
-  records 2.5-3.1 times as many: TRAIN_FACTOR = 3, with the bound's headroom;
+- a layer records 39-197 ops in a forward pass (BERT 39, Llama 80, Mixtral 98, DeepSeek-V2's
+  MoE layer 171, DeepSeek-V3's 197, 190 in decode): OPS_PER_LAYER = 200 bounds them; a
+  training step (forward + backward) records 2.5-3.1 times as many (DeepSeek-V3's MoE
+  layer 510): TRAIN_FACTOR = 3, with the bound's headroom;
 - Mamba's selective scan runs token by token in a prefill (no fused kernel on a CPU):
   about 14 ops per token per layer: SCAN_OPS_PER_TOKEN = 16;
 - a recorded op costs about 0.5 ms to capture, lower and analyze on one core of the build
