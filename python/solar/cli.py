@@ -46,6 +46,7 @@ _COMMANDS = {
     "suite": lambda: importlib.import_module("solar.suite.cli"),
     "sweep": lambda: importlib.import_module("solar.sweep.cli"),  # Dask: programs x grids
     "translate": lambda: importlib.import_module("solar.translate.cli"),  # a language model
+    "models": lambda: importlib.import_module("solar.models.listing"),  # the registry
 }
 # Options of `solar analyze` that take a value (so that value is not the GRAPH argument).
 _VALUED = {"--arch", "--json", "--policy", "--cache-state", "--top", "--by", "--depth", "--set",

@@ -20,7 +20,7 @@ from . import _core
 
 # The C++ CLI's subcommands (src/cli/cli.cc) and the console script's own.
 CXX_COMMANDS = ("analyze", "inverse", "export", "arch")
-PY_COMMANDS = ("validate", "bench", "suite", "sweep", "translate", "server")
+PY_COMMANDS = ("validate", "bench", "suite", "sweep", "translate", "server", "models")
 COMMANDS = CXX_COMMANDS + PY_COMMANDS
 # The block the C++ CLI's footer adds to every help page: kept on `solar --help` only.
 _FOOTER_START = "Python programs (the `solar` console script"
