@@ -129,6 +129,13 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
                                       "image-classification (default: from its architectures)")
         m.add_argument("--force", action="store_true",
                        help="build a model past the work estimate's limits (docs/models.md)")
+        m.add_argument("--quant", metavar="SCHEME",
+                       help="quantize the decoder linears: fp8, fp8-block, int8, w4a16, "
+                            "w8a16, nvfp4, mxfp4 (default: the config's quantization_config, "
+                            "else none; docs/models.md)")
+        m.add_argument("--kv-dtype", metavar="DTYPE",
+                       help="the KV cache's dtype: fp8, or bf16/f16 (default: the "
+                            "activations')")
         pl = p.add_argument_group("parallel plans for models, with --system "
                                   "(docs/parallel.md)")
         for flag, what in (("--tp", "tensor-parallel degree"), ("--pp", "pipeline stages"),
@@ -284,6 +291,7 @@ def _analyze_model(ns, options, overrides):
                        "plan runs on a system (--system)", "usage")
     run = models.ModelRun(ns.program, phase=ns.phase, batch=ns.batch, seq=ns.seq,
                           context=ns.context, dtype=ns.dtype, task=ns.task, force=ns.force,
+                          quant=ns.quant, kv_dtype=ns.kv_dtype,
                           config={k: parse_literal(v) for k, v in overrides.items()},
                           plan=plan)
     try:

@@ -168,7 +168,8 @@ def canonical_archs(requested: Sequence[str]) -> List[str]:
 MODEL_ONLY = {"--phase": "phase", "--batch": "batch", "--seq": "seq", "--context": "context",
               "--dtype": "dtype", "--task": "task", "--force": "force", "--tp": "tp",
               "--pp": "pp", "--ep": "ep", "--dp": "dp", "--sp": "sp", "--zero": "zero",
-              "--microbatches": "microbatches"}
+              "--microbatches": "microbatches", "--quant": "quant",
+              "--kv-dtype": "kv_dtype"}
 # Those of them that take a value (for telling a value from a GRAPH argument).
 MODEL_ONLY_VALUED = tuple(f for f in MODEL_ONLY if f not in ("--force", "--sp"))
 

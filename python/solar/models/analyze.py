@@ -18,6 +18,7 @@ from ..errors import user_error
 from .build import (build_model, config_of, implementation_patches, parameter_count,
                     quiet_transformers)
 from .registry import ModelSpec, resolve
+from . import quantize
 from . import data_parallel, experts, parallel, stages
 from .shard import ShardError
 from .run import ModelRun
@@ -70,10 +71,13 @@ def _dtype_bytes(dtype: str) -> int:
 def analyze_model(run: ModelRun, options: Optional[ProgramOptions] = None) -> ProgramAnalysis:
     """Builds, captures and analyzes one phase of a model (see ModelRun)."""
     options = options or ProgramOptions()
+    quant = quantize.requested(run)  # --quant, --kv-dtype, a quantization_config: checked first
     spec, config, model, trace = capture_model(run, options)
     plan = run.plan
     if plan is not None and not plan.is_plain():
         result = _analyze_plan(trace, spec, config, run, options, plan)
+    elif quant is not None:  # captured in bf16, the graph rewritten (quantize.py)
+        result = quantize.analyze_quantized(trace, spec, options, quant)
     else:
         result = analyze_trace(trace, spec.source, options)
     result.report.attach_section("model", model_section(

@@ -30,6 +30,8 @@ class ModelRun:
     config: Dict[str, Any] = dataclasses.field(default_factory=dict)  # config field overrides
     force: bool = False  # build past the work estimate's limits (docs/models.md)
     plan: Optional[Any] = None  # a parallel plan (solar.models.parallel.Plan) on --system
+    quant: Optional[str] = None  # --quant: a scheme of solar.models.quantize.SCHEMES
+    kv_dtype: Optional[str] = None  # --kv-dtype: fp8, or bf16/f16 (the activations' dtype)
 
     def check(self) -> None:
         """Refuses bad values (torch-free: the sweep checks its points with it before any
@@ -46,6 +48,9 @@ class ModelRun:
         if self.task is not None and self.task not in TASKS:
             raise user_error(f"--task {self.task!r}: expected one of {', '.join(TASKS)}",
                              "usage")
+        from .quantize import check_names
+
+        check_names(self.quant, self.kv_dtype)
         self.seq = self.seq or DEFAULT_SEQ
         self.context = self.context or DEFAULT_CONTEXT
 

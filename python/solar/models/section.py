@@ -68,7 +68,7 @@ def model_section(spec, run, config, result, params: int, tokens: int) -> Dict[s
     if modules is not None:
         _by_layer_type(modules.to_dict() if hasattr(modules, "to_dict") else modules, archs,
                        layer_types)
-    return {
+    section = {
         "name": spec.name,
         "source": spec.source,
         "task": spec.task,
@@ -88,6 +88,10 @@ def model_section(spec, run, config, result, params: int, tokens: int) -> Dict[s
                   "decode: the cache is updated in place; the step reads the cached tokens once "
                   "and writes only the new token's keys and values"],
     }
+    applied = getattr(result, "quantization", None)  # solar.models.quantize.Applied
+    if applied is not None:
+        applied.annotate(section)
+    return section
 
 
 def _size(n: float, unit: str) -> str:
@@ -122,6 +126,10 @@ def model_text(m: Dict[str, Any]) -> str:
              f"{_count(m['parameters'])} parameters, weights {_size(m['weight_bytes'], 'B')}"
              + (f", KV cache read {_size(m['kv_cache_bytes'], 'B')}" if m["kv_cache_bytes"] else "")
              + f"; {m['tokens_per_step']} tokens per step (fused SOL)"]
+    if m.get("quantization"):
+        from .quantize import quantization_text
+
+        lines.append(quantization_text(m["quantization"]))
     lines.append(f"  {'device':<16}{'time/step':>12}{'tokens/s':>14}{'time/token':>13}  bound")
     for arch, d in m["devices"].items():
         tps = d["tokens_per_second"]

@@ -1,0 +1,254 @@
+"""Quantized weights, activations and caches (python/solar/models/quantize.py, docs/models.md
+"Quantization"): a Llama-3.1-8B decode step with 2 layers under each scheme, its bytes and
+its matmuls' rates against formulas written from the configuration and the schemes' layouts;
+a config.json's quantization_config choosing the scheme; refusals.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from solar import models  # noqa: E402
+from solar.models import quantize  # noqa: E402
+from solar.models.analyze import capture_model, tokens_per_step  # noqa: E402
+from solar.models.build import parameter_count  # noqa: E402
+from solar.models.section import model_section  # noqa: E402
+from solar.programs import ProgramOptions  # noqa: E402
+
+L, C = 2, 512  # layers, cached tokens
+HIDDEN, INTER, KV_HEADS, HEAD_DIM = 4096, 14336, 8, 128  # Llama-3.1-8B's config.json
+# Each decoder layer's linears as (out, in): q, k, v, o, gate, up, down.
+LINEARS = [(4096, 4096), (1024, 4096), (1024, 4096), (4096, 4096), (INTER, HIDDEN),
+           (INTER, HIDDEN), (HIDDEN, INTER)]
+LINEAR_ELEMENTS = sum(n * k for n, k in LINEARS)  # 218,103,808 per layer
+ACT_INPUTS = 4  # per layer: the normed input (q/k/v), attention (o), normed (gate/up), down's
+KV_PER_TOKEN = 2 * L * KV_HEADS * HEAD_DIM  # key and value elements per token, all layers
+ARCHS = ("H100_SXM", "B200")
+OPTIONS = ProgramOptions(archs=ARCHS, crosscheck=False, cache_aware=False)
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+# Per layer: bits of a weight element, and bytes of its scales, zero points and the
+# activations' static scales.
+def per_layer(scheme):
+    if scheme == "fp8":  # f32 per output channel; a static f32 per activation input
+        return 8, sum(4 * n for n, _ in LINEARS), 0, 4 * ACT_INPUTS
+    if scheme == "fp8-block":  # f32 per 128x128 block
+        return 8, sum(4 * cdiv(n, 128) * cdiv(k, 128) for n, k in LINEARS), 0, 0
+    if scheme == "int8":  # f32 per output channel; dynamic per-token activation scales
+        return 8, sum(4 * n for n, _ in LINEARS), 0, 0
+    if scheme == "w4a16":  # bf16 scale and a 4-bit zero point per 128 input elements
+        return 4, 2 * LINEAR_ELEMENTS // 128, LINEAR_ELEMENTS // 128 // 2, 0
+    if scheme == "w8a16":  # bf16 scale per 128 input elements, symmetric
+        return 8, 2 * LINEAR_ELEMENTS // 128, 0, 0
+    if scheme == "nvfp4":  # e4m3 per 16 elements, an f32 tensor scale per linear
+        return 4, LINEAR_ELEMENTS // 16 + 4 * len(LINEARS), 0, 0
+    if scheme == "mxfp4":  # e8m0 per 32 elements, an f32 factor per linear
+        return 4, LINEAR_ELEMENTS // 32 + 4 * len(LINEARS), 0, 0
+    raise AssertionError(scheme)
+
+
+@pytest.fixture(scope="module")
+def captured():
+    """Llama-3.1-8B decode (2 layers, context C) captured once in bf16, and its bf16
+    analysis: each scheme rewrites the same capture."""
+    def run():
+        return models.ModelRun("hf:llama-3.1-8b", phase="decode", context=C,
+                               config={"num_hidden_layers": L})
+
+    spec, config, model, trace = capture_model(run(), OPTIONS)
+    params = parameter_count(model)
+    bf16 = models.analyze_model(run(), OPTIONS).report.to_dict()
+    run = run()
+    return run, spec, config, trace, params, bf16
+
+
+def quantized(captured, scheme, kv=None):
+    run, spec, config, trace, params, _ = captured
+    run = models.ModelRun(run.ref, phase="decode", context=C, config=run.config, quant=scheme,
+                          kv_dtype=kv)
+    run.check()
+    result = quantize.analyze_quantized(trace, spec, OPTIONS, quantize.requested(run))
+    result.report.attach_section("model", model_section(
+        spec, run, config, result, params=params, tokens=tokens_per_step(spec, run, config)))
+    return result.report.to_dict()
+
+
+@pytest.mark.parametrize("scheme", list(quantize.SCHEMES))
+def test_decode_bytes_are_the_linears_at_their_bits_plus_scales_plus_the_bf16_rest(captured,
+                                                                                  scheme):
+    """Weights = the bf16 model's - the decoder linears at 2 bytes + the linears at their bits
+    + scales + zero points; the fused level reads each of them once and the cache (bf16 here)
+    as before."""
+    bf16 = captured[-1]
+    q = quantized(captured, scheme)
+    bits, scales, zeros, act_scales = per_layer(scheme)
+    delta = L * (LINEAR_ELEMENTS * bits // 8 + scales + zeros + act_scales
+                 - LINEAR_ELEMENTS * 2)
+    assert q["model"]["weight_bytes"] == bf16["model"]["weight_bytes"] + delta
+    assert q["totals"]["bytes_fused"] == bf16["totals"]["bytes_fused"] + delta
+    assert q["model"]["kv_cache_bytes"] == bf16["model"]["kv_cache_bytes"] == \
+        KV_PER_TOKEN * C * 2
+    groups = {g["group"]: g for g in q["model"]["quantization"]["groups"]}
+    linears = groups["decoder linears weights"]
+    assert linears["bits"] == bits and linears["elements"] == L * LINEAR_ELEMENTS
+    assert linears["bytes"] == L * LINEAR_ELEMENTS * bits // 8
+    assert linears["scale_bytes"] == L * scales and linears["zero_point_bytes"] == L * zeros
+    for name in ("embedding", "lm_head"):  # as common checkpoints keep them
+        assert groups[name]["format"] == "bf16"
+        assert groups[name]["bytes"] == 128256 * HIDDEN * 2
+
+
+def test_an_fp8_cache_is_read_and_written_at_one_byte(captured):
+    """--kv-dtype fp8: the C cached tokens read and the new token written at 1 byte (half the
+    bf16 cache's bytes), plus one f32 scale per cache tensor."""
+    bf16 = captured[-1]
+    q = quantized(captured, None, "fp8")
+    scales = 2 * L * 4  # a key and a value cache per layer
+    assert q["totals"]["bytes_fused"] == bf16["totals"]["bytes_fused"] \
+        - KV_PER_TOKEN * (C + 1) + scales
+    assert q["model"]["kv_cache_bytes"] == KV_PER_TOKEN * C
+    assert q["model"]["weight_bytes"] == bf16["model"]["weight_bytes"] + scales
+    # attention computes in bf16: every MAC stays bf16
+    assert set(q["totals"]["macs_by_dtype"]) == {"bf16"}
+    kv = next(g for g in q["model"]["quantization"]["groups"] if g["group"] == "kv cache")
+    assert kv["format"] == "f8e4m3" and kv["bytes"] == KV_PER_TOKEN * C
+
+
+def _tensor_seconds(report, arch):
+    terms = report["devices"][arch]["fused"]["terms"]
+    return sum(v for k, v in terms.items() if k.startswith("tensor_core"))
+
+
+def test_fp8_matmuls_run_at_the_fp8_tensor_rate_and_w4a16_at_the_bf16_rate(captured):
+    """fp8: the decoder linears' MACs at H100's f8e4m3 tensor peak, the rest (attention, LM
+    head) at bf16; w4a16: every MAC at bf16 (the weight dequantized first); nvfp4: B200's f4
+    peak (and on H100, which publishes no f4 rate, its fp8 peak: an e2m1 value is exact in
+    e4m3, the legal faster fallback)."""
+    bf16 = captured[-1]
+    all_macs = bf16["totals"]["macs_by_dtype"]["bf16"]
+    linear_macs = L * LINEAR_ELEMENTS  # one token
+    for scheme, low in (("fp8", "f8e4m3"), ("w4a16", None), ("nvfp4", "f4")):
+        q = quantized(captured, scheme)
+        macs = q["totals"]["macs_by_dtype"]
+        if low is None:
+            assert macs == {"bf16": all_macs}
+        else:
+            assert macs == {"bf16": all_macs - linear_macs, low: linear_macs}
+        for arch in ARCHS:
+            peaks = q["devices"][arch]["peaks_used"]
+            rate = {None: None, "f8e4m3": "tensor_core.f8e4m3",
+                    "f4": "tensor_core.f4" if arch == "B200" else "tensor_core.f8e4m3"}[low]
+            expected = 2 * macs["bf16"] / peaks["tensor_core.bf16"]
+            if rate is not None:
+                expected += 2 * macs[low] / peaks[rate]
+            assert _tensor_seconds(q, arch) == pytest.approx(expected, rel=1e-9)
+    h100 = quantized(captured, "fp8")["devices"]["H100_SXM"]["peaks_used"]
+    assert h100["tensor_core.f8e4m3"] == 1978.9e12  # arch/H100_SXM.yaml, dense
+    b200 = quantized(captured, "nvfp4")["devices"]["B200"]["peaks_used"]
+    assert b200["tensor_core.f4"] == 9000e12  # arch/B200.yaml, dense
+
+
+def test_dequantization_is_vector_work_per_element(captured):
+    """w4a16: (w - zero) * scale, a subtract and a multiply per weight element (in bf16, the
+    scales' dtype); w8a16: a multiply per element."""
+    bf16 = captured[-1]
+    base = bf16["totals"]["vector_flops_by_dtype"].get("bf16", 0)
+    for scheme, per_element in (("w4a16", 2), ("w8a16", 1)):
+        q = quantized(captured, scheme)
+        added = q["totals"]["vector_flops_by_dtype"]["bf16"] - base
+        assert added == per_element * L * LINEAR_ELEMENTS
+
+
+def _config(tmp_path, qc):
+    cfg = json.loads(open(models.lookup("llama-3.1-8b").file).read())["config"]
+    cfg.update(num_hidden_layers=L, architectures=["LlamaForCausalLM"],
+               quantization_config=qc)
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(cfg))
+    return str(d / "config.json")
+
+
+AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True,
+       "version": "gemm"}
+
+
+def test_a_config_quantization_config_selects_the_scheme_and_quant_overrides_it(tmp_path):
+    path = _config(tmp_path, AWQ)
+    result = models.analyze_model(models.ModelRun(path, phase="decode", context=C), OPTIONS)
+    q = result.report.get_section("model")["quantization"]
+    assert q["scheme"] == "w4a16" and "quant_method awq" in q["source"]
+    linears = q["groups"][0]
+    assert linears["format"] == "i4" and linears["zero_point_bytes"] == \
+        L * LINEAR_ELEMENTS // 128 // 2
+    result = models.analyze_model(models.ModelRun(path, phase="decode", context=C,
+                                                  quant="fp8"), OPTIONS)
+    q = result.report.get_section("model")["quantization"]
+    assert q["scheme"] == "fp8" and q["source"] == "--quant"
+
+
+@pytest.mark.parametrize("qc,scheme", [
+    ({"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128]},
+     "fp8-block"),
+    ({"quant_method": "gptq", "bits": 8, "group_size": 128, "sym": True}, "w8a16"),
+    ({"quant_method": "compressed-tensors", "config_groups": {"group_0": {
+        "weights": {"type": "float", "num_bits": 8, "strategy": "channel"},
+        "input_activations": {"type": "float", "num_bits": 8, "strategy": "tensor"}}}},
+     "fp8"),
+    ({"quant_method": "compressed-tensors", "config_groups": {"group_0": {
+        "weights": {"type": "int", "num_bits": 4, "strategy": "group", "group_size": 128,
+                    "symmetric": True}, "input_activations": None}}}, "w4a16")])
+def test_quantization_configs_map_to_their_schemes(qc, scheme):
+    got, _ = quantize.scheme_of_config(qc, "config.json")
+    assert got.name == scheme
+    if qc.get("quant_method") == "compressed-tensors" and scheme == "w4a16":
+        assert not got.zero_point  # symmetric: no zero points stored
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "solar", "analyze", *args],
+                          capture_output=True, text=True)
+
+
+def test_an_unknown_quant_method_is_refused_naming_it(tmp_path):
+    path = _config(tmp_path, {"quant_method": "bitsandbytes", "load_in_4bit": True})
+    proc = _cli(path, "--phase", "decode")
+    assert proc.returncode == 7, proc.stderr  # unsupported (docs/cli.md)
+    assert "bitsandbytes" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_a_bad_quant_or_kv_dtype_is_a_usage_error():
+    for args, words in ((["--quant", "fp7"], "--quant 'fp7'"),
+                        (["--kv-dtype", "int3"], "--kv-dtype 'int3'")):
+        proc = _cli("hf:llama-3.1-8b", *args)
+        assert proc.returncode == 2, proc.stderr
+        assert words in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_quant_options_are_refused_on_a_program(tmp_path):
+    prog = tmp_path / "p.py"
+    prog.write_text("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+                    "        return x * 2\n\ndef get_inputs():\n    return [torch.ones(4)]\n")
+    for flag in ("--quant", "--kv-dtype"):
+        proc = _cli(str(prog), flag, "fp8")
+        assert proc.returncode == 2, proc.stderr
+        assert flag in proc.stderr and "for models only" in proc.stderr
+
+
+def test_expert_weights_are_refused_not_left_at_bf16():
+    with pytest.raises(Exception, match="not modelled") as e:
+        models.analyze_model(models.ModelRun("hf:mixtral-8x7b", phase="decode", context=16,
+                                             config={"num_hidden_layers": 1}, quant="fp8"),
+                             OPTIONS)
+    assert getattr(e.value, "exit_code", None) == 7
