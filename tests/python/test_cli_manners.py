@@ -17,7 +17,8 @@ USAGE = 2  # docs/cli.md, exit codes
 # A value for each model-only option (the flags take none); --phase prefill is its default.
 VALUES = {"--phase": "prefill", "--batch": "1", "--seq": "8", "--context": "8",
           "--dtype": "bf16", "--task": "causal-lm", "--tp": "1", "--pp": "1", "--ep": "1",
-          "--dp": "1", "--zero": "0", "--microbatches": "1"}
+          "--dp": "1", "--zero": "0", "--microbatches": "1", "--quant": "fp8",
+          "--kv-dtype": "fp8"}
 
 
 def _args(flag: str) -> list:
