@@ -58,7 +58,11 @@ def test_parameter_count_is_the_published_count(entry):
     spec = models.lookup(entry["name"])
     count = parameter_count(build_model(spec, config_of(spec), "bf16"))
     published = entry["published"]
-    if "causal_lm_params" in entry:
+    if "policy_params" in entry:
+        # A policy's paper sums its parts' rounded counts (pi0: "3B" + "300M" = "3.3B"): the
+        # built count is the parts' sum its policy_note derives.
+        assert count == entry["policy_params"]
+    elif "causal_lm_params" in entry:
         # The card counts another class (BART's encoder-decoder, BigBird's pretraining heads):
         # the causal-LM class KernelBench builds is that count less what its note derives.
         assert count == entry["causal_lm_params"]

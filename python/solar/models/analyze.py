@@ -23,6 +23,7 @@ from . import data_parallel, experts, parallel, stages
 from .shard import ShardError
 from .run import ModelRun
 from .section import model_section
+from . import policy
 
 # Causal LMs whose decode step Solar does not model, and why (a refusal, not a guess).
 NO_DECODE = {"reformer": "transformers' Reformer keeps its own cache of LSH buckets and "
@@ -32,6 +33,11 @@ NO_DECODE = {"reformer": "transformers' Reformer keeps its own cache of LSH buck
 def _step(spec: ModelSpec, model, config, run: ModelRun, train: bool):
     phases = programs.model_phases()
     seq, context = run.seq, run.context
+    if spec.task == policy.TASK:  # one control step (solar.models.policy)
+        if train:
+            raise user_error(f"{spec.name}: a robot policy's training step is not modelled "
+                             "(its control step is)", "unsupported")
+        return phases.policy_step(model, config, run.batch, seq)
     if train:
         if run.phase != "prefill" or spec.task not in ("causal-lm", "encoder"):
             raise user_error("--train: a training step over --seq tokens of a causal-lm or "
@@ -56,6 +62,8 @@ def tokens_per_step(spec: ModelSpec, run: ModelRun, config) -> int:
     batch in a decode step (one new token per sequence)."""
     if spec.task == "image-classification":
         return run.batch * (config.image_size // config.patch_size) ** 2
+    if spec.task == policy.TASK:  # the actions a control step emits
+        return run.batch * config.action_horizon
     if run.phase == "decode":
         return run.batch
     return run.batch * run.seq
@@ -83,6 +91,8 @@ def analyze_model(run: ModelRun, options: Optional[ProgramOptions] = None) -> Pr
     result.report.attach_section("model", model_section(
         spec, run, config, result, params=parameter_count(model),
         tokens=tokens_per_step(spec, run, config)))
+    if spec.task == policy.TASK:
+        result.report.attach_section("policy", policy.section(config, run, result.report))
     return result
 
 
@@ -94,6 +104,7 @@ def capture_model(run: ModelRun, options: ProgramOptions):
 
     capture = programs.torch_capture().capture
     torch_logging_silenced = programs.torch_quiet().torch_logging_silenced
+    policy.prepare(run, resolve(run.ref, run.task))  # a policy's prompt: --seq or its config
     run.check()
     if options.validate or options.real:
         raise user_error("a model from a configuration has no weights to run: --validate and "

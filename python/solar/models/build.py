@@ -18,7 +18,7 @@ import warnings
 from typing import Any, Dict, Optional
 
 from ..errors import did_you_mean, user_error
-from . import validate
+from . import policy, validate
 from .registry import ModelSpec
 from .run import DTYPES
 
@@ -40,6 +40,8 @@ def config_of(spec: ModelSpec, overrides: Optional[Dict[str, Any]] = None):
     error naming the field and the file or `--set NAME` it came from."""
     import transformers
 
+    if spec.task == policy.TASK:  # a robot policy: three configurations and its step's sizes
+        return policy.config_of(spec, overrides)
     overrides = dict(overrides or {})
     cls = validate.config_class(spec.config.get("model_type"), spec.file)
     unknown = validate.unknown_overrides(cls, spec.config, overrides)
@@ -86,6 +88,8 @@ def build_model(spec: ModelSpec, config, dtype: str, mode=None, real: bool = Fal
     the meta device (for counting parameters)."""
     import torch
 
+    if spec.task == policy.TASK:
+        return policy.build(config, torch_dtype(dtype), mode, real)
     kwargs: Dict[str, Any] = {"dtype": torch_dtype(dtype), "attn_implementation": "sdpa"}
     if getattr(config, "num_local_experts", None) or getattr(config, "n_routed_experts", None):
         kwargs["experts_implementation"] = "batched_mm"

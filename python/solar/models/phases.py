@@ -242,3 +242,87 @@ def training_step(model, task: str, batch: int, seq: int):
     if task == "causal-lm":
         return Step(model, lambda m, x, _: m(input_ids=x, use_cache=False).logits), [ids]
     return Step(model, lambda m, x, _: m(input_ids=x).last_hidden_state), [ids]
+
+
+class _PrefixSlots(SlotLayer):
+    """A policy layer's key/value buffer: a pass writes its tokens at slot `start` in place
+    and attends to the slots written so far (the prefix, the state, its own), not the whole
+    buffer."""
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        n = key_states.shape[-2]
+        end = self.start + n
+        self.keys[:, :, self.start:end].copy_(key_states)
+        self.values[:, :, self.start:end].copy_(value_states)
+        return self.keys[:, :, :end], self.values[:, :, :end]
+
+    def get_seq_length(self) -> int:
+        return self.start
+
+    def get_mask_sizes(self, query_length: int) -> Tuple[int, int]:
+        return self.start + query_length, 0
+
+
+class PolicyStep(torch.nn.Module):
+    """One control step of a vision-language-action policy (solar.models.policy): forward(
+    pixels [B x images, 3, H, W], prompt ids [B, L], robot state [B, action_dim], noise
+    [B, horizon, action_dim]) -> the action chunk [B, horizon, action_dim]."""
+
+    def __init__(self, model, config):
+        super().__init__()
+        self.model, self.config = model, config
+        self.train(model.training)
+
+    def _cache(self, buffers, start: int) -> Cache:
+        return Cache(layers=[_PrefixSlots(k, v, start) for k, v in buffers])
+
+    def forward(self, pixels, ids, robot_state, noise):
+        m, cfg = self.model, self.config
+        batch, prompt = ids.shape
+        horizon = cfg.action_horizon
+        text = cfg.text_config
+        prefix = cfg.num_images * cfg.image_tokens + prompt
+        slots = prefix + 1 + horizon  # the prefix, the state token, the action chunk
+        # The keys and values of every layer live for this step only: intermediates.
+        buffers = [tuple(torch.empty((batch, text["num_key_value_heads"], slots,
+                                      text["head_dim"]), dtype=noise.dtype) for _ in range(2))
+                   for _ in range(text["num_hidden_layers"])]
+        images = m.vision_tower(pixel_values=pixels).last_hidden_state
+        images = m.projector(images).reshape(batch, cfg.num_images * cfg.image_tokens, -1)
+        tokens = torch.cat([images, m.backbone.embed_tokens(ids)], dim=1)
+        m.backbone(inputs_embeds=tokens, cache=self._cache(buffers, 0), use_cache=True,
+                   position_ids=torch.arange(prefix).unsqueeze(0))
+        state = m.state_proj(robot_state).unsqueeze(1)
+        m.action_expert(inputs_embeds=state, cache=self._cache(buffers, prefix), use_cache=True,
+                        position_ids=torch.tensor([[prefix]]))
+        width = m.action_in_proj.out_features
+        # pi0's sine-cosine embedding of the flow time: width/2 periods, geometric from
+        # 4e-3 to 4 (openpi's posemb_sincos)
+        periods = 4e-3 * (4.0 / 4e-3) ** torch.linspace(0.0, 1.0, width // 2)
+        positions = torch.arange(prefix + 1, prefix + 1 + horizon).unsqueeze(0)
+        x = noise
+        dt = -1.0 / cfg.num_steps
+        for i in range(cfg.num_steps):  # Euler steps from t = 1 (noise) to t = 0
+            t = torch.full((batch, 1), 1.0 + i * dt, dtype=torch.float32)
+            angle = t * (2 * torch.pi) / periods
+            time = torch.cat([torch.sin(angle), torch.cos(angle)], dim=-1).to(noise.dtype)
+            actions = m.action_in_proj(x)
+            mixed = torch.cat([actions, time.unsqueeze(1).expand(batch, horizon, width)], dim=-1)
+            mixed = m.action_time_mlp_out(torch.nn.functional.silu(m.action_time_mlp_in(mixed)))
+            out = m.action_expert(inputs_embeds=mixed, cache=self._cache(buffers, prefix + 1),
+                                  use_cache=True, position_ids=positions).last_hidden_state
+            x = x + dt * m.action_out_proj(out)
+        return x
+
+
+def policy_step(model, config, batch: int, prompt: int):
+    """(PolicyStep, inputs) for `batch` robots, each with config.num_images camera images and
+    a prompt of `prompt` tokens (solar.models.policy: what a control step is)."""
+    v = config.vision_config
+    dtype = next(model.parameters()).dtype
+    pixels = torch.zeros((batch * config.num_images, v.get("num_channels", 3), v["image_size"],
+                          v["image_size"]), dtype=dtype)
+    ids = torch.zeros((batch, prompt), dtype=torch.long)
+    state = torch.zeros((batch, config.action_dim), dtype=dtype)
+    noise = torch.zeros((batch, config.action_horizon, config.action_dim), dtype=dtype)
+    return PolicyStep(model, config), [pixels, ids, state, noise]

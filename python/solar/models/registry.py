@@ -20,7 +20,7 @@ from ..errors import user_error
 REGISTRY = os.path.join(os.path.dirname(__file__), "registry")
 
 # task -> what the model computes per phase (docs/models.md "Tasks")
-TASKS = ("causal-lm", "seq2seq-lm", "encoder", "image-classification")
+TASKS = ("causal-lm", "seq2seq-lm", "encoder", "image-classification", "vla")
 
 # A user's config.json names its class in "architectures"; the suffix gives the task.
 _TASK_BY_SUFFIX = (("ForCausalLM", "causal-lm"), ("LMHeadModel", "causal-lm"),

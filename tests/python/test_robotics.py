@@ -1,0 +1,123 @@
+"""Robot policies (python/solar/models/policy.py, docs/models.md "Robot policies"): pi0's
+control step built from its configurations and analyzed completely, its parameters and MACs
+against formulas written from the configuration, and its refusals.
+
+The reduced runs (2 vision layers, 2 backbone/expert layers, 2 integration steps) keep the
+formulas' every term: each is per layer or per step.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from solar import models  # noqa: E402
+from solar.models.build import build_model, config_of, parameter_count  # noqa: E402
+from solar.programs import ProgramOptions  # noqa: E402
+
+NAME = "pi0-paligemma-3b"
+OPTIONS = dict(crosscheck=False, cache_aware=False)
+SMALL = {"num_hidden_layers": 2, "vision_num_hidden_layers": 2, "num_steps": 2}
+
+
+def analyze(config=SMALL, archs=("H100_SXM",), **kw):
+    run = models.ModelRun("hf:" + NAME, config=dict(config), **kw)
+    return models.analyze_model(run, ProgramOptions(archs=list(archs), **OPTIONS))
+
+
+def expected_macs(cfg, batch: int, prompt: int) -> int:
+    """A control step's MACs from the configuration. Only what the actions depend on is
+    work: of the prefix's last backbone layer and of the state token's last expert layer,
+    only the keys and values (the expert reads them); nothing else of those outputs is used."""
+    v, t, e = cfg.vision_config, cfg.text_config, cfg.action_expert_config
+    d, f, patch = v["hidden_size"], v["intermediate_size"], v["patch_size"]
+    n = cfg.image_tokens  # (224 / 14)^2 patches
+    vision_layer = 4 * n * d * d + 2 * n * n * d + 2 * n * d * f  # q, k, v, o; QK^T, PV; MLP
+    vision = cfg.num_images * (n * v["num_channels"] * patch * patch * d
+                               + v["num_hidden_layers"] * vision_layer)
+    projector = cfg.num_images * n * d * t["hidden_size"]
+    heads, hd, L = t["num_attention_heads"], t["head_dim"], t["num_hidden_layers"]
+    kv_heads = t["num_key_value_heads"]
+
+    def kv(tokens, width):
+        return 2 * tokens * width * kv_heads * hd
+
+    def layer(tokens, width, mlp, keys):  # q, k, v, o; QK^T and PV over `keys`; gated MLP
+        return (2 * tokens * width * heads * hd + kv(tokens, width) + 2 * heads * tokens * keys * hd
+                + 3 * tokens * width * mlp)
+
+    P = cfg.num_images * n + prompt  # the prefix: one bidirectional block
+    D, F = t["hidden_size"], t["intermediate_size"]
+    W, Fe, A, ad = e["hidden_size"], e["intermediate_size"], cfg.action_horizon, cfg.action_dim
+    backbone = (L - 1) * layer(P, D, F, P) + kv(P, D)
+    state = ad * W + (L - 1) * layer(1, W, Fe, P + 1) + kv(1, W)
+    # per integration step: action in, time MLP (2W -> W -> W), expert over the chunk (keys:
+    # prefix, state, chunk), action out
+    step = A * ad * W + A * 2 * W * W + A * W * W + L * layer(A, W, Fe, P + 1 + A) + A * W * ad
+    return batch * (vision + projector + backbone + state + cfg.num_steps * step)
+
+
+def test_parameters_are_the_sum_of_the_parts_from_the_configuration():
+    spec = models.lookup(NAME)
+    cfg = config_of(spec)
+    v, t, e = cfg.vision_config, cfg.text_config, cfg.action_expert_config
+    d, f = v["hidden_size"], v["intermediate_size"]
+    vision = ((v["num_channels"] * v["patch_size"] ** 2 + 1) * d + cfg.image_tokens * d
+              + v["num_hidden_layers"] * (4 * (d * d + d) + 2 * d * f + f + d + 4 * d) + 2 * d)
+
+    def gemma(c, embedding: bool):
+        w, hd = c["hidden_size"], c["head_dim"]
+        attn = w * hd * (2 * c["num_attention_heads"] + 2 * c["num_key_value_heads"])
+        layer = attn + 3 * w * c["intermediate_size"] + 2 * w
+        return c["num_hidden_layers"] * layer + w + (c["vocab_size"] * w if embedding else 0)
+
+    W, ad = e["hidden_size"], cfg.action_dim
+    heads = 2 * (ad * W + W) + (2 * W * W + W) + (W * W + W) + (W * ad + ad)
+    total = vision + (d * t["hidden_size"] + t["hidden_size"]) + gemma(t, True) \
+        + gemma(e, False) + heads
+    assert parameter_count(build_model(spec, cfg, "bf16")) == total == 3_238_048_528
+    # openpi's comment on gemma_300m: "311M params"
+    assert round(gemma(e, False) / 1e6) == 311
+
+
+@pytest.mark.parametrize("batch,prompt", [(1, None), (2, 20)])
+def test_a_control_step_analyzes_completely_with_the_formula_macs(batch, prompt):
+    result = analyze(batch=batch, seq=prompt)
+    assert result.warnings == []
+    assert result.report.coverage.unanalyzed == 0 and result.report.coverage.complete
+    cfg = config_of(models.lookup(NAME), SMALL)
+    tokens = prompt or cfg.max_token_len  # --seq, else the config's 48
+    assert result.report.totals.macs == expected_macs(cfg, batch, tokens)
+    section = result.report.get_section("policy")
+    assert section["prompt_tokens"] == tokens and section["image_tokens"] == 3 * 256
+    assert section["integration_steps"] == 2 and section["action_horizon"] == 50
+    h100 = section["devices"]["H100_SXM"]
+    assert h100["max_rate_hz"] == pytest.approx(1 / h100["control_step_seconds"])
+    model = result.report.get_section("model")
+    assert model["task"] == "vla" and model["tokens_per_step"] == batch * 50  # actions
+
+
+def test_the_full_policy_macs_by_formula():
+    """pi0 at its published sizes, by the formula the reduced runs check: 2.094 T MACs a
+    control step (the backbone's prefix 75%, the vision tower 16%, the expert 9%)."""
+    cfg = config_of(models.lookup(NAME))
+    assert expected_macs(cfg, 1, 48) == 2_094_431_080_448
+
+
+@pytest.mark.parametrize("kw,words", [
+    (dict(phase="decode"), "one phase is the control step"),
+    (dict(config={"num_steps": 0}), "num_steps: must be an integer >= 1"),
+    (dict(config={"num_layers": 2}), "has no field 'num_layers'"),
+])
+def test_refusals(kw, words):
+    run = models.ModelRun("hf:" + NAME, **kw)
+    with pytest.raises(Exception, match=words):
+        models.analyze_model(run, ProgramOptions(**OPTIONS))
+
+
+def test_a_training_step_is_refused():
+    run = models.ModelRun("hf:" + NAME, config=dict(SMALL))
+    with pytest.raises(Exception, match="training step is not modelled"):
+        models.analyze_model(run, ProgramOptions(train=True, **OPTIONS))
