@@ -252,3 +252,30 @@ def test_expert_weights_are_refused_not_left_at_bf16():
                                              config={"num_hidden_layers": 1}, quant="fp8"),
                              OPTIONS)
     assert getattr(e.value, "exit_code", None) == 7
+
+
+def test_the_worked_example_of_docs_models_md(tmp_path):
+    """docs/models.md, "Quantization": Llama-3.1-8B decode (all 32 layers), context 4096,
+    w4a16 with an fp8 cache on H100 SXM."""
+    out = tmp_path / "r.json"
+    proc = _cli("hf:llama-3.1-8b", "--phase", "decode", "--context", "4096", "--quant",
+                "w4a16", "--kv-dtype", "fp8", "--arch", "H100_SXM", "--no-cache-aware",
+                "--no-crosscheck", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    m = report["model"]
+    layers, params = 32, 8_030_261_248  # config.json; the registry's published count
+    linears = layers * LINEAR_ELEMENTS
+    assert linears == 6_979_321_856
+    rest = params * 2 + 2 * 64 * 4 - linears * 2  # + inv_freq, original_inv_freq (f32 [64])
+    assert rest == 2_101_879_296
+    weights = rest + linears // 2 + 2 * linears // 128 + linears // 128 // 2 + 2 * layers * 4
+    assert m["weight_bytes"] == weights == 5_727_855_360
+    assert m["kv_cache_bytes"] == 2 * layers * KV_HEADS * HEAD_DIM * 4096 == 268_435_456
+    assert report["totals"]["bytes_fused"] == 4_945_947_656
+    seconds = 4_945_947_656 / 3.35e12  # H100 SXM's DRAM bandwidth, arch/H100_SXM.yaml
+    assert m["devices"]["H100_SXM"]["fused_seconds"] == pytest.approx(seconds, rel=1e-12)
+    assert round(1 / seconds) == 677
+    assert ("weights 5.73 GB, KV cache read 268.44 MB" in proc.stdout
+            and "quantization: w4a16 (weight-only INT4, group 128" in proc.stdout
+            and "KV cache f8e4m3" in proc.stdout and "1.48 ms" in proc.stdout)

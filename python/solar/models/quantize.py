@@ -630,6 +630,7 @@ def analyze_quantized(trace, spec, options, request: Request):
     graph, notes, trace_ids = lower_trace(trace, spec.source, options.strict)
     g = remove_dead_ops(json.loads(graph.to_json()))
     g, groups = quantize_graph(g, request.scheme, request.kv_dtype)
+    g = remove_dead_ops(g)  # the views that fed the linears their bf16 inputs
     from .. import _core
 
     quantized = _core.parse_graph_json(json.dumps(g, allow_nan=False))
