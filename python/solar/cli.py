@@ -129,6 +129,15 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
                                       "image-classification (default: from its architectures)")
         m.add_argument("--force", action="store_true",
                        help="build a model past the work estimate's limits (docs/models.md)")
+        m.add_argument("--serving", action="store_true",
+                       help="also the serving figures: TTFT (prefill of --seq), TPOT (decode "
+                            "at --context), tokens/s per GPU, the largest batch that fits "
+                            "(analyzes both phases; docs/models.md, Serving)")
+        m.add_argument("--draft", metavar="MODEL",
+                       help="speculative decoding with this draft model (hf:NAME or "
+                            "config.json), with --speculate; implies --serving")
+        m.add_argument("--speculate", type=int, metavar="K",
+                       help="draft tokens per speculative step (with --draft)")
         m.add_argument("--quant", metavar="SCHEME",
                        help="quantize the decoder linears: fp8, fp8-block, int8, w4a16, "
                             "w8a16, nvfp4, mxfp4 (default: the config's quantization_config, "
@@ -293,7 +302,8 @@ def _analyze_model(ns, options, overrides):
                           context=ns.context, dtype=ns.dtype, task=ns.task, force=ns.force,
                           quant=ns.quant, kv_dtype=ns.kv_dtype,
                           config={k: parse_literal(v) for k, v in overrides.items()},
-                          plan=plan)
+                          plan=plan, serving=ns.serving, draft=ns.draft,
+                          speculate=ns.speculate)
     try:
         return models.analyze_model(run, options)
     except _core.Error:

@@ -169,9 +169,10 @@ MODEL_ONLY = {"--phase": "phase", "--batch": "batch", "--seq": "seq", "--context
               "--dtype": "dtype", "--task": "task", "--force": "force", "--tp": "tp",
               "--pp": "pp", "--ep": "ep", "--dp": "dp", "--sp": "sp", "--zero": "zero",
               "--microbatches": "microbatches", "--quant": "quant",
-              "--kv-dtype": "kv_dtype"}
+              "--kv-dtype": "kv_dtype", "--serving": "serving", "--draft": "draft",
+              "--speculate": "speculate"}
 # Those of them that take a value (for telling a value from a GRAPH argument).
-MODEL_ONLY_VALUED = tuple(f for f in MODEL_ONLY if f not in ("--force", "--sp"))
+MODEL_ONLY_VALUED = tuple(f for f in MODEL_ONLY if f not in ("--force", "--sp", "--serving"))
 
 
 def model_only_reason(target: str) -> str:

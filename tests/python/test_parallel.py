@@ -90,10 +90,12 @@ TINY = {"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128,
 
 def tiny_llama(phase: str):
     """The graph of a 2-layer Llama-3.1 of small sizes in f32, captured once, and its
-    config (phase "train": a training step of 8 tokens: the loss and every gradient)."""
+    config (phase "train": a training step of 8 tokens: the loss and every gradient, no
+    optimizer update, which the plans do not shard)."""
     train = phase == "train"
     run = models.ModelRun("hf:llama-3.1-8b", phase="prefill" if train else phase, batch=2,
-                          seq=8, context=16, dtype="f32", config=dict(TINY))
+                          seq=8, context=16, dtype="f32", config=dict(TINY),
+                          optimizer="none" if train else None)
     result = models.analyze_model(run, ProgramOptions(crosscheck=False, cache_aware=False,
                                                       train=train))
     spec = models.resolve(run.ref, None)

@@ -19,7 +19,7 @@ from .build import (build_model, config_of, implementation_patches, parameter_co
                     quiet_transformers)
 from .registry import ModelSpec, resolve
 from . import quantize
-from . import data_parallel, experts, parallel, stages
+from . import data_parallel, experts, parallel, serving, stages
 from .shard import ShardError
 from .run import ModelRun
 from .section import model_section
@@ -43,6 +43,8 @@ def _step(spec: ModelSpec, model, config, run: ModelRun, train: bool):
             raise user_error("--train: a training step over --seq tokens of a causal-lm or "
                              "encoder model (--phase prefill)", "usage")
         return phases.training_step(model, spec.task, run.batch, seq)
+    if spec.task == "causal-lm" and run.phase == "decode" and run.new_tokens > 1:
+        return serving.verify_step(model, config, run.batch, context, run.new_tokens)
     if spec.task == "causal-lm":
         if run.phase == "decode" and config.model_type in NO_DECODE:
             raise user_error(f"{spec.name}: {NO_DECODE[config.model_type]}", "unsupported")
@@ -65,7 +67,7 @@ def tokens_per_step(spec: ModelSpec, run: ModelRun, config) -> int:
     if spec.task == policy.TASK:  # the actions a control step emits
         return run.batch * config.action_horizon
     if run.phase == "decode":
-        return run.batch
+        return run.batch * run.new_tokens  # one token per sequence (a verify step: K + 1)
     return run.batch * run.seq
 
 
@@ -79,6 +81,13 @@ def _dtype_bytes(dtype: str) -> int:
 def analyze_model(run: ModelRun, options: Optional[ProgramOptions] = None) -> ProgramAnalysis:
     """Builds, captures and analyzes one phase of a model (see ModelRun)."""
     options = options or ProgramOptions()
+    if serving.wanted(run):  # checked before anything is built
+        run.check()
+        target = resolve(run.ref, run.task)
+        target_config = config_of(target, run.config)
+        serving.check(run, target, target_config, options.train)
+        if run.draft:
+            serving.check_draft(run, target_config)
     quant = quantize.requested(run)  # --quant, --kv-dtype, a quantization_config: checked first
     spec, config, model, trace = capture_model(run, options)
     plan = run.plan
@@ -88,9 +97,12 @@ def analyze_model(run: ModelRun, options: Optional[ProgramOptions] = None) -> Pr
         result = quantize.analyze_quantized(trace, spec, options, quant)
     else:
         result = analyze_trace(trace, spec.source, options)
-    result.report.attach_section("model", model_section(
-        spec, run, config, result, params=parameter_count(model),
-        tokens=tokens_per_step(spec, run, config)))
+    section = model_section(spec, run, config, result, params=parameter_count(model),
+                            tokens=tokens_per_step(spec, run, config))
+    if serving.wanted(run):
+        section["serving"] = serving.serving_section(run, options, result, section,
+                                                     analyze_model)
+    result.report.attach_section("model", section)
     if spec.task == policy.TASK:
         result.report.attach_section("policy", policy.section(config, run, result.report))
     return result

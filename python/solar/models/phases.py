@@ -235,13 +235,34 @@ def seq2seq_step(model, config, phase: str, batch: int, seq: int, context: int):
     return Step(model, call_decode, make_cache), [dec] + self_kv + cross_kv
 
 
-def training_step(model, task: str, batch: int, seq: int):
+def training_step(model, task: str, batch: int, seq: int, optimizer: str = "none",
+                  dtype: str = "bf16", recompute: str = "none", name: str = "model",
+                  updated=None):
     """A training step's forward over `seq` tokens, every position's logits (causal-lm) or
-    hidden state (encoder), no cache; the capture adds the loss and the backward pass."""
+    hidden state (encoder), no cache; the capture adds the loss and the backward pass. With
+    an `optimizer`, each parameter's update runs as its gradient completes, the optimizer
+    state (fp32 master copy, moments) inputs after the ids; `recompute` checkpoints decoder
+    layers or attention cores (solar.models.training). updated[0] counts the parameter
+    elements whose gradient completed."""
+    from . import training
+
     ids = torch.zeros((batch, seq), dtype=torch.long)
+    state = training.optimizer_state(model, optimizer, dtype)
+    around = training.install_recompute(model, recompute, name)
+    updated = updated if updated is not None else [0]
+
+    def install(s):
+        training.install_updates(model, optimizer, dtype, s, updated)
+
     if task == "causal-lm":
-        return Step(model, lambda m, x, _: m(input_ids=x, use_cache=False).logits), [ids]
-    return Step(model, lambda m, x, _: m(input_ids=x).last_hidden_state), [ids]
+        def call(m, x, _):
+            with around:
+                return m(input_ids=x, use_cache=False).logits
+    else:
+        def call(m, x, _):
+            with around:
+                return m(input_ids=x).last_hidden_state
+    return Step(model, call, install), [ids] + state
 
 
 class _PrefixSlots(SlotLayer):

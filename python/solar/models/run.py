@@ -30,6 +30,12 @@ class ModelRun:
     config: Dict[str, Any] = dataclasses.field(default_factory=dict)  # config field overrides
     force: bool = False  # build past the work estimate's limits (docs/models.md)
     plan: Optional[Any] = None  # a parallel plan (solar.models.parallel.Plan) on --system
+    # Serving figures (solar.models.serving): --serving, and a speculative draft model with
+    # the tokens it proposes per step (--draft MODEL --speculate K).
+    serving: bool = False
+    draft: Optional[str] = None
+    speculate: Optional[int] = None
+    new_tokens: int = 1  # decode: tokens per sequence the step takes (a verify step: K + 1)
     quant: Optional[str] = None  # --quant: a scheme of solar.models.quantize.SCHEMES
     kv_dtype: Optional[str] = None  # --kv-dtype: fp8, or bf16/f16 (the activations' dtype)
 
@@ -38,7 +44,7 @@ class ModelRun:
         runs); fills the defaults of seq and context."""
         if self.phase not in PHASES:
             raise user_error(f"--phase {self.phase!r}: expected prefill or decode", "usage")
-        for name in ("batch", "seq", "context"):
+        for name in ("batch", "seq", "context", "speculate"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise user_error(f"--{name} must be a positive integer, not {v!r}", "usage")

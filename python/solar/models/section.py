@@ -140,4 +140,6 @@ def model_text(m: Dict[str, Any]) -> str:
         top = ", ".join(f"{r['type']} x{r['count']} {_size(r['macs'], 'MAC')}"
                         for r in m["layer_types"][:4])
         lines.append(f"  layer types: {top}")
-    return "\n".join(lines) + "\n"
+    from .serving import serving_text  # the serving figures, when asked (--serving)
+
+    return "\n".join(lines) + "\n" + serving_text(m.get("serving"))

@@ -77,15 +77,15 @@ def precision(dtype: str) -> str:
 
 
 def check(optimizer: Optional[str], recompute: Optional[str], measured_ms: Optional[float],
-          train: bool, plan=None) -> str:
-    """Refuses bad training options (usage, exit 2); returns the optimizer (default AdamW).
-    Torch-free."""
+          train: bool, plan=None) -> Tuple[str, str]:
+    """Refuses bad training options (usage, exit 2); returns (optimizer, recompute) with their
+    defaults (AdamW, none; without --train: none, none). Torch-free."""
     if not train:
         given = [f for f, v in (("--optimizer", optimizer), ("--measured-ms", measured_ms),
                                 ("--recompute", recompute)) if v is not None]
         if given:
             raise user_error(f"{', '.join(given)}: for a training step (--train)", "usage")
-        return "none"
+        return "none", "none"
     if optimizer is not None and optimizer not in OPTIMIZERS:
         raise user_error(f"--optimizer {optimizer!r}: expected one of {', '.join(OPTIMIZERS)}",
                          "usage")
@@ -107,8 +107,8 @@ def check(optimizer: Optional[str], recompute: Optional[str], measured_ms: Optio
             raise user_error(f"{', '.join(given)}: not yet with a parallel plan (a plan's "
                              "training step is forward + backward, its optimizer state "
                              "counted in memory: docs/parallel.md)", "unsupported")
-        return "none"
-    return optimizer or DEFAULT_OPTIMIZER
+        return "none", "none"
+    return optimizer or DEFAULT_OPTIMIZER, recompute or "none"
 
 
 # ---------------------------------------------------------------- the step (torch)
@@ -358,12 +358,20 @@ def section(run, report, params: int, options) -> Dict[str, Any]:
     return out
 
 
+def _si(n: float, unit: str) -> str:
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if n >= scale:
+            return f"{n / scale:.4g} {prefix}{unit}"
+    return f"{n:.0f} {unit}"
+
+
 def text(t: Dict[str, Any]) -> List[str]:
     """The training block's lines in the text report."""
-    lines = [f"  training: {t['optimizer']} ({t['precision']}), recompute {t['recompute']}; "
-             f"optimizer reads {t['optimizer_bytes_read'] / 1e9:.3g} GB, writes "
-             f"{t['optimizer_bytes_written'] / 1e9:.3g} GB; model {t['model_flops']:.4g} FLOP, "
-             f"hardware {t['hardware_flops']:.4g} FLOP"]
+    lines = [f"  training step: optimizer {t['optimizer']} ({t['precision']}), recompute "
+             f"{t['recompute']}; the update reads {_si(t['optimizer_bytes_read'], 'B')} and "
+             f"writes {_si(t['optimizer_bytes_written'], 'B')}; model "
+             f"{_si(t['model_flops'], 'FLOP')}, hardware (with recomputation) "
+             f"{_si(t['hardware_flops'], 'FLOP')}"]
     for arch, d in t["devices"].items():
         if d["mfu"] is None:
             lines.append(f"  {arch}: no dense peak published for the compute dtype: no MFU")
