@@ -129,6 +129,12 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
                                       "image-classification (default: from its architectures)")
         m.add_argument("--force", action="store_true",
                        help="build a model past the work estimate's limits (docs/models.md)")
+        m.add_argument("--recompute", choices=["none", "selective", "full"],
+                       help="with --train: recompute each decoder layer's forward (full) or "
+                            "the attention core (selective) in the backward (default none)")
+        m.add_argument("--measured-ms", type=float, metavar="T",
+                       help="with --train: a measured step time (ms), for the model-FLOPs "
+                            "utilization it implies (docs/models.md, \"Training\")")
         m.add_argument("--serving", action="store_true",
                        help="also the serving figures: TTFT (prefill of --seq), TPOT (decode "
                             "at --context), tokens/s per GPU, the largest batch that fits "
@@ -208,7 +214,8 @@ def _run_program(command: str, args: List[str]) -> int:
     validate = command == "validate" or getattr(ns, "validate", False) or bool(ns.reference)
     options = ProgramOptions(
         archs=archs, policy=ns.policy, cache_state=ns.cache_state, overrides=overrides,
-        strict=ns.strict, real=ns.real, train=ns.train, optimizer=ns.optimizer,
+        strict=ns.strict, real=ns.real, train=ns.train,
+        optimizer=None if ns.optimizer == "none" else ns.optimizer,  # a model reads ns's
         eval_mode=ns.eval, unroll=ns.unroll,
         validate=validate, crosscheck=not ns.no_crosscheck, mode=ns.mode,
         cache_aware=not ns.no_cache_aware, max_mappings=ns.max_mappings, reference=ns.reference,
@@ -300,6 +307,8 @@ def _analyze_model(ns, options, overrides):
                        "plan runs on a system (--system)", "usage")
     run = models.ModelRun(ns.program, phase=ns.phase, batch=ns.batch, seq=ns.seq,
                           context=ns.context, dtype=ns.dtype, task=ns.task, force=ns.force,
+                          optimizer=ns.optimizer, recompute=ns.recompute,
+                          measured_ms=ns.measured_ms,
                           quant=ns.quant, kv_dtype=ns.kv_dtype,
                           config={k: parse_literal(v) for k, v in overrides.items()},
                           plan=plan, serving=ns.serving, draft=ns.draft,
@@ -399,7 +408,8 @@ def _run_inverse(args: List[str]) -> int:
     # The capture's own analysis needs one device; the comparison is the inverse's.
     options = ProgramOptions(
         archs=archs[:1], policy=ns.policy, overrides=overrides, strict=ns.strict,
-        real=ns.real, train=ns.train, optimizer=ns.optimizer, eval_mode=ns.eval,
+        real=ns.real, train=ns.train,
+        optimizer=None if ns.optimizer == "none" else ns.optimizer, eval_mode=ns.eval,
         unroll=ns.unroll, validate=False, crosscheck=False,
         cache_aware=False)  # the inverse builds its own traffic model
     result = _with_progress(ns, f"capturing {ns.program}", lambda: _load_program(ns, options))
@@ -448,8 +458,8 @@ def _run_export(args: List[str]) -> int:
     # The capture's own analysis is the cheapest one; the export needs only the graph.
     options = ProgramOptions(
         overrides=parse_overrides(ns.set), strict=ns.strict, real=ns.real, eval_mode=ns.eval,
-        train=ns.train, optimizer=ns.optimizer, unroll=ns.unroll, validate=False,
-        crosscheck=False, cache_aware=False)
+        train=ns.train, optimizer=None if ns.optimizer == "none" else ns.optimizer,
+        unroll=ns.unroll, validate=False, crosscheck=False, cache_aware=False)
     result = _with_progress(ns, f"capturing {ns.program}", lambda: _load_program(ns, options))
     for n in result.warnings:
         sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")

@@ -53,7 +53,9 @@ _OPTIONS: Dict[str, Tuple[str, Dict[str, Any]]] = {
     "train": ("--train", {"action": "store_true",
                           "help": "forward + backward (autograd graph)"}),
     "optimizer": ("--optimizer", {
-        "choices": list(OPTIMIZERS), "help": "with --train: add this optimizer's update step"}),
+        "choices": list(OPTIMIZERS) + ["none"],
+        "help": "with --train: add this optimizer's update step (none: no update; a model "
+                "(hf:NAME) steps mixed-precision AdamW unless told: docs/models.md)"}),
     "unroll": ("--unroll", {
         "action": "store_true",
         "help": "capture loops step by step: PyTorch nn.LSTM/GRU/RNN one aten op per time "
@@ -169,7 +171,8 @@ MODEL_ONLY = {"--phase": "phase", "--batch": "batch", "--seq": "seq", "--context
               "--dtype": "dtype", "--task": "task", "--force": "force", "--tp": "tp",
               "--pp": "pp", "--ep": "ep", "--dp": "dp", "--sp": "sp", "--zero": "zero",
               "--microbatches": "microbatches", "--quant": "quant",
-              "--kv-dtype": "kv_dtype", "--serving": "serving", "--draft": "draft",
+              "--kv-dtype": "kv_dtype", "--recompute": "recompute",
+              "--measured-ms": "measured_ms", "--serving": "serving", "--draft": "draft",
               "--speculate": "speculate"}
 # Those of them that take a value (for telling a value from a GRAPH argument).
 MODEL_ONLY_VALUED = tuple(f for f in MODEL_ONLY if f not in ("--force", "--sp", "--serving"))

@@ -23,6 +23,7 @@ from . import data_parallel, experts, parallel, serving, stages
 from .shard import ShardError
 from .run import ModelRun
 from .section import model_section
+from . import training
 from . import policy
 
 # Causal LMs whose decode step Solar does not model, and why (a refusal, not a guess).
@@ -42,7 +43,10 @@ def _step(spec: ModelSpec, model, config, run: ModelRun, train: bool):
         if run.phase != "prefill" or spec.task not in ("causal-lm", "encoder"):
             raise user_error("--train: a training step over --seq tokens of a causal-lm or "
                              "encoder model (--phase prefill)", "usage")
-        return phases.training_step(model, spec.task, run.batch, seq)
+        return phases.training_step(model, spec.task, run.batch, seq,
+                                    run.optimizer or "none", run.dtype,
+                                    run.recompute or "none", spec.name,
+                                    training.updated_counter(model))
     if spec.task == "causal-lm" and run.phase == "decode" and run.new_tokens > 1:
         return serving.verify_step(model, config, run.batch, context, run.new_tokens)
     if spec.task == "causal-lm":
@@ -99,6 +103,9 @@ def analyze_model(run: ModelRun, options: Optional[ProgramOptions] = None) -> Pr
         result = analyze_trace(trace, spec.source, options)
     section = model_section(spec, run, config, result, params=parameter_count(model),
                             tokens=tokens_per_step(spec, run, config))
+    if options.train:
+        section["training"] = training.section(run, result.report,
+                                               training.updated_counter(model)[0], options)
     if serving.wanted(run):
         section["serving"] = serving.serving_section(run, options, result, section,
                                                      analyze_model)
@@ -118,6 +125,8 @@ def capture_model(run: ModelRun, options: ProgramOptions):
     torch_logging_silenced = programs.torch_quiet().torch_logging_silenced
     policy.prepare(run, resolve(run.ref, run.task))  # a policy's prompt: --seq or its config
     run.check()
+    run.optimizer, run.recompute = training.check(run.optimizer, run.recompute,
+                                                  run.measured_ms, options.train, run.plan)
     if options.validate or options.real:
         raise user_error("a model from a configuration has no weights to run: --validate and "
                          "--real need a program file", "usage")

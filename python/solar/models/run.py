@@ -30,6 +30,11 @@ class ModelRun:
     config: Dict[str, Any] = dataclasses.field(default_factory=dict)  # config field overrides
     force: bool = False  # build past the work estimate's limits (docs/models.md)
     plan: Optional[Any] = None  # a parallel plan (solar.models.parallel.Plan) on --system
+    # A training step (--train; solar.models.training): the optimizer (None: AdamW; "none":
+    # no update), the recomputation (None: "none") and a measured step time for the MFU (ms).
+    optimizer: Optional[str] = None
+    recompute: Optional[str] = None
+    measured_ms: Optional[float] = None
     # Serving figures (solar.models.serving): --serving, and a speculative draft model with
     # the tokens it proposes per step (--draft MODEL --speculate K).
     serving: bool = False

@@ -140,6 +140,10 @@ def model_text(m: Dict[str, Any]) -> str:
         top = ", ".join(f"{r['type']} x{r['count']} {_size(r['macs'], 'MAC')}"
                         for r in m["layer_types"][:4])
         lines.append(f"  layer types: {top}")
+    if m.get("training"):  # a training step's block (solar.models.training)
+        from .training import text as training_text
+
+        lines += training_text(m["training"])
     from .serving import serving_text  # the serving figures, when asked (--serving)
 
     return "\n".join(lines) + "\n" + serving_text(m.get("serving"))
