@@ -126,9 +126,17 @@ def verify_step(model, config, batch: int, context: int, tokens: int):
     return phases.Step(model, call, make_cache), [ids] + state
 
 
+# ModelRun fields a capture fills in (the training options, defaulted by
+# solar.models.training.check): unset again for another inference step of the request.
+_FILLED_BY_CAPTURE = ("optimizer", "recompute")
+
+
 def _phase(run, analyze, options, **changes):
     """The analysis of another step of the same request (serving figures off)."""
-    step = dataclasses.replace(run, serving=False, draft=None, speculate=None, **changes)
+    names = {f.name for f in dataclasses.fields(run)}
+    unset = {n: None for n in _FILLED_BY_CAPTURE if n in names}
+    step = dataclasses.replace(run, serving=False, draft=None, speculate=None, **unset,
+                               **changes)
     return analyze(step, options)
 
 
