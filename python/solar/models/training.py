@@ -81,8 +81,9 @@ def check(optimizer: Optional[str], recompute: Optional[str], measured_ms: Optio
     """Refuses bad training options (usage, exit 2); returns (optimizer, recompute) with their
     defaults (AdamW, none; without --train: none, none). Torch-free."""
     if not train:
+        # ("none" is what a run checked before holds: a run copied for another phase)
         given = [f for f, v in (("--optimizer", optimizer), ("--measured-ms", measured_ms),
-                                ("--recompute", recompute)) if v is not None]
+                                ("--recompute", recompute)) if v not in (None, "none")]
         if given:
             raise user_error(f"{', '.join(given)}: for a training step (--train)", "usage")
         return "none", "none"
