@@ -57,6 +57,44 @@ void shift_or(std::vector<std::uint64_t>& bits, I128 shift, I128 nbits) {
   if (tail != 0) bits.back() &= (std::uint64_t{1} << tail) - 1;
 }
 
+// Nested progressions (a flat read of a permuted tensor, t[i0*S0 + i1*S1 + i2*S2 + i3]):
+// `terms` sorted by step start with a contiguous run [0, M], and each later step exceeds
+// every value the smaller ones reach, so every sum is distinct and the sums are ordered by
+// the larger steps first (a mixed radix). The values in [v_lo, v_hi] are then counted digit
+// by digit, exactly, without enumerating them; nullopt when the terms are not nested.
+std::optional<I128> count_nested(const std::vector<PosTerm>& terms, I128 v_lo, I128 v_hi) {
+  I128 m = 0;
+  std::size_t k = 0;
+  for (; k < terms.size() && terms[k].coef <= m + 1; ++k) m += terms[k].coef * (terms[k].extent - 1);
+  struct Digit {
+    I128 coef;
+    std::int64_t extent;
+    I128 count;  // distinct sums of the smaller steps
+  };
+  std::vector<Digit> digits;
+  I128 span = m, count = m + 1;  // the largest sum of the steps so far, and their count
+  for (; k < terms.size(); ++k) {
+    if (terms[k].coef <= span) return std::nullopt;
+    digits.push_back({terms[k].coef, terms[k].extent, count});
+    span += terms[k].coef * (terms[k].extent - 1);
+    count *= terms[k].extent;
+  }
+  // Sums <= x: for the largest step, every value of its digit below a = min(E-1, x / step)
+  // lies wholly below x (its largest sum is (a-1)*step + the smaller steps' span < a*step);
+  // then the sums with digit a and the rest <= x - a*step.
+  auto at_most = [&](I128 x) -> I128 {
+    if (x < 0) return 0;
+    I128 n = 0;
+    for (std::size_t j = digits.size(); j-- > 0;) {
+      const I128 a = std::min<I128>(digits[j].extent - 1, x / digits[j].coef);
+      n += a * digits[j].count;
+      x -= a * digits[j].coef;
+    }
+    return n + std::min(x, m) + 1;
+  };
+  return at_most(v_hi) - at_most(v_lo - 1);
+}
+
 // Distinct in-range values [0, size) of c + sum a_k * i_k (distinct_values_in_range).
 I128 count_values(const std::vector<ValueTerm>& raw, I128 c, std::int64_t size) {
   // Normalize to positive coefficients: a*i with a < 0 equals a*(E-1) + |a|*(E-1-i), and
@@ -104,6 +142,7 @@ I128 count_values(const std::vector<ValueTerm>& raw, I128 c, std::int64_t size) 
     }
     if (contiguous) return v_hi - v_lo + 1;
   }
+  if (std::optional<I128> n = count_nested(terms, v_lo, v_hi)) return *n;
 
   // Bitset over [0, v_hi]: coefficients are positive, so partial sums above v_hi never come
   // back into the window. Each progression costs log2(E) shift-ors (doubling).

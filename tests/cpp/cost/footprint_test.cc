@@ -125,6 +125,60 @@ TEST(OperandFootprint, WideSparseWindowIsEnumerated) {
   EXPECT_EQ(operand_footprint(e, op, t), Count(4 * 3));
 }
 
+TEST(OperandFootprint, HugeNestedFlatReadIsExact) {
+  // x[p*2^40 + q*2^20 + r], p < 4, q < 2^19, r < 2^19: each step exceeds every value the
+  // smaller ones reach (a mixed radix), so every sum is distinct. Too wide for the bitset
+  // and too many points to enumerate, it is still counted exactly: with the tensor cut at
+  // 2^40 + 5, p = 0 keeps its 2^19 * 2^19 values and p = 1 only q = 0, r <= 4 (5 values).
+  constexpr std::int64_t K = std::int64_t{1} << 19;
+  ir::EinsumOp e;
+  e.indices = {{"p", 4}, {"q", K}, {"r", K}};
+  ir::Operand op{{ir::AffineExpr::make({{0, std::int64_t{1} << 40}, {1, 1 << 20}, {2, 1}}, 0)},
+                 {}};
+  ir::Tensor t;
+  t.name = "x";
+  t.shape = {(std::int64_t{1} << 40) + 5};
+  EXPECT_EQ(operand_footprint(e, op, t), Count::from_signed(K * K + 5));
+  t.shape = {std::int64_t{1} << 42};
+  EXPECT_EQ(operand_footprint(e, op, t), Count::from_signed(4 * K * K));
+}
+
+TEST(OperandFootprint, NestedReadsMatchEnumeration) {
+  // Permuted flat reads (a transpose's copy, x[i0*S0 + i1*S1 + i2]) with offsets and cut
+  // windows, against the set of touched offsets.
+  std::mt19937 rng(7);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int trial = 0; trial < 300; ++trial) {
+    ir::EinsumOp e;
+    const int n = pick(2, 4);
+    std::vector<ir::AffineTerm> terms;
+    std::int64_t step = pick(1, 3), reach = 0;
+    for (int i = 0; i < n; ++i) {
+      e.indices.push_back({fmt::format("i{}", i), pick(1, 6)});
+      terms.push_back({i, (pick(0, 1) ? 1 : -1) * step});
+      reach += step * (e.indices[i].extent - 1);
+      step = reach + pick(1, 4);  // nested: above every value reached so far
+    }
+    ir::Operand op{{ir::AffineExpr::make(terms, pick(-20, 20))}, {}};
+    ir::Tensor t;
+    t.name = "x";
+    t.shape = {pick(1, static_cast<int>(reach) + 20)};
+    std::set<std::int64_t> touched;
+    std::vector<std::int64_t> at(n, 0);
+    for (;;) {
+      const std::int64_t v = op.subscript[0].evaluate(at.data());
+      if (v >= 0 && v < t.shape[0]) touched.insert(v);
+      int j = 0;
+      for (; j < n; ++j) {
+        if (++at[j] < e.indices[j].extent) break;
+        at[j] = 0;
+      }
+      if (j == n) break;
+    }
+    EXPECT_EQ(operand_footprint(e, op, t), Count(touched.size())) << "trial " << trial;
+  }
+}
+
 TEST(OperandFootprint, LargeDiagonalFallsBackToItsLargestDimension) {
   // a[i,i] with 2^23 diagonal points (beyond the 2^22 enumeration limit): the largest single
   // dimension's count, which for a diagonal is exact.
