@@ -97,6 +97,18 @@ def test_max_batch_is_what_the_capacity_leaves_after_the_weights_over_the_cache_
         assert row["max_batch"] == (capacity(arch) - m["weight_bytes"]) // per_sequence
 
 
+def test_an_fp8_cache_counts_one_byte_per_element():
+    s = analyze(serving=True, kv_dtype="fp8").report.get_section("model")
+    inputs = s["serving"]["max_batch_inputs"]
+    per_sequence = LAYERS * 2 * 8 * 128 * 1 * (SHAPE["context"] + 1)  # fp8: 1 byte
+    assert inputs["kv_bytes_per_sequence"] == per_sequence
+    assert inputs["cache_dtypes"] == ["f8e4m3"]
+    for arch in ARCHS:
+        # the weights as stored: the model section's, the cache tensors' scales included
+        assert s["serving"]["devices"][arch]["max_batch"] == \
+            (capacity(arch) - s["weight_bytes"]) // per_sequence
+
+
 def test_max_batch_under_a_plan_is_per_rank_weights_and_cache():
     plan = models.Plan(tp=8)
     run = models.ModelRun(LLAMA_8B, serving=True, plan=plan,

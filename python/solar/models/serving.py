@@ -170,8 +170,8 @@ def serving_section(run, options, result, section: Dict[str, Any], analyze) -> D
     weights = int(section["weight_bytes"])
     per_sequence = int(decode_section["state_buffer_bytes"]) // run.batch
     cache = _cache_inputs(decode)
-    kv_format = [g["format"] for g in decode_section.get("quantization") or []
-                 if g["group"] == "kv cache"]
+    quantized = (decode_section.get("quantization") or {}).get("kv_dtype")  # --kv-dtype
+    kv_format = [quantized] if quantized else []
     # Per token: where every buffer is an attention layer's keys or values with a slot per
     # token of the context and one for the new token (no window, cross-attention or state).
     slots = run.context + 1
@@ -291,8 +291,10 @@ def serving_text(s: Optional[Dict[str, Any]]) -> str:
         rank = min(s["system"]["ranks"], key=lambda r: r["max_batch"] or 0)
         weights, per_sequence = rank["weight_bytes"], rank["kv_bytes_per_sequence"]
         where = f" per replica (stage {rank['stage']}'s rank)"
+    slots = f"{s['context']} + 1 slots" if inputs["kv_bytes_per_token"] is not None else \
+        "as the decode step allocates it"
     lines.append(f"  max batch{where}: (capacity - weights {weights / 1e9:.4g} GB) / cache "
-                 f"{per_sequence / 1e6:.4g} MB per sequence ({s['context']} + 1 slots, "
+                 f"{per_sequence / 1e6:.4g} MB per sequence ({slots}, "
                  f"{'/'.join(inputs['cache_dtypes'])}); nothing else reserved (no activation "
                  "workspace): an upper bound")
     spec = s.get("speculative")
