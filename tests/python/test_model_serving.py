@@ -223,6 +223,13 @@ def test_what_serving_cannot_be_made_for_is_refused_before_building(args, code, 
 
 
 
+def test_a_model_whose_decode_step_is_not_modelled_is_refused_before_building():
+    r = solar("analyze", "hf:reformer-enwik8", "--serving")
+    assert r.returncode == _core.EXIT_CODES["unsupported"], r.stderr
+    assert "--serving: reformer-enwik8: transformers' Reformer keeps its own cache" in r.stderr
+
+
+
 def test_the_worked_example_of_docs_models_md():
     """docs/models.md, "Serving": Llama-3.1-8B (all 32 layers) at batch 8, a 1024-token
     prompt and a 4096-token context, Llama-3.2-1B drafting 4 tokens, on an H100 SXM and a

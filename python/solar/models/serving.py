@@ -52,6 +52,11 @@ def check(run, spec, config, train: bool) -> None:
     if spec.task not in SERVED_TASKS:
         raise user_error(f"--serving: {spec.name} is an {spec.task} model: it has no decode "
                          "phase to serve tokens from (causal-lm and seq2seq-lm models)", "usage")
+    from .analyze import NO_DECODE  # causal LMs whose decode step is not modelled
+
+    if config.model_type in NO_DECODE:
+        raise user_error(f"--serving: {spec.name}: {NO_DECODE[config.model_type]}",
+                         "unsupported")
     draft, k = getattr(run, "draft", None), getattr(run, "speculate", None)
     if (draft is None) != (k is None):
         raise user_error("--draft MODEL and --speculate K go together (the draft model and "
