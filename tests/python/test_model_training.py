@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+import solar  # noqa: E402
 from conftest import EXAMPLES, run_solar  # noqa: E402
 from solar import models  # noqa: E402
 from solar.models import training  # noqa: E402
@@ -185,5 +186,38 @@ def test_recompute_and_measured_ms_are_for_models_only():
 def test_a_parallel_plan_refuses_the_update_it_does_not_shard():
     run = models.ModelRun("hf:llama-3.1-8b", config={"num_hidden_layers": LAYERS},
                           optimizer="adamw", plan=models.Plan(tp=2))
-    with pytest.raises(Exception, match="not yet with a parallel plan"):
+    with pytest.raises(solar.UserError, match="not yet with a parallel plan") as e:
         models.analyze_model(run, ProgramOptions(train=True, system="8xH100_SXM", **OPTIONS))
+    assert e.value.kind == "unsupported" and e.value.exit_code == 7
+
+
+def test_the_training_worked_example():
+    """docs/models.md "Training": Llama-3.1-8B, --train --seq 4096 --recompute full
+    --measured-ms 500 on an H100 SXM, each number of the example."""
+    run = models.ModelRun("hf:llama-3.1-8b", seq=4096, recompute="full", measured_ms=500.0)
+    result = models.analyze_model(run, ProgramOptions(train=True, **OPTIONS))
+    assert result.warnings == [] and result.report.coverage.unanalyzed == 0
+    t = result.report.get_section("model")["training"]
+    params = 8_030_261_248  # the published count (registry)
+    assert t["trainable_parameters"] == params
+    assert t["optimizer_bytes_read"] == t["optimizer_bytes_written"] == params * 14 == \
+        112_423_657_472
+    L, T, h, kv, i, heads, hd = 32, 4096, 4096, 8 * 128, 14336, 32, 128
+    recomputed = L * (T * (h * h + 2 * h * kv + h * h + 2 * h * i) + 2 * heads * T * T * hd)
+    assert t["recompute_macs"] == recomputed == 25_288_767_438_848
+    assert t["model_flops"] == 215_221_884_944_384
+    assert t["hardware_flops"] == t["model_flops"] + 2 * recomputed == 265_799_419_822_080
+    d = t["devices"]["H100_SXM"]
+    assert round(100 * d["mfu"], 1) == 43.5  # 215.22e12 / (0.5 s x 989.4e12 FLOP/s x 1)
+    assert round(100 * d["hfu"], 1) == 53.7
+    seconds = result.report.get_section("model")["devices"]["H100_SXM"]["fused_seconds"]
+    assert round(seconds * 1e3) == 269
+
+
+def test_selective_recompute_refuses_a_model_without_sdpa_attention():
+    """Gemma-2's attention is eager (soft-capping): its core is not transformers' sdpa."""
+    run = models.ModelRun("hf:gemma-2-9b", batch=B, seq=S, config={"num_hidden_layers": 2},
+                          recompute="selective")
+    with pytest.raises(solar.UserError, match="attention implementation is 'eager'") as e:
+        models.analyze_model(run, ProgramOptions(train=True, **OPTIONS))
+    assert e.value.kind == "unsupported" and e.value.exit_code == 7

@@ -249,8 +249,10 @@ def install_recompute(model, recompute: str, name: str) -> contextlib.AbstractCo
     if recompute == "selective":
         if getattr(model.config, "_attn_implementation", None) != "sdpa":
             raise user_error(f"{name}: --recompute selective checkpoints the attention core "
-                             "of transformers' sdpa attention; this model runs "
-                             f"{model.config._attn_implementation!r} attention", "unsupported")
+                             "of transformers' sdpa attention; this model's attention "
+                             "implementation is "
+                             f"{getattr(model.config, '_attn_implementation', None)!r}",
+                             "unsupported")
         # transformers names its attention modules *Attention (LlamaAttention,
         # BertSelfAttention); one the interface is called from without a marker is refused.
         for m in list(model.modules()):
