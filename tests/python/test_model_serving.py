@@ -214,6 +214,8 @@ def solar(*args: str) -> subprocess.CompletedProcess:
     ([LLAMA_8B, "--serving", "--train"], "usage", "not of a --train step"),
     (["hf:mistral-7b", "--draft", "hf:mistral-7b", "--speculate", "2"], "unsupported",
      "sliding-window"),
+    (["hf:deepseek-v2-lite", "--draft", "hf:deepseek-v2-lite", "--speculate", "2"],
+     "unsupported", "latent attention"),
 ])
 def test_what_serving_cannot_be_made_for_is_refused_before_building(args, code, words):
     r = solar("analyze", *args, "--set", "num_hidden_layers=2")

@@ -19,6 +19,9 @@ from ..errors import user_error
 
 # Phases whose decode step Solar models (a KV cache or recurrent state per sequence).
 SERVED_TASKS = ("causal-lm", "seq2seq-lm")
+# Multi-head latent attention (DeepSeek-V2/V3): its decode step's cache and attention are
+# rewritten for one new token; a multi-token verify step over them is not modelled.
+MLA_TYPES = ("deepseek_v2", "deepseek_v3")
 
 NOTES = [
     "TTFT: the prefill of --seq tokens per sequence at --batch (the last token's logits); "
@@ -75,6 +78,10 @@ def check(run, spec, config, train: bool) -> None:
     if _sliding(config):
         raise user_error(f"--draft: {spec.name} has sliding-window layers; a verify step over "
                          "their rolling cache is not modelled yet", "unsupported")
+    if config.model_type in MLA_TYPES:
+        raise user_error(f"--draft: {spec.name}'s multi-head latent attention: a verify step "
+                         "of several tokens against its cache is not modelled yet",
+                         "unsupported")
 
 
 def check_draft(run, target_config) -> None:
@@ -92,9 +99,10 @@ def check_draft(run, target_config) -> None:
         raise user_error(f"--draft {run.draft}: its vocabulary ({config.vocab_size} tokens) "
                          f"is not the target's ({target_config.vocab_size}): the target "
                          "verifies the draft's tokens", "usage")
-    if config.model_type in ("mamba", "mamba2") or _sliding(config):
-        raise user_error(f"--draft {run.draft}: a draft with recurrent state or "
-                         "sliding-window layers is not modelled yet", "unsupported")
+    if config.model_type in ("mamba", "mamba2") + MLA_TYPES or _sliding(config):
+        raise user_error(f"--draft {run.draft}: a draft with recurrent state, "
+                         "sliding-window layers or latent attention is not modelled yet",
+                         "unsupported")
 
 
 def _sliding(config) -> bool:
