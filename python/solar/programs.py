@@ -91,7 +91,10 @@ def preload() -> Dict[str, str]:
     done = {}
     loads = (("torch", lambda: torch_program().preload()),
              ("jax", lambda: jax_program().preload()),
-             ("transformers", model_phases))
+             ("transformers", model_phases),
+             # the registry's model types (their modules are 1.5-2 s of a model's command)
+             ("transformers models",
+              lambda: importlib.import_module("solar.models.preload").registry_modules()))
     for name, load in loads:
         try:
             load()
