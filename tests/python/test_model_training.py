@@ -221,3 +221,23 @@ def test_selective_recompute_refuses_a_model_without_sdpa_attention():
     with pytest.raises(solar.UserError, match="attention implementation is 'eager'") as e:
         models.analyze_model(run, ProgramOptions(train=True, **OPTIONS))
     assert e.value.kind == "unsupported" and e.value.exit_code == 7
+
+
+@pytest.mark.parametrize("name,config", [
+    ("llama-3.1-8b", {"num_hidden_layers": 2}),
+    # DeepSeek-V3: a dense and an MLA + MoE layer, the most parameter tensors per layer
+    ("deepseek-v3", {"num_hidden_layers": 2, "first_k_dense_replace": 1}),
+])
+@pytest.mark.parametrize("optimizer,recompute", [("adamw", "none"), ("adamw", "full")])
+def test_the_estimate_bounds_a_training_step(name, config, optimizer, recompute):
+    """The work estimate (docs/models.md) bounds the ops a training step records, with the
+    update and recomputation."""
+    from solar.models import estimate
+
+    run = models.ModelRun("hf:" + name, batch=2, seq=16, config=config, optimizer=optimizer,
+                          recompute=recompute)
+    result = models.analyze_model(run, ProgramOptions(train=True, **OPTIONS))
+    spec = models.lookup(name)
+    est = estimate.estimate(config_of(spec, config), spec.task, "prefill", 2, 16, 4096, True,
+                            recompute, optimizer)
+    assert len(result.trace["ops"]) <= est.trace_ops

@@ -144,7 +144,8 @@ def capture_model(run: ModelRun, options: ProgramOptions):
             raise user_error(f"--microbatches {run.plan.microbatches} does not divide --batch "
                              f"{run.batch}", "usage")
     estimate.check(estimate.estimate(config, spec.task, run.phase, run.batch, run.seq,
-                                     run.context, options.train), run.ref, run.force)
+                                     run.context, options.train, run.recompute or "none",
+                                     run.optimizer or "none"), run.ref, run.force)
 
     # Under a pipeline plan one microbatch is captured: each stage runs it m times a step.
     step_run = run if run.plan is None or run.plan.microbatches == 1 else \

@@ -13,7 +13,10 @@ the bound against their captures):
 - a layer records 39-197 ops in a forward pass (BERT 39, Llama 80, Mixtral 98, DeepSeek-V2's
   MoE layer 171, DeepSeek-V3's 197, 190 in decode): OPS_PER_LAYER = 200 bounds them; a
   training step (forward + backward) records 2.5-3.1 times as many (DeepSeek-V3's MoE
-  layer 510): TRAIN_FACTOR = 3, with the bound's headroom;
+  layer 510): TRAIN_FACTOR = 3, with the bound's headroom; full recomputation runs the
+  forward once more (+ 1); the optimizer's update records about 10 ops per parameter tensor,
+  at most 14 tensors a layer (DeepSeek-V3's MLA + MoE layer: 150 ops):
+  UPDATE_OPS_PER_LAYER = 200;
 - Mamba's selective scan runs token by token in a prefill (no fused kernel on a CPU):
   about 14 ops per token per layer: SCAN_OPS_PER_TOKEN = 16;
 - a recorded op costs about 0.5 ms to capture, lower and analyze on one core of the build
@@ -33,6 +36,7 @@ from ..errors import user_error
 OPS_PER_LAYER = 200
 OPS_FIXED = 100  # embeddings, final norm, head
 TRAIN_FACTOR = 3
+UPDATE_OPS_PER_LAYER = 200  # the optimizer's update: about 10 ops per parameter tensor
 SCAN_OPS_PER_TOKEN = 16
 SECONDS_PER_OP = 5e-4
 SECONDS_FIXED = 3.0  # importing torch and transformers, building the config
@@ -76,11 +80,17 @@ def layer_count(values: Mapping[str, Any]) -> int:
     return sum(stacks.values())
 
 
-def ops_per_layer(model_type: str, phase: str, seq: int, train: bool) -> int:
+def ops_per_layer(model_type: str, phase: str, seq: int, train: bool,
+                  recompute: str = "none", optimizer: str = "adamw") -> int:
+    """Recorded ops per layer; a training step's default update is AdamW (a model's)."""
     per = OPS_PER_LAYER
     if model_type in SCAN_MODEL_TYPES and (phase == "prefill" or train):
         per += SCAN_OPS_PER_TOKEN * seq
-    return per * (TRAIN_FACTOR if train else 1)
+    if not train:
+        return per
+    # --recompute full runs each layer's forward once more in the backward pass
+    return per * (TRAIN_FACTOR + (recompute == "full")) + \
+        (UPDATE_OPS_PER_LAYER if optimizer != "none" else 0)
 
 
 def trace_ops(layers: int, per_layer: int) -> int:
@@ -133,11 +143,11 @@ def _largest(values: Mapping[str, Any], pattern: re.Pattern) -> int:
 
 
 def estimate(config, task: str, phase: str, batch: int, seq: int, context: int,
-             train: bool) -> Estimate:
+             train: bool, recompute: str = "none", optimizer: str = "adamw") -> Estimate:
     """The estimate for a transformers config (validated: its sizes are positive integers)."""
     values = config.to_dict()
     layers = layer_count(values)
-    per = ops_per_layer(config.model_type, phase, seq, train)
+    per = ops_per_layer(config.model_type, phase, seq, train, recompute, optimizer)
     h = _int(config, "hidden_size")
     mlp = _largest(values, _MLP) or 4 * h
     experts = _largest(values, _EXPERTS)
