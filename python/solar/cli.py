@@ -325,6 +325,23 @@ def _analyze_model(ns, options, overrides):
                    f"{type(e).__name__}: {text}", "program_error") from None
 
 
+def _inverse_model(ns, options, overrides):
+    """`solar inverse hf:NAME|config.json`: the model's default step (a prefill at batch 1; a
+    policy's control step) with --set config fields, built and captured as `solar analyze`
+    does (docs/inverse-roofline.md, "Models")."""
+    run = models.ModelRun(ns.program, config={k: parse_literal(v) for k, v in overrides.items()})
+    try:
+        return models.analyze_model(run, options)
+    except _core.Error:
+        raise
+    except Exception as e:  # noqa: BLE001 - transformers or torch refused the model
+        if ns.debug:
+            raise
+        text = " ".join(str(e).split())[:300]
+        raise fail(f"{ns.program}: transformers could not build or run the model: "
+                   f"{type(e).__name__}: {text}", "program_error") from None
+
+
 def _check_before_capture(archs: Sequence[str], inputs, outputs) -> None:
     """The devices and the output paths, checked before a program is captured (minutes, for
     a large one), as the C++ CLI checks a graph's: exit 6 for an unknown device, 3 for an
@@ -412,7 +429,9 @@ def _run_inverse(args: List[str]) -> int:
         optimizer=None if ns.optimizer == "none" else ns.optimizer, eval_mode=ns.eval,
         unroll=ns.unroll, validate=False, crosscheck=False,
         cache_aware=False)  # the inverse builds its own traffic model
-    result = _with_progress(ns, f"capturing {ns.program}", lambda: _load_program(ns, options))
+    load = (lambda: _inverse_model(ns, options, overrides)) if models.is_model_ref(ns.program) \
+        else (lambda: _load_program(ns, options))
+    result = _with_progress(ns, f"capturing {ns.program}", load)
     for n in result.warnings:
         sys.stderr.write(f"solar: warning: unanalyzed op {n}\n")
     bandwidth = None if ns.bandwidth is None else ns.bandwidth * 1e9  # decimal GB/s

@@ -121,3 +121,110 @@ def test_a_training_step_is_refused():
     run = models.ModelRun("hf:" + NAME, config=dict(SMALL))
     with pytest.raises(Exception, match="training step is not modelled"):
         models.analyze_model(run, ProgramOptions(train=True, **OPTIONS))
+
+
+# ---------------------------------------------------------------- control rates (inverse)
+
+DEVICES = ["Jetson_Orin", "Jetson_Thor", "H100_SXM"]
+
+
+@pytest.fixture(scope="module")
+def inverse():
+    """pi0's full control step captured once; the inverse roofline at 50 Hz and 500 Hz on the
+    three devices of examples/robotics (what `solar inverse hf:pi0-paligemma-3b --rate-hz F`
+    computes)."""
+    import json
+
+    from solar import _core
+
+    result = analyze(config={}, archs=DEVICES[:1])
+    out = {}
+    for hz in (50, 500):
+        text, _ = _core.inverse(result.graph, DEVICES, 1.0 / hz, None, "attainable",
+                                "pytorch-default")
+        out[hz] = json.loads(text)
+    return result, out
+
+
+def test_the_inverse_roofline_worked_numbers(inverse):
+    """docs/models.md, "Control rates": each figure of its two tables and its paragraph."""
+    result, inv = inverse
+    cfg = config_of(models.lookup(NAME))
+    macs = expected_macs(cfg, 1, cfg.max_token_len)
+    for hz in (50, 500):
+        d = inv[hz]
+        tensor = d["min_compute"]["tensor"]
+        assert tensor["work"] == 2 * macs  # 1 MAC = 2 FLOP, all bf16 on the tensor unit
+        assert tensor["min_rate"] == pytest.approx(2 * macs * hz)  # 209.4 T, 2.094 P FLOP/s
+        # compulsory: the weights the actions depend on (not the embedding table but 48 rows,
+        # not the prefix's last backbone layer but its keys and values) and the inputs
+        assert d["compulsory_bytes"] == pytest.approx(5.206e9, rel=1e-3)
+        assert d["min_bandwidth_unlimited_capacity"] == pytest.approx(d["compulsory_bytes"] * hz)
+    weights = 2 * parameter_count(build_model(models.lookup(NAME), cfg, "bf16"))
+    t, D, F = cfg.text_config, cfg.hidden_size, cfg.intermediate_size
+    dead = 2 * (2 * D * t["num_attention_heads"] * t["head_dim"] + 3 * D * F)  # q, o, MLP
+    table = 2 * cfg.vocab_size * D
+    assert inv[50]["compulsory_bytes"] - (weights - table - dead) < 2e6  # inputs, 48 rows
+    # the attainable floor (11.92 GB) and the least bandwidth above it, per rate
+    for hz in (50, 500):
+        top = max(inv[hz]["min_bandwidth_curve"], key=lambda p: p["capacity_bytes"])
+        assert top["attainable_traffic_bytes"] == pytest.approx(11.92e9, rel=1e-3)
+        assert top["attainable_min_bandwidth"] == pytest.approx(11.92e9 * hz, rel=1e-3)
+    # most of the floor above the compulsory traffic: the expert's weights read again by
+    # each of its passes after the first (the state token's and 10 steps')
+    expert = 2 * 311_464_960  # the action expert's bf16 weights: 623 MB
+    excess = top["attainable_traffic_bytes"] - inv[50]["compulsory_bytes"]
+    assert 0.9 < cfg.num_steps * expert / excess < 1.0
+    rows = {  # device: fused compute ms, S MB, 50 Hz compute, 50 Hz bandwidth, 50 Hz meets
+        "H100_SXM": (4.234, 115.4, 0.212, 0.178, True),
+        "Jetson_Thor": (16.20, 43.47, 0.810, 2.68, False),
+        "Jetson_Orin": (98.33, 10.88, 4.92, 3.71, False),
+    }
+    for arch, (ms, mb, compute, bandwidth, meets) in rows.items():
+        d50, d500 = inv[50]["devices"][arch], inv[500]["devices"][arch]
+        assert d50["compute_seconds"] * 1e3 == pytest.approx(ms, rel=1e-3)
+        assert d50["capacity_bytes"] / 1e6 == pytest.approx(mb, rel=1e-3)
+        assert d50["compute_factor"] == pytest.approx(d50["compute_seconds"] * 50)
+        assert d50["compute_factor"] == pytest.approx(compute, rel=2e-3)
+        assert d50["bandwidth_factor"] == pytest.approx(bandwidth, rel=2e-3)
+        assert d50["meets"] is meets and d500["meets"] is False
+        # T is 10x shorter: every rate and factor 10x higher
+        assert d500["compute_factor"] == pytest.approx(10 * d50["compute_factor"])
+        assert d500["bandwidth_factor"] == pytest.approx(10 * d50["bandwidth_factor"])
+    assert 1 / inv[50]["devices"]["H100_SXM"]["compute_factor"] == pytest.approx(4.72, rel=2e-3)
+    # on-chip memory at each device's own bandwidth
+    h100 = [inv[hz]["devices"]["H100_SXM"]["min_capacity_bytes_at_device_bandwidth"]
+            for hz in (50, 500)]
+    assert h100[0] / 1e3 == pytest.approx(49.8, rel=2e-3)
+    assert h100[1] / 1e6 == pytest.approx(632.6, rel=2e-3)
+    for arch in ("Jetson_Thor", "Jetson_Orin"):
+        assert all(inv[hz]["devices"][arch]["min_capacity_bytes_at_device_bandwidth"] is None
+                   for hz in (50, 500))
+    # Thor's bandwidth clears the compulsory traffic at 50 Hz, not the attainable floor
+    thor = inv[50]["devices"]["Jetson_Thor"]
+    assert thor["bandwidth_factor_unlimited_capacity"] < 1 < thor["bandwidth_factor"]
+
+
+def test_solar_inverse_accepts_a_model(tmp_path):
+    """`solar inverse hf:NAME` builds and captures the model as `solar analyze` does (here
+    the policy at 2 layers, 2 steps): its work is the control step's."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=os.path.join(root, "python"))
+    sets = [a for k, v in SMALL.items() for a in ("--set", f"{k}={v}")]
+    r = subprocess.run([sys.executable, "-m", "solar", "inverse", "hf:" + NAME, "--rate-hz",
+                        "500", "--arch", "Jetson_Thor", "--json", "-", *sets],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    cfg = config_of(models.lookup(NAME), SMALL)
+    assert doc["min_compute"]["tensor"]["work"] == 2 * expected_macs(cfg, 1, 48)
+    assert doc["target_seconds"] == pytest.approx(1 / 500)
+    bad = subprocess.run([sys.executable, "-m", "solar", "inverse", "hf:" + NAME, "--rate-hz",
+                          "50", "--set", "num_steps=0"], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert bad.returncode == 2 and "num_steps: must be an integer >= 1" in bad.stderr
