@@ -68,8 +68,12 @@ std::optional<Route> fp8_route(const hw::Device& device, DType dtype) {
   return half_route(device);
 }
 
+// Without an int8 tensor rate, an int8 (or int4) matmul runs dequantized on the f16/bf16
+// tensor path (an int8 value is exact in both), which outruns a vector i8 path (Gaudi 3,
+// Jetson Thor): the faster legal route keeps the bound a lower bound.
 std::optional<Route> i8_route(const hw::Device& device) {
   if (auto r = unit_route(device, UnitKind::Tensor, DType::I8)) return r;
+  if (auto r = fastest(device, UnitKind::Tensor, {DType::F16, DType::BF16})) return r;
   return unit_route(device, UnitKind::Vector, DType::I8);
 }
 

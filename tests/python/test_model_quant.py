@@ -73,12 +73,12 @@ def captured():
     return run, spec, config, trace, params, bf16
 
 
-def quantized(captured, scheme, kv=None):
+def quantized(captured, scheme, kv=None, options=OPTIONS):
     run, spec, config, trace, params, _ = captured
     run = models.ModelRun(run.ref, phase="decode", context=C, config=run.config, quant=scheme,
                           kv_dtype=kv)
     run.check()
-    result = quantize.analyze_quantized(trace, spec, OPTIONS, quantize.requested(run))
+    result = quantize.analyze_quantized(trace, spec, options, quantize.requested(run))
     result.report.attach_section("model", model_section(
         spec, run, config, result, params=params, tokens=tokens_per_step(spec, run, config)))
     return result.report.to_dict()
@@ -157,6 +157,22 @@ def test_fp8_matmuls_run_at_the_fp8_tensor_rate_and_w4a16_at_the_bf16_rate(captu
     assert h100["tensor_core.f8e4m3"] == 1978.9e12  # arch/H100_SXM.yaml, dense
     b200 = quantized(captured, "nvfp4")["devices"]["B200"]["peaks_used"]
     assert b200["tensor_core.f4"] == 9000e12  # arch/B200.yaml, dense
+
+
+def test_int8_on_a_device_without_an_int8_tensor_rate_runs_at_its_half_rate(captured):
+    """Jetson Thor publishes no int8 tensor rate: an int8 matmul runs dequantized on the
+    f16/bf16 tensor path (an int8 value is exact in both; docs/bounds.md), the faster legal
+    route, so every MAC is priced at the dense f16 peak, 258.5 TFLOP/s (arch/
+    Jetson_Thor.yaml)."""
+    q = quantized(captured, "int8", options=ProgramOptions(archs=("Jetson_Thor",),
+                                                           crosscheck=False,
+                                                           cache_aware=False))
+    macs = q["totals"]["macs_by_dtype"]
+    assert macs["i8"] == L * LINEAR_ELEMENTS
+    fused = q["devices"]["Jetson_Thor"]["fused"]
+    assert not [k for k in fused["terms"] if "ceiling" in k and "contraction" in k]
+    assert _tensor_seconds(q, "Jetson_Thor") == pytest.approx(
+        2 * sum(macs.values()) / 258.5e12, rel=1e-9)
 
 
 def test_dequantization_is_vector_work_per_element(captured):

@@ -147,6 +147,17 @@ TEST(ContractionRoute, Integers) {
   // i32 only on the vector unit at i32, which the synthetic device does not publish.
   EXPECT_FALSE(contraction_route(d, MathPolicy::PytorchDefault, m, DType::I32));
   EXPECT_FALSE(contraction_route(vector_only(), MathPolicy::PytorchDefault, m, DType::I8));
+  // No i8 tensor rate (Gaudi 3, Jetson Thor): dequantized onto the f16/bf16 tensor path, not
+  // the slower vector i8 (an int8 value is exact in both half types).
+  hw::Device no_i8 = without(d, hw::UnitKind::Tensor, DType::I8);
+  for (hw::ComputeUnit& u : no_i8.units)  // a vector i8 rate, slower than the half path
+    if (u.kind == hw::UnitKind::Vector) u.peak[DType::I8] = testing::DeviceBuilder::sourced(4e14);
+  for (DType dt : {DType::I8, DType::I4}) {
+    auto r = contraction_route(no_i8, MathPolicy::PytorchDefault, m, dt);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->unit->kind, hw::UnitKind::Tensor);
+    EXPECT_EQ(r->flops_per_s, 1e15);
+  }
 }
 
 TEST(ContractionRoute, FastestUnitWins) {
