@@ -214,11 +214,23 @@ def test_the_training_worked_example():
     assert round(seconds * 1e3) == 269
 
 
-def test_selective_recompute_refuses_a_model_without_sdpa_attention():
-    """Gemma-2's attention is eager (soft-capping): its core is not transformers' sdpa."""
-    run = models.ModelRun("hf:gemma-2-9b", batch=B, seq=S, config={"num_hidden_layers": 2},
+def test_selective_recompute_of_eager_attention_adds_the_scores():
+    """Gemma-2's attention is eager (soft-capping): its modeling module's
+    eager_attention_forward is checkpointed. The recomputation reads back the softmax, so
+    QK^T runs again; the product with V runs too, but nothing reads its output (dead code,
+    not counted)."""
+    config = {"num_hidden_layers": LAYERS}
+    cfg = config_of(models.lookup("gemma-2-9b"), config)
+    base, sel = (step(optimizer="none", recompute=r, ref="hf:gemma-2-9b") for r in
+                 ("none", "selective"))
+    scores = B * cfg.num_attention_heads * S * S * cfg.head_dim  # QK^T over every pair
+    assert sel.report.totals.macs - base.report.totals.macs == LAYERS * scores
+
+
+def test_selective_recompute_refuses_a_model_without_attention():
+    run = models.ModelRun("hf:mamba-130m", batch=B, seq=S, config={"num_hidden_layers": 2},
                           recompute="selective")
-    with pytest.raises(solar.UserError, match="attention implementation is 'eager'") as e:
+    with pytest.raises(solar.UserError, match="has no attention module") as e:
         models.analyze_model(run, ProgramOptions(train=True, **OPTIONS))
     assert e.value.kind == "unsupported" and e.value.exit_code == 7
 

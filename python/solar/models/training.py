@@ -247,50 +247,73 @@ def install_recompute(model, recompute: str, name: str) -> contextlib.AbstractCo
                                           inner)
         return contextlib.nullcontext()
     if recompute == "selective":
-        if getattr(model.config, "_attn_implementation", None) != "sdpa":
-            raise user_error(f"{name}: --recompute selective checkpoints the attention core "
-                             "of transformers' sdpa attention; this model's attention "
-                             "implementation is "
-                             f"{getattr(model.config, '_attn_implementation', None)!r}",
-                             "unsupported")
+        impl = getattr(model.config, "_attn_implementation", None)
         # transformers names its attention modules *Attention (LlamaAttention,
         # BertSelfAttention); one the interface is called from without a marker is refused.
-        for m in list(model.modules()):
-            if type(m).__name__.endswith("Attention"):
-                m.add_module(RECOMPUTE_MODULE, _recompute_module())
-        return _sdpa_checkpointed(name)
+        attentions = [m for m in model.modules() if type(m).__name__.endswith("Attention")]
+        targets = _core_functions(impl, attentions)
+        if not targets:
+            raise user_error(f"{name}: --recompute selective checkpoints the attention core "
+                             "(transformers' sdpa or eager attention function); this model's "
+                             f"attention implementation is {impl!r}"
+                             + ("" if attentions else ", and it has no attention module"),
+                             "unsupported")
+        for m in attentions:
+            m.add_module(RECOMPUTE_MODULE, _recompute_module())
+        return _cores_checkpointed(name, targets)
     return contextlib.nullcontext()
 
 
+def _core_functions(impl: Optional[str], attentions) -> List[Tuple[Dict[str, Any], str]]:
+    """Where the attention core function is looked up when a layer runs, as (namespace, key):
+    sdpa in transformers' attention interface; eager in each modeling module's globals
+    (its `eager_attention_forward`, the default the interface falls back to)."""
+    import sys
+
+    if not attentions:
+        return []
+    if impl == "sdpa":
+        from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+        return [(ALL_ATTENTION_FUNCTIONS._global_mapping, "sdpa")]
+    if impl != "eager":
+        return []
+    spaces = {type(m).__module__ for m in attentions}
+    found = [(vars(sys.modules[s]), "eager_attention_forward") for s in sorted(spaces)]
+    return found if all(callable(d.get(k)) for d, k in found) else []
+
+
 @contextlib.contextmanager
-def _sdpa_checkpointed(name: str):
-    """transformers' "sdpa" attention function replaced, while the forward runs, by itself
-    under checkpoint, its recomputation recorded under the attention module's marker."""
-    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-
-    mapping = ALL_ATTENTION_FUNCTIONS._global_mapping
-    sdpa = mapping["sdpa"]
+def _cores_checkpointed(name: str, targets: List[Tuple[Dict[str, Any], str]]):
+    """The attention core functions replaced, while the forward runs, by themselves under
+    checkpoint, their recomputation recorded under the attention module's marker."""
     calls = [0]
-    wrapped: Dict[int, Any] = {}
+    wrapped: Dict[Tuple[int, int], Any] = {}
 
-    def attention(module, *args, **kwargs):
-        marker = getattr(module, RECOMPUTE_MODULE, None)
-        if marker is None:
-            raise user_error(f"{name}: --recompute selective: {type(module).__name__} calls "
-                             "the attention interface and is not an *Attention module",
-                             "unsupported")
-        calls[0] += 1
-        fn = wrapped.setdefault(id(module), _checkpointed(sdpa, marker, []))
-        return fn(module, *args, **kwargs)
+    def wrap(core):
+        def attention(module, *args, **kwargs):
+            marker = getattr(module, RECOMPUTE_MODULE, None)
+            if marker is None:
+                raise user_error(f"{name}: --recompute selective: {type(module).__name__} "
+                                 "calls the attention function and is not an *Attention "
+                                 "module", "unsupported")
+            calls[0] += 1
+            fn = wrapped.setdefault((id(core), id(module)), _checkpointed(core, marker, []))
+            return fn(module, *args, **kwargs)
 
-    mapping["sdpa"] = attention
+        return attention
+
+    saved = [(space, key, space[key]) for space, key in targets]
     try:
+        for space, key, core in saved:
+            space[key] = wrap(core)
         yield
     finally:
-        mapping["sdpa"] = sdpa
+        for space, key, core in saved:
+            space[key] = core
     if not calls[0]:
         raise user_error(f"{name}: --recompute selective: no attention of this model ran "
-                         "through transformers' sdpa interface", "unsupported")
+                         "through transformers' attention function", "unsupported")
 
 
 # ---------------------------------------------------------------- the report's block
