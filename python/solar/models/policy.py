@@ -26,6 +26,7 @@ and run by solar.models.phases.policy_step.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 from typing import Any, Dict, Optional
@@ -164,8 +165,6 @@ def build(config: PolicyConfig, dtype, mode=None, real: bool = False):
     head), projector (vision width -> backbone width), backbone (Gemma, its embedding the
     prompt's; no LM head), action_expert (Gemma, no embedding: its inputs are projections),
     and pi0's state, action-input, time-MLP and action-output projections."""
-    import contextlib
-
     import torch
     import transformers
     from transformers.initialization import no_init_weights
