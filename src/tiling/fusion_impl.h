@@ -260,7 +260,7 @@ struct GraphTrafficModel::Impl {
                                                                   std::int64_t p, std::int64_t rows,
                                                                   int batch_rank,
                                                                   int key_rank) const;
-  mutable std::map<int, std::unique_ptr<detail::LiveTiles>> live_tiles;  // by unit
+  mutable std::map<int, std::unique_ptr<detail::LiveTiles>> live_tiles;  // by problem id
 };
 
 }  // namespace solar::tiling

@@ -158,7 +158,9 @@ std::optional<std::pair<Wide, Wide>> GraphTrafficModel::Impl::live_steps(
   const RankMask named = q.mask_ranks();
   auto bit = [](int r) { return r >= 0 ? RankMask{1} << r : RankMask{0}; };
   if (!(named & (bit(rank) | bit(key_rank)))) return std::nullopt;
-  auto& live = live_tiles[u];
+  // Units with equal problems (a model's repeated layers) count the same live tiles: one
+  // counter, and its memo, serves them all.
+  auto& live = live_tiles[units[u].problem_id];
   if (!live) live = std::make_unique<detail::LiveTiles>(q);
   std::vector<std::int64_t> tile(q.ranks.size()), extent(q.ranks.size());
   for (std::size_t r = 0; r < q.ranks.size(); ++r) extent[r] = tile[r] = q.ranks[r].extent;
