@@ -295,3 +295,15 @@ def test_the_worked_example_of_docs_models_md(tmp_path):
     assert ("weights 5.73 GB, KV cache read 268.44 MB" in proc.stdout
             and "quantization: w4a16 (weight-only INT4, group 128" in proc.stdout
             and "KV cache f8e4m3" in proc.stdout and "1.48 ms" in proc.stdout)
+
+
+def test_a_table_in_a_layer_stays_bf16_and_every_linear_is_quantized():
+    """T5: each layer's linears quantized (encoder: q, k, v, o, wi, wo; decoder: self and
+    cross q, k, v, o, wi, wo), the relative attention bias (an embedding table a layer
+    looks up) left bf16 as checkpoints keep it, not refused."""
+    result = models.analyze_model(models.ModelRun(
+        "hf:t5-small", phase="prefill", batch=1, seq=16,
+        config={"num_layers": 2, "num_decoder_layers": 2}, quant="w8a16"), OPTIONS)
+    assert result.report.to_dict()["coverage"]["complete"]
+    linears = result.report.get_section("model")["quantization"]["groups"][0]
+    assert linears["tensors"] == 2 * 6 + 2 * 10

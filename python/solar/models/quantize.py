@@ -264,9 +264,12 @@ def _linear_weight(op: Dict[str, Any], tensors) -> Optional[int]:
 
 
 def _check_coverage(g: Dict[str, Any], linears: Dict[str, List[Dict[str, Any]]]) -> None:
-    """Every decoder-layer weight of 2 or more dimensions must be a linear's matmul operand:
-    a weight read otherwise (experts gathered by index, an absorbed projection reshaped)
-    is refused, never left at bf16 under a quantized scheme's name."""
+    """A decoder-layer weight of 2 or more dimensions is a linear's matmul operand (then
+    quantized), a 2-D table an embedding lookup reads (T5's relative attention bias) or an
+    operand of an einsum that is no contraction (a convolution's elementwise neighbours):
+    those stay at the captured dtype, as checkpoints keep them. Any other read (experts
+    gathered by index, a projection reshaped for another contraction, a contraction that is
+    not a plain linear) is refused, never left at bf16 under a quantized scheme's name."""
     weights = [t for t in g["tensors"] if t["role"] == "weight" and len(t["shape"]) >= 2
                and _LAYER.search(t["name"]) and not _NOT_LINEAR.search(t["name"])]
     users: Dict[str, List[Dict[str, Any]]] = {}
@@ -275,11 +278,18 @@ def _check_coverage(g: Dict[str, Any], linears: Dict[str, List[Dict[str, Any]]])
             users.setdefault(name, []).append(op)
     for t in weights:
         for op in users.get(t["name"], []):
-            if op not in linears.get(t["name"], []):
-                what = op.get("origin", {}).get("op") or op.get("move") or op["kind"]
-                raise user_error(f"quantization: {t['name']} ({len(t['shape'])} dims) is read "
-                                 f"by {what}, not by a linear layer's matmul: quantizing it is "
-                                 "not modelled", "unsupported")
+            if op in linears.get(t["name"], []):
+                continue
+            table = op["kind"] == "move" and op.get("move") == "gather" and \
+                op["inputs"][0] == t["name"] and len(t["shape"]) == 2
+            contraction = op["kind"] == "einsum" and op.get("reduce") == "sum" and \
+                op.get("combine") == "mul($0,$1)"
+            if table or (op["kind"] == "einsum" and not contraction):
+                continue
+            what = op.get("origin", {}).get("op") or op.get("move") or op["kind"]
+            raise user_error(f"quantization: {t['name']} ({len(t['shape'])} dims) is read "
+                             f"by {what}, not by a linear layer's matmul: quantizing it is "
+                             "not modelled", "unsupported")
 
 
 def quantize_graph(g: Dict[str, Any], scheme: Optional[Scheme], kv_dtype: Optional[str]
