@@ -148,6 +148,10 @@ def _program_parser(command: str) -> argparse.ArgumentParser:
                        help="quantize the decoder linears: fp8, fp8-block, int8, w4a16, "
                             "w8a16, nvfp4, mxfp4 (default: the config's quantization_config, "
                             "else none; docs/models.md)")
+        m.add_argument("--mla-cache", choices=["latent", "expanded"],
+                       help="DeepSeek-V2/V3 attention's cache: the compressed latent and rotary "
+                            "key with absorbed projections at decode (latent, the default), or "
+                            "each head's keys and values (expanded)")
         m.add_argument("--kv-dtype", metavar="DTYPE",
                        help="the KV cache's dtype: fp8, or bf16/f16 (default: the "
                             "activations')")
@@ -309,7 +313,7 @@ def _analyze_model(ns, options, overrides):
                           context=ns.context, dtype=ns.dtype, task=ns.task, force=ns.force,
                           optimizer=ns.optimizer, recompute=ns.recompute,
                           measured_ms=ns.measured_ms,
-                          quant=ns.quant, kv_dtype=ns.kv_dtype,
+                          quant=ns.quant, kv_dtype=ns.kv_dtype, mla_cache=ns.mla_cache,
                           config={k: parse_literal(v) for k, v in overrides.items()},
                           plan=plan, serving=ns.serving, draft=ns.draft,
                           speculate=ns.speculate)

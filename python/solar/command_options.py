@@ -173,7 +173,7 @@ MODEL_ONLY = {"--phase": "phase", "--batch": "batch", "--seq": "seq", "--context
               "--microbatches": "microbatches", "--quant": "quant",
               "--kv-dtype": "kv_dtype", "--recompute": "recompute",
               "--measured-ms": "measured_ms", "--serving": "serving", "--draft": "draft",
-              "--speculate": "speculate"}
+              "--speculate": "speculate", "--mla-cache": "mla_cache"}
 # Those of them that take a value (for telling a value from a GRAPH argument).
 MODEL_ONLY_VALUED = tuple(f for f in MODEL_ONLY if f not in ("--force", "--sp", "--serving"))
 

@@ -69,6 +69,23 @@ Fact tidy(Fact f, const std::vector<std::int64_t>& shape) {
   return f;
 }
 
+// Whether every value of float type `from` is exact in float type `to`.
+bool widening_float(ir::DType from, ir::DType to) {
+  if (from == to) return true;
+  switch (to) {
+    case ir::DType::F64: return from == ir::DType::F32 || widening_float(from, ir::DType::F32);
+    case ir::DType::F32:
+      return from == ir::DType::BF16 || from == ir::DType::F16 || from == ir::DType::F8E4M3 ||
+             from == ir::DType::F8E5M2;
+    case ir::DType::TF32: case ir::DType::BF16: case ir::DType::F16: case ir::DType::F8E4M3:
+    case ir::DType::F8E5M2: case ir::DType::F6: case ir::DType::F4: case ir::DType::I64:
+    case ir::DType::I32: case ir::DType::I16: case ir::DType::I8: case ir::DType::I4:
+    case ir::DType::U8: case ir::DType::Bool:
+      return false;
+  }
+  return false;
+}
+
 // The largest integer n such that every integer in [-n, n] is exact in `d`.
 std::int64_t exact_integers(ir::DType d) {
   switch (d) {
@@ -460,6 +477,11 @@ void Recognizer::forward_move(const ir::Op& op) {
       if (v.kind != Val::Const) return v;
       if (out.dtype == ir::DType::Bool) return Val::constant(v.c != 0);
       if (ir::is_float(out.dtype) && (v.c == 0 || v.c == 1 || std::isinf(v.c))) return v;
+      // A widening float cast (bf16 or f16 to f32, f32 to f64) is exact: an eager attention's
+      // bf16 fill of finfo.min stays that fill in the f32 softmax transformers upcasts to.
+      if (ir::is_float(out.dtype) && ir::is_float(g_.tensor(op.inputs[0]).dtype) &&
+          widening_float(g_.tensor(op.inputs[0]).dtype, out.dtype))
+        return v;
       if (ir::is_integer(out.dtype) && (v.c == 0 || v.c == 1)) return v;
       return {Val::Finite};
     };

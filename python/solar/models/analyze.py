@@ -19,6 +19,7 @@ from .build import (build_model, config_of, implementation_patches, parameter_co
                     quiet_transformers)
 from .registry import ModelSpec, resolve
 from . import quantize
+from . import mla
 from . import data_parallel, experts, parallel, serving, stages
 from .shard import ShardError
 from .run import ModelRun
@@ -143,6 +144,9 @@ def capture_model(run: ModelRun, options: ProgramOptions):
         if run.batch % run.plan.microbatches:
             raise user_error(f"--microbatches {run.plan.microbatches} does not divide --batch "
                              f"{run.batch}", "usage")
+    if run.mla_cache is not None and not mla.is_mla(config):
+        raise user_error(f"--mla-cache: {spec.name} has no multi-head latent attention "
+                         "(DeepSeek-V2/V3's kv_lora_rank)", "usage")
     estimate.check(estimate.estimate(config, spec.task, run.phase, run.batch, run.seq,
                                      run.context, options.train, run.recompute or "none",
                                      run.optimizer or "none"), run.ref, run.force)
@@ -154,7 +158,8 @@ def capture_model(run: ModelRun, options: ProgramOptions):
     def captured(real: bool):
         mode = None if real else FakeTensorMode(allow_non_fake_inputs=True)
         model = build_model(spec, config, run.dtype, mode, real=real)
-        with implementation_patches(config), quiet_transformers():
+        with implementation_patches(config), mla.patches(config, run.phase, run.mla_cache), \
+                quiet_transformers():
             with mode or contextlib.nullcontext(), torch_logging_silenced():
                 step, inputs = _step(spec, model, config, step_run, options.train)
             trace = capture(step, *inputs, name=f"{spec.name} {run.phase}", source=spec.source,

@@ -13,7 +13,7 @@ The cache is what a bound should see, not what one implementation does:
 
 from __future__ import annotations
 
-from typing import Any, List, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
 from transformers.cache_utils import Cache, CacheLayerMixin, DynamicCache, EncoderDecoderCache
@@ -21,15 +21,21 @@ from transformers.cache_utils import Cache, CacheLayerMixin, DynamicCache, Encod
 
 class SlotLayer(CacheLayerMixin):
     """One attention layer's key/value buffer [B, heads, slots, head_dim]; update() writes the
-    new tokens at slot `start` in place and returns the whole buffer."""
+    new tokens at slot `start` in place and returns the whole buffer.
+
+    A sliding-window layer's buffer at decode is a rolling one (`offset` > 0): its slots hold
+    the last tokens only, slot 0 being the token at position `offset`, so the mask and the
+    attention see exactly the window."""
 
     is_compileable = False
-    is_sliding = False
 
-    def __init__(self, keys: torch.Tensor, values: torch.Tensor, start: int, frozen=False):
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, start: int, frozen=False,
+                 offset: int = 0, sliding: bool = False):
         super().__init__()
         self.keys, self.values, self.start = keys, values, start
         self.frozen = frozen  # cross-attention: filled by the prefill, only read afterwards
+        self.offset = offset  # the position of slot 0
+        self.is_sliding = sliding  # masking_utils builds the sliding layers' mask from it
         self.is_initialized = True
 
     def lazy_initialization(self, key_states, value_states) -> None:  # buffers are given
@@ -43,10 +49,10 @@ class SlotLayer(CacheLayerMixin):
         return self.keys, self.values
 
     def get_seq_length(self) -> int:
-        return self.start
+        return self.offset + self.start
 
     def get_mask_sizes(self, query_length: int) -> Tuple[int, int]:
-        return self.keys.shape[-2], 0
+        return self.keys.shape[-2], self.offset
 
     def get_max_cache_shape(self) -> int:
         return self.keys.shape[-2]
@@ -73,10 +79,35 @@ class Step(torch.nn.Module):
         return self._call(self.model, first, cache)
 
 
-def _kv_shapes(model, config, batch: int, slots: int) -> List[Tuple[Tuple[int, ...], ...]]:
-    """Per attention layer, the (key, value) buffer shapes of `slots` tokens, read off one
-    unrecorded fake step (what each layer hands its cache), so MLA's key/value head dims
-    and grouped-query head counts come from the model, not from formulas here."""
+def sliding_windows(config) -> List[Optional[int]]:
+    """Per decoder layer, its sliding window W (the layer attends to keys k in (q - W, q]),
+    or None for a layer attending to the whole context: transformers' own reading of the
+    config (layer_types, else sliding_window), so Mistral's uniform window and Gemma-2/3's
+    alternating local and global layers come out as the model runs them."""
+    from transformers.cache_utils import get_layer_types_and_kwargs
+
+    try:
+        types, kwargs = get_layer_types_and_kwargs(config)
+    except (AttributeError, TypeError):  # a config without per-layer structure
+        return []
+    return [kw.get("sliding_window") if kind == "sliding_attention" else None
+            for kind, kw in zip(types, kwargs)]
+
+
+def decode_slots(window: Optional[int], context: int) -> int:
+    """Slots of one layer's buffer at a decode step after `context` tokens: the context and
+    the new token, or for a sliding-window layer the rolling window of W (W - 1 cached
+    tokens and the new one), as serving engines and transformers' sliding cache keep it."""
+    if window is None or window >= context + 1:
+        return context + 1
+    return window
+
+
+def _kv_shapes(model, config, batch: int, slots) -> List[Tuple[Tuple[int, ...], ...]]:
+    """Per attention layer, the (key, value) buffer shapes of `slots` tokens (an int, or a
+    list with a count per layer), read off one unrecorded fake step (what each layer hands
+    its cache), so MLA's key/value head dims and grouped-query head counts come from the
+    model, not from formulas here."""
     shapes: List[Any] = []
 
     class Probe(CacheLayerMixin):
@@ -91,7 +122,8 @@ def _kv_shapes(model, config, batch: int, slots: int) -> List[Tuple[Tuple[int, .
             pass
 
         def update(self, k, v, *a, **kw):
-            shapes.append(((*k.shape[:2], slots, k.shape[-1]), (*v.shape[:2], slots, v.shape[-1]),
+            n = slots if isinstance(slots, int) else slots[len(shapes)]
+            shapes.append(((*k.shape[:2], n, k.shape[-1]), (*v.shape[:2], n, v.shape[-1]),
                            k.dtype))
             return k, v
 
@@ -159,13 +191,23 @@ def causal_lm_step(model, config, phase: str, batch: int, seq: int, context: int
             return Step(model, call), [ids]
         states = _recurrent_states(model, config, batch)
         return Step(model, call, lambda s: _recurrent_cache(config, s)), [ids] + states
-    shapes = _kv_shapes(model, config, batch, start + new)
+    # A prefill writes every token's keys and values (its attention is the band of a
+    # sliding layer, which the mask gives); a decode step of a sliding layer reads its window.
+    windows = sliding_windows(config) if phase == "decode" else []
+    slots = [decode_slots(w, context) for w in windows] if windows else start + new
+    shapes = _kv_shapes(model, config, batch, slots)
     state = []
     for kshape, vshape, dtype in shapes:
         state += [torch.zeros(kshape, dtype=dtype), torch.zeros(vshape, dtype=dtype)]
 
+    def layer(i, s):
+        n = s[2 * i].shape[-2]  # start + new, or the window
+        window = windows[i] if i < len(windows) else None
+        return SlotLayer(s[2 * i], s[2 * i + 1], n - new, offset=start + new - n,
+                         sliding=window is not None)
+
     def make_cache(s):
-        return Cache(layers=[SlotLayer(s[2 * i], s[2 * i + 1], start) for i in range(len(s) // 2)])
+        return Cache(layers=[layer(i, s) for i in range(len(s) // 2)])
 
     def call(m, x, cache):
         pos = torch.arange(start, start + new).unsqueeze(0).expand(batch, new)

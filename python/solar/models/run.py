@@ -41,6 +41,9 @@ class ModelRun:
     draft: Optional[str] = None
     speculate: Optional[int] = None
     new_tokens: int = 1  # decode: tokens per sequence the step takes (a verify step: K + 1)
+    # --mla-cache: latent or expanded, for multi-head latent attention (solar.models.mla);
+    # None: latent
+    mla_cache: Optional[str] = None
     quant: Optional[str] = None  # --quant: a scheme of solar.models.quantize.SCHEMES
     kv_dtype: Optional[str] = None  # --kv-dtype: fp8, or bf16/f16 (the activations' dtype)
 
@@ -62,6 +65,9 @@ class ModelRun:
         from .quantize import check_names
 
         check_names(self.quant, self.kv_dtype)
+        if self.mla_cache is not None and self.mla_cache not in ("latent", "expanded"):
+            raise user_error(f"--mla-cache {self.mla_cache!r}: expected latent or expanded",
+                             "usage")
         self.seq = self.seq or DEFAULT_SEQ
         self.context = self.context or DEFAULT_CONTEXT
 

@@ -38,6 +38,19 @@ def _by_layer_type(node: Dict[str, Any], archs: List[str], out: Dict[str, Dict[s
         _by_layer_type(child, archs, out, inside)
 
 
+def _attention_caches(run, config) -> Dict[str, Any]:
+    """The forms of the attention caches: `mla_cache` (latent or expanded, for multi-head
+    latent attention; else None) and `sliding_windows` ([{window, layers}]: the layers whose
+    decode keeps a rolling window of W tokens; [] when none)."""
+    from .mla import cache_form
+    from .phases import sliding_windows
+
+    windows = [w for w in sliding_windows(config) if w is not None]
+    return {"mla_cache": cache_form(config, getattr(run, "mla_cache", None)),
+            "sliding_windows": [{"window": w, "layers": windows.count(w)}
+                                for w in sorted(set(windows))]}
+
+
 def model_section(spec, run, config, result, params: int, tokens: int) -> Dict[str, Any]:
     report = result.report
     trace = result.trace
@@ -46,11 +59,14 @@ def model_section(spec, run, config, result, params: int, tokens: int) -> Dict[s
     slots_total = sum(_nbytes(t) for t in state)
     cached = 0
     if run.phase == "decode" and state:
-        # attention buffers hold context + 1 slots, the last written by this step; recurrent
-        # state is read whole
-        context = run.context
-        cached = sum(_nbytes(t) * context // (context + 1) if len(t["shape"]) == 4
-                     and t["shape"][2] == context + 1 else _nbytes(t) for t in state)
+        # attention buffers hold context + 1 slots (a sliding-window layer's, its window),
+        # the last written by this step; recurrent state is read whole
+        from .phases import decode_slots, sliding_windows
+
+        slots = {run.context + 1} | {decode_slots(w, run.context)
+                                     for w in sliding_windows(config)}
+        cached = sum(_nbytes(t) * (t["shape"][2] - 1) // t["shape"][2] if len(t["shape"]) == 4
+                     and t["shape"][2] in slots else _nbytes(t) for t in state)
     archs = list(report.devices.keys())
     devices = {}
     for a in archs:
@@ -82,6 +98,7 @@ def model_section(spec, run, config, result, params: int, tokens: int) -> Dict[s
         "weight_bytes": weights,
         "kv_cache_bytes": cached,
         "state_buffer_bytes": slots_total,
+        **_attention_caches(run, config),
         "devices": devices,
         "layer_types": sorted(layer_types.values(), key=lambda r: -r["macs"]),
         "notes": ["a prefill computes the last token's logits only (what generation needs)",
@@ -125,6 +142,9 @@ def model_text(m: Dict[str, Any]) -> str:
     lines = [f"\nmodel {m['name']} ({m['task']}, {m['phase']}, {shape}, {m['dtype']}): "
              f"{_count(m['parameters'])} parameters, weights {_size(m['weight_bytes'], 'B')}"
              + (f", KV cache read {_size(m['kv_cache_bytes'], 'B')}" if m["kv_cache_bytes"] else "")
+             + (f", MLA cache {m['mla_cache']}" if m.get("mla_cache") else "")
+             + "".join(f", sliding window {w['window']} on {w['layers']} layers"
+                       for w in m.get("sliding_windows") or [])
              + f"; {m['tokens_per_step']} tokens per step (fused SOL)"]
     if m.get("quantization"):
         from .quantize import quantization_text
