@@ -11,6 +11,7 @@ import numpy as np
 
 from . import collectives
 from .collectives import refused
+from .const_index import arange_jaxpr
 from .encoding import (is_drop, is_int, is_key, is_literal, join_module, name_stack, np_dtype,
                        source_location)
 from .recorder import FOLD_ELEMENTS, REPEAT_OP, BodyRecorder, Lit, Recorder, Unroll
@@ -138,6 +139,10 @@ class Walker:
         arrays as source tensors."""
         if np.ndim(c) == 0 and not is_key(getattr(c, "dtype", np.float32)):
             return Lit(np.asarray(c))
+        iota = arange_jaxpr(np.asarray(c)) if not is_key(getattr(c, "dtype", np.float32)) \
+            else None
+        if iota is not None:  # positions (a local-window mask's): computed, not data
+            return self.walk(iota.jaxpr, list(iota.consts), [])[0]
         return self.rec.source_tensor(c, role, name)
 
     # --- one equation
