@@ -529,6 +529,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       "  sweep SPEC           programs x devices x --set grids on a Dask cluster (Parquet/CSV)\n"
       "  translate SOURCE     any source into the loop language by a language model\n"
       "  analyze hf:NAME      a Hugging Face model from its configuration (--phase decode)\n"
+      "  models list          the model registry: names, tasks, published sizes, sources\n"
       "  server start         keep the frameworks imported: later commands skip the imports\n"
       "See docs/cli.md.");
 

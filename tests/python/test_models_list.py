@@ -77,3 +77,8 @@ def test_a_missing_or_unknown_action_is_a_usage_error():
         assert r.stderr.startswith("solar: error: ")
     r = solar("model")
     assert r.returncode == 2 and "solar models" in r.stderr
+
+
+def test_solar_help_lists_the_command():
+    r = solar("--help")
+    assert r.returncode == 0 and "models list" in r.stdout
