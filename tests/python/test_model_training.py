@@ -109,6 +109,16 @@ def test_optimizer_bytes_per_parameter(optimizer, dtype, expected):
     assert training.optimizer_bytes(optimizer, dtype) == expected
 
 
+@pytest.mark.parametrize("dtype,policy,peak", [
+    ("bf16", "pytorch-default", 989.4e12),  # H100 SXM dense BF16 tensor cores
+    ("f16", "pytorch-default", 989.4e12),
+    ("f32", "pytorch-default", 66.9e12),  # fp32 matmul on the FP32 SIMT units
+    ("f32", "tf32", 494.7e12),  # TF32 tensor cores
+])
+def test_the_dense_peak_is_the_compute_dtypes(dtype, policy, peak):
+    assert training.dense_peak("H100_SXM", dtype, policy) == peak
+
+
 def _layer_forward_macs(config, down_projection: bool) -> int:
     """One Llama decoder layer's forward MACs over B x S tokens: the projections and the
     attention core (QK^T and PV over every (query, key) pair: the training step's mask is an
@@ -166,7 +176,8 @@ def test_the_cli_prints_the_training_block_and_refuses_bad_options():
             str(S), "--no-cache-aware", "--no-crosscheck", "--quiet"]
     proc = run_solar(*base, "--train", "--recompute", "selective", "--measured-ms", "100")
     assert proc.returncode == 0, proc.stderr
-    assert "training step: optimizer adamw (mixed: bf16 compute" in proc.stdout
+    assert "training step: optimizer adamw (mixed: bf16 compute, fp32 master weights and " \
+        "moments)" in proc.stdout
     assert "recompute selective" in proc.stdout and "MFU" in proc.stdout
     for args, words in ((["--measured-ms", "5"], "for a training step (--train)"),
                         (["--train", "--measured-ms", "0"], "positive number"),

@@ -70,10 +70,14 @@ def optimizer_bytes(optimizer: str, dtype: str) -> Tuple[int, int]:
     return MASTER_BYTES + moments + grad, MASTER_BYTES + moments
 
 
-def precision(dtype: str) -> str:
+def precision(dtype: str, optimizer: str) -> str:
+    """The step's precision in words."""
+    if optimizer == "none":
+        return f"{dtype} compute, no update"
     if mixed(dtype):
-        return f"mixed: {dtype} compute, fp32 master weights and optimizer state"
-    return f"{dtype} throughout (the weights are the master copy)"
+        state = " and moments" if optimizer in ("adam", "adamw") else ""
+        return f"mixed: {dtype} compute, fp32 master weights{state}"
+    return f"{dtype} throughout (the weights are their own master copy)"
 
 
 def check(optimizer: Optional[str], recompute: Optional[str], measured_ms: Optional[float],
@@ -361,7 +365,7 @@ def section(run, report, params: int, options) -> Dict[str, Any]:
     read, written = optimizer_bytes(run.optimizer, run.dtype)
     out: Dict[str, Any] = {
         "optimizer": run.optimizer,
-        "precision": precision(run.dtype),
+        "precision": precision(run.dtype, run.optimizer),
         "recompute": run.recompute,
         "trainable_parameters": params,
         "optimizer_bytes_read": params * read,
