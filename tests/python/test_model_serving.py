@@ -109,6 +109,30 @@ def test_an_fp8_cache_counts_one_byte_per_element():
             (capacity(arch) - s["weight_bytes"]) // per_sequence
 
 
+def test_a_sliding_window_layer_holds_its_window_not_the_context():
+    """The cache per sequence is the decode step's buffers: a layer with a window of W keeps
+    W slots (W - 1 cached tokens and the new one), whatever the context."""
+    window = 16
+    s = analyze("hf:mistral-7b", serving=True, config={"num_hidden_layers": LAYERS,
+                                                       "sliding_window": window})
+    inputs = s.report.get_section("model")["serving"]["max_batch_inputs"]
+    # Mistral-7B: 8 key/value heads of 128, bf16
+    assert inputs["kv_bytes_per_sequence"] == LAYERS * 2 * 8 * 128 * BF16 * window
+    assert inputs["kv_bytes_per_token"] is None  # not one slot per context token
+
+
+@pytest.mark.parametrize("form", ["latent", "expanded"])
+def test_a_latent_attention_cache_counts_what_its_form_keeps_per_token(form):
+    """DeepSeek-V2-Lite: the latent cache keeps kv_lora_rank + qk_rope_head_dim per token and
+    layer, shared by the heads; the expanded one each head's key and value."""
+    s = analyze("hf:deepseek-v2-lite", serving=True, mla_cache=form)
+    inputs = s.report.get_section("model")["serving"]["max_batch_inputs"]
+    per_layer = (512 + 64 if form == "latent"  # kv_lora_rank + qk_rope_head_dim
+                 else 16 * ((128 + 64) + 128))  # heads x (key: nope + rope, value)
+    assert inputs["kv_bytes_per_token"] == LAYERS * per_layer * BF16
+    assert inputs["kv_bytes_per_sequence"] == LAYERS * per_layer * BF16 * (SHAPE["context"] + 1)
+
+
 def test_max_batch_under_a_plan_is_per_rank_weights_and_cache():
     plan = models.Plan(tp=8)
     run = models.ModelRun(LLAMA_8B, serving=True, plan=plan,
