@@ -307,3 +307,16 @@ def test_a_table_in_a_layer_stays_bf16_and_every_linear_is_quantized():
     assert result.report.to_dict()["coverage"]["complete"]
     linears = result.report.get_section("model")["quantization"]["groups"][0]
     assert linears["tensors"] == 2 * 6 + 2 * 10
+
+
+def test_an_activation_is_quantized_once_per_shared_input_and_scaled_back_per_output(captured):
+    """fp8 (static per-tensor scale): a multiply per element of each distinct activation a
+    linear reads (q/k/v share the normed input, gate/up theirs: 4096 x 3 + 14336 elements
+    per layer and token), written at f8e4m3; the epilogue multiplies each output by the
+    activation's and its channel's scales (2 per output element: 43008 outputs per layer)."""
+    bf16 = captured[-1]
+    q = quantized(captured, "fp8")["totals"]["vector_flops_by_dtype"]
+    assert q["f8e4m3"] == L * (3 * HIDDEN + INTER)
+    outputs = sum(n for n, _ in LINEARS)
+    assert outputs == 43008
+    assert q["bf16"] - bf16["totals"]["vector_flops_by_dtype"]["bf16"] == L * 2 * outputs
