@@ -133,6 +133,24 @@ def test_a_latent_attention_cache_counts_what_its_form_keeps_per_token(form):
     assert inputs["kv_bytes_per_sequence"] == LAYERS * per_layer * BF16 * (SHAPE["context"] + 1)
 
 
+def test_a_cross_attention_cache_and_a_recurrent_state_count_as_allocated():
+    """T5: each decoder layer's self-attention cache (context + 1 slots) and its cross-
+    attention cache of --seq encoder tokens; Mamba: each layer's convolution window and SSM
+    state, whatever the context."""
+    t5 = analyze("hf:t5-small", serving=True,
+                 config={"num_layers": LAYERS, "num_decoder_layers": LAYERS})
+    inputs = t5.report.get_section("model")["serving"]["max_batch_inputs"]
+    # 8 heads of 64, keys and values, bf16
+    assert inputs["kv_bytes_per_sequence"] == \
+        LAYERS * 2 * 8 * 64 * BF16 * ((SHAPE["context"] + 1) + SHAPE["seq"])
+    mamba = analyze("hf:mamba-130m", serving=True)
+    inputs = mamba.report.get_section("model")["serving"]["max_batch_inputs"]
+    d_inner = 2 * 768  # expand x hidden_size
+    # the convolution window (conv_kernel 4) in bf16, the SSM state (state_size 16) in fp32
+    assert inputs["kv_bytes_per_sequence"] == LAYERS * (d_inner * 4 * BF16 + d_inner * 16 * 4)
+    assert inputs["cache_dtypes"] == ["bfloat16", "float32"]
+
+
 def test_max_batch_under_a_plan_is_per_rank_weights_and_cache():
     plan = models.Plan(tp=8)
     run = models.ModelRun(LLAMA_8B, serving=True, plan=plan,
