@@ -19,7 +19,8 @@ VALUES = {"--phase": "prefill", "--batch": "1", "--seq": "8", "--context": "8",
           "--dtype": "bf16", "--task": "causal-lm", "--tp": "1", "--pp": "1", "--ep": "1",
           "--dp": "1", "--zero": "0", "--microbatches": "1", "--quant": "fp8",
           "--kv-dtype": "fp8", "--draft": "hf:llama-3.2-1b",
-          "--speculate": "2", "--recompute": "none", "--measured-ms": "1"}
+          "--speculate": "2", "--recompute": "none", "--measured-ms": "1",
+          "--mla-cache": "latent"}
 
 
 def _args(flag: str) -> list:
