@@ -282,6 +282,7 @@ def _run_program(command: str, args: List[str]) -> int:
         if model:
             sys.stdout.write(models.model_text(report.get_section("model")))
             sys.stdout.write(models.plan_text(report.get_section("system")))
+            sys.stdout.write(models.policy_text(report.get_section("policy")))
     validation = result.validation
     if validation is not None and validation.get("status") != "passed":
         sys.stderr.write(f"solar: error: {ns.program}: validation failed\n")

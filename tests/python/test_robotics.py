@@ -228,3 +228,22 @@ def test_solar_inverse_accepts_a_model(tmp_path):
                           "50", "--set", "num_steps=0"], capture_output=True, text=True,
                          env=env, timeout=600)
     assert bad.returncode == 2 and "num_steps: must be an integer >= 1" in bad.stderr
+
+
+def test_the_text_report_prints_the_control_rate():
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=os.path.join(root, "python"))
+    sets = [a for k, v in SMALL.items() for a in ("--set", f"{k}={v}")]
+    r = subprocess.run([sys.executable, "-m", "solar", "analyze", "hf:" + NAME, "--arch",
+                        "H100_SXM", "--top", "0", "--depth", "1", *sets],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "control step: 3 images (768 tokens) + 48 prompt tokens" in r.stdout
+    line = next(x for x in r.stdout.splitlines() if "per control step" in x)
+    ms = float(line.split()[1])
+    hz = float(line.split("at most ")[1].split()[0].replace(",", ""))
+    assert hz == pytest.approx(1e3 / ms, rel=1e-3)

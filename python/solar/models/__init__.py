@@ -6,10 +6,11 @@ analyzed."""
 
 from .analyze import analyze_model
 from .parallel import Plan, plan_text
+from .policy import policy_text
 from .registry import ModelSpec, entries, is_model_ref, lookup, names, resolve
 from .run import ModelRun
 from .section import model_text
 
 
 __all__ = ["ModelRun", "ModelSpec", "Plan", "analyze_model", "entries", "is_model_ref", "lookup",
-           "model_text", "names", "plan_text", "resolve"]
+           "model_text", "names", "plan_text", "policy_text", "resolve"]

@@ -219,3 +219,20 @@ def section(config: PolicyConfig, run, report) -> Dict[str, Any]:
                             "tokens) through the backbone, the state token and then "
                             f"{config.num_steps} integration steps over the "
                             f"{config.action_horizon}-action chunk through the action expert"}
+
+
+def policy_text(section: Optional[Dict[str, Any]]) -> str:
+    """The `policy` section as the text report prints it after the model line: what a control
+    step is and, per device, its time and the highest control rate at the fused SOL ("" for
+    a model that is not a policy)."""
+    if not section:
+        return ""
+    lines = [f"  control step: {section['images']} images ({section['image_tokens']} tokens) + "
+             f"{section['prompt_tokens']} prompt tokens through the backbone, the state token, "
+             f"{section['integration_steps']} integration steps over {section['action_horizon']} "
+             "actions through the action expert"]
+    for arch, d in section["devices"].items():
+        hz = d["max_rate_hz"]
+        lines.append(f"  {arch:<16}{d['control_step_seconds'] * 1e3:>10.3f} ms per control step"
+                     f" -> at most {hz:,.1f} Hz" if hz else f"  {arch:<16}-")
+    return "\n".join(lines) + "\n"
