@@ -333,3 +333,23 @@ def test_the_documented_mla_figures(form, macs):
     assert mla_attention_macs(spec_cfg, "decode", form, 1, 4096) == macs
     fixed = 13_762_560  # the projections (and absorb + W_UV, or kv_b_proj of the new token)
     assert macs == fixed + 4097 * (17_408 if form == "latent" else 5_120)
+
+
+@pytest.mark.parametrize("form", ["latent", "expanded"])
+def test_mla_steps_of_several_tokens_count_the_causal_pairs(form):
+    """A step of 3 new tokens per sequence after C (a speculative verify step): each new
+    token q attends to keys k <= q, C + 1, C + 2 and C + 3 keys, in both forms."""
+    cfg_over = {"num_hidden_layers": 1}
+    C, k = 32, 3
+    result = models.analyze_model(
+        models.ModelRun("hf:deepseek-v2-lite", phase="decode", batch=1, context=C,
+                        config=cfg_over, mla_cache=form, new_tokens=k),
+        ProgramOptions(**OPTIONS))
+    cfg = config_of(models.lookup("deepseek-v2-lite"), cfg_over)
+    H, r, n, p, v = (cfg.num_attention_heads, cfg.kv_lora_rank, cfg.qk_nope_head_dim,
+                     cfg.qk_rope_head_dim, cfg.v_head_dim)
+    pairs = sum(C + 1 + i for i in range(k))
+    per_pair = H * (r + p + r) if form == "latent" else H * (n + p + v)
+    per_token = mla_attention_macs(cfg, "decode", form, 1, 0) - \
+        (H * (r + p + r) if form == "latent" else H * (n + p + v))  # one key at C = 0
+    assert module_macs(result.report, "Attention") == k * per_token + pairs * per_pair

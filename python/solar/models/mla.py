@@ -92,7 +92,7 @@ def absorbed_forward(module, model_type: str, hidden_states, attention_mask, cac
                      position_embeddings):
     """The latent cache's decode: the new tokens' latent and rotary key written into the
     cache, then attention with W_UK absorbed into the query and W_UV applied after the
-    weighted sum of the latent (every contraction an einsum, so the work is the einsums')."""
+    weighted sum of the latent."""
     import torch
 
     b, s = hidden_states.shape[:-1]
@@ -102,13 +102,15 @@ def absorbed_forward(module, model_type: str, hidden_states, attention_mask, cac
     c_all, k_rot_all = cache.update(c, k_rot, module.layer_idx)  # [B, 1, T, r], [B, 1, T, p]
     w = module.kv_b_proj.weight.view(heads, nope + v_dim, module.kv_lora_rank)
     w_uk, w_uv = w[:, :nope], w[:, nope:]  # [H, nope, r], [H, v, r]
-    q_latent = torch.einsum("bhsn,hnr->bhsr", q_nope, w_uk)
-    scores = (torch.einsum("bhsr,btr->bhst", q_latent, c_all[:, 0])
-              + torch.einsum("bhsp,btp->bhst", q_rot, k_rot_all[:, 0])) * module.scaling
+    # matmuls broadcasting the one latent over the heads (a mask after them is recognized
+    # through matmul's batch dimensions; torch.einsum's permuted bmm would hide it)
+    q_latent = q_nope @ w_uk  # [B, H, S, r]
+    scores = (q_latent @ c_all.transpose(2, 3) + q_rot @ k_rot_all.transpose(2, 3)) * \
+        module.scaling  # [B, H, S, T]
     scores = _masked(scores, attention_mask)
     probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q_nope.dtype)
-    o_latent = torch.einsum("bhst,btr->bhsr", probs, c_all[:, 0])
-    out = torch.einsum("bhsr,hvr->bshv", o_latent, w_uv).reshape(b, s, heads * v_dim)
+    o_latent = probs @ c_all  # [B, H, S, r]
+    out = (o_latent @ w_uv.transpose(1, 2)).transpose(1, 2).reshape(b, s, heads * v_dim)
     return module.o_proj(out), None
 
 
