@@ -194,6 +194,17 @@ def test_recompute_and_measured_ms_are_for_models_only():
         assert "for models only" in proc.stderr
 
 
+def test_a_parallel_plans_training_block_is_one_ranks():
+    """Under a plan the report is tp rank 0's graph: its FLOPs are the rank's, said so."""
+    run = models.ModelRun("hf:llama-3.1-8b", seq=S, config={"num_hidden_layers": LAYERS},
+                          plan=models.Plan(tp=2))
+    result = models.analyze_model(run, ProgramOptions(train=True, system="2xH100_SXM",
+                                                      **OPTIONS))
+    t = result.report.get_section("model")["training"]
+    assert t["optimizer"] == "none" and t["flops_of"] == "rank"
+    assert t["model_flops"] == 2 * result.report.totals.macs
+
+
 def test_a_parallel_plan_refuses_the_update_it_does_not_shard():
     run = models.ModelRun("hf:llama-3.1-8b", config={"num_hidden_layers": LAYERS},
                           optimizer="adamw", plan=models.Plan(tp=2))

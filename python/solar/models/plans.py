@@ -146,7 +146,9 @@ def sweep_plans(run: ModelRun, options: ProgramOptions, zero: int = 0,
     system_id, devices, _, device = parallel.system_devices(options.system, options.nodes)
     dram = [m for m in _core.device(device).memory if m.name == "dram"][0]
     capacity = dram.capacity.value if dram.capacity is not None else None
-    captures = _Captures(dataclasses.replace(run, plan=None), options)
+    # A plan's training step is forward + backward, no optimizer update (which the plans do
+    # not shard: solar.models.training), as `solar analyze --tp ...` runs it.
+    captures = _Captures(dataclasses.replace(run, plan=None, optimizer="none"), options)
     # The candidates need the configuration and the weights: the first capture brings them
     # (a training step's at the per-replica batch of its most replicated plan).
     captures(run.batch if not options.train else run.batch // max(

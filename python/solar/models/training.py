@@ -373,6 +373,8 @@ def section(run, report, params: int, options) -> Dict[str, Any]:
         "recompute_macs": extra,
         "model_flops": 2 * (macs - extra),  # 1 MAC = 2 FLOP
         "hardware_flops": 2 * macs,
+        # Under a parallel plan the report is one rank's graph (plan_analysis).
+        "flops_of": "rank" if run.plan is not None and not run.plan.is_plain() else "step",
         "measured_ms": run.measured_ms,
         "devices": {},
     }
@@ -401,7 +403,8 @@ def text(t: Dict[str, Any]) -> List[str]:
              f"{t['recompute']}; the update reads {_si(t['optimizer_bytes_read'], 'B')} and "
              f"writes {_si(t['optimizer_bytes_written'], 'B')}; model "
              f"{_si(t['model_flops'], 'FLOP')}, hardware (with recomputation) "
-             f"{_si(t['hardware_flops'], 'FLOP')}"]
+             f"{_si(t['hardware_flops'], 'FLOP')}"
+             + (" (one rank's graph)" if t.get("flops_of") == "rank" else "")]
     for arch, d in t["devices"].items():
         if d["mfu"] is None:
             lines.append(f"  {arch}: no dense peak published for the compute dtype: no MFU")
