@@ -320,3 +320,18 @@ def test_an_activation_is_quantized_once_per_shared_input_and_scaled_back_per_ou
     outputs = sum(n for n, _ in LINEARS)
     assert outputs == 43008
     assert q["bf16"] - bf16["totals"]["vector_flops_by_dtype"]["bf16"] == L * 2 * outputs
+
+
+def test_a_recurrent_model_quantizes_its_linears_and_refuses_an_fp8_cache():
+    """Mamba: in_proj, x_proj, dt_proj, out_proj quantized per channel; A_log (cast and
+    used elementwise) and the convolution kernel stay bf16; its state is no KV cache."""
+    result = models.analyze_model(models.ModelRun(
+        "hf:mamba-130m", phase="decode", config={"num_hidden_layers": 2}, quant="fp8"),
+        OPTIONS)
+    assert result.report.to_dict()["coverage"]["complete"]
+    assert result.report.get_section("model")["quantization"]["groups"][0]["tensors"] == 2 * 4
+    with pytest.raises(Exception, match="recurrent state") as e:
+        models.analyze_model(models.ModelRun("hf:mamba-130m", phase="decode",
+                                             config={"num_hidden_layers": 2},
+                                             kv_dtype="fp8"), OPTIONS)
+    assert getattr(e.value, "exit_code", None) == 7

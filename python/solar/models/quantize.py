@@ -93,6 +93,7 @@ def check_names(quant: Optional[str], kv_dtype: Optional[str]) -> None:
 
 # --- a config.json's quantization_config -------------------------------------------------
 
+RECURRENT = ("mamba", "mamba2", "rwkv", "falcon_mamba")  # state that is no attention cache
 KNOWN_METHODS = ("compressed-tensors", "awq", "gptq", "fp8", "modelopt", "mxfp4")
 
 
@@ -265,11 +266,11 @@ def _linear_weight(op: Dict[str, Any], tensors) -> Optional[int]:
 
 def _check_coverage(g: Dict[str, Any], linears: Dict[str, List[Dict[str, Any]]]) -> None:
     """A decoder-layer weight of 2 or more dimensions is a linear's matmul operand (then
-    quantized), a 2-D table an embedding lookup reads (T5's relative attention bias) or an
-    operand of an einsum that is no contraction (a convolution's elementwise neighbours):
-    those stay at the captured dtype, as checkpoints keep them. Any other read (experts
-    gathered by index, a projection reshaped for another contraction, a contraction that is
-    not a plain linear) is refused, never left at bf16 under a quantized scheme's name."""
+    quantized), or stays at the captured dtype as checkpoints keep it: a 2-D table a lookup
+    reads (T5's relative attention bias), a parameter cast or used elementwise (Mamba's
+    A_log), a convolution's kernel. A read that makes it some other linear's weight (experts
+    gathered by index, a 2-D weight reshaped or sliced for a contraction, a contraction that
+    is not a plain linear) is refused, never left at bf16 under a quantized scheme's name."""
     weights = [t for t in g["tensors"] if t["role"] == "weight" and len(t["shape"]) >= 2
                and _LAYER.search(t["name"]) and not _NOT_LINEAR.search(t["name"])]
     users: Dict[str, List[Dict[str, Any]]] = {}
@@ -280,11 +281,14 @@ def _check_coverage(g: Dict[str, Any], linears: Dict[str, List[Dict[str, Any]]])
         for op in users.get(t["name"], []):
             if op in linears.get(t["name"], []):
                 continue
-            table = op["kind"] == "move" and op.get("move") == "gather" and \
-                op["inputs"][0] == t["name"] and len(t["shape"]) == 2
+            move = op.get("move") if op["kind"] == "move" else None
             contraction = op["kind"] == "einsum" and op.get("reduce") == "sum" and \
                 op.get("combine") == "mul($0,$1)"
-            if table or (op["kind"] == "einsum" and not contraction):
+            if len(t["shape"]) == 2:
+                refused = contraction or move in ("view", "permute", "slice")
+            else:  # experts gathered by the tokens routed to them
+                refused = move == "gather"
+            if not refused:  # a table looked up, a cast, elementwise work, a convolution
                 continue
             what = op.get("origin", {}).get("op") or op.get("move") or op["kind"]
             raise user_error(f"quantization: {t['name']} ({len(t['shape'])} dims) is read "
@@ -547,8 +551,10 @@ def _kv_inputs(g: Dict[str, Any], kv_dtype: Optional[str]) -> Dict[str, str]:
     target = KV_DTYPES.get(kv_dtype) if kv_dtype else None
     if target is None:
         return {}
-    caches = {t["name"]: target for t in g["tensors"] if t["role"] == "input"
-              and t["dtype"] in ("bf16", "f16", "f32") and len(t["shape"]) == 4}
+    inputs = [t for t in g["tensors"] if t["role"] == "input"]
+    # the first input is the step's tokens (or pixels); the state after it is the cache
+    caches = {t["name"]: target for t in inputs[1:]
+              if t["dtype"] in ("bf16", "f16", "f32") and len(t["shape"]) == 4}
     if not caches:
         raise user_error("--kv-dtype fp8: this model keeps no key/value cache (its state is "
                          "not an attention cache)", "unsupported")
@@ -618,6 +624,9 @@ def requested(run) -> Optional[Request]:
         scheme, how = scheme_of_config(spec.config["quantization_config"], spec.file or spec.name)
         source = f"{spec.file or spec.name}: quantization_config, {how}"
     kv = run.kv_dtype if KV_DTYPES.get(run.kv_dtype or "") else None
+    if kv is not None and spec.config.get("model_type") in RECURRENT:
+        raise user_error(f"--kv-dtype {kv}: {spec.name} keeps recurrent state, not a "
+                         "key/value cache", "unsupported")
     if scheme is None and kv is None:
         return None
     if run.dtype not in ("bf16", "f16", "fp16"):
