@@ -147,6 +147,7 @@ def test_gemma2_alternating_layers_and_soft_capping(tmp_path, phase):
     assert len(tanh) == cfg["num_hidden_layers"] + 1
     section = report.get_section("model")
     assert section["sliding_windows"] == [{"window": 8, "layers": 1}]
+    assert "sliding window 8 on 1 layer;" in models.model_text(section)
     if phase == "decode":
         KV, hd, W = cfg["num_key_value_heads"], cfg["head_dim"], cfg["sliding_window"]
         # layer 0 reads its W - 1 cached tokens, layer 1 all n
@@ -231,6 +232,7 @@ def test_mla_cache_forms(tmp_path, name, phase, form):
         cfg, phase, used, B, kw.get("seq", n))
     section = report.get_section("model")
     assert section["mla_cache"] == used
+    assert f"MLA cache {used}" in models.model_text(section)
     if phase == "decode":
         assert section["kv_cache_bytes"] == mla_cache_bytes(cfg, used, L, B, n)
 

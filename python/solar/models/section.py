@@ -143,8 +143,8 @@ def model_text(m: Dict[str, Any]) -> str:
              f"{_count(m['parameters'])} parameters, weights {_size(m['weight_bytes'], 'B')}"
              + (f", KV cache read {_size(m['kv_cache_bytes'], 'B')}" if m["kv_cache_bytes"] else "")
              + (f", MLA cache {m['mla_cache']}" if m.get("mla_cache") else "")
-             + "".join(f", sliding window {w['window']} on {w['layers']} layers"
-                       for w in m.get("sliding_windows") or [])
+             + "".join(f", sliding window {w['window']} on {w['layers']} layer"
+                       + ("s" if w["layers"] > 1 else "") for w in m.get("sliding_windows") or [])
              + f"; {m['tokens_per_step']} tokens per step (fused SOL)"]
     if m.get("quantization"):
         from .quantize import quantization_text
