@@ -51,9 +51,12 @@ struct Liveness {
   std::vector<char> live;
 };
 
-bool sends_or_receives(const Op& op) {
+// A send or recv (its peer rank waits for it) or an eager program's collective (it runs
+// whether or not anything reads its result): never dead.
+bool never_dead(const Op& op) {
   return op.kind() == OpKind::Collective && (op.collective().kind == ir::CollectiveKind::Send ||
-                                             op.collective().kind == ir::CollectiveKind::Recv);
+                                             op.collective().kind == ir::CollectiveKind::Recv ||
+                                             op.collective().eager);
 }
 
 Liveness liveness(const Graph& g, const std::vector<char>* roots) {
@@ -71,8 +74,7 @@ Liveness liveness(const Graph& g, const std::vector<char>* roots) {
     return l;
   }
   for (auto it = g.ops().rbegin(); it != g.ops().rend(); ++it) {
-    // A send or recv is never dead: its peer rank waits for it.
-    const bool reaches = sends_or_receives(*it) ||
+    const bool reaches = never_dead(*it) ||
                          std::any_of(it->outputs.begin(), it->outputs.end(),
                                      [&](ir::TensorId t) { return l.live[t.value] != 0; });
     l.dead_op[it->id.value] = !reaches;

@@ -226,29 +226,58 @@ class Exchange {
     return true;
   }
 
+  // The ranks of rank r's group at collective `op`, in group order: its replica group, or
+  // without replica_groups the block of group-size consecutive ranks that holds r.
+  std::vector<int> group_of(int r, const ir::Op& op) const {
+    const ir::CollectiveGroup& g = op.collective().group;
+    const int n = static_cast<int>(g.size);
+    const int ranks = static_cast<int>(pending_.size());
+    std::vector<int> out;
+    if (g.replica_groups.empty()) {
+      const int base = r / n * n;
+      if (base + n > ranks)
+        throw UserError(UserError::Kind::InvalidGraph,
+                        fmt::format("{}: its group of {} consecutive ranks from rank {} needs {} "
+                                    "ranks, the program has {}",
+                                    describe(r, op), n, base, base + n, ranks));
+      for (int k = base; k < base + n; ++k) out.push_back(k);
+      return out;
+    }
+    const auto& all = g.replica_groups;
+    for (std::size_t at = 0; at + n <= all.size(); at += n) {
+      if (std::find(all.begin() + at, all.begin() + at + n, r) == all.begin() + at + n) continue;
+      for (std::size_t k = at; k < at + n; ++k) {
+        if (all[k] >= ranks)
+          throw UserError(UserError::Kind::InvalidGraph,
+                          fmt::format("{}: its replica group names rank {}, the program has {}",
+                                      describe(r, op), all[k], ranks));
+        out.push_back(static_cast<int>(all[k]));
+      }
+      return out;
+    }
+    throw UserError(UserError::Kind::InvalidGraph,
+                    fmt::format("{}: rank {} is in none of its replica_groups {}", describe(r, op),
+                                r, ir::shape_str(all)));
+  }
+
   bool try_group(int r) {
     const Pending& p = pending_[r];
     const CollectiveOp& c = p.op->collective();
-    const int n = static_cast<int>(c.group.size);
-    const int ranks = static_cast<int>(pending_.size());
-    const int base = r / n * n;
-    if (base + n > ranks)
-      throw UserError(UserError::Kind::InvalidGraph,
-                      fmt::format("{}: its group of {} consecutive ranks from rank {} needs {} "
-                                  "ranks, the program has {}",
-                                  describe(r, *p.op), n, base, base + n, ranks));
     std::vector<Pending*> members;
-    for (int k = base; k < base + n; ++k) {
+    const std::vector<int> group = group_of(r, *p.op);
+    for (int k : group) {
       Pending& q = pending_[k];
       if (!q.op || q.done) return false;  // not there yet
       const CollectiveOp& d = q.op->collective();
       // A member still waiting at a recv reaches the group after its message arrives (it
-      // has no input to compare yet).
-      if (d.kind == CollectiveKind::Recv) return false;
+      // has no input to compare yet); one waiting at a collective of another group (a tp
+      // group while this is a dp group) reaches this one after that one completes.
+      if (d.kind == CollectiveKind::Recv || group_of(k, *q.op) != group) return false;
       const Buffer& x = *p.inputs[0];
       const Buffer& y = *q.inputs[0];
       if (d.kind != c.kind || d.group.size != c.group.size || d.reduction != c.reduction ||
           d.axis != c.axis || d.concat_axis != c.concat_axis || d.root != c.root ||
+          d.group.replica_groups != c.group.replica_groups ||
           x.dtype() != y.dtype() || x.shape() != y.shape())
         throw UserError(UserError::Kind::InvalidGraph,
                         fmt::format("collectives do not match: {} on {}, {} on {}",

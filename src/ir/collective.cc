@@ -106,6 +106,19 @@ std::optional<std::string> why_not_collective(const Graph& g, const Op& op) {
       return fmt::format("torus_extent {} multiplies to {}, not ranks_per_domain {}",
                          shape_str(grp.torus_extent), product, grp.ranks_per_domain);
   }
+  if (!grp.replica_groups.empty()) {
+    if (is_pair(c.kind)) return fmt::format("{} names its peer, not replica_groups", kind);
+    const auto n = static_cast<std::int64_t>(grp.replica_groups.size());
+    if (n % grp.size != 0)
+      return fmt::format("replica_groups lists {} ranks, not groups of the group's {} ranks", n,
+                         grp.size);
+    std::vector<std::int64_t> sorted = grp.replica_groups;
+    std::sort(sorted.begin(), sorted.end());
+    for (std::int64_t k = 0; k < n; ++k)
+      if (sorted[k] < 0 || (k > 0 && sorted[k] == sorted[k - 1]))
+        return fmt::format("replica_groups {} lists a rank below 0 or twice",
+                           shape_str(grp.replica_groups));
+  }
   if (!collective_reduces(c.kind) && c.reduction != CollectiveReduction::Sum)
     return fmt::format("{} does not reduce, so it takes no reduction ({})", kind,
                        collective_reduction_name(c.reduction));
@@ -135,6 +148,8 @@ std::vector<std::pair<std::string, AttrValue>> collective_text_attrs(const Colle
   if (!c.group.name.empty()) out.emplace_back("group", c.group.name);
   if (c.group.ranks_per_domain > 0) out.emplace_back("ranks_per_domain", c.group.ranks_per_domain);
   if (!c.group.torus_extent.empty()) out.emplace_back("torus_extent", c.group.torus_extent);
+  if (!c.group.replica_groups.empty()) out.emplace_back("replica_groups", c.group.replica_groups);
+  if (c.eager) out.emplace_back("eager", std::int64_t{1});
   switch (c.kind) {
     case CollectiveKind::AllGather: case CollectiveKind::ReduceScatter:
       out.emplace_back("axis", c.axis);
@@ -164,7 +179,8 @@ CollectiveFromAttrs collective_from_attrs(CollectiveKind kind,
   if (reduction) c.reduction = *reduction;
   if (is_pair(kind)) c.group.size = 2;
   const std::string_view name = collective_kind_name(kind);
-  std::vector<std::string_view> keys = {"group", "ranks_per_domain", "torus_extent"};
+  std::vector<std::string_view> keys = {"group", "ranks_per_domain", "torus_extent",
+                                        "replica_groups", "eager"};
   if (!is_pair(kind)) keys.push_back("size");
   for (std::string_view k : own_keys(kind)) keys.push_back(k);
   auto integer = [&](const std::string& key, std::int64_t& slot) {
@@ -191,6 +207,16 @@ CollectiveFromAttrs collective_from_attrs(CollectiveKind kind,
         c.group.torus_extent = {*i};
       else
         r.why_not = "attribute 'torus_extent' must be an integer list";
+    } else if (key == "replica_groups") {
+      if (const auto* v = std::get_if<std::vector<std::int64_t>>(&value))
+        c.group.replica_groups = *v;
+      else
+        r.why_not = "attribute 'replica_groups' must be an integer list (the groups' ranks, one "
+                    "group after another)";
+    } else if (key == "eager") {
+      std::int64_t e = 0;
+      integer(key, e);
+      c.eager = e != 0;
     } else if (key == "size") {
       integer(key, c.group.size);
     } else if (key == "ranks_per_domain") {

@@ -382,7 +382,7 @@ class Reader {
       op.body = read_repeat(j, p);
     } else if (kind == "collective") {
       check_keys(j, p, {"name", "kind", "inputs", "outputs", "origin", "collective", "reduction",
-                        "group", "axis", "split_axis", "concat_axis", "peer", "root"});
+                        "group", "axis", "split_axis", "concat_axis", "peer", "root", "eager"});
       op.body = read_collective(j, p);
     } else {
       fail(p.field("kind"),
@@ -456,13 +456,18 @@ class Reader {
     }
     if (pair && !find(j, "peer"))
       fail(p, fmt::format("missing field \"peer\" (the rank a {} pairs with)", ck));
+    if (const json* e = find(j, "eager")) {
+      if (!e->is_boolean()) fail(p.field("eager"), "\"eager\" must be true or false");
+      c.eager = e->get<bool>();
+    }
     Path gp = p.field("group");
     if (pair) c.group.size = 2;
     const json* gj = find(j, "group");
     if (!gj && !pair) fail(p, "missing field \"group\"");
     if (gj) {
       expect_object(*gj, gp, "a group object");
-      check_keys(*gj, gp, {"size", "name", "ranks_per_domain", "torus_extent"});
+      check_keys(*gj, gp, {"size", "name", "ranks_per_domain", "torus_extent",
+                           "replica_groups"});
       if (const json* n = find(*gj, "size")) c.group.size = integer(*n, gp.field("size"));
       else if (!pair) fail(gp, "missing field \"size\"");
       if (const json* n = find(*gj, "name")) c.group.name = string(*n, gp.field("name"));
@@ -473,6 +478,12 @@ class Reader {
         expect_array(*t, tp);
         for (std::size_t i = 0; i < t->size(); ++i)
           c.group.torus_extent.push_back(integer((*t)[i], tp.at(i)));
+      }
+      if (const json* t = find(*gj, "replica_groups")) {
+        Path tp = gp.field("replica_groups");
+        expect_array(*t, tp);
+        for (std::size_t i = 0; i < t->size(); ++i)
+          c.group.replica_groups.push_back(integer((*t)[i], tp.at(i)));
       }
     }
     return c;
@@ -672,7 +683,9 @@ json collective_json(const CollectiveOp& c) {
   if (!c.group.name.empty()) gj["name"] = c.group.name;
   if (c.group.ranks_per_domain > 0) gj["ranks_per_domain"] = c.group.ranks_per_domain;
   if (!c.group.torus_extent.empty()) gj["torus_extent"] = c.group.torus_extent;
+  if (!c.group.replica_groups.empty()) gj["replica_groups"] = c.group.replica_groups;
   oj["group"] = std::move(gj);
+  if (c.eager) oj["eager"] = true;
   switch (c.kind) {
     case CollectiveKind::AllGather: case CollectiveKind::ReduceScatter:
       oj["axis"] = c.axis;

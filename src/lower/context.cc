@@ -87,6 +87,11 @@ ir::CollectiveOp Context::collective_args(std::string_view recorded_under) const
   op.group.size = pair ? 2 : int_arg("size", 1);
   op.group.ranks_per_domain = int_arg("ranks_per_domain", 0);  // placed on a system
   if (a("group").is_string()) op.group.name = a("group").get<std::string>();
+  if (a("replica_groups").is_array())  // groups that are not consecutive blocks
+    for (const auto& r : a("replica_groups")) {
+      if (!r.is_number_integer()) throw Unsupported("replica_groups holds a non-integer");
+      op.group.replica_groups.push_back(r.get<std::int64_t>());
+    }
   if (ir::collective_reduces(op.kind)) {
     const auto r = ir::parse_collective_reduction(a("reduction").get<std::string>());
     if (!r) throw Unsupported("unknown collective reduction");
@@ -96,6 +101,7 @@ ir::CollectiveOp Context::collective_args(std::string_view recorded_under) const
   op.concat_axis = int_arg("concat_axis", 0);
   op.peer = int_arg("peer", 0);
   op.root = int_arg("root", 0);
+  op.eager = int_arg("eager", 0) != 0;  // torch.distributed: runs whether or not it is read
   return op;
 }
 

@@ -94,8 +94,8 @@ class Context {
   std::int64_t int_arg(const char* name, std::int64_t dflt) const;
   // A collective's kind, group and attributes as the sharded captures record them, under
   // the same argument names for every frontend (collective, size, group, ranks_per_domain,
-  // reduction, axis, concat_axis, peer, root); a send or recv runs between a pair (group
-  // size 2, the IR's rule). `recorded_under` names what the capture records them under,
+  // replica_groups, eager, reduction, axis, concat_axis, peer, root); a send or recv runs
+  // between a pair (group size 2, the IR's rule). `recorded_under` names what the capture records them under,
   // for the error when they are missing.
   ir::CollectiveOp collective_args(std::string_view recorded_under) const;
   double num_arg(const char* name, double dflt) const;

@@ -272,6 +272,11 @@ struct CollectiveGroup {
   // product is ranks_per_domain.
   std::int64_t ranks_per_domain = 0;
   std::vector<std::int64_t> torus_extent;
+  // Which ranks run together, where they are not blocks of `size` consecutive ranks (a
+  // collective over an outer mesh axis, XLA's replica groups): every group's ranks, one group
+  // after another, `size` each, so {{0,2},{1,3}} is [0,2,1,3]; a rank's position in its group
+  // is its group rank. Empty: the consecutive blocks (rank r in r / size * size ...).
+  std::vector<std::int64_t> replica_groups;
   friend bool operator==(const CollectiveGroup&, const CollectiveGroup&) = default;
 };
 
@@ -283,6 +288,9 @@ struct CollectiveOp {
   std::int64_t concat_axis = 0;  // all_to_all
   std::int64_t peer = 0;         // send, recv: the other rank (the program's rank number)
   std::int64_t root = 0;         // broadcast: the group rank whose input everyone receives
+  // Issued by an eager program (torch.distributed): it runs whether or not anything reads its
+  // result, so it is never dead (a compiled program's unread collective may be dropped).
+  bool eager = false;
   friend bool operator==(const CollectiveOp&, const CollectiveOp&) = default;
 };
 
