@@ -262,10 +262,34 @@ def test_quant_options_are_refused_on_a_program(tmp_path):
         assert flag in proc.stderr and "for models only" in proc.stderr
 
 
-def test_expert_weights_are_refused_not_left_at_bf16():
-    with pytest.raises(Exception, match="not modelled") as e:
+def test_mixture_experts_are_quantized_and_gathered_with_their_scales():
+    """Mixtral decode, 1 layer, batch 2 (4 routed pairs of 8 experts) under fp8: the experts
+    [8, 28672, 4096] and [8, 4096, 14336] at 1 byte with an f32 scale per expert and output
+    channel; a step reads its 4 routed experts and their scales; the router (gate) stays
+    bf16. MACs: each pair's product and each token's attention projections at f8e4m3."""
+    def analyze(quant):
+        return models.analyze_model(models.ModelRun(
+            "hf:mixtral-8x7b", phase="decode", batch=2, context=16,
+            config={"num_hidden_layers": 1}, quant=quant), OPTIONS).report.to_dict()
+
+    bf16, q = analyze(None), analyze("fp8")
+    experts, pairs, tokens = 8, 4, 2
+    expert = 2 * 14336 * 4096 + 4096 * 14336  # gate_up [28672, 4096] + down [4096, 14336]
+    expert_scales = 4 * (2 * 14336 + 4096)
+    attention = 4096 * (4096 + 1024 + 1024 + 4096)
+    attention_scales = 4 * (4096 + 1024 + 1024 + 4096)
+    act_scales = 4 * 4  # qkv's input, o's input, each expert product's two inputs
+    assert q["model"]["weight_bytes"] - bf16["model"]["weight_bytes"] == \
+        -(experts * expert + attention) + experts * expert_scales + attention_scales + act_scales
+    assert q["totals"]["bytes_fused"] - bf16["totals"]["bytes_fused"] == \
+        -(pairs * expert + attention) + pairs * expert_scales + attention_scales + act_scales
+    assert q["totals"]["macs_by_dtype"]["f8e4m3"] == pairs * expert + tokens * attention
+
+
+def test_weight_only_experts_are_refused_not_left_at_bf16():
+    with pytest.raises(Exception, match="weight-only schemes") as e:
         models.analyze_model(models.ModelRun("hf:mixtral-8x7b", phase="decode", context=16,
-                                             config={"num_hidden_layers": 1}, quant="fp8"),
+                                             config={"num_hidden_layers": 1}, quant="w4a16"),
                              OPTIONS)
     assert getattr(e.value, "exit_code", None) == 7
 

@@ -178,7 +178,8 @@ def _compressed_tensors(qc: Dict[str, Any], refuse) -> Tuple[Scheme, str]:
 
 # A decoder layer's tensor: a module numbered in a list of layers (model.layers.3.mlp...).
 _LAYER = re.compile(r"\.\d+\.")
-_NOT_LINEAR = re.compile(r"(embed|wte|wpe|lm_head|shared)")
+# Kept at the captured dtype: embeddings, the LM head, a mixture's router (its gate).
+_NOT_LINEAR = re.compile(r"(embed|wte|wpe|lm_head|(^|\.)shared\.weight$|\.gate\.weight$|router)")
 
 
 def _numel(shape) -> int:
@@ -264,7 +265,8 @@ def _linear_weight(op: Dict[str, Any], tensors) -> Optional[int]:
     return None
 
 
-def _check_coverage(g: Dict[str, Any], linears: Dict[str, List[Dict[str, Any]]]) -> None:
+def _check_coverage(g: Dict[str, Any], linears: Dict[str, List[Dict[str, Any]]],
+                    scheme: Scheme) -> set:
     """A decoder-layer weight of 2 or more dimensions is a linear's matmul operand (then
     quantized), or stays at the captured dtype as checkpoints keep it: a 2-D table a lookup
     reads (T5's relative attention bias), a parameter cast or used elementwise (Mamba's
@@ -277,7 +279,18 @@ def _check_coverage(g: Dict[str, Any], linears: Dict[str, List[Dict[str, Any]]])
     for op in g["ops"]:
         for name in op["inputs"]:
             users.setdefault(name, []).append(op)
+    from .quantize_experts import expert_weight
+
+    experts = set()
     for t in weights:
+        if expert_weight(t, users.get(t["name"], []), users):
+            if scheme.act is None:
+                raise user_error(f"quantization: {t['name']} holds a layer's experts: "
+                                 f"weight-only schemes ({scheme.name}) are not modelled for "
+                                 "experts (a dequantization per routed copy would overcount "
+                                 "the work); the W8A8 and W4A4 schemes are", "unsupported")
+            experts.add(t["name"])
+            continue
         for op in users.get(t["name"], []):
             if op in linears.get(t["name"], []):
                 continue
@@ -294,6 +307,7 @@ def _check_coverage(g: Dict[str, Any], linears: Dict[str, List[Dict[str, Any]]])
             raise user_error(f"quantization: {t['name']} ({len(t['shape'])} dims) is read "
                              f"by {what}, not by a linear layer's matmul: quantizing it is "
                              "not modelled", "unsupported")
+    return experts
 
 
 def quantize_graph(g: Dict[str, Any], scheme: Optional[Scheme], kv_dtype: Optional[str]
@@ -309,8 +323,8 @@ def quantize_graph(g: Dict[str, Any], scheme: Optional[Scheme], kv_dtype: Option
         pos = _linear_weight(op, tensors)
         if pos is not None and scheme is not None:
             linears.setdefault(op["inputs"][pos], []).append(op)
-    if scheme is not None:
-        _check_coverage(g, linears)
+    experts = _check_coverage(g, linears, scheme) if scheme is not None else set()
+    expert_done: Dict[str, Any] = {}
     weight_done: Dict[str, Dict[str, str]] = {}
     act_done: Dict[Tuple[str, str], str] = {}
     kv_inputs = _kv_inputs(g, kv_dtype)
@@ -321,6 +335,15 @@ def quantize_graph(g: Dict[str, Any], scheme: Optional[Scheme], kv_dtype: Option
         if pos is not None:
             _linear(gr, op, pos, scheme, weight_done, act_done, producer, groups, origin)
             continue
+        if experts:
+            from .quantize_experts import expert_linear, gather_experts
+
+            if op["kind"] == "move" and op.get("move") == "gather" and \
+                    op["inputs"][0] in experts:
+                gather_experts(gr, op, scheme, groups, expert_done)
+                continue
+            if op["kind"] == "einsum" and expert_linear(gr, op, scheme, groups, expert_done):
+                continue
         if kv_inputs:
             _kv_op(gr, op, kv_inputs, kv_f8, kv_dtype, groups, origin)
         gr.ops.append(op)
