@@ -11,6 +11,7 @@ from typing import Any, Iterator
 
 from .atomic_write import write_atomically
 from .html import compact
+from .report_distributed import distributed_block
 
 # Counts (docs/report-json.md, "Conventions") are JSON integers up to 64 bits and decimal
 # strings beyond; Python's int is exact at any size, so a Report gives ints for them all.
@@ -219,11 +220,14 @@ class Report(Record):
 
     def table(self, top: int = 10, by: str = "module", depth: int = 3) -> str:
         """The readable table, as `solar analyze` prints it, followed by a short block for
-        each attached `validation` / `crosscheck` section. by: the breakdown after the
-        device tables, "module" (the module tree down to `depth`; the top ops when no op
+        each attached `distributed` / `validation` / `crosscheck` section. by: the breakdown
+        after the device tables, "module" (the module tree down to `depth`; the top ops when no op
         names a module), "line" (source lines) or "op" (the top ops)."""
         text = _with_mode_line(self._analysis.table(top, by, depth), self._program.get("mode"))
-        blocks = [b for b in (_validation_block(self._sections.get("validation")),
+        dist = self._sections.get("distributed")
+        blocks = [b for b in (distributed_block(dist, json.loads(self.to_json(None)) if dist
+                                                else {}),
+                              _validation_block(self._sections.get("validation")),
                               _crosscheck_block(self._sections.get("crosscheck"))) if b]
         if not blocks:
             return text
