@@ -4,10 +4,10 @@ forward all-gathers each layer's weight before it runs (FSDP2's copy-in,
 `_allgather_base_`, copy-out), the backward gathers them again and reduce-scatters their
 gradients (`chunk_cat`, `_reduce_scatter_base_`). Per rank, on B/N samples:
 5 * (B/N) * D * H MACs (two forward matmuls, three backward: no gradient for the inputs);
-all-gathers of 3 * D * H * 4 bytes (both weights in the forward, the down projection's again
-in the backward; the up projection's backward gather feeds nothing, since no input gradient
-is taken, and is not counted: docs/distributed.md) and reduce-scatters of 2 * D * H * 4
-bytes (the whole gradients).
+all-gathers of 4 * D * H * 4 bytes (both weights in the forward and again in the backward,
+as reshard_after_forward=True does; the up projection's backward gather feeds nothing, since
+no input gradient is taken, but FSDP2 issues it, so it runs and is counted:
+docs/distributed.md) and reduce-scatters of 2 * D * H * 4 bytes (the whole gradients).
 
     solar analyze examples/distributed/torch_fsdp_step.py
 """

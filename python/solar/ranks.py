@@ -94,15 +94,10 @@ def validate_ranks(res: Dict[str, Any], lowered) -> Dict[str, Any]:
     (`lowered`: (graph, _, trace ids) per rank) run together by the executor
     (solar.run_ranks, collectives exchanging buffers) on each rank's inputs, every rank's
     outputs compared with what the framework's own run gave that rank (`res`: inputs,
-    expected, output_ids and strided groups per rank, as the frontends collect them)."""
+    expected and output_ids per rank, as the frontends collect them)."""
     import numpy as np  # a validation only: the command line starts without NumPy
     section: Dict[str, Any] = {"status": "failed", "tool": "solar executor (run_ranks)",
                                "seed": 0, "ranks": len(lowered), "outputs": []}
-    if res["strided"]:
-        section["reason"] = ("the executor runs groups of consecutive ranks only; collectives "
-                             "over the outer mesh axes " + ", ".join(res["strided"]) +
-                             " are not executable")
-        return section
     for graph, _, _ in lowered:
         bad = [op for op in graph.ops if op.kind == _core.OpKind.unanalyzed]
         if bad:

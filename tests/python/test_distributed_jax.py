@@ -133,7 +133,9 @@ def test_axis_index_and_a_psum_over_two_axes_on_a_2x2_mesh(tmp_path):
     assert rep["validation"]["status"] == "passed", rep["validation"].get("reason")
 
 
-def test_a_collective_over_an_outer_axis_is_analyzed_but_not_executed(tmp_path):
+def test_a_psum_over_the_outer_axis_of_a_2x2_mesh_validates(tmp_path):
+    # dp is the outer axis: its groups are ranks {0, 2} and {1, 3}, not consecutive blocks,
+    # so the collective carries its replica groups and the executor runs those.
     p = _program(tmp_path, """\
         import jax
         import numpy as np
@@ -149,9 +151,27 @@ def test_a_collective_over_an_outer_axis_is_analyzed_but_not_executed(tmp_path):
             return [np.ones((4, 4), np.float32)]
         """)
     rep = _analyze(p, validate=True)
-    assert rep["totals"]["comm_bytes_by_kind"] == {"all_reduce": 2 * 2 * F32}
-    assert rep["validation"]["status"] == "failed"
-    assert "outer mesh axes dp" in rep["validation"]["reason"]
+    assert rep["totals"]["comm_bytes_by_kind"] == {"all_reduce": 2 * 2 * F32}  # a 2 x 2 block
+    assert rep["validation"]["status"] == "passed", rep["validation"].get("reason")
+    assert {o["rank"] for o in rep["validation"]["outputs"]} == {0, 1, 2, 3}
+
+
+def test_the_executor_runs_replica_groups_that_are_not_blocks():
+    """Ranks {0, 2} and {1, 3} all-gather: each group's inputs in its listed order."""
+    def gather():
+        return solar.parse_graph("x = f32[1] input\ny = f32[2]{output} collective all_gather "
+                                 "{size=2, replica_groups=[2,0,1,3], axis=0} (x)\n")
+    xs = [np.full(1, r, np.float32) for r in range(4)]
+    outs = solar.run_ranks([gather() for _ in range(4)], [{"x": x} for x in xs])
+    for r, want in [(0, [2, 0]), (2, [2, 0]), (1, [1, 3]), (3, [1, 3])]:
+        np.testing.assert_array_equal(outs[r]["y"], np.array(want, np.float32))
+    bad = solar.parse_graph("x = f32[1] input\ny = f32[2]{output} collective all_gather "
+                            "{size=2, replica_groups=[0,1], axis=0} (x)\n")
+    with pytest.raises(solar.UserError, match="in none of its replica_groups"):
+        solar.run_ranks([bad] * 4, [{"x": x} for x in xs])
+    with pytest.raises(solar.UserError, match="lists a rank below 0 or twice"):
+        solar.parse_graph("x = f32[1] input\ny = f32[2]{output} collective all_gather "
+                          "{size=2, replica_groups=[0,0], axis=0} (x)\n")
 
 
 def test_ops_outside_the_shard_map_are_refused(tmp_path):
@@ -256,6 +276,22 @@ def test_mesh_links_put_the_named_axis_on_its_link(tmp_path):
     assert {link for _, _, link in _links(rep)} == {"scale_out"}
 
 
+def test_the_text_report_shows_the_distributed_section_per_collective_and_link():
+    rep = analyze_file(str(DIST / "jax_tp_mlp.py"), ProgramOptions(
+        archs=[], system="2xH100_SXM", nodes=2, crosscheck=False, cache_aware=False)).report
+    text = rep.table()
+    n = _constants("jax_tp_mlp.py")["DEVICES"]
+    assert f"Distributed (shard_map route): {n} ranks, mesh tp={n}" in text
+    assert "mesh axis tp rides scale-up+scale-out" in text
+    assert f"all_reduce over tp ({n} ranks)" in text
+    # One line per link the all-reduce rides, as the JSON's op links.
+    (op,) = [o for o in rep["ops"] if o["class"] == "collective"]
+    for t in op["links"]["H100_SXM"]:
+        assert f"H100_SXM {t['link']:<9} " in text
+    # The system section (overlapped and not) precedes it.
+    assert text.index("overlapped") < text.index("Distributed (")
+
+
 def test_mesh_links_refusals(tmp_path):
     p = _program(tmp_path, MESH_2X2)
     with pytest.raises(solar.UserError, match="not an axis of the mesh"):
@@ -343,15 +379,34 @@ def test_jit_example_collectives_are_xlas_kind_by_kind_and_byte_for_byte():
     _check_complete(rep)
     dist = rep["distributed"]
     assert dist["route"] == "hlo" and dist["mesh"] == {"dp": dp, "tp": tp}
-    assert rep["totals"]["macs"] == 2 * b * d * h // (dp * tp)  # the global MLP's over DP x TP
-    # One all-reduce over tp of the partial (B/DP) x D output, as in XLA's partitioned HLO.
-    assert rep["totals"]["comm_bytes_by_kind"] == {"all_reduce": b // dp * d * F32}
+    # The training step's five matmuls (two forward; dH, dW2, dW1 backward) over DP x TP.
+    assert rep["totals"]["macs"] == 5 * b * d * h // (dp * tp)
+    # Forward: the partial (B/DP) x D output over tp; the loss's partial sum over dp (one
+    # f32); backward: each weight's partial gradient, D x H/TP, over dp.
+    assert rep["totals"]["comm_bytes_by_kind"] == {
+        "all_reduce": b // dp * d * F32 + F32 + 2 * d * h // tp * F32}
+    groups = sorted((op["group"], op["comm_bytes"]) for op in rep["ops"]
+                    if op["class"] == "collective")
+    assert groups == sorted([("tp", b // dp * d * F32), ("dp", F32)]
+                            + [("dp", d * h // tp * F32)] * 2)
+    assert rep["totals"]["comm_bytes_by_kind"] == _xla_bytes(dist["hlo_collectives"])
+    # dp is the outer mesh axis: its all-reduces run over replica groups {0,2} and {1,3}.
+    assert rep["validation"]["status"] == "passed", rep["validation"].get("reason")
+
+
+def _xla_bytes(hlo_collectives, rank=0):
+    """XLA's collectives of `rank` by Solar's kind: a collective-permute is a send and a recv
+    (for the ranks in its source-target pairs)."""
     xla: dict = {}
-    for coll in dist["hlo_collectives"]:
+    for coll in hlo_collectives:
+        if coll["kind"] == "collective-permute":
+            for kind, at in (("send", 0), ("recv", 1)):
+                if any(p[at] == rank for p in coll["pairs"]):
+                    xla[kind] = xla.get(kind, 0) + coll["bytes"]
+            continue
         kind = coll["kind"].replace("-", "_")
         xla[kind] = xla.get(kind, 0) + coll["bytes"]
-    assert rep["totals"]["comm_bytes_by_kind"] == xla
-    assert rep["validation"]["status"] == "passed", rep["validation"].get("reason")
+    return xla
 
 
 JIT_MATMUL = """\
@@ -389,10 +444,51 @@ def test_an_evenly_sharded_jit_matmul_has_the_global_macs_over_n(tmp_path, a_spe
     assert rep["validation"]["status"] == "passed", rep["validation"].get("reason")
 
 
-def test_a_jit_program_xla_reshards_is_refused(tmp_path):
-    src = (JIT_MATMUL.replace("A_SPEC", 'P("x", None)').replace("B_SPEC", "P()")
-           .replace("OUT_SPEC", "P()"))  # the row blocks gathered: an all-gather
-    with pytest.raises(solar.UnsupportedError, match="collectives that reshard are not read"):
+RESHARD = """\
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    DEVICES = 4
+    M, N = 16, 8
+    mesh = Mesh(np.array(jax.devices()[:DEVICES]), ("x",))
+    forward = jax.jit(FN, in_shardings=NamedSharding(mesh, IN_SPEC),
+                      out_shardings=NamedSharding(mesh, OUT_SPEC))
+
+    def get_inputs():
+        return [np.arange(M * N, dtype=np.float32).reshape(M, N)]
+    """
+M_R, N_R, DEV_R = 16, 8, 4  # RESHARD's sizes
+
+
+@pytest.mark.parametrize("fn, in_spec, out_spec, comm", [
+    # Row blocks gathered whole: an all-gather of the whole M x N result.
+    ("jnp.sin", 'P("x", None)', "P()", {"all_gather": M_R * N_R * F32}),
+    # Rows to columns: an all-to-all of the rank's M/4 x N block.
+    ("jnp.sin", 'P("x", None)', 'P(None, "x")', {"all_to_all": M_R // DEV_R * N_R * F32}),
+    # Reversed rows: each block goes to the mirror rank (rank 0 <-> 3), a collective-permute.
+    ("lambda x: x[::-1]", 'P("x", None)', 'P("x", None)',
+     {"send": M_R // DEV_R * N_R * F32, "recv": M_R // DEV_R * N_R * F32}),
+    # A sum over the sharded columns, its result split over rows: this CPU backend
+    # all-reduces the whole M-vector and each rank keeps its block (no reduce-scatter).
+    ("lambda x: jnp.sum(x, axis=1)", 'P(None, "x")', 'P("x")', {"all_reduce": M_R * F32}),
+])
+def test_jit_reshards_of_results_are_xlas_collectives(tmp_path, fn, in_spec, out_spec, comm):
+    src = RESHARD.replace("FN", fn).replace("IN_SPEC", in_spec).replace("OUT_SPEC", out_spec)
+    rep = _analyze(_program(tmp_path, src), validate=True)
+    _check_complete(rep)
+    assert rep["totals"].get("comm_bytes_by_kind", {}) == comm
+    assert comm == _xla_bytes(rep["distributed"]["hlo_collectives"])
+    assert rep["validation"]["status"] == "passed", rep["validation"].get("reason")
+
+
+def test_a_jit_program_xla_reshards_inside_is_refused(tmp_path):
+    # jnp.roll over the sharded rows: XLA permutes a boundary row between ranks before the
+    # concatenation, inside the program; the rank traced at its local shapes cannot follow.
+    src = (RESHARD.replace("FN", "lambda x: jnp.roll(x, 1, axis=0)")
+           .replace("IN_SPEC", 'P("x", None)').replace("OUT_SPEC", 'P("x", None)'))
+    with pytest.raises(solar.UnsupportedError, match="collective-permute .* reshards no result"):
         _analyze(_program(tmp_path, src))
 
 

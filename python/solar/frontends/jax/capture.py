@@ -111,7 +111,7 @@ def capture(fn, *args, values: Optional[bool] = None, name: Optional[str] = None
         w = Walker(rec, raises, unroll or mesh_rank is not None)
         rank = None
         if mesh_rank is not None:
-            rank = dataclasses.replace(mesh_rank, inside=False, done=False, strided_groups=[])
+            rank = dataclasses.replace(mesh_rank, inside=False, done=False)
             w.mesh_rank = rank
         # Arrays the program closes over (its parameters, when forward() closes over them)
         # are weights named by position.

@@ -43,9 +43,6 @@ class MeshRank:
     out_specs: Tuple[Any, ...] = ()
     inside: bool = False  # walking the shard_map body
     done: bool = False  # the shard_map was walked
-    # Groups whose ranks are not consecutive (a collective over an outer mesh axis): the
-    # executor runs consecutive groups only, so validation refuses a program with one.
-    strided_groups: List[str] = dataclasses.field(default_factory=list)
 
     def coords(self, rank: Optional[int] = None) -> Dict[str, int]:
         idx = np.unravel_index(self.rank if rank is None else rank, self.axis_sizes)
@@ -70,6 +67,17 @@ class MeshRank:
             c[a] = position % sizes[a]
             position //= sizes[a]
         return int(np.ravel_multi_index([c[a] for a in self.axis_names], self.axis_sizes))
+
+    def replica_groups(self, axes: Sequence[str]) -> List[int]:
+        """Every group over `axes`, one after another (the IR's replica_groups): the ranks
+        that differ only along `axes`, each group in its position order along them."""
+        n = math.prod(self.axis_sizes)
+        groups: Dict[Tuple[int, ...], List[int]] = {}
+        for r in range(n):
+            other = MeshRank(r, self.devices, self.axis_names, self.axis_sizes)
+            key = tuple(v for a, v in other.coords().items() if a not in axes)
+            groups.setdefault(key, [0] * self.extent(axes))[other.position(axes)] = r
+        return [r for key in sorted(groups) for r in groups[key]]
 
     def consecutive(self, axes: Sequence[str]) -> bool:
         """Whether the group over `axes` is a block of consecutive ranks (axes of extent 1
@@ -208,10 +216,10 @@ def _unsupported(walker, eqn, ins, reason: str):
 
 
 def _group(mr: MeshRank, axes: Sequence[str]) -> Dict[str, Any]:
-    name = ",".join(axes)
-    if not mr.consecutive(axes) and name not in mr.strided_groups:
-        mr.strided_groups.append(name)
-    return {"group": name, "size": mr.extent(axes), "axes": list(axes)}
+    out = {"group": ",".join(axes), "size": mr.extent(axes), "axes": list(axes)}
+    if not mr.consecutive(axes):  # an outer mesh axis: the executor needs its ranks
+        out["replica_groups"] = mr.replica_groups(axes)
+    return out
 
 
 def _emit(walker, eqn, r, aval, axes, kind: str, **attrs) -> int:
@@ -239,6 +247,7 @@ def _ppermute(walker, eqn, r, vi, vo, axes, perm):
     dst = [int(d) for s, d in perm if int(s) == me]
     src = [int(s) for s, d in perm if int(d) == me]
     group = _group(mr, axes)
+    group.pop("replica_groups", None)  # a send or recv names its peer
     if dst and dst[0] != me:
         r = walker.rec.ref_for_literal(r, vi.aval)
         walker.rec.emit("ppermute", [r], [vi.aval], {},

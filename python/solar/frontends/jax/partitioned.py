@@ -7,10 +7,11 @@ name (docs/distributed.md, "jit shardings").
 
 This route reads the collectives that complete a sharded computation in place (an
 all-reduce of partial sums after a contraction over a sharded dimension, the shape of that
-equation's local result). A collective that reshards (all-gather, reduce-scatter,
-all-to-all, collective-permute inserted to move data between layouts), or one whose
-equation is not found, is refused with its kind, op_name and line: the local trace would not
-compute what XLA's partitioned program computes.
+equation's local result), and those that reshard the program's results to its out_shardings
+(reshard.py: all-gather, all-to-all, collective-permute, reduce-scatter). A collective that
+reshards a value inside the program, or one whose equation or result is not found, is
+refused with its kind, op_name and line: the local trace would not compute what XLA's
+partitioned program computes.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .collectives import _group, refused
+from .reshard import RESHARDS, attach_reshards
 
 _COLLECTIVE = re.compile(
     r"^\s*(?:ROOT )?%(?P<name>\S+) = (?P<shape>\(.*?\)|\S+) (?P<kind>all-reduce|all-gather|"
@@ -65,9 +67,10 @@ def _metadata(rest: str, frames: Dict[int, int]) -> Tuple[str, int]:
             frames.get(int(frame.group(1)), 0) if frame else 0)
 
 
-def _groups(rest: str, n: int) -> List[List[int]]:
-    """replica_groups as lists of device positions ({{0,1},{2,3}} or the iota form
-    [G,S]<=[dims]T(perm)); none: every device in one group."""
+def _groups(rest: str, n: int) -> Optional[List[List[int]]]:
+    """replica_groups as lists of device positions ({{0,1},{2,3}}, the iota form
+    [G,S]<=[dims]T(perm), or the mesh-axes form mesh['a'=2,'b'=2] {'a'}); no replica_groups:
+    every device in one group; a form not read: None."""
     m = re.search(r"replica_groups=\{(\{[\d,]*\}(?:,\{[\d,]*\})*)\}", rest)
     if m:
         return [[int(x) for x in g.split(",") if x] for g in re.findall(r"\{([\d,]*)\}",
@@ -79,17 +82,38 @@ def _groups(rest: str, n: int) -> List[List[int]]:
         if m.group(4):
             ids = ids.transpose([int(x) for x in m.group(4).split(",")])
         return ids.reshape(int(m.group(1)), int(m.group(2))).tolist()
-    return [list(range(n))]
+    m = re.search(r"replica_groups=mesh\[(?P<axes>[^\]]*)\] \{(?P<over>[^}]*)\}(?P<after>\S*)",
+                  rest)
+    if m:
+        # The devices numbered row-major over the mesh's axes; a group: the devices that
+        # differ only along the named axes.
+        axes = re.findall(r"^'([^']+)'=(\d+)$", "\n".join(m.group("axes").split(",")), re.M)
+        over = re.findall(r"'([^']+)'", m.group("over"))
+        names = [a for a, _ in axes]
+        if (len(axes) != len(m.group("axes").split(",")) or m.group("after").strip(",")
+                or not set(over) <= set(names) or len(over) != len(m.group("over").split(","))):
+            return None  # sub-axes or a device order not read: refused by the caller
+        sizes = [int(s) for _, s in axes]
+        ids = np.arange(math.prod(sizes)).reshape(sizes)
+        keep = [names.index(a) for a in over]
+        rest_axes = [k for k in range(len(names)) if k not in keep]
+        ids = ids.transpose(rest_axes + keep)
+        return ids.reshape(-1, math.prod(sizes[k] for k in keep)).tolist()
+    if "replica_groups=" in rest and "replica_groups={}" not in rest:
+        return None
+    return [list(range(n))]  # none or {}: every device in one group
 
 
 def _reduction(hlo: str, rest: str) -> Optional[str]:
     m = re.search(r"to_apply=%(\S+?)[,\s]", rest + " ")
     if not m:
         return None
-    body = hlo.split(f"%{m.group(1)} (", 1)
+    body = hlo.split(f"\n%{m.group(1)} (", 1)
     if len(body) < 2:
         return None
-    for line in body[1].split("}", 1)[0].splitlines():
+    for line in body[1].splitlines()[1:]:  # the computation's lines, up to its closing brace
+        if line.strip() == "}":
+            break
         r = _ROOT.match(line)
         if r:
             return _REDUCTIONS.get(r.group("op"))
@@ -119,11 +143,24 @@ def read_collectives(hlo: str, devices: int) -> List[Dict[str, Any]]:
                 rest = m.group("rest")
             op_name, src = _metadata(rest, frames)
             shape = [int(d) for d in dims.split(",") if d]
-            out.append({"kind": m.group("kind"), "reduction": _reduction(hlo, m.group("rest")),
-                        "dtype": dtype, "shape": shape,
-                        "bytes": math.prod(shape) * _BYTES.get(dtype, 4),
-                        "groups": _groups(m.group("rest"), devices), "op_name": op_name,
-                        "line": src})
+            kind = m.group("kind")
+            dim = re.search(r"dimensions=\{(\d+)\}", m.group("rest"))
+            pairs = re.search(r"source_target_pairs=\{((?:\{\d+,\d+\},?)*)\}", m.group("rest"))
+            groups = _groups(m.group("rest"), devices)
+            entry = {"kind": kind, "reduction": _reduction(hlo, m.group("rest")),
+                     "dtype": dtype, "shape": shape,
+                     "bytes": math.prod(shape) * _BYTES.get(dtype, 4),
+                     "groups": groups, "op_name": op_name, "line": src,
+                     "instruction": m.group("name"),
+                     "dimension": int(dim.group(1)) if dim else None}
+            if kind == "collective-permute":
+                entry["pairs"] = [[int(a), int(b)] for a, b in
+                                  re.findall(r"\{(\d+),(\d+)\}", pairs.group(1))] \
+                    if pairs else []
+                entry["groups"] = [list(p) for p in entry["pairs"]] or None
+            if kind == "reduce-scatter" and groups:
+                entry["bytes"] *= len(groups[0])  # the payload: each rank's whole input
+            out.append(entry)
     return out
 
 
@@ -164,10 +201,15 @@ def reduces_sharded(local: Dict[str, Any], whole: Optional[Dict[str, Any]], k: i
 
 def attach(trace: Dict[str, Any], output_ids: List[Optional[int]],
            collectives: List[Dict[str, Any]], mesh_rank, path: str,
-           whole: Optional[Dict[str, Any]] = None) -> List[Optional[int]]:
-    """Inserts each collective after the trace op it belongs to (same primitive, source line
+           whole: Optional[Dict[str, Any]] = None,
+           out_shapes: Optional[Sequence[Optional[Sequence[int]]]] = None,
+           out_blocks: Optional[Sequence[Optional[Sequence[Tuple[int, int]]]]] = None
+           ) -> List[Optional[int]]:
+    """Inserts each all-reduce after the trace op it belongs to (same primitive, source line
     and local result shape; of several, the first that reduces over a sharded dimension, as
-    the program traced whole, `whole`, tells), its consumers reading its result; returns the
+    the program traced whole, `whole`, tells), its consumers reading its result, then the
+    collectives that reshard results (reshard.py: out_shapes and out_blocks are each
+    output's block shape under its out sharding and this rank's block of it); returns the
     new output ids."""
     ops = trace["ops"]
     if whole is not None and [o["op"] for o in whole["ops"]] != [o["op"] for o in ops]:
@@ -176,11 +218,14 @@ def attach(trace: Dict[str, Any], output_ids: List[Optional[int]],
     used = set()
     for c in collectives:
         where = f"{path}:{c['line']}: " if c["line"] else f"{path}: "
-        if c["kind"] != "all-reduce" or c["reduction"] is None:
-            raise refused(f"{where}XLA's partitioner inserted a {c['kind']} ({c['op_name']}, "
-                          f"{c['dtype']}{c['shape']}): collectives that reshard are not read "
-                          "yet (only all-reduces completing a sharded contraction are); write "
-                          "the program with shard_map (docs/distributed.md)")
+        if c["kind"] in RESHARDS:
+            continue  # after the all-reduces, on the results (reshard.py)
+        if c["reduction"] is None:
+            raise refused(f"{where}XLA's partitioner inserted an all-reduce ({c['op_name']}, "
+                          f"{c['dtype']}{c['shape']}) whose reduction is not read")
+        if c["groups"] is None:
+            raise refused(f"{where}an all-reduce ({c['op_name']}, {c['dtype']}{c['shape']}) "
+                          "over replica groups in a form not read")
         prim = c["op_name"].rsplit("/", 1)[-1]
         cands = [k for k, op in enumerate(ops)
                  if k not in used and op["op"] == f"jax::{prim}" and op.get("line") == c["line"]
@@ -224,4 +269,8 @@ def attach(trace: Dict[str, Any], output_ids: List[Optional[int]],
             new_ops.append(new)
             rename[src] = t["id"]
     trace["ops"] = new_ops
-    return [rename.get(o, o) if o is not None else None for o in output_ids]
+    outs = [rename.get(o, o) if o is not None else None for o in output_ids]
+    n = len(outs)
+    return attach_reshards(trace, outs, collectives, mesh_rank, path,
+                           out_shapes if out_shapes is not None else [None] * n,
+                           out_blocks if out_blocks is not None else [None] * n)

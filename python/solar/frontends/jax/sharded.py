@@ -41,7 +41,7 @@ def child_env(devices: int) -> Dict[str, str]:
 def run_child(path: str, devices: int, validate: bool, overrides: Dict[str, str],
               unroll_cap: Optional[int] = None) -> Dict[str, Any]:
     """Captures the ranks (and with validate runs JAX) in a fresh process; returns its
-    result: `traces`, `notes`, `output_ids`, `strided`, `mesh`, and with validate `inputs`
+    result: `traces`, `notes`, `output_ids`, `mesh`, and with validate `inputs`
     and `expected` (per rank, name or output index -> array)."""
     if not 1 <= devices <= MAX_DEVICES:
         raise user_error(f"{path}: DEVICES = {devices}: a sharded program declares 1 to "

@@ -51,7 +51,7 @@ def _child(path: str, devices: int, out: str, validate: bool, overrides: Dict[st
     mr = caps[0].mesh_rank
     result: Dict[str, Any] = {
         "traces": [c.trace for c in caps], "notes": caps[0].notes,
-        "output_ids": [c.output_ids for c in caps], "strided": mr.strided_groups,
+        "output_ids": [c.output_ids for c in caps],
         "mesh": dict(zip(mr.axis_names, mr.axis_sizes))}
     if validate:
         inputs, expected = {}, {}
@@ -104,6 +104,9 @@ def _partitioned(prog, path: str, devices: int, out: str, validate: bool,
                         unroll=True).trace
     caps, inputs, expected = [], {}, {}
     flat_out = (jax.tree_util.tree_leaves(jitted(*args)) if validate else [])
+    out_global = [tuple(o.shape) for o in jax.tree_util.tree_leaves(jax.eval_shape(jitted, *args))]
+    out_shapes = [list(s.shard_shape(g)) if hasattr(s, "shard_shape") else None
+                  for s, g in zip(out_sh, out_global)]
     for r in range(devices):
         local = []
         for x, s in zip(leaves, in_sh):
@@ -117,7 +120,12 @@ def _partitioned(prog, path: str, devices: int, out: str, validate: bool,
         c = pg._capture(rank_prog, path, values=None, unroll_cap=unroll_cap, unroll=True)
         mr = MeshRank(r, devices, tuple(str(a) for a in mesh.axis_names),
                       tuple(int(n) for n in mesh.devices.shape))
-        c.output_ids = partitioned.attach(c.trace, c.output_ids, colls, mr, path, whole)
+        blocks = []  # this rank's (start, stop) per dimension of each output
+        for s, g in zip(out_sh, out_global):
+            idx = s.devices_indices_map(g)[order[r]]
+            blocks.append([sl.indices(n)[:2] for sl, n in zip(idx, g)])
+        c.output_ids = partitioned.attach(c.trace, c.output_ids, colls, mr, path, whole,
+                                          out_shapes, blocks)
         c.mesh_rank = mr
         caps.append(c)
         if validate:
@@ -130,9 +138,9 @@ def _partitioned(prog, path: str, devices: int, out: str, validate: bool,
                     expected[f"{r}/{k}"] = pg._executor_array(np.asarray(value)[idx])
     result: Dict[str, Any] = {
         "route": "hlo", "traces": [c.trace for c in caps], "notes": caps[0].notes,
-        "output_ids": [c.output_ids for c in caps], "strided": caps[0].mesh_rank.strided_groups,
+        "output_ids": [c.output_ids for c in caps],
         "mesh": dict(zip(caps[0].mesh_rank.axis_names, caps[0].mesh_rank.axis_sizes)),
-        "hlo_collectives": [{k: v for k, v in c.items() if k != "groups"} | {
+        "hlo_collectives": [{k: v for k, v in c.items() if k not in ("groups", "instruction")} | {
             "group_size": len(c["groups"][0])} for c in colls]}
     if validate:
         np.savez(os.path.join(out, "inputs.npz"), **inputs)

@@ -137,8 +137,15 @@ def collective_args(func, args, kwargs) -> Optional[Dict[str, Any]]:
     kind, group_arg, reduce_arg = spec
     named = _bind(func, args, kwargs)
     pg = _process_group(named.get(group_arg))
+    # eager: the program issues it whether or not anything reads its result (FSDP2's backward
+    # re-gather of a weight only an input gradient would read): never dead (cost.md).
     out: Dict[str, Any] = {"collective": kind, "group": group_label(pg), "size": int(pg.size()),
-                           "ranks": group_ranks(pg)}
+                           "ranks": group_ranks(pg), "eager": 1}
+    n, ranks = len(out["ranks"]), out["ranks"]
+    if ranks and (ranks != list(range(ranks[0], ranks[0] + n)) or ranks[0] % n):
+        # Not a block of consecutive ranks (an outer mesh dimension): the executor runs the
+        # group's own ranks, in group order (the IR's replica_groups, this rank's group).
+        out["replica_groups"] = list(ranks)
     if reduce_arg is not None:
         r = named.get(reduce_arg)
         if isinstance(r, torch.ScriptObject):

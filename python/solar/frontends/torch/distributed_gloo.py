@@ -80,28 +80,12 @@ def run_gloo(path: str, devices: int, overrides: Dict[str, str]) -> List[Dict[st
         return results
 
 
-def strided_groups(traces: List[Dict[str, Any]]) -> List[str]:
-    """The groups whose ranks are not a block of consecutive ranks (the executor's model)."""
-    out: List[str] = []
-    for t in traces:
-        for op in t["ops"]:
-            a = op["args"]
-            ranks = a.get("ranks") if "collective" in a else None
-            if not ranks:
-                continue
-            n = len(ranks)
-            if (ranks != list(range(ranks[0], ranks[0] + n)) or ranks[0] % n) and \
-                    a["group"] not in out:
-                out.append(a["group"])
-    return out
-
-
 def validate_ranks(path: str, devices: int, traces: List[Dict[str, Any]],
                    returned: List[List[int]], options: Any) -> Dict[str, Any]:
     """The `validation` section: each rank's graph fed its inputs and parameter shards from
     the gloo run, the ranks executed together, their outputs compared with the run's."""
     runs = run_gloo(path, devices, options.overrides or {})
-    res: Dict[str, Any] = {"strided": strided_groups(traces), "inputs": [], "expected": [],
+    res: Dict[str, Any] = {"inputs": [], "expected": [],
                            "output_ids": returned}
     for trace, run in zip(traces, runs):
         values: Dict[str, np.ndarray] = {}
