@@ -318,6 +318,35 @@ TEST(Masks, AMaskConstantMakesTheProbabilitiesDeadAsMinusInfinityDoes) {
   EXPECT_EQ(live(small, "o"), Count(kS * kS * kD));
 }
 
+TEST(Masks, ABf16FillStaysAFillThroughTheUpcastToF32) {
+  // transformers' eager attention (Gemma-2's): a bf16 additive mask of 0 and finfo(bf16).min
+  // added to the scores, cast to f32 for the softmax. bf16 -> f32 is exact, so the fill is
+  // still a fill after the cast and both contractions count key <= query.
+  ir::Graph g = ir::parse_graph(R"(
+    q = bf16[6,8,4] input
+    k = bf16[6,8,4] input
+    v = bf16[6,8,4] input
+    s = bf16[6,8,8] einsum [b=6,m=8,n=8,e=4] sum mul($0,$1) (q[b,m,e], k[b,n,e]) -> [b,m,n]
+    s4 = bf16[2,3,8,8] move view (s)
+    ones = bool[8,8] einsum [i0=8,i1=8] none 1 () -> [i0,i1]
+    keep = bool[8,8] einsum [i0=8,i1=8] none $0 (ones[i0,i1]) -> [i0,i1] where i0 - i1 >= 0
+    zero = bf16[] einsum [] none 0 () -> []
+    fill = bf16[] einsum [] none -3.3895313892515355e+38 () -> []
+    bias = bf16[8,8] einsum [i0=8,i1=8] none select($0,$1,$2) (keep[i0,i1], zero[], fill[]) -> [i0,i1]
+    y = bf16[2,3,8,8] einsum [i0=2,i1=3,i2=8,i3=8] none add($0,$1) (s4[i0,i1,i2,i3], bias[i2,i3]) -> [i0,i1,i2,i3]
+    y32 = f32[2,3,8,8] move cast (y)
+    mx = f32[2,3,8,1] einsum [i0=2,i1=3,i2=8,r3=8] max $0 (y32[i0,i1,i2,r3]) -> [i0,i1,i2,0]
+    ex = f32[2,3,8,8] einsum [i0=2,i1=3,i2=8,i3=8] none exp(sub($0,$1)) (y32[i0,i1,i2,i3], mx[i0,i1,i2,0]) -> [i0,i1,i2,i3]
+    sm = f32[2,3,8,1] einsum [i0=2,i1=3,i2=8,r3=8] sum $0 (ex[i0,i1,i2,r3]) -> [i0,i1,i2,0]
+    p = f32[2,3,8,8] einsum [i0=2,i1=3,i2=8,i3=8] none div($0,$1) (ex[i0,i1,i2,i3], sm[i0,i1,i2,0]) -> [i0,i1,i2,i3]
+    p16 = bf16[2,3,8,8] move cast (p)
+    p3 = bf16[6,8,8] move view (p16)
+    o = bf16[6,8,4]{output} einsum [b=6,m=8,k=8,n=4] sum mul($0,$1) (p3[b,m,k], v[b,k,n]) -> [b,m,n])");
+  recognize_masks(g);
+  EXPECT_EQ(live(g, "s"), Count(kB * kH * kCausal * kD));
+  EXPECT_EQ(live(g, "o"), Count(kB * kH * kCausal * kD));
+}
+
 TEST(Masks, ACausalMaskAndAnInputMaskKeepTheCausalHalf) {
   // keep = tril & pad (pad a program input): keep is 0 above the diagonal whatever pad
   // holds, so the scores there are never read. A row pad empties has no live key: its
