@@ -470,6 +470,10 @@ M_R, N_R, DEV_R = 16, 8, 4  # RESHARD's sizes
     # Reversed rows: each block goes to the mirror rank (rank 0 <-> 3), a collective-permute.
     ("lambda x: x[::-1]", 'P("x", None)', 'P("x", None)',
      {"send": M_R // DEV_R * N_R * F32, "recv": M_R // DEV_R * N_R * F32}),
+    # Two results of one shape, the second reversed: the permute goes to the one its
+    # op_name names (rev), not to the first that fits.
+    ("lambda x: (jnp.sin(x), x[::-1])", 'P("x", None)', 'P("x", None)',
+     {"send": M_R // DEV_R * N_R * F32, "recv": M_R // DEV_R * N_R * F32}),
     # A sum over the sharded columns, its result split over rows: this CPU backend
     # all-reduces the whole M-vector and each rank keeps its block (no reduce-scatter).
     ("lambda x: jnp.sum(x, axis=1)", 'P(None, "x")', 'P("x")', {"all_reduce": M_R * F32}),

@@ -106,7 +106,8 @@ def attach_reshards(trace: Dict[str, Any], output_ids: List[Optional[int]],
         n = len(c["groups"][0])
         operand = _operand_shape(c)
         elements = sum(math.prod(p["shape"]) for p in pieces)
-        hit = None
+        prim = c["op_name"].rsplit("/", 1)[-1] if c["op_name"] else ""
+        fits = []
         for k, tid in enumerate(outs):
             if tid is None or k in done or out_shapes[k] is None:
                 continue
@@ -118,8 +119,12 @@ def attach_reshards(trace: Dict[str, Any], output_ids: List[Optional[int]],
             result = list(out_shapes[k]) if operand is None else list(c["shape"])
             if result != list(out_shapes[k]):
                 continue
-            hit = k
-            break
+            fits.append(k)
+        # Of several results that fit, the one whose equation op_name names (an all-gather
+        # at the program's root may have no op_name: the first that fits).
+        named = [k for k in fits if prim and producer.get(outs[k], -1) >= 0
+                 and trace["ops"][producer[outs[k]]]["op"] == f"jax::{prim}"]
+        hit = (named or fits or [None])[0]
         if hit is None:
             raise refused(f"{where}XLA's partitioner inserted {what} that reshards no result of "
                           "the program: a reshard inside the program changes the shapes the "
