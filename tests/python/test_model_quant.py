@@ -359,3 +359,30 @@ def test_a_recurrent_model_quantizes_its_linears_and_refuses_an_fp8_cache():
                                              config={"num_hidden_layers": 2},
                                              kv_dtype="fp8"), OPTIONS)
     assert getattr(e.value, "exit_code", None) == 7
+
+
+def test_deepseek_fp8_block_partial_blocks_experts_and_the_absorbed_projection():
+    """DeepSeek-V2-Lite decode (2 layers: a dense one, a mixture one; intermediate 11008 so
+    every input dim is a multiple of 128) under fp8-block: every linear's 128x128 block
+    scales, a partial last block with a scale of its own (kv_a_proj_with_mqa's 576 outputs:
+    5 blocks), the 64 experts' blocks, and MLA's absorbed kv_b_proj kept bf16."""
+    cdiv128 = lambda n, k: cdiv(n, 128) * cdiv(k, 128)  # noqa: E731
+    result = models.analyze_model(models.ModelRun(
+        "hf:deepseek-v2-lite", phase="decode", batch=2, context=16,
+        config={"num_hidden_layers": 2, "intermediate_size": 11008}, quant="fp8-block",
+        kv_dtype="fp8"), OPTIONS)
+    assert result.report.to_dict()["coverage"]["complete"]
+    groups = result.report.get_section("model")["quantization"]["groups"]
+    attention = [(16 * 192, 2048), (576, 2048), (2048, 16 * 128)]  # q, kv_a (MQA), o
+    dense = [(11008, 2048)] * 2 + [(2048, 11008)]
+    shared = [(2 * 1408, 2048)] * 2 + [(2048, 2 * 1408)]  # 2 shared experts of 1408
+    experts = [(2 * 1408, 2048), (2048, 1408)]  # x 64
+    linears = 2 * attention + dense + shared
+    elements = sum(n * k for n, k in linears) + 64 * sum(n * k for n, k in experts)
+    blocks = sum(cdiv128(n, k) for n, k in linears) + 64 * sum(cdiv128(n, k)
+                                                               for n, k in experts)
+    assert cdiv128(576, 2048) == 5 * 16
+    assert groups[0]["elements"] == groups[0]["bytes"] == elements
+    assert groups[0]["scale_bytes"] == 4 * blocks
+    absorbed = next(g for g in groups if g["group"].startswith("absorbed MLA"))
+    assert absorbed["format"] == "bf16" and absorbed["bytes"] == 2 * 16 * 256 * 512 * 2

@@ -178,6 +178,7 @@ def _compressed_tensors(qc: Dict[str, Any], refuse) -> Tuple[Scheme, str]:
 
 # A decoder layer's tensor: a module numbered in a list of layers (model.layers.3.mlp...).
 _LAYER = re.compile(r"\.\d+\.")
+_ABSORBED = re.compile(r"\.kv_b_proj\.weight$")
 # Kept at the captured dtype: embeddings, the LM head, a mixture's router (its gate).
 _NOT_LINEAR = re.compile(r"(embed|wte|wpe|lm_head|(^|\.)shared\.weight$|\.gate\.weight$|router)")
 
@@ -208,6 +209,7 @@ class Groups:
     act_scale_bytes: int = 0  # their static scales
     kv_tensors: int = 0
     kv_scale_bytes: int = 0
+    absorbed: set = dataclasses.field(default_factory=set)  # MLA kv_b_proj kept bf16
 
 
 class _Graph:
@@ -266,7 +268,7 @@ def _linear_weight(op: Dict[str, Any], tensors) -> Optional[int]:
 
 
 def _check_coverage(g: Dict[str, Any], linears: Dict[str, List[Dict[str, Any]]],
-                    scheme: Scheme) -> set:
+                    scheme: Scheme) -> Tuple[set, set]:
     """A decoder-layer weight of 2 or more dimensions is a linear's matmul operand (then
     quantized), or stays at the captured dtype as checkpoints keep it: a 2-D table a lookup
     reads (T5's relative attention bias), a parameter cast or used elementwise (Mamba's
@@ -281,7 +283,7 @@ def _check_coverage(g: Dict[str, Any], linears: Dict[str, List[Dict[str, Any]]],
             users.setdefault(name, []).append(op)
     from .quantize_experts import expert_weight
 
-    experts = set()
+    experts, absorbed = set(), set()
     for t in weights:
         if expert_weight(t, users.get(t["name"], []), users):
             if scheme.act is None:
@@ -297,6 +299,12 @@ def _check_coverage(g: Dict[str, Any], linears: Dict[str, List[Dict[str, Any]]],
             move = op.get("move") if op["kind"] == "move" else None
             contraction = op["kind"] == "einsum" and op.get("reduce") == "sum" and \
                 op.get("combine") == "mul($0,$1)"
+            if len(t["shape"]) == 2 and _ABSORBED.search(t["name"]) and move == "view":
+                # MLA's absorbed decode reads kv_b_proj per head: serving engines dequantize
+                # it to the activations' dtype when the checkpoint loads (vLLM's MLA
+                # W_UK/W_UV), so it stays bf16
+                absorbed.add(t["name"])
+                continue
             if len(t["shape"]) == 2:
                 refused = contraction or move in ("view", "permute", "slice")
             else:  # experts gathered by the tokens routed to them
@@ -307,7 +315,7 @@ def _check_coverage(g: Dict[str, Any], linears: Dict[str, List[Dict[str, Any]]],
             raise user_error(f"quantization: {t['name']} ({len(t['shape'])} dims) is read "
                              f"by {what}, not by a linear layer's matmul: quantizing it is "
                              "not modelled", "unsupported")
-    return experts
+    return experts, absorbed
 
 
 def quantize_graph(g: Dict[str, Any], scheme: Optional[Scheme], kv_dtype: Optional[str]
@@ -323,7 +331,8 @@ def quantize_graph(g: Dict[str, Any], scheme: Optional[Scheme], kv_dtype: Option
         pos = _linear_weight(op, tensors)
         if pos is not None and scheme is not None:
             linears.setdefault(op["inputs"][pos], []).append(op)
-    experts = _check_coverage(g, linears, scheme) if scheme is not None else set()
+    experts, groups.absorbed = _check_coverage(g, linears, scheme) if scheme is not None \
+        else (set(), set())
     expert_done: Dict[str, Any] = {}
     weight_done: Dict[str, Dict[str, str]] = {}
     act_done: Dict[Tuple[str, str], str] = {}
@@ -471,17 +480,35 @@ def _linear(gr: _Graph, op, pos: int, scheme: Scheme, weight_done, act_done, pro
     if op["output"][-1] != n:
         raise user_error(f"quantization: the linear {op['name']} writes its output channels "
                          "first: block scales not modelled", "unsupported")
-    nb = _split(idx[n], b, f"{op['name']}'s output dim")
+    nb = -(-idx[n] // b)  # a partial last block has a scale of its own
     g = idx[k] // b
     m = _numel([idx[i] for i in rows])
-    acc3 = gr.view(acc, [m, nb, b], origin)
     xs2 = gr.view(xs, [m, g], origin)
     out_idx = {"m": m, "nb": nb, "nr": b, "g": g}
-    y = gr.einsum(f"{base}.scaled", [acc3, xs2, w["scale"]],
-                  [["m", "nb", "nr"], ["m", "g"], ["nb", "g"] if k_dim == 1 else ["g", "nb"]],
-                  ["m", "nb", "nr"], out_idx, "mul(mul($0,$1),$2)", gr.tensors[out]["dtype"],
-                  reduce="sum", origin=origin)
-    gr.op(origin, kind="move", move="view", inputs=[y], outputs=[out])
+    ssub = ["nb", "g"] if k_dim == 1 else ["g", "nb"]
+    dtype = gr.tensors[out]["dtype"]
+    if idx[n] % b == 0:
+        acc3 = gr.view(acc, [m, nb, b], origin)
+        y = gr.einsum(f"{base}.scaled", [acc3, xs2, w["scale"]],
+                      [["m", "nb", "nr"], ["m", "g"], ssub], ["m", "nb", "nr"], out_idx,
+                      "mul(mul($0,$1),$2)", dtype, reduce="sum", origin=origin)
+        gr.op(origin, kind="move", move="view", inputs=[y], outputs=[out])
+        return
+    # N not a multiple of the block (DeepSeek's kv_a_proj_with_mqa: 576 = 4.5 x 128): the
+    # output channels past N are masked out (no work), then sliced off
+    acc2 = gr.view(acc, [m, idx[n]], origin)
+    y = gr.tensor(f"{base}.scaled", [m, nb, b], dtype)
+    gr.op(origin, kind="einsum", inputs=[acc2, xs2, w["scale"]], outputs=[y],
+          indices=[{"name": i, "extent": e} for i, e in out_idx.items()],
+          operands=[{"subscript": ["m", f"nb*{b}+nr"], "pad": 0}, {"subscript": ["m", "g"]},
+                    {"subscript": ssub}],
+          output=["m", "nb", "nr"], combine="mul(mul($0,$1),$2)", reduce="sum",
+          mask=[f"-nb*{b}-nr+{idx[n] - 1} >= 0"])
+    flat = gr.view(y, [m, nb * b], origin)
+    cut = gr.tensor(f"{base}.cut", [m, idx[n]], dtype)
+    gr.op(origin, kind="move", move="slice", inputs=[flat], outputs=[cut],
+          attrs={"starts": [0, 0], "ends": [m, idx[n]], "steps": [1, 1]})
+    gr.op(origin, kind="move", move="view", inputs=[cut], outputs=[out])
 
 
 def _epilogue(gr: _Graph, out: str, acc: str, scales, out_sub, ext, origin) -> None:
@@ -740,6 +767,13 @@ class Applied:
             out.append({"group": "kv cache", "format": _fmt(section["dtype"]),
                         "bits": BITS[_fmt(section["dtype"])], "scales": None,
                         "bytes": section["kv_cache_bytes"]})
+        if gs.absorbed:
+            kept = [self.tensors[n] for n in sorted(gs.absorbed) if n in self.tensors]
+            out.append({"group": "absorbed MLA projections (kv_b_proj, dequantized at load)",
+                        "format": kept[0]["dtype"] if kept else None,
+                        "bits": BITS[kept[0]["dtype"]] if kept else None, "scales": None,
+                        "tensors": len(kept),
+                        "bytes": sum(nbytes(t["shape"], t["dtype"]) for t in kept)})
         for group, pattern in (("embedding", r"(embed_tokens|wte|word_embeddings)\.weight$"),
                                ("lm_head", r"lm_head\.weight$")):
             row = self._bf16_group(pattern)
