@@ -169,6 +169,12 @@ def test_the_executor_runs_replica_groups_that_are_not_blocks():
                             "{size=2, replica_groups=[0,1], axis=0} (x)\n")
     with pytest.raises(solar.UserError, match="in none of its replica_groups"):
         solar.run_ranks([bad] * 4, [{"x": x} for x in xs])
+    # The text and JSON forms carry the groups (and eager) both ways.
+    text = ("x = f32[1] input\ny = f32[2]{output} collective all_gather "
+            "{size=2, replica_groups=[2,0,1,3], eager=1, axis=0} (x)\n")
+    g = solar.parse_graph(text)
+    assert solar.parse_graph_json(g.to_json()).to_text() == g.to_text()
+    assert "replica_groups=[2,0,1,3], eager=1" in g.to_text()
     with pytest.raises(solar.UserError, match="lists a rank below 0 or twice"):
         solar.parse_graph("x = f32[1] input\ny = f32[2]{output} collective all_gather "
                           "{size=2, replica_groups=[0,0], axis=0} (x)\n")
