@@ -233,6 +233,8 @@ def test_mla_cache_forms(tmp_path, name, phase, form):
     section = report.get_section("model")
     assert section["mla_cache"] == used
     assert f"MLA cache {used}" in models.model_text(section)
+    assert any(n.startswith(f"MLA cache {used}: ") and "prefill runs expanded" in n
+               for n in section["notes"])
     if phase == "decode":
         assert section["kv_cache_bytes"] == mla_cache_bytes(cfg, used, L, B, n)
 

@@ -105,6 +105,14 @@ def model_section(spec, run, config, result, params: int, tokens: int) -> Dict[s
                   "decode: the cache is updated in place; the step reads the cached tokens once "
                   "and writes only the new token's keys and values"],
     }
+    form = section["mla_cache"]
+    if form is not None:
+        section["notes"].append(
+            f"MLA cache {form}: " + ("the latent and the rotary key per token, shared by the "
+                                     "heads; a decode step absorbs kv_b_proj into the query and "
+                                     "the output" if form == "latent" else
+                                     "each head's keys and values per token")
+            + "; a prefill runs expanded (kv_b_proj over its tokens), as engines do")
     applied = getattr(result, "quantization", None)  # solar.models.quantize.Applied
     if applied is not None:
         applied.annotate(section)
