@@ -17,6 +17,7 @@ pytest.importorskip("transformers")
 
 from solar import models  # noqa: E402
 from solar.models import quantize  # noqa: E402
+from solar.models.quantize_config import scheme_of_config  # noqa: E402
 from solar.models.analyze import capture_model, tokens_per_step  # noqa: E402
 from solar.models.build import parameter_count  # noqa: E402
 from solar.models.section import model_section  # noqa: E402
@@ -226,7 +227,7 @@ def test_a_config_quantization_config_selects_the_scheme_and_quant_overrides_it(
         "weights": {"type": "int", "num_bits": 4, "strategy": "group", "group_size": 128,
                     "symmetric": True}, "input_activations": None}}}, "w4a16")])
 def test_quantization_configs_map_to_their_schemes(qc, scheme):
-    got, _ = quantize.scheme_of_config(qc, "config.json")
+    got, _ = scheme_of_config(qc, "config.json")
     assert got.name == scheme
     if qc.get("quant_method") == "compressed-tensors" and scheme == "w4a16":
         assert not got.zero_point  # symmetric: no zero points stored

@@ -13,7 +13,8 @@ this pass rewrites the captured graph the way a quantized checkpoint runs it:
 - an fp8 cache stores keys and values at 1 byte (the step's new tokens quantized as they are
   written) and attention reads it at 1 byte, computing in the activations' dtype.
 The embedding, the LM head, norms and biases stay at the captured dtype, as common
-checkpoints keep them.
+checkpoints keep them. A layer's mixture-of-experts weights are quantize_experts.py's job; a
+config.json's quantization_config is read by quantize_config.py.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ from ..errors import user_error
 
 BITS = {"f64": 64, "f32": 32, "tf32": 32, "bf16": 16, "f16": 16, "f8e4m3": 8, "f8e5m2": 8,
         "f6": 6, "f4": 4, "i64": 64, "i32": 32, "i16": 16, "i8": 8, "i4": 4, "u8": 8, "bool": 8}
-# The trace's torch dtype names of the floating types a captured graph holds.
-TORCH_BITS = {"float32": 32, "bfloat16": 16, "float16": 16}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,87 +90,7 @@ def check_names(quant: Optional[str], kv_dtype: Optional[str]) -> None:
                          "the activations' dtype)", "usage")
 
 
-# --- a config.json's quantization_config -------------------------------------------------
-
 RECURRENT = ("mamba", "mamba2", "rwkv", "falcon_mamba")  # state that is no attention cache
-KNOWN_METHODS = ("compressed-tensors", "awq", "gptq", "fp8", "modelopt", "mxfp4")
-
-
-def scheme_of_config(qc: Any, origin: str) -> Tuple[Scheme, str]:
-    """(scheme, description) of a config.json's `quantization_config`; an unknown method or
-    layout is refused naming it."""
-    def refuse(what: str):
-        return user_error(f"{origin}: quantization_config: {what}", "unsupported")
-
-    if not isinstance(qc, dict):
-        raise refuse("expected an object")
-    method = qc.get("quant_method")
-    if method not in KNOWN_METHODS:
-        raise refuse(f"quant_method {method!r} is not modelled (known: "
-                     f"{', '.join(KNOWN_METHODS)}; or --quant NAME)")
-    where = f"quant_method {method}"
-    if method == "fp8":
-        block = qc.get("weight_block_size")
-        if block:
-            if list(block) != [128, 128]:
-                raise refuse(f"weight_block_size {block}: only [128, 128] is modelled")
-            return SCHEMES["fp8-block"], where
-        return SCHEMES["fp8"], where
-    if method in ("awq", "gptq"):
-        bits = qc.get("bits", qc.get("w_bit"))
-        name = {4: "w4a16", 8: "w8a16"}.get(bits)
-        if name is None:
-            raise refuse(f"{method} with {bits!r} bits is not modelled (4 or 8)")
-        group = qc.get("group_size", qc.get("q_group_size", 128))
-        # AWQ stores a zero point per group unless zero_point is false; GPTQ checkpoints
-        # store qzeros whatever `sym` says.
-        zero = bool(qc.get("zero_point", True)) if method == "awq" else True
-        return _grouped(SCHEMES[name], group, zero, refuse), where
-    if method == "mxfp4":
-        return SCHEMES["mxfp4"], where
-    if method == "modelopt":
-        algo = str(qc.get("quant_algo", "")).upper()
-        if algo == "NVFP4":
-            return SCHEMES["nvfp4"], where
-        if algo == "FP8":
-            return SCHEMES["fp8"], where
-        raise refuse(f"modelopt quant_algo {qc.get('quant_algo')!r} is not modelled (FP8, "
-                     "NVFP4)")
-    return _compressed_tensors(qc, refuse)
-
-
-def _grouped(base: Scheme, group: Any, zero: bool, refuse) -> Scheme:
-    if group == -1:
-        return dataclasses.replace(base, weight_group=("channel",), zero_point=zero)
-    if isinstance(group, bool) or not isinstance(group, int) or group < 1:
-        raise refuse(f"group_size {group!r}: expected a positive integer or -1")
-    return dataclasses.replace(base, weight_group=("group", group), zero_point=zero)
-
-
-def _compressed_tensors(qc: Dict[str, Any], refuse) -> Tuple[Scheme, str]:
-    groups = qc.get("config_groups") or {}
-    if not isinstance(groups, dict) or len(groups) != 1:
-        raise refuse(f"compressed-tensors with {len(groups) if isinstance(groups, dict) else 0} "
-                     "config_groups: one group is modelled")
-    group = next(iter(groups.values()))
-    w = group.get("weights") or {}
-    a = group.get("input_activations")
-    kind, bits, strategy = w.get("type"), w.get("num_bits"), w.get("strategy")
-    where = f"quant_method compressed-tensors ({kind} {bits}-bit weights, {strategy})"
-    if kind == "float" and bits == 8 and a:
-        if strategy == "block":
-            return SCHEMES["fp8-block"], where
-        return SCHEMES["fp8"], where
-    if kind == "float" and bits == 4 and a:
-        return SCHEMES["nvfp4"], where
-    if kind == "int" and bits == 8 and a:
-        return SCHEMES["int8"], where
-    if kind == "int" and bits in (4, 8) and not a:
-        base = SCHEMES["w4a16" if bits == 4 else "w8a16"]
-        size = w.get("group_size") if strategy == "group" else -1
-        return _grouped(base, size, not w.get("symmetric", True), refuse), where
-    raise refuse(f"compressed-tensors {where[len('quant_method compressed-tensors '):]} with "
-                 f"{'quantized' if a else 'unquantized'} activations is not modelled")
 
 
 # --- the graph pass ------------------------------------------------------------------------
@@ -671,7 +590,10 @@ def requested(run) -> Optional[Request]:
     if run.quant is not None:
         scheme, source = SCHEMES[run.quant], "--quant"
     elif "quantization_config" in spec.config:
-        scheme, how = scheme_of_config(spec.config["quantization_config"], spec.file or spec.name)
+        from .quantize_config import scheme_of_config
+
+        scheme, how = scheme_of_config(spec.config["quantization_config"],
+                                       spec.file or spec.name)
         source = f"{spec.file or spec.name}: quantization_config, {how}"
     kv = run.kv_dtype if KV_DTYPES.get(run.kv_dtype or "") else None
     if kv is not None and spec.config.get("model_type") in RECURRENT:
