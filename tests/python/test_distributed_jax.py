@@ -402,12 +402,12 @@ def test_jit_example_collectives_are_xlas_kind_by_kind_and_byte_for_byte():
 
 def _xla_bytes(hlo_collectives, rank=0):
     """XLA's collectives of `rank` by Solar's kind: a collective-permute is a send and a recv
-    (for the ranks in its source-target pairs)."""
+    (for the ranks in its source-target pairs; a pair of a rank with itself moves nothing)."""
     xla: dict = {}
     for coll in hlo_collectives:
         if coll["kind"] == "collective-permute":
             for kind, at in (("send", 0), ("recv", 1)):
-                if any(p[at] == rank for p in coll["pairs"]):
+                if any(p[at] == rank and p[0] != p[1] for p in coll["pairs"]):
                     xla[kind] = xla.get(kind, 0) + coll["bytes"]
             continue
         kind = coll["kind"].replace("-", "_")
@@ -490,6 +490,23 @@ def test_jit_reshards_of_results_are_xlas_collectives(tmp_path, fn, in_spec, out
     _check_complete(rep)
     assert rep["totals"].get("comm_bytes_by_kind", {}) == comm
     assert comm == _xla_bytes(rep["distributed"]["hlo_collectives"])
+    assert rep["validation"]["status"] == "passed", rep["validation"].get("reason")
+
+
+def test_a_permute_that_keeps_some_blocks_in_place(tmp_path):
+    # Rows over ("a", "b") to rows over ("b", "a") on a 2 x 2 mesh: ranks 1 and 2 swap their
+    # blocks, ranks 0 and 3 keep theirs (XLA's self-pairs): rank 0 sends nothing.
+    src = (RESHARD.replace("FN", "jnp.sin").replace("IN_SPEC", 'P(("a", "b"), None)')
+           .replace("OUT_SPEC", 'P(("b", "a"), None)')
+           .replace('np.array(jax.devices()[:DEVICES]), ("x",)',
+                    'np.array(jax.devices()[:DEVICES]).reshape(2, 2), ("a", "b")'))
+    rep = _analyze(_program(tmp_path, src), validate=True)
+    _check_complete(rep)
+    (perm,) = rep["distributed"]["hlo_collectives"]
+    assert sorted(perm["pairs"]) == [[0, 0], [1, 2], [2, 1], [3, 3]]
+    assert rep["totals"].get("comm_bytes_by_kind", {}) == {} == _xla_bytes([perm], rank=0)
+    assert _xla_bytes([perm], rank=1) == {"send": M_R // DEV_R * N_R * F32,
+                                          "recv": M_R // DEV_R * N_R * F32}
     assert rep["validation"]["status"] == "passed", rep["validation"].get("reason")
 
 
