@@ -387,3 +387,9 @@ def test_deepseek_fp8_block_partial_blocks_experts_and_the_absorbed_projection()
     assert groups[0]["scale_bytes"] == 4 * blocks
     absorbed = next(g for g in groups if g["group"].startswith("absorbed MLA"))
     assert absorbed["format"] == "bf16" and absorbed["bytes"] == 2 * 16 * 256 * 512 * 2
+
+
+def test_quantization_under_a_parallel_plan_is_refused_before_building():
+    proc = _cli("hf:llama-3.1-8b", "--quant", "fp8", "--system", "8xH100_SXM", "--tp", "8")
+    assert proc.returncode == 7, proc.stderr  # unsupported
+    assert "parallel plan" in proc.stderr and proc.stderr.count("\n") == 1
