@@ -393,3 +393,9 @@ def test_quantization_under_a_parallel_plan_is_refused_before_building():
     proc = _cli("hf:llama-3.1-8b", "--quant", "fp8", "--system", "8xH100_SXM", "--tp", "8")
     assert proc.returncode == 7, proc.stderr  # unsupported
     assert "parallel plan" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_a_16_bit_cache_other_than_the_activations_is_refused():
+    proc = _cli("hf:llama-3.1-8b", "--kv-dtype", "f16")  # activations bf16 by default
+    assert proc.returncode == 2, proc.stderr
+    assert "--kv-dtype f16" in proc.stderr and proc.stderr.count("\n") == 1

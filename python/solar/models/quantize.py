@@ -596,6 +596,10 @@ def requested(run) -> Optional[Request]:
                                        spec.file or spec.name)
         source = f"{spec.file or spec.name}: quantization_config, {how}"
     kv = run.kv_dtype if KV_DTYPES.get(run.kv_dtype or "") else None
+    if run.kv_dtype in ("bf16", "f16") and _fmt(run.dtype) != run.kv_dtype:
+        raise user_error(f"--kv-dtype {run.kv_dtype}: a cache at a 16-bit dtype is the "
+                         f"activations' (--dtype {run.dtype}); fp8 is the other choice",
+                         "usage")
     if kv is not None and spec.config.get("model_type") in RECURRENT:
         raise user_error(f"--kv-dtype {kv}: {spec.name} keeps recurrent state, not a "
                          "key/value cache", "unsupported")
