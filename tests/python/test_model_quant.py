@@ -399,3 +399,16 @@ def test_a_16_bit_cache_other_than_the_activations_is_refused():
     proc = _cli("hf:llama-3.1-8b", "--kv-dtype", "f16")  # activations bf16 by default
     assert proc.returncode == 2, proc.stderr
     assert "--kv-dtype f16" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_a_prefill_quantizes_every_token_and_multiplies_its_linears_at_fp8():
+    """Llama-3.1-8B prefill of 64 tokens (2 layers) under int8: every token's linears at
+    i8; each distinct activation quantized per token (an abs and a max per element into its
+    f32 scale, then a divide per element written at i8)."""
+    seq = 64
+    bf16, q = (models.analyze_model(models.ModelRun(
+        "hf:llama-3.1-8b", phase="prefill", seq=seq, config={"num_hidden_layers": L},
+        quant=quant), OPTIONS).report.to_dict()["totals"] for quant in (None, "int8"))
+    assert q["macs_by_dtype"]["i8"] == seq * L * LINEAR_ELEMENTS
+    assert q["macs_by_dtype"]["bf16"] == bf16["macs_by_dtype"]["bf16"] - seq * L * LINEAR_ELEMENTS
+    assert q["vector_flops_by_dtype"]["i8"] == seq * L * (3 * HIDDEN + INTER)  # the divides
