@@ -22,6 +22,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -99,6 +100,7 @@ def main() -> int:
     times: Dict[Tuple[str, str, str, str], List[float]] = {}
     errors: Dict[Tuple[str, str, str, str], str] = {}
     started = None
+    served_count = 0
     with tempfile.TemporaryDirectory(prefix="solar-model-speed-") as folder:
         served = {k: v for k, v in env.items() if k != "SOLAR_NO_SERVER"}
         served["SOLAR_SERVER_DIR"] = folder
@@ -124,6 +126,13 @@ def main() -> int:
                             errors[key] = error
                         print(f"  {name} {phase} {' '.join(extra)} {mode}: {seconds:.2f} s"
                               + (f" ({error})" if error else ""), file=sys.stderr, flush=True)
+            if started is not None:
+                # A command whose key differs from the server's (an edited Solar file, docs/
+                # server.md "the key") ran in its own process: the served rows say how many.
+                status = subprocess.run([args.python, "-m", "solar", "server", "status"],
+                                        env=served, capture_output=True, text=True).stdout
+                found = re.search(r"(\d+) command\(s\) served", status)
+                served_count = int(found.group(1)) if found else 0
         finally:
             if started is not None:
                 subprocess.run([args.python, "-m", "solar", "server", "stop"], env=served,
@@ -157,6 +166,11 @@ def main() -> int:
     if started is not None:
         print(f"server start (its imports, once, before the first served command): "
               f"{started:.2f} s")
+        expected = args.reps * len(todo)
+        print(f"served by the server: {served_count} of {expected} commands" + (
+            "" if served_count == expected else " (the others ran in their own processes: "
+            "a Solar file changed while the bench ran, so their key was another)"))
+        missed |= served_count != expected
     print(f"targets: fresh {FRESH_TARGET:g} s, served {SERVED_TARGET:g} s ('!': missed or "
           f"failed); {args.reps} repetition(s), {os.cpu_count()} CPUs{load}")
     return 1 if args.check and missed else 0
