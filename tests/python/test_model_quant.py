@@ -287,12 +287,34 @@ def test_mixture_experts_are_quantized_and_gathered_with_their_scales():
     assert q["totals"]["macs_by_dtype"]["f8e4m3"] == pairs * expert + tokens * attention
 
 
-def test_weight_only_experts_are_refused_not_left_at_bf16():
-    with pytest.raises(Exception, match="weight-only schemes") as e:
-        models.analyze_model(models.ModelRun("hf:mixtral-8x7b", phase="decode", context=16,
-                                             config={"num_hidden_layers": 1}, quant="w4a16"),
-                             OPTIONS)
-    assert getattr(e.value, "exit_code", None) == 7
+def test_weight_only_experts_are_dequantized_once_per_expert_the_pairs_reach():
+    """Mixtral decode under w4a16 (1 layer, batch 2: 4 routed pairs of 8 experts): experts at
+    4 bits with a bf16 scale and a 4-bit zero point per 128, the routed ones read with their
+    scales and zero points; each of the min(4, 8) experts the pairs reach dequantized once
+    (a subtract and a multiply per element), as the attention projections are; every MAC
+    bf16."""
+    def analyze(quant):
+        return models.analyze_model(models.ModelRun(
+            "hf:mixtral-8x7b", phase="decode", batch=2, context=16,
+            config={"num_hidden_layers": 1}, quant=quant), OPTIONS).report.to_dict()
+
+    bf16, q = analyze(None), analyze("w4a16")
+    experts, pairs = 8, 4
+    expert = 2 * 14336 * 4096 + 4096 * 14336
+    attention = 4096 * (4096 + 1024 + 1024 + 4096)
+
+    def stored(n):  # n weights at 4 bits, a bf16 scale and a 4-bit zero point per 128
+        return n // 2 + 2 * (n // 128) + n // 128 // 2
+
+    whole, routed = experts * expert + attention, pairs * expert + attention
+    assert q["model"]["weight_bytes"] - bf16["model"]["weight_bytes"] == \
+        stored(whole) - 2 * whole
+    assert q["totals"]["bytes_fused"] - bf16["totals"]["bytes_fused"] == \
+        stored(routed) - 2 * routed
+    assert q["totals"]["vector_flops_by_dtype"]["bf16"] - \
+        bf16["totals"]["vector_flops_by_dtype"]["bf16"] == 2 * (min(pairs, experts) * expert
+                                                                + attention)
+    assert set(q["totals"]["macs_by_dtype"]) == {"bf16"}
 
 
 def test_the_worked_example_of_docs_models_md(tmp_path):

@@ -205,11 +205,6 @@ def _check_coverage(g: Dict[str, Any], linears: Dict[str, List[Dict[str, Any]]],
     experts, absorbed = set(), set()
     for t in weights:
         if expert_weight(t, users.get(t["name"], []), users):
-            if scheme.act is None:
-                raise user_error(f"quantization: {t['name']} holds a layer's experts: "
-                                 f"weight-only schemes ({scheme.name}) are not modelled for "
-                                 "experts (a dequantization per routed copy would overcount "
-                                 "the work); the W8A8 and W4A4 schemes are", "unsupported")
             experts.add(t["name"])
             continue
         for op in users.get(t["name"], []):

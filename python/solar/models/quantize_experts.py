@@ -6,16 +6,16 @@ scheme's format with per-expert scales, gathered with them (a step reads the exp
 tokens are routed to, scales included), and each pair's product runs at the quantized dtype
 with the scales applied in an epilogue, as quantize.py does for a plain linear.
 
-Weight-only schemes are refused for experts: a dequantization per gathered copy would be
-counted once per routed token, where a grouped kernel dequantizes an expert's tile once per
-block of tokens, and the bound would no longer be a lower one.
+Under a weight-only scheme the routed copies are dequantized before their product at the
+activations' dtype, the work counted once per expert the pairs reach (min(pairs, experts),
+as the gather's bytes are), not once per copy: a grouped kernel dequantizes each expert it
+loads for a block of tokens.
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..errors import user_error
 from .quantize import Groups, Scheme, _Graph, _split, nbytes, _numel
 
 
@@ -59,11 +59,6 @@ def gather_experts(gr: _Graph, op, scheme: Scheme, groups: Groups, done: Dict[st
     """The experts' gather: the weight and its copies at the scheme's dtype, the per-expert
     scales added and gathered by the same index (appended after `op`)."""
     w, index = op["inputs"][0], op["inputs"][1]
-    if scheme.act is None:
-        raise user_error(f"quantization: {w} holds a layer's experts: weight-only schemes "
-                         f"({scheme.name}) are not modelled for experts (a dequantization "
-                         "per routed copy would overcount); W8A8/W4A4 schemes are",
-                         "unsupported")
     t = gr.tensors[w]
     shape = list(t["shape"])
     if w not in done:
@@ -100,8 +95,11 @@ def _scales(gr: _Graph, w: str, index: str, gather_op, scheme: Scheme, k_dim: in
         if scheme.mma_scales:
             entry["alpha"] = gr.tensor(f"{w}.alpha", [e], "f32", "weight")
             groups.scale_bytes += 4 * e
+        if scheme.zero_point:
+            entry["zero"] = gr.tensor(f"{w}.zero", sshape, scheme.weight, "weight")
+            groups.zero_bytes += nbytes(sshape, scheme.weight)
     out = {}
-    for key in ("scale", "alpha"):
+    for key in ("scale", "zero", "alpha"):
         if key not in entry:
             continue
         src = gr.tensors[entry[key]]
@@ -130,6 +128,12 @@ def expert_linear(gr: _Graph, op, scheme: Scheme, groups: Groups, done) -> bool:
     idx = {i["name"]: i["extent"] for i in op["indices"]}
     k, n = wsub[k_dim], wsub[3 - k_dim]
     s = _scales(gr, w, index, gather_op, scheme, k_dim, groups, done)
+    if scheme.act is None:
+        experts = gr.tensors[w]["shape"][0]
+        op["inputs"][pos] = _dequantized_experts(gr, gathered, s, scheme, experts,
+                                                 op.get("origin"))
+        gr.ops.append(op)
+        return True
     x = op["inputs"][1 - pos]
     xq, xs, xs_sub = _quantized_operand(gr, x, xsub, k, idx, scheme, groups, op.get("origin"))
     op["inputs"][1 - pos] = xq
@@ -177,6 +181,30 @@ def expert_linear(gr: _Graph, op, scheme: Scheme, groups: Groups, done) -> bool:
                   origin=origin)
     gr.op(origin, kind="move", move="view", inputs=[y], outputs=[out])
     return True
+
+
+def _dequantized_experts(gr: _Graph, gathered: str, s: Dict[str, str], scheme: Scheme,
+                         experts: int, origin) -> str:
+    """The routed copies of the experts at the activations' dtype. A grouped kernel
+    dequantizes each expert it loads, not each routed copy: the work is that of the distinct
+    experts the pairs can reach, min(pairs, experts), as the gather's bytes are (a multiply
+    per element, and a subtract with zero points), stated in an opaque op."""
+    t = gr.tensors[gathered]
+    pairs = t["shape"][0]
+    dtype = gr.tensors[s["scale"]]["dtype"]
+    reached = min(pairs, experts)
+    per_copy = _numel(t["shape"][1:])
+    inputs = [gathered, s["scale"]] + ([s["zero"]] if "zero" in s else [])
+    read = sum(nbytes(gr.tensors[i]["shape"], gr.tensors[i]["dtype"]) for i in inputs)
+    out = gr.tensor(f"{gathered}.dequantized", t["shape"], dtype)
+    ops = 2 if "zero" in s else 1
+    gr.op(origin, kind="opaque", function="dequantize_experts", inputs=inputs, outputs=[out],
+          vector_flops=ops * reached * per_copy, special_ops=0,
+          bytes=read * reached // pairs + nbytes(t["shape"], dtype),
+          assumption=f"each of the min(pairs, experts) = {reached} experts the routed pairs "
+                     f"reach dequantized once ({ops} op(s) per element), as a grouped kernel "
+                     "does per expert it loads")
+    return out
 
 
 def _scale_out(gr: _Graph, out: str, acc: str, scales, osub, ext, origin) -> None:
