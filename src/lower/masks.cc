@@ -69,6 +69,20 @@ Fact tidy(Fact f, const std::vector<std::int64_t>& shape) {
   return f;
 }
 
+// Whether region `r` holds on every point of the box of `extents` (true), on none (false:
+// one of its constraints fails everywhere), or on some (nullopt).
+std::optional<bool> whole_box(const Region& r, const std::vector<std::int64_t>& extents) {
+  bool all = true;
+  for (const AffineConstraint& c : r) {
+    for (const AffineTerm& t : c.expr.terms())
+      if (t.index >= static_cast<IndexPos>(extents.size())) return std::nullopt;
+    if (c.expr.max_value(extents) < 0) return false;
+    if (c.expr.min_value(extents) < 0) all = false;
+  }
+  if (all) return true;
+  return std::nullopt;
+}
+
 // Whether every value of float type `from` is exact in float type `to`.
 bool widening_float(ir::DType from, ir::DType to) {
   if (from == to) return true;
@@ -263,10 +277,16 @@ Val Recognizer::eval(const Expr& e, const ir::EinsumOp& es, const Operands& o, S
     }
     default: break;
   }
-  if (ir::is_comparison(e.op()) && s.region) {
+  if (ir::is_comparison(e.op())) {
     if (std::optional<Truth> t = ir::comparison_truth(e, o.index, es.extents())) {
-      if (std::optional<bool> in = within(t->region, s)) return Val::constant(*in == t->inside ? 1 : 0);
-      return {Val::Finite};
+      // A comparison that holds (or fails) on the whole box is a constant: a window wider
+      // than the keys, (k > q - W) with W past the context, leaves the causal half alone.
+      if (std::optional<bool> all = whole_box(t->region, es.extents()))
+        return Val::constant(*all == t->inside ? 1 : 0);
+      if (s.region) {
+        if (std::optional<bool> in = within(t->region, s)) return Val::constant(*in == t->inside ? 1 : 0);
+        return {Val::Finite};
+      }
     }
   }
   const std::vector<Expr>& ch = e.children();

@@ -357,3 +357,42 @@ def test_mla_steps_of_several_tokens_count_the_causal_pairs(form):
     per_token = mla_attention_macs(cfg, "decode", form, 1, 0) - \
         (H * (r + p + r) if form == "latent" else H * (n + p + v))  # one key at C = 0
     assert module_macs(result.report, "Attention") == k * per_token + pairs * per_pair
+
+
+@pytest.mark.parametrize("window", [8, 64])
+def test_a_step_of_several_tokens_keeps_the_window_before_the_first(window):
+    """phases.attention_cache for k = 3 new tokens after C = 32 (a speculative verify step):
+    a sliding layer holds the W - 1 tokens before the first new one and the new ones
+    (min(C + k, W - 1 + k) slots), and each new token attends to min(q + 1, W) keys."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from solar import programs
+    from solar.analysis import analyze_trace
+    from solar.models.build import build_model, quiet_transformers
+    from solar.models.phases import Step, attention_cache
+
+    spec = models.lookup("mistral-7b")
+    cfg = config_of(spec, {"num_hidden_layers": 1, "sliding_window": window})
+    C, k = 32, 3
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    model = build_model(spec, cfg, "bf16", mode)
+    with quiet_transformers(), mode:
+        state, make_cache = attention_cache(model, cfg, 1, C, k, sliding=True)
+        ids = torch.zeros((1, k), dtype=torch.long)
+
+        def call(m, x, cache):
+            return m(input_ids=x, cache=cache, position_ids=torch.arange(C, C + k)[None],
+                     cache_position=torch.arange(C, C + k), use_cache=True,
+                     logits_to_keep=k).logits
+
+        step = Step(model, call, make_cache)
+    assert {tuple(t.shape)[2] for t in state} == {min(C + k, window - 1 + k)}
+    trace = programs.torch_capture().capture(step, ids, *state, name="verify", source="test",
+                                             fake=True, _fake_mode=mode)
+    report = analyze_trace(trace, "test", ProgramOptions(**OPTIONS)).report
+    D, H, KV, F, V = (cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads,
+                      cfg.intermediate_size, cfg.vocab_size)
+    hd = D // H
+    per_token = D * H * hd + 2 * D * KV * hd + H * hd * D + 3 * D * F + V * D
+    pairs = sum(min(q + 1, window) for q in range(C, C + k))
+    assert report.totals.macs == k * per_token + 2 * H * pairs * hd

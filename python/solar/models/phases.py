@@ -94,13 +94,38 @@ def sliding_windows(config) -> List[Optional[int]]:
             for kind, kw in zip(types, kwargs)]
 
 
-def decode_slots(window: Optional[int], context: int) -> int:
-    """Slots of one layer's buffer at a decode step after `context` tokens: the context and
-    the new token, or for a sliding-window layer the rolling window of W (W - 1 cached
-    tokens and the new one), as serving engines and transformers' sliding cache keep it."""
-    if window is None or window >= context + 1:
-        return context + 1
-    return window
+def decode_slots(window: Optional[int], context: int, new: int = 1) -> int:
+    """Slots of one layer's buffer at a decode step of `new` tokens after `context`: the
+    context and the new tokens, or for a sliding-window layer the rolling window (the W - 1
+    tokens before the first new one, and the new ones), as serving engines and transformers'
+    sliding cache keep it."""
+    if window is None or window - 1 >= context:
+        return context + new
+    return window - 1 + new
+
+
+def attention_cache(model, config, batch: int, start: int, new: int, sliding: bool):
+    """(state, make_cache) of a decoder's attention layers for a step of `new` tokens after
+    `start`: the buffers (zeros of their shapes, the step's inputs) and the function building
+    the cache over them. With `sliding`, a sliding-window layer's buffer is its rolling
+    window (decode_slots); else every layer holds start + new slots (a prefill writes every
+    token's keys and values; its attention is the band the mask gives)."""
+    windows = sliding_windows(config) if sliding else []
+    slots = [decode_slots(w, start, new) for w in windows] if windows else start + new
+    state = []
+    for kshape, vshape, dtype in _kv_shapes(model, config, batch, slots):
+        state += [torch.zeros(kshape, dtype=dtype), torch.zeros(vshape, dtype=dtype)]
+
+    def layer(i, s):
+        n = s[2 * i].shape[-2]  # start + new, or the window
+        window = windows[i] if i < len(windows) else None
+        return SlotLayer(s[2 * i], s[2 * i + 1], n - new, offset=start + new - n,
+                         sliding=window is not None)
+
+    def make_cache(s):
+        return Cache(layers=[layer(i, s) for i in range(len(s) // 2)])
+
+    return state, make_cache
 
 
 def _kv_shapes(model, config, batch: int, slots) -> List[Tuple[Tuple[int, ...], ...]]:
@@ -191,23 +216,7 @@ def causal_lm_step(model, config, phase: str, batch: int, seq: int, context: int
             return Step(model, call), [ids]
         states = _recurrent_states(model, config, batch)
         return Step(model, call, lambda s: _recurrent_cache(config, s)), [ids] + states
-    # A prefill writes every token's keys and values (its attention is the band of a
-    # sliding layer, which the mask gives); a decode step of a sliding layer reads its window.
-    windows = sliding_windows(config) if phase == "decode" else []
-    slots = [decode_slots(w, context) for w in windows] if windows else start + new
-    shapes = _kv_shapes(model, config, batch, slots)
-    state = []
-    for kshape, vshape, dtype in shapes:
-        state += [torch.zeros(kshape, dtype=dtype), torch.zeros(vshape, dtype=dtype)]
-
-    def layer(i, s):
-        n = s[2 * i].shape[-2]  # start + new, or the window
-        window = windows[i] if i < len(windows) else None
-        return SlotLayer(s[2 * i], s[2 * i + 1], n - new, offset=start + new - n,
-                         sliding=window is not None)
-
-    def make_cache(s):
-        return Cache(layers=[layer(i, s) for i in range(len(s) // 2)])
+    state, make_cache = attention_cache(model, config, batch, start, new, phase == "decode")
 
     def call(m, x, cache):
         pos = torch.arange(start, start + new).unsqueeze(0).expand(batch, new)
@@ -298,11 +307,11 @@ def training_step(model, task: str, batch: int, seq: int, optimizer: str = "none
 
     if task == "causal-lm":
         def call(m, x, _):
-            with around:
+            with around, training.one_sequence_per_row():
                 return m(input_ids=x, use_cache=False).logits
     else:
         def call(m, x, _):
-            with around:
+            with around, training.one_sequence_per_row():
                 return m(input_ids=x).last_hidden_state
     return Step(model, call, install), [ids] + state
 

@@ -269,6 +269,23 @@ TEST(Masks, AConjunctionOfTwoComparisonsIsABand) {
   EXPECT_EQ(live(g, "o"), Count(kBand * kD));
 }
 
+TEST(Masks, AWindowWiderThanTheKeysLeavesTheCausalHalf) {
+  // keep = (key <= query) & (key > query - 64) over 8 keys: the window's comparison holds on
+  // the whole box (a constant 1), so the conjunction is the causal mask.
+  ir::Graph g = ir::parse_graph(band_attention(R"(
+    i = i64[8] opaque "arange" {vector_flops=8, special_ops=0, bytes=64, assumption="arange", start=0, step=1} ()
+    r = i64[8,1] move view (i)
+    c = i64[1,8] move view (i)
+    le = bool[8,8] einsum [i0=8,i1=8] none le($1,$0) (r[i0,0], c[0,i1]) -> [i0,i1]
+    lo = i64[8,1] einsum [i0=8,i1=1] none sub($0,64) (r[i0,i1]) -> [i0,i1]
+    gt = bool[8,8] einsum [i0=8,i1=8] none gt($1,$0) (lo[i0,0], c[0,i1]) -> [i0,i1]
+    keep = bool[8,8] einsum [i0=8,i1=8] none mul(ne($0,0),ne($1,0)) (le[i0,i1], gt[i0,i1]) -> [i0,i1])",
+                                                "-inf"));
+  recognize_masks(g);
+  EXPECT_EQ(live(g, "s"), Count(kCausal * kD));
+  EXPECT_EQ(live(g, "o"), Count(kCausal * kD));
+}
+
 TEST(Masks, JaxsAndOfBoolsIsAMinimum) {
   // jnp's `&` on bools lowers to min: min(0, x) is 0 for a truth value x.
   ir::Graph g = ir::parse_graph(band_attention(R"(
