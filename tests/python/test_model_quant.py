@@ -317,7 +317,7 @@ def test_weight_only_experts_are_dequantized_once_per_expert_the_pairs_reach():
     assert set(q["totals"]["macs_by_dtype"]) == {"bf16"}
 
 
-def test_the_worked_example_of_docs_models_md(tmp_path):
+def test_the_quantization_worked_example(tmp_path):
     """docs/models.md, "Quantization": Llama-3.1-8B decode (all 32 layers), context 4096,
     w4a16 with an fp8 cache on H100 SXM."""
     out = tmp_path / "r.json"
