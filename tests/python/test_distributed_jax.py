@@ -220,6 +220,30 @@ def test_devices_without_a_mesh_is_refused(tmp_path):
         _analyze(p)
 
 
+def test_ranks_meet_collectives_of_other_groups_in_their_own_order():
+    """Rank 0 all-reduces over {0, 2} (dp) before {0, 1} (tp); rank 2 over {2, 3} before
+    {0, 2}: rank 0 waits at dp while rank 2 is at its tp group (rank 3 comes late, after a
+    matmul), which is no mismatch."""
+    dp = "all_reduce sum {size=2, replica_groups=[0,2,1,3]}"
+    tp = "all_reduce sum {size=2}"
+    K = 384  # rank 3's matmul: K^3 MACs before its collective
+    programs = [f"x = f32[1] input\nb = f32[1] collective {dp} (x)\n"
+                f"y = f32[1]{{output}} collective {tp} (b)\n",
+                f"x = f32[1] input\ny = f32[1]{{output}} collective {tp} (x)\n",
+                f"x = f32[1] input\na = f32[1] collective {tp} (x)\n"
+                f"y = f32[1]{{output}} collective {dp} (a)\n",
+                f"x = f32[1] input\nm = f32[{K},{K}] input\n"
+                f't = f32[]{{output}} einsum "mk,kn->" (m, m)\n'
+                f"y = f32[1]{{output}} collective {tp} (x)\n"]
+    xs = [np.full(1, r + 1, np.float32) for r in range(4)]  # x_r = r + 1
+    inputs = [{"x": x} for x in xs]
+    inputs[3]["m"] = np.ones((K, K), np.float32)
+    outs = solar.run_ranks([solar.parse_graph(p) for p in programs], inputs)
+    a2 = 3 + 4  # rank 2's tp sum with rank 3
+    want = [1 + a2 + 2, 1 + a2 + 2, 1 + a2, a2]  # rank 0: (x0 + a2) + x1; rank 1 the same
+    assert [float(o["y"][0]) for o in outs] == want
+
+
 def test_a_send_nobody_reads_still_runs():
     """The executor runs a send whose result no op reads (its peer waits for it)."""
     def swap(peer):
