@@ -121,13 +121,12 @@ def test_the_dense_peak_is_the_compute_dtypes(dtype, policy, peak):
 
 def _layer_forward_macs(config, down_projection: bool) -> int:
     """One Llama decoder layer's forward MACs over B x S tokens: the projections and the
-    attention core (QK^T and PV over every (query, key) pair: the training step's mask is an
-    explicit tensor)."""
+    attention core (QK^T and PV over the causal pairs, key <= query: S (S + 1) / 2 of them)."""
     h, i = config.hidden_size, config.intermediate_size
     hd = config.head_dim
     q, kv = config.num_attention_heads * hd, config.num_key_value_heads * hd
     per_token = h * q + 2 * h * kv + q * h + 2 * h * i + (i * h if down_projection else 0)
-    core = 2 * B * config.num_attention_heads * S * S * hd
+    core = 2 * B * config.num_attention_heads * hd * S * (S + 1) // 2
     return B * S * per_token + core
 
 
@@ -149,7 +148,8 @@ def test_selective_recompute_adds_the_attention_core(llama, adamw):
     """--recompute selective runs the attention core again: QK^T and PV per layer."""
     config, _ = llama
     sel = step(recompute="selective")
-    core = 2 * B * config.num_attention_heads * S * S * config.head_dim
+    # QK^T and PV over the causal pairs (key <= query)
+    core = 2 * B * config.num_attention_heads * config.head_dim * S * (S + 1) // 2
     assert sel.report.totals.macs - adamw.report.totals.macs == LAYERS * core
     t = sel.report.get_section("model")["training"]
     assert t["recompute_macs"] == LAYERS * core
@@ -225,15 +225,16 @@ def test_the_training_worked_example():
     assert t["optimizer_bytes_read"] == t["optimizer_bytes_written"] == params * 14 == \
         112_423_657_472
     L, T, h, kv, i, heads, hd = 32, 4096, 4096, 8 * 128, 14336, 32, 128
-    recomputed = L * (T * (h * h + 2 * h * kv + h * h + 2 * h * i) + 2 * heads * T * T * hd)
-    assert t["recompute_macs"] == recomputed == 25_288_767_438_848
-    assert t["model_flops"] == 215_221_884_944_384
-    assert t["hardware_flops"] == t["model_flops"] + 2 * recomputed == 265_799_419_822_080
+    # the attention core's QK^T and PV over the causal pairs: 2 x heads x hd x T (T + 1) / 2
+    recomputed = L * (T * (h * h + 2 * h * kv + h * h + 2 * h * i) + heads * hd * T * (T + 1))
+    assert t["recompute_macs"] == recomputed == 23_090_281_054_208
+    assert t["model_flops"] == 199_832_480_251_904
+    assert t["hardware_flops"] == t["model_flops"] + 2 * recomputed == 246_013_042_360_320
     d = t["devices"]["H100_SXM"]
-    assert round(100 * d["mfu"], 1) == 43.5  # 215.22e12 / (0.5 s x 989.4e12 FLOP/s x 1)
-    assert round(100 * d["hfu"], 1) == 53.7
+    assert round(100 * d["mfu"], 1) == 40.4  # 199.83e12 / (0.5 s x 989.4e12 FLOP/s x 1)
+    assert round(100 * d["hfu"], 1) == 49.7
     seconds = result.report.get_section("model")["devices"]["H100_SXM"]["fused_seconds"]
-    assert round(seconds * 1e3) == 269
+    assert round(seconds * 1e3) == 249
 
 
 def test_selective_recompute_of_eager_attention_adds_the_scores():
@@ -245,7 +246,8 @@ def test_selective_recompute_of_eager_attention_adds_the_scores():
     cfg = config_of(models.lookup("gemma-2-9b"), config)
     base, sel = (step(optimizer="none", recompute=r, ref="hf:gemma-2-9b") for r in
                  ("none", "selective"))
-    scores = B * cfg.num_attention_heads * S * S * cfg.head_dim  # QK^T over every pair
+    # QK^T over the causal pairs (key <= query; the sliding window is wider than S)
+    scores = B * cfg.num_attention_heads * cfg.head_dim * S * (S + 1) // 2
     assert sel.report.totals.macs - base.report.totals.macs == LAYERS * scores
 
 

@@ -231,6 +231,30 @@ def _checkpointed(fn, marker, silenced):
     return call
 
 
+def one_sequence_per_row() -> contextlib.AbstractContextManager:
+    """The context a training step's forward runs in: transformers' check for packed
+    sequences (masking_utils.find_packed_sequence_indices) answers "none".
+
+    Without a cache or an attention mask (a training step), transformers reads the position
+    ids for several sequences packed in one row, and on finding one sequence per row leaves
+    the mask to SDPA's is_causal, as the inference steps do. On fake tensors it cannot read
+    them, so it materializes causal & same-sequence as a boolean mask, which Solar's lowering
+    counts over the full square of query-key pairs. The step's rows are one sequence each (it
+    passes no position ids: the model numbers them 0..S-1), where transformers, run eagerly,
+    answers "none": the patch gives the fake capture the route the real step takes."""
+    stack = contextlib.ExitStack()
+    try:
+        from transformers import masking_utils
+    except ImportError:
+        return stack
+    original = getattr(masking_utils, "find_packed_sequence_indices", None)
+    if original is None:
+        return stack
+    masking_utils.find_packed_sequence_indices = lambda position_ids: None
+    stack.callback(setattr, masking_utils, "find_packed_sequence_indices", original)
+    return stack
+
+
 def install_recompute(model, recompute: str, name: str) -> contextlib.AbstractContextManager:
     """Prepares `model` for `recompute` (before the capture registers its module hooks: the
     markers are modules of the model). Returns the context the model's forward runs in
