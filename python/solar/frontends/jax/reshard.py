@@ -103,6 +103,8 @@ def attach_reshards(trace: Dict[str, Any], output_ids: List[Optional[int]],
         what = f"a {c['kind']} ({c['op_name'] or 'no op_name'}, {c['dtype']}{c['shape']})"
         if c["groups"] is None:
             raise refused(f"{where}{what} over replica groups in a form not read")
+        if c["kind"] in ("all-gather", "reduce-scatter") and c["dimension"] is None:
+            raise refused(f"{where}{what} without a dimension read")
         n = len(c["groups"][0])
         operand = _operand_shape(c)
         elements = sum(math.prod(p["shape"]) for p in pieces)
