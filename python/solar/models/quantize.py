@@ -20,78 +20,21 @@ config.json's quantization_config is read by quantize_config.py.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from .. import _core
+from ..analysis import ProgramAnalysis, analyze_graph, lower_trace
 from ..errors import user_error
-
-BITS = {"f64": 64, "f32": 32, "tf32": 32, "bf16": 16, "f16": 16, "f8e4m3": 8, "f8e5m2": 8,
-        "f6": 6, "f4": 4, "i64": 64, "i32": 32, "i16": 16, "i8": 8, "i4": 4, "u8": 8, "bool": 8}
-
-
-@dataclasses.dataclass(frozen=True)
-class Scheme:
-    """One quantization scheme. Weights: `weight` dtype with one `weight_scale` value per
-    `weight_group` (("channel",): per output channel; ("group", G): per G input elements of
-    an output channel; ("block", B): per B x B block), a zero point per scale when
-    `zero_point`; a second, per-tensor f32 scale with `tensor_scale`. Activations (None:
-    weight-only): `act` dtype, `act_group` ("tensor",): one static scale; ("group", G): a
-    dynamic scale per G elements of a token, computed from their absolute maximum (G = 0:
-    per token), at `act_scale` dtype. `mma_scales`: the tensor core applies the block
-    scales inside its block-scaled MMA (no vector work for them)."""
-
-    name: str
-    weight: str
-    weight_group: Tuple[Any, ...]
-    weight_scale: str
-    zero_point: bool = False
-    tensor_scale: bool = False
-    act: Optional[str] = None
-    act_group: Tuple[Any, ...] = ()
-    act_scale: str = "f32"
-    mma_scales: bool = False
-    description: str = ""
-
-
-SCHEMES: Dict[str, Scheme] = {s.name: s for s in (
-    Scheme("fp8", "f8e4m3", ("channel",), "f32", act="f8e4m3", act_group=("tensor",),
-           description="W8A8 FP8 (e4m3): per-output-channel weight scales, a static "
-                       "per-tensor activation scale"),
-    Scheme("fp8-block", "f8e4m3", ("block", 128), "f32", act="f8e4m3",
-           act_group=("group", 128),
-           description="W8A8 FP8 (e4m3) with 128x128 weight block scales and dynamic 1x128 "
-                       "activation scales (DeepSeek-V3)"),
-    Scheme("int8", "i8", ("channel",), "f32", act="i8", act_group=("group", 0),
-           description="W8A8 INT8: per-output-channel weight scales, dynamic per-token "
-                       "activation scales"),
-    Scheme("w4a16", "i4", ("group", 128), "bf16", zero_point=True,
-           description="weight-only INT4, group 128, a scale and a 4-bit zero point per "
-                       "group (AWQ/GPTQ)"),
-    Scheme("w8a16", "i8", ("group", 128), "bf16",
-           description="weight-only INT8, group 128, symmetric (a scale per group)"),
-    Scheme("nvfp4", "f4", ("group", 16), "f8e4m3", tensor_scale=True, act="f4",
-           act_group=("group", 16), act_scale="f8e4m3", mma_scales=True,
-           description="NVFP4: e2m1 values, an e4m3 scale per 16 elements and one f32 "
-                       "tensor scale, weights and activations"),
-    Scheme("mxfp4", "f4", ("group", 32), "u8", act="f4", act_group=("group", 32),
-           act_scale="u8", mma_scales=True,
-           description="MXFP4 (OCP MX): e2m1 values, an e8m0 scale per 32 elements, weights "
-                       "and activations"),
-)}
-KV_DTYPES = {"fp8": "f8e4m3", "f8e4m3": "f8e4m3", "bf16": None, "f16": None, "auto": None}
-
-
-def check_names(quant: Optional[str], kv_dtype: Optional[str]) -> None:
-    """Refuses an unknown --quant or --kv-dtype (torch-free: ModelRun.check calls it)."""
-    if quant is not None and quant not in SCHEMES:
-        raise user_error(f"--quant {quant!r}: expected one of {', '.join(SCHEMES)}", "usage")
-    if kv_dtype is not None and kv_dtype not in KV_DTYPES:
-        raise user_error(f"--kv-dtype {kv_dtype!r}: expected fp8, bf16 or f16 (bf16 and f16: "
-                         "the activations' dtype)", "usage")
-
-
-RECURRENT = ("mamba", "mamba2", "rwkv", "falcon_mamba")  # state that is no attention cache
-
+from .quant_formats import (KV_DTYPES, RECURRENT, SCHEMES, Scheme, check_names, fmt, nbytes,
+                            numel, split_extent)
+from .quant_graph import GraphEditor, Groups
+from .quant_report import Applied
+from .quantize_config import scheme_of_config
+from .quantize_experts import expert_linear, expert_weight, gather_experts
+from .registry import resolve
+from .shard import remove_dead_ops
 
 # --- the graph pass ------------------------------------------------------------------------
 
@@ -100,77 +43,6 @@ _LAYER = re.compile(r"\.\d+\.")
 _ABSORBED = re.compile(r"\.kv_b_proj\.weight$")
 # Kept at the captured dtype: embeddings, the LM head, a mixture's router (its gate).
 _NOT_LINEAR = re.compile(r"(embed|wte|wpe|lm_head|(^|\.)shared\.weight$|\.gate\.weight$|router)")
-
-
-def _numel(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
-def nbytes(shape, dtype: str) -> int:
-    """Bytes of a dense tensor; sub-byte types packed (docs/cost.md, "Bytes")."""
-    return -(-_numel(shape) * BITS[dtype] // 8)
-
-
-@dataclasses.dataclass
-class Groups:
-    """What the pass changed, for the report's `model.quantization` (bytes and counts)."""
-
-    weights: List[str] = dataclasses.field(default_factory=list)
-    weight_elements: int = 0
-    weight_bytes_before: int = 0  # the quantized weights at the captured dtype
-    weight_bytes: int = 0
-    scale_bytes: int = 0
-    zero_bytes: int = 0
-    act_inputs: int = 0  # distinct activation tensors quantized
-    act_scale_bytes: int = 0  # their static scales
-    kv_tensors: int = 0
-    kv_scale_bytes: int = 0
-    absorbed: set = dataclasses.field(default_factory=set)  # MLA kv_b_proj kept bf16
-
-
-class _Graph:
-    """The graph JSON with helpers to add tensors and ops (names made unique)."""
-
-    def __init__(self, g: Dict[str, Any]):
-        self.g = g
-        self.tensors = {t["name"]: t for t in g["tensors"]}
-        self.ops: List[Dict[str, Any]] = []
-
-    def tensor(self, name: str, shape, dtype: str, role: str = "intermediate") -> str:
-        base, i = name, 0
-        while name in self.tensors:
-            i += 1
-            name = f"{base}.{i}"
-        t = {"name": name, "shape": list(shape), "dtype": dtype, "role": role}
-        self.g["tensors"].append(t)
-        self.tensors[name] = t
-        return name
-
-    def op(self, origin, **fields) -> None:
-        if origin:
-            fields["origin"] = origin
-        self.ops.append(fields)
-
-    def view(self, src: str, shape, origin) -> str:
-        t = self.tensors[src]
-        if list(t["shape"]) == list(shape):
-            return src
-        out = self.tensor(f"{src}.v", shape, t["dtype"])
-        self.op(origin, kind="move", move="view", inputs=[src], outputs=[out])
-        return out
-
-    def einsum(self, name: str, inputs, subs, out_sub, extents: Dict[str, int], combine: str,
-               dtype: str, reduce: str = "none", origin=None) -> str:
-        shape = [extents[i] for i in out_sub]
-        out = self.tensor(name, shape, dtype)
-        self.op(origin, kind="einsum", inputs=list(inputs), outputs=[out],
-                indices=[{"name": i, "extent": e} for i, e in extents.items()],
-                operands=[{"subscript": list(s)} for s in subs], output=list(out_sub),
-                combine=combine, reduce=reduce)
-        return out
 
 
 def _linear_weight(op: Dict[str, Any], tensors) -> Optional[int]:
@@ -200,7 +72,6 @@ def _check_coverage(g: Dict[str, Any], linears: Dict[str, List[Dict[str, Any]]],
     for op in g["ops"]:
         for name in op["inputs"]:
             users.setdefault(name, []).append(op)
-    from .quantize_experts import expert_weight
 
     experts, absorbed = set(), set()
     for t in weights:
@@ -236,7 +107,7 @@ def quantize_graph(g: Dict[str, Any], scheme: Optional[Scheme], kv_dtype: Option
                    ) -> Tuple[Dict[str, Any], Groups]:
     """The graph (dead ops already removed) with `scheme` applied to its decoder linears and
     its attention caches stored at `kv_dtype` (None: unchanged). Returns (graph, groups)."""
-    gr = _Graph(g)
+    gr = GraphEditor(g)
     groups = Groups()
     tensors = gr.tensors
     producer = {o: op for op in g["ops"] for o in op["outputs"]}
@@ -259,7 +130,6 @@ def quantize_graph(g: Dict[str, Any], scheme: Optional[Scheme], kv_dtype: Option
             _linear(gr, op, pos, scheme, weight_done, act_done, producer, groups, origin)
             continue
         if experts:
-            from .quantize_experts import expert_linear, gather_experts
 
             if op["kind"] == "move" and op.get("move") == "gather" and \
                     op["inputs"][0] in experts:
@@ -276,14 +146,7 @@ def quantize_graph(g: Dict[str, Any], scheme: Optional[Scheme], kv_dtype: Option
 
 # --- decoder linears -------------------------------------------------------------------------
 
-def _split(extent: int, group: int, what: str) -> int:
-    if extent % group:
-        raise user_error(f"quantization: {what} has {extent} elements, not a multiple of the "
-                         f"group of {group}", "unsupported")
-    return extent // group
-
-
-def _weight(gr: _Graph, name: str, scheme: Scheme, k_dim: int, groups: Groups,
+def _weight(gr: GraphEditor, name: str, scheme: Scheme, k_dim: int, groups: Groups,
             done: Dict[str, Dict[str, str]]) -> Dict[str, str]:
     """The weight stored at the scheme's dtype, its scale (zero point, tensor scale) tensors
     added: {"w", "scale", "zero"?, "tensor_scale"?}."""
@@ -292,7 +155,7 @@ def _weight(gr: _Graph, name: str, scheme: Scheme, k_dim: int, groups: Groups,
     t = gr.tensors[name]
     shape = list(t["shape"])
     groups.weights.append(name)
-    groups.weight_elements += _numel(shape)
+    groups.weight_elements += numel(shape)
     groups.weight_bytes_before += nbytes(shape, t["dtype"])
     t["dtype"] = scheme.weight
     groups.weight_bytes += nbytes(shape, scheme.weight)
@@ -301,7 +164,7 @@ def _weight(gr: _Graph, name: str, scheme: Scheme, k_dim: int, groups: Groups,
         sshape = [shape[1 - k_dim]]
     elif kind == "group":
         sshape = list(shape)
-        sshape[k_dim] = _split(shape[k_dim], scheme.weight_group[1], f"{name}'s input dim")
+        sshape[k_dim] = split_extent(shape[k_dim], scheme.weight_group[1], f"{name}'s input dim")
     else:  # block B x B, partial blocks at the edges have their own scale
         b = scheme.weight_group[1]
         sshape = [-(-s // b) for s in shape]
@@ -332,7 +195,7 @@ def _root(name: str, producer, tensors) -> str:
         name = src
 
 
-def _linear(gr: _Graph, op, pos: int, scheme: Scheme, weight_done, act_done, producer,
+def _linear(gr: GraphEditor, op, pos: int, scheme: Scheme, weight_done, act_done, producer,
             groups: Groups, origin) -> None:
     idx = {i["name"]: i["extent"] for i in op["indices"]}
     wsub = op["operands"][pos]["subscript"]
@@ -396,7 +259,7 @@ def _linear(gr: _Graph, op, pos: int, scheme: Scheme, weight_done, act_done, pro
                          "first: block scales not modelled", "unsupported")
     nb = -(-idx[n] // b)  # a partial last block has a scale of its own
     g = idx[k] // b
-    m = _numel([idx[i] for i in rows])
+    m = numel([idx[i] for i in rows])
     xs2 = gr.view(xs, [m, g], origin)
     out_idx = {"m": m, "nb": nb, "nr": b, "g": g}
     ssub = ["nb", "g"] if k_dim == 1 else ["g", "nb"]
@@ -425,7 +288,7 @@ def _linear(gr: _Graph, op, pos: int, scheme: Scheme, weight_done, act_done, pro
     gr.op(origin, kind="move", move="view", inputs=[cut], outputs=[out])
 
 
-def _epilogue(gr: _Graph, out: str, acc: str, scales, out_sub, ext, origin) -> None:
+def _epilogue(gr: GraphEditor, out: str, acc: str, scales, out_sub, ext, origin) -> None:
     """out[...] = acc[...] times each scale (a multiply per output element and scale)."""
     combine = "$0"
     for i in range(len(scales)):
@@ -437,7 +300,7 @@ def _epilogue(gr: _Graph, out: str, acc: str, scales, out_sub, ext, origin) -> N
           output=list(out_sub), combine=combine, reduce="none")
 
 
-def _dequantized(gr: _Graph, w, scheme: Scheme, k_dim: int, wshape, origin, done) -> str:
+def _dequantized(gr: GraphEditor, w, scheme: Scheme, k_dim: int, wshape, origin, done) -> str:
     """The weight at the activations' dtype: (w - zero) * scale per group, one multiply
     (and a subtract with a zero point) per element, computed once per weight."""
     if "dequantized" in w:
@@ -469,8 +332,8 @@ def _dequantized(gr: _Graph, w, scheme: Scheme, k_dim: int, wshape, origin, done
     return w["dequantized"]
 
 
-def _quantized_act(gr: _Graph, act: str, scheme: Scheme, k: int, done, producer, groups: Groups,
-                   origin) -> Tuple[str, str]:
+def _quantized_act(gr: GraphEditor, act: str, scheme: Scheme, k: int, done, producer,
+                   groups: Groups, origin) -> Tuple[str, str]:
     """(the activation at the scheme's dtype, in the operand's shape; its scale tensor).
     Quantized once per tensor several linears read (q/k/v, gate/up)."""
     root = _root(act, producer, gr.tensors)
@@ -481,7 +344,7 @@ def _quantized_act(gr: _Graph, act: str, scheme: Scheme, k: int, done, producer,
     return gr.view(xq_root, gr.tensors[act]["shape"], origin), xs
 
 
-def _quantize_root(gr: _Graph, root: str, scheme: Scheme, k: int, groups: Groups, origin):
+def _quantize_root(gr: GraphEditor, root: str, scheme: Scheme, k: int, groups: Groups, origin):
     groups.act_inputs += 1
     shape = list(gr.tensors[root]["shape"])
     names = [f"a{i}" for i in range(len(shape))]
@@ -495,7 +358,7 @@ def _quantize_root(gr: _Graph, root: str, scheme: Scheme, k: int, groups: Groups
     # dynamic: a scale per group of G elements of a token from their absolute maximum (an
     # abs and a max per element), then a divide per element
     size = scheme.act_group[1] or k
-    g = _split(shape[-1], size, f"the activation {root}")
+    g = split_extent(shape[-1], size, f"the activation {root}")
     shape3 = shape[:-1] + [g, size]
     names3 = names[:-1] + ["g", "r"]
     ext = dict(zip(names3, shape3))
@@ -529,7 +392,7 @@ def _kv_inputs(g: Dict[str, Any], kv_dtype: Optional[str]) -> Dict[str, str]:
 _KEEP = ("view", "slice", "copy", "permute", "gather", "scatter", "concat", "pad")
 
 
-def _kv_op(gr: _Graph, op, caches: Dict[str, str], f8: set, kv_dtype, groups: Groups,
+def _kv_op(gr: GraphEditor, op, caches: Dict[str, str], f8: set, kv_dtype, groups: Groups,
            origin) -> None:
     """Carries the cache's dtype through the moves that view, slice and update it in place;
     the values a step writes into it (a scatter's or concat's other inputs) are quantized as
@@ -577,21 +440,17 @@ class Request:
 def requested(run) -> Optional[Request]:
     """The quantization a model run asks for (--quant overrides the config.json's
     quantization_config), None when none; checked before anything is built."""
-    from .registry import resolve
-
     check_names(run.quant, run.kv_dtype)
     spec = resolve(run.ref, run.task)
     scheme, source = None, ""
     if run.quant is not None:
         scheme, source = SCHEMES[run.quant], "--quant"
     elif "quantization_config" in spec.config:
-        from .quantize_config import scheme_of_config
-
         scheme, how = scheme_of_config(spec.config["quantization_config"],
                                        spec.file or spec.name)
         source = f"{spec.file or spec.name}: quantization_config, {how}"
     kv = run.kv_dtype if KV_DTYPES.get(run.kv_dtype or "") else None
-    if run.kv_dtype in ("bf16", "f16") and _fmt(run.dtype) != run.kv_dtype:
+    if run.kv_dtype in ("bf16", "f16") and fmt(run.dtype) != run.kv_dtype:
         raise user_error(f"--kv-dtype {run.kv_dtype}: a cache at a 16-bit dtype is the "
                          f"activations' (--dtype {run.dtype}); fp8 is the other choice",
                          "usage")
@@ -612,17 +471,10 @@ def requested(run) -> Optional[Request]:
 def analyze_quantized(trace, spec, options, request: Request):
     """The captured (bf16) trace lowered, quantized and analyzed: a ProgramAnalysis whose
     `quantization` (Applied) the model section reads."""
-    import json
-
-    from ..analysis import ProgramAnalysis, analyze_graph, lower_trace
-    from .shard import remove_dead_ops
-
     graph, notes, trace_ids = lower_trace(trace, spec.source, options.strict)
     g = remove_dead_ops(json.loads(graph.to_json()))
     g, groups = quantize_graph(g, request.scheme, request.kv_dtype)
     g = remove_dead_ops(g)  # the views that fed the linears their bf16 inputs
-    from .. import _core
-
     quantized = _core.parse_graph_json(json.dumps(g, allow_nan=False))
     result = ProgramAnalysis(analyze_graph(quantized, options), notes, trace, quantized,
                              trace_ids)
@@ -632,110 +484,3 @@ def analyze_quantized(trace, spec, options, request: Request):
     return result
 
 
-class Applied:
-    """A quantization applied to a model's graph: annotates the model section."""
-
-    def __init__(self, request: Request, groups: Groups, g: Dict[str, Any]):
-        self.request, self.groups = request, groups
-        self.tensors = {t["name"]: t for t in g["tensors"]}
-
-    def _bf16_group(self, pattern: str) -> Optional[Dict[str, Any]]:
-        found = [t for n, t in self.tensors.items() if t["role"] == "weight"
-                 and re.search(pattern, n) and len(t["shape"]) == 2]
-        if not found:
-            return None
-        dtype = found[0]["dtype"]
-        return {"format": dtype, "bits": BITS[dtype], "scales": None, "tensors": len(found),
-                "bytes": sum(nbytes(t["shape"], t["dtype"]) for t in found)}
-
-    def annotate(self, section: Dict[str, Any]) -> None:
-        """weight_bytes and kv_cache_bytes at the stored formats; `quantization` listing each
-        tensor group with its format, bits, scale granularity and bytes."""
-        r, gs = self.request, self.groups
-        s = r.scheme
-        out: List[Dict[str, Any]] = []
-        if s is not None:
-            added = gs.weight_bytes + gs.scale_bytes + gs.zero_bytes + gs.act_scale_bytes - \
-                gs.weight_bytes_before
-            section["weight_bytes"] += added
-            out.append({"group": "decoder linears weights", "format": s.weight,
-                        "bits": BITS[s.weight], "scales": _granularity(s.weight_group,
-                                                                       s.weight_scale),
-                        "zero_points": s.zero_point, "tensor_scale": s.tensor_scale,
-                        "tensors": len(gs.weights), "elements": gs.weight_elements,
-                        "bytes": gs.weight_bytes, "scale_bytes": gs.scale_bytes,
-                        "zero_point_bytes": gs.zero_bytes})
-            act = section["dtype"] if s.act is None else s.act
-            out.append({"group": "activations into decoder linears", "format": _fmt(act),
-                        "bits": BITS[_fmt(act)],
-                        "scales": None if s.act is None else
-                        _granularity(s.act_group, s.act_scale, activations=True),
-                        "tensors": gs.act_inputs, "bytes": None,
-                        "scale_bytes": gs.act_scale_bytes})
-        if r.kv_dtype is not None:
-            before = section["kv_cache_bytes"]
-            section["kv_cache_bytes"] = before * BITS[KV_DTYPES[r.kv_dtype]] // \
-                BITS[_fmt(section["dtype"])]
-            section["state_buffer_bytes"] = section["state_buffer_bytes"] * \
-                BITS[KV_DTYPES[r.kv_dtype]] // BITS[_fmt(section["dtype"])]
-            section["weight_bytes"] += gs.kv_scale_bytes
-            out.append({"group": "kv cache", "format": KV_DTYPES[r.kv_dtype],
-                        "bits": BITS[KV_DTYPES[r.kv_dtype]],
-                        "scales": "f32 per tensor (static, one per cache tensor)",
-                        "tensors": gs.kv_tensors, "bytes": section["kv_cache_bytes"],
-                        "scale_bytes": gs.kv_scale_bytes})
-        else:
-            out.append({"group": "kv cache", "format": _fmt(section["dtype"]),
-                        "bits": BITS[_fmt(section["dtype"])], "scales": None,
-                        "bytes": section["kv_cache_bytes"]})
-        if gs.absorbed:
-            kept = [self.tensors[n] for n in sorted(gs.absorbed) if n in self.tensors]
-            out.append({"group": "absorbed MLA projections (kv_b_proj, dequantized at load)",
-                        "format": kept[0]["dtype"] if kept else None,
-                        "bits": BITS[kept[0]["dtype"]] if kept else None, "scales": None,
-                        "tensors": len(kept),
-                        "bytes": sum(nbytes(t["shape"], t["dtype"]) for t in kept)})
-        for group, pattern in (("embedding", r"(embed_tokens|wte|word_embeddings)\.weight$"),
-                               ("lm_head", r"lm_head\.weight$")):
-            row = self._bf16_group(pattern)
-            if row is not None:
-                out.append({"group": group, **row})
-        section["quantization"] = {
-            "scheme": s.name if s is not None else None,
-            "description": s.description if s is not None else None,
-            "source": r.source or None,
-            "kv_dtype": KV_DTYPES[r.kv_dtype] if r.kv_dtype else None,
-            "groups": out,
-        }
-
-
-def _fmt(dtype: str) -> str:
-    return {"bfloat16": "bf16", "float16": "f16", "fp16": "f16", "float32": "f32"}.get(dtype,
-                                                                                     dtype)
-
-
-def _granularity(group, dtype: str, activations: bool = False) -> str:
-    kind = group[0]
-    if kind == "channel":
-        return f"{dtype} per output channel"
-    if kind == "tensor":
-        return f"{dtype} per tensor (static)"
-    if kind == "block":
-        return f"{dtype} per {group[1]}x{group[1]} block"
-    if activations:
-        return f"{dtype} per token" + (f" per {group[1]} elements" if group[1] else "") + \
-            " (dynamic)"
-    return f"{dtype} per {group[1]} input elements"
-
-
-def quantization_text(q: Optional[Dict[str, Any]]) -> str:
-    """The text report's line naming the scheme ('' when none)."""
-    if not q:
-        return ""
-    parts = []
-    if q["scheme"]:
-        parts.append(f"{q['scheme']} ({q['description']})")
-    if q["kv_dtype"]:
-        parts.append(f"KV cache {q['kv_dtype']}")
-    where = f" [{q['source']}]" if q["source"] and q["source"] != "--quant" else ""
-    return "  quantization: " + "; ".join(parts) + where

@@ -9,7 +9,7 @@ import dataclasses
 from typing import Any, Dict, Tuple
 
 from ..errors import user_error
-from .quantize import SCHEMES, Scheme
+from .quant_formats import SCHEMES, Scheme
 
 KNOWN_METHODS = ("compressed-tensors", "awq", "gptq", "fp8", "modelopt", "mxfp4")
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from .quantize import Groups, Scheme, _Graph, _split, nbytes, _numel
+from .quant_formats import Scheme, nbytes, numel, split_extent
+from .quant_graph import GraphEditor, Groups
 
 
 def expert_weight(t: Dict[str, Any], uses: List[Dict[str, Any]], users) -> bool:
@@ -54,7 +55,7 @@ def _k_dim(op, gathered: str) -> Optional[int]:
     return sub.index(reduced[0])
 
 
-def gather_experts(gr: _Graph, op, scheme: Scheme, groups: Groups, done: Dict[str, Any]
+def gather_experts(gr: GraphEditor, op, scheme: Scheme, groups: Groups, done: Dict[str, Any]
                    ) -> None:
     """The experts' gather: the weight and its copies at the scheme's dtype, the per-expert
     scales added and gathered by the same index (appended after `op`)."""
@@ -63,7 +64,7 @@ def gather_experts(gr: _Graph, op, scheme: Scheme, groups: Groups, done: Dict[st
     shape = list(t["shape"])
     if w not in done:
         groups.weights.append(w)
-        groups.weight_elements += _numel(shape)
+        groups.weight_elements += numel(shape)
         groups.weight_bytes_before += nbytes(shape, t["dtype"])
         t["dtype"] = scheme.weight
         groups.weight_bytes += nbytes(shape, scheme.weight)
@@ -74,7 +75,7 @@ def gather_experts(gr: _Graph, op, scheme: Scheme, groups: Groups, done: Dict[st
     done.setdefault("copies", {})[gathered] = (w, index, op)
 
 
-def _scales(gr: _Graph, w: str, index: str, gather_op, scheme: Scheme, k_dim: int,
+def _scales(gr: GraphEditor, w: str, index: str, gather_op, scheme: Scheme, k_dim: int,
             groups: Groups, done) -> Dict[str, str]:
     """Per-expert scale tensors of `w` (made once) and their gathered copies."""
     shape = gr.tensors[w]["shape"]
@@ -86,7 +87,7 @@ def _scales(gr: _Graph, w: str, index: str, gather_op, scheme: Scheme, k_dim: in
             sshape = [e, shape[n_dim]]
         elif kind == "group":
             sshape = list(shape)
-            sshape[k_dim] = _split(shape[k_dim], scheme.weight_group[1], f"{w}'s input dim")
+            sshape[k_dim] = split_extent(shape[k_dim], scheme.weight_group[1], f"{w}'s input dim")
         else:
             b = scheme.weight_group[1]
             sshape = [e] + [-(-s // b) for s in shape[1:]]
@@ -113,7 +114,7 @@ def _scales(gr: _Graph, w: str, index: str, gather_op, scheme: Scheme, k_dim: in
     return out
 
 
-def expert_linear(gr: _Graph, op, scheme: Scheme, groups: Groups, done) -> bool:
+def expert_linear(gr: GraphEditor, op, scheme: Scheme, groups: Groups, done) -> bool:
     """A pair's product with its gathered expert, quantized; False when `op` reads no
     gathered experts."""
     copies = done.get("copies", {})
@@ -161,7 +162,7 @@ def expert_linear(gr: _Graph, op, scheme: Scheme, groups: Groups, done) -> bool:
     # 128 x 128 expert blocks, 1 x 128 activation groups: each 128-long slice of the sum
     # scaled by its two scales and accumulated
     b = scheme.weight_group[1]
-    nb = _split(idx[n], b, f"{op['name']}'s output dim")
+    nb = split_extent(idx[n], b, f"{op['name']}'s output dim")
     shape4, sub4, ext4 = [], [], {}
     for i in osub:
         if i == n:
@@ -183,7 +184,7 @@ def expert_linear(gr: _Graph, op, scheme: Scheme, groups: Groups, done) -> bool:
     return True
 
 
-def _dequantized_experts(gr: _Graph, gathered: str, s: Dict[str, str], scheme: Scheme,
+def _dequantized_experts(gr: GraphEditor, gathered: str, s: Dict[str, str], scheme: Scheme,
                          experts: int, origin) -> str:
     """The routed copies of the experts at the activations' dtype. A grouped kernel
     dequantizes each expert it loads, not each routed copy: the work is that of the distinct
@@ -193,7 +194,7 @@ def _dequantized_experts(gr: _Graph, gathered: str, s: Dict[str, str], scheme: S
     pairs = t["shape"][0]
     dtype = gr.tensors[s["scale"]]["dtype"]
     reached = min(pairs, experts)
-    per_copy = _numel(t["shape"][1:])
+    per_copy = numel(t["shape"][1:])
     inputs = [gathered, s["scale"]] + ([s["zero"]] if "zero" in s else [])
     read = sum(nbytes(gr.tensors[i]["shape"], gr.tensors[i]["dtype"]) for i in inputs)
     out = gr.tensor(f"{gathered}.dequantized", t["shape"], dtype)
@@ -207,7 +208,7 @@ def _dequantized_experts(gr: _Graph, gathered: str, s: Dict[str, str], scheme: S
     return out
 
 
-def _scale_out(gr: _Graph, out: str, acc: str, scales, osub, ext, origin) -> None:
+def _scale_out(gr: GraphEditor, out: str, acc: str, scales, osub, ext, origin) -> None:
     combine = "$0"
     for i in range(len(scales)):
         combine = f"mul({combine},${i + 1})"
@@ -218,8 +219,8 @@ def _scale_out(gr: _Graph, out: str, acc: str, scales, osub, ext, origin) -> Non
           output=list(osub), combine=combine, reduce="none")
 
 
-def _quantized_operand(gr: _Graph, x: str, xsub, k: str, idx, scheme: Scheme, groups: Groups,
-                       origin) -> Tuple[str, str, List[str]]:
+def _quantized_operand(gr: GraphEditor, x: str, xsub, k: str, idx, scheme: Scheme,
+                       groups: Groups, origin) -> Tuple[str, str, List[str]]:
     """(x at the scheme's dtype, its scale, the scale's subscript in the contraction's
     indices): each routed copy of a token quantized (k copies per token: a vector term far
     below the product's)."""
@@ -234,7 +235,7 @@ def _quantized_operand(gr: _Graph, x: str, xsub, k: str, idx, scheme: Scheme, gr
         return xq, xs, []
     kd = xsub.index(k)
     size = scheme.act_group[1] or shape[kd]
-    g = _split(shape[kd], size, f"the activation {x}")
+    g = split_extent(shape[kd], size, f"the activation {x}")
     shape5 = shape[:kd] + [g, size] + shape[kd + 1:]
     names5 = names[:kd] + ["g", "r"] + names[kd + 1:]
     ext = dict(zip(names5, shape5))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+from .quant_report import quantization_text
+
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8, "int64": 8, "int32": 4,
                "bool": 1, "int8": 1, "uint8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1}
 
@@ -155,8 +157,6 @@ def model_text(m: Dict[str, Any]) -> str:
                        + ("s" if w["layers"] > 1 else "") for w in m.get("sliding_windows") or [])
              + f"; {m['tokens_per_step']} tokens per step (fused SOL)"]
     if m.get("quantization"):
-        from .quantize import quantization_text
-
         lines.append(quantization_text(m["quantization"]))
     lines.append(f"  {'device':<16}{'time/step':>12}{'tokens/s':>14}{'time/token':>13}  bound")
     for arch, d in m["devices"].items():
