@@ -262,3 +262,20 @@ def _ppermute(walker, eqn, r, vi, vo, axes, perm):
         return out[0]
     return walker.rec.ref_for_literal(
         Lit(np.zeros(tuple(vo.aval.shape), dtype=np.dtype(vo.aval.dtype))), vo.aval)
+
+
+def group_axes(groups: List[List[int]], axis_names: Sequence[str],
+               axis_sizes: Sequence[int]) -> Optional[Tuple[str, ...]]:
+    """The mesh axes whose groups these are (ranks in mesh.devices.flat order), or None."""
+    n = math.prod(axis_sizes)
+    coords = np.array(np.unravel_index(np.arange(n), axis_sizes)).T
+    want = sorted(sorted(g) for g in groups)
+    for mask in range(1, 1 << len(axis_names)):
+        axes = [a for k, a in enumerate(axis_names) if mask >> k & 1]
+        fixed = [k for k, a in enumerate(axis_names) if a not in axes]
+        seen: Dict[Tuple[int, ...], List[int]] = {}
+        for r in range(n):
+            seen.setdefault(tuple(coords[r, fixed]), []).append(r)
+        if sorted(seen.values()) == want:
+            return tuple(axes)
+    return None

@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .collectives import _group, refused
+from .collectives import _group, group_axes, refused
 from .reshard import RESHARDS, attach_reshards
 
 _COLLECTIVE = re.compile(
@@ -162,23 +162,6 @@ def read_collectives(hlo: str, devices: int) -> List[Dict[str, Any]]:
                 entry["bytes"] *= len(groups[0])  # the payload: each rank's whole input
             out.append(entry)
     return out
-
-
-def group_axes(groups: List[List[int]], axis_names: Sequence[str],
-               axis_sizes: Sequence[int]) -> Optional[Tuple[str, ...]]:
-    """The mesh axes whose groups these are (ranks in mesh.devices.flat order), or None."""
-    n = math.prod(axis_sizes)
-    coords = np.array(np.unravel_index(np.arange(n), axis_sizes)).T
-    want = sorted(sorted(g) for g in groups)
-    for mask in range(1, 1 << len(axis_names)):
-        axes = [a for k, a in enumerate(axis_names) if mask >> k & 1]
-        fixed = [k for k, a in enumerate(axis_names) if a not in axes]
-        seen: Dict[Tuple[int, ...], List[int]] = {}
-        for r in range(n):
-            seen.setdefault(tuple(coords[r, fixed]), []).append(r)
-        if sorted(seen.values()) == want:
-            return tuple(axes)
-    return None
 
 
 def _elements(trace: Dict[str, Any], op: Dict[str, Any]) -> Tuple[int, int]:

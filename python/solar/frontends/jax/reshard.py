@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .collectives import _group, refused
+from .collectives import _group, group_axes, refused
 
 RESHARDS = ("all-gather", "all-to-all", "collective-permute", "reduce-scatter")
 
@@ -87,8 +87,6 @@ def attach_reshards(trace: Dict[str, Any], output_ids: List[Optional[int]],
     pieces together) to the result it reshards, then slices each result the rank holds whole
     to its block. out_shapes: each output's block shape under its out sharding; out_blocks:
     this rank's (start, stop) per dimension of it. Returns the new output ids."""
-    from .partitioned import group_axes
-
     producer = {o: k for k, op in enumerate(trace["ops"]) for o in op["outputs"]}
     after: Dict[int, List[Dict[str, Any]]] = {}  # op index -> ops to insert after it
     outs = list(output_ids)
