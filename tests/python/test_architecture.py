@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[2] / "python"
 # Module (or package prefix) -> layer; the longest matching prefix wins.
 LAYERS = {
     "solar._core": 0, "solar.errors": 0, "solar.atomic_write": 0, "solar.report": 0,
+    "solar.report_distributed": 0,
     "solar.executor": 0, "solar.builder": 0, "solar.html": 0, "solar.progress": 0,
     "solar.analysis": 1, "solar.validation": 1, "solar.program_source": 1, "solar.shrink": 1,
     "solar.memory_limit": 1, "solar.command_options": 1, "solar.ranks": 1,
