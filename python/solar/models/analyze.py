@@ -22,15 +22,11 @@ from . import quantize
 from . import mla
 from . import data_parallel, experts, parallel, serving, stages
 from .shard import ShardError
-from .run import ModelRun
+from .run import NO_DECODE, ModelRun
 from .section import model_section
 from . import training
 from . import policy
 
-# Causal LMs whose decode step Solar does not model, and why (a refusal, not a guess).
-NO_DECODE = {"reformer": "transformers' Reformer keeps its own cache of LSH buckets and "
-                         "chunked states, not a key/value cache: its decode step is not modelled "
-                         "(analyze --phase prefill)"}
 
 def _step(spec: ModelSpec, model, config, run: ModelRun, train: bool):
     phases = programs.model_phases()
@@ -49,7 +45,7 @@ def _step(spec: ModelSpec, model, config, run: ModelRun, train: bool):
                                     run.recompute or "none", spec.name,
                                     training.updated_counter(model))
     if spec.task == "causal-lm" and run.phase == "decode" and run.new_tokens > 1:
-        return serving.verify_step(model, config, run.batch, context, run.new_tokens)
+        return phases.verify_step(model, config, run.batch, context, run.new_tokens)
     if spec.task == "causal-lm":
         if run.phase == "decode" and config.model_type in NO_DECODE:
             raise user_error(f"{spec.name}: {NO_DECODE[config.model_type]}", "unsupported")

@@ -18,6 +18,9 @@ from typing import Any, List, Optional, Sequence, Tuple
 import torch
 from transformers.cache_utils import Cache, CacheLayerMixin, DynamicCache, EncoderDecoderCache
 
+from . import training
+from .cache_forms import decode_slots, sliding_windows
+
 
 class SlotLayer(CacheLayerMixin):
     """One attention layer's key/value buffer [B, heads, slots, head_dim]; update() writes the
@@ -77,31 +80,6 @@ class Step(torch.nn.Module):
     def forward(self, first, *state):
         cache = self._make_cache(list(state)) if self._make_cache is not None else None
         return self._call(self.model, first, cache)
-
-
-def sliding_windows(config) -> List[Optional[int]]:
-    """Per decoder layer, its sliding window W (the layer attends to keys k in (q - W, q]),
-    or None for a layer attending to the whole context: transformers' own reading of the
-    config (layer_types, else sliding_window), so Mistral's uniform window and Gemma-2/3's
-    alternating local and global layers come out as the model runs them."""
-    from transformers.cache_utils import get_layer_types_and_kwargs
-
-    try:
-        types, kwargs = get_layer_types_and_kwargs(config)
-    except (AttributeError, TypeError):  # a config without per-layer structure
-        return []
-    return [kw.get("sliding_window") if kind == "sliding_attention" else None
-            for kind, kw in zip(types, kwargs)]
-
-
-def decode_slots(window: Optional[int], context: int, new: int = 1) -> int:
-    """Slots of one layer's buffer at a decode step of `new` tokens after `context`: the
-    context and the new tokens, or for a sliding-window layer the rolling window (the W - 1
-    tokens before the first new one, and the new ones), as serving engines and transformers'
-    sliding cache keep it."""
-    if window is None or window - 1 >= context:
-        return context + new
-    return window - 1 + new
 
 
 def attention_cache(model, config, batch: int, start: int, new: int, sliding: bool):
@@ -227,6 +205,28 @@ def causal_lm_step(model, config, phase: str, batch: int, seq: int, context: int
     return Step(model, call, make_cache), [ids] + state
 
 
+def verify_step(model, config, batch: int, context: int, tokens: int):
+    """(Step, inputs) of a speculative verify step: the target over `tokens` new tokens per
+    sequence after `context` cached ones, written into their cache slots, every new token's
+    logits kept (each is compared with the draft's token)."""
+    ids = torch.zeros((batch, tokens), dtype=torch.long)
+    state = []
+    for kshape, vshape, dtype in _kv_shapes(model, config, batch, context + tokens):
+        state += [torch.zeros(kshape, dtype=dtype), torch.zeros(vshape, dtype=dtype)]
+
+    def make_cache(s):
+        return Cache(layers=[SlotLayer(s[2 * i], s[2 * i + 1], context)
+                                    for i in range(len(s) // 2)])
+
+    def call(m, x, cache):
+        pos = torch.arange(context, context + tokens).unsqueeze(0).expand(batch, tokens)
+        return m(input_ids=x, cache=cache, position_ids=pos,
+                 cache_position=torch.arange(context, context + tokens), use_cache=True,
+                 logits_to_keep=tokens).logits
+
+    return Step(model, call, make_cache), [ids] + state
+
+
 def encoder_step(model, config, batch: int, seq: int):
     """An encoder (BERT-like) over `seq` tokens: its last hidden state."""
     ids = torch.zeros((batch, seq), dtype=torch.long)
@@ -295,8 +295,6 @@ def training_step(model, task: str, batch: int, seq: int, optimizer: str = "none
     state (fp32 master copy, moments) inputs after the ids; `recompute` checkpoints decoder
     layers or attention cores (solar.models.training). updated[0] counts the parameter
     elements whose gradient completed."""
-    from . import training
-
     ids = torch.zeros((batch, seq), dtype=torch.long)
     state = training.optimizer_state(model, optimizer, dtype)
     around = training.install_recompute(model, recompute, name)

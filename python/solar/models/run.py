@@ -6,9 +6,14 @@ import dataclasses
 from typing import Any, Dict, Optional
 
 from ..errors import user_error
+from .quant_formats import check_names
 from .registry import TASKS
 
 PHASES = ("prefill", "decode")
+# Causal LMs whose decode step Solar does not model, and why (a refusal, not a guess).
+NO_DECODE = {"reformer": "transformers' Reformer keeps its own cache of LSH buckets and "
+                         "chunked states, not a key/value cache: its decode step is not modelled "
+                         "(analyze --phase prefill)"}
 DEFAULT_SEQ = 1024  # prefill tokens per sequence
 DEFAULT_CONTEXT = 4096  # decode: tokens already in the cache
 # --dtype: weights, activations and cache (solar.models.build maps them to torch dtypes)
@@ -62,8 +67,6 @@ class ModelRun:
         if self.task is not None and self.task not in TASKS:
             raise user_error(f"--task {self.task!r}: expected one of {', '.join(TASKS)}",
                              "usage")
-        from .quantize import check_names
-
         check_names(self.quant, self.kv_dtype)
         if self.mla_cache is not None and self.mla_cache not in ("latent", "expanded"):
             raise user_error(f"--mla-cache {self.mla_cache!r}: expected latent or expanded",

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+from .cache_forms import decode_slots, sliding_windows
+from .mla import cache_form
 from .quant_report import quantization_text
+from .serving import serving_text
+from .training import text as training_text
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8, "int64": 8, "int32": 4,
                "bool": 1, "int8": 1, "uint8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1}
@@ -44,9 +48,6 @@ def _attention_caches(run, config) -> Dict[str, Any]:
     """The forms of the attention caches: `mla_cache` (latent or expanded, for multi-head
     latent attention; else None) and `sliding_windows` ([{window, layers}]: the layers whose
     decode keeps a rolling window of W tokens; [] when none)."""
-    from .mla import cache_form
-    from .phases import sliding_windows
-
     windows = [w for w in sliding_windows(config) if w is not None]
     return {"mla_cache": cache_form(config, getattr(run, "mla_cache", None)),
             "sliding_windows": [{"window": w, "layers": windows.count(w)}
@@ -63,8 +64,6 @@ def model_section(spec, run, config, result, params: int, tokens: int) -> Dict[s
     if run.phase == "decode" and state:
         # attention buffers hold context + 1 slots (a sliding-window layer's, its window),
         # the last written by this step; recurrent state is read whole
-        from .phases import decode_slots, sliding_windows
-
         slots = {run.context + 1} | {decode_slots(w, run.context)
                                      for w in sliding_windows(config)}
         cached = sum(_nbytes(t) * (t["shape"][2] - 1) // t["shape"][2] if len(t["shape"]) == 4
@@ -169,9 +168,6 @@ def model_text(m: Dict[str, Any]) -> str:
                         for r in m["layer_types"][:4])
         lines.append(f"  layer types: {top}")
     if m.get("training"):  # a training step's block (solar.models.training)
-        from .training import text as training_text
-
         lines += training_text(m["training"])
-    from .serving import serving_text  # the serving figures, when asked (--serving)
-
+    # the serving figures, when asked (--serving)
     return "\n".join(lines) + "\n" + serving_text(m.get("serving"))

@@ -16,6 +16,9 @@ import dataclasses
 from typing import Any, Dict, List, Optional
 
 from ..errors import user_error
+from .build import config_of
+from .registry import resolve
+from .run import NO_DECODE, ModelRun
 
 # Phases whose decode step Solar models (a KV cache or recurrent state per sequence).
 SERVED_TASKS = ("causal-lm", "seq2seq-lm")
@@ -55,8 +58,6 @@ def check(run, spec, config, train: bool) -> None:
     if spec.task not in SERVED_TASKS:
         raise user_error(f"--serving: {spec.name} is an {spec.task} model: it has no decode "
                          "phase to serve tokens from (causal-lm and seq2seq-lm models)", "usage")
-    from .analyze import NO_DECODE  # causal LMs whose decode step is not modelled
-
     if config.model_type in NO_DECODE:
         raise user_error(f"--serving: {spec.name}: {NO_DECODE[config.model_type]}",
                          "unsupported")
@@ -87,9 +88,6 @@ def check(run, spec, config, train: bool) -> None:
 def check_draft(run, target_config) -> None:
     """The draft model: a causal LM over the target's vocabulary (speculative decoding
     compares their tokens)."""
-    from .build import config_of
-    from .registry import resolve
-
     spec = resolve(run.draft)
     if spec.task != "causal-lm":
         raise user_error(f"--draft {run.draft}: a draft model is a causal-lm, not "
@@ -110,33 +108,6 @@ def _sliding(config) -> bool:
     types = getattr(config, "layer_types", None) or []
     return bool(window) and (not types or "sliding_attention" in types) \
         and getattr(config, "use_sliding_window", True) is not False
-
-
-def verify_step(model, config, batch: int, context: int, tokens: int):
-    """(Step, inputs) of a speculative verify step: the target over `tokens` new tokens per
-    sequence after `context` cached ones, written into their cache slots, every new token's
-    logits kept (each is compared with the draft's token)."""
-    import torch
-
-    from .. import programs
-
-    phases = programs.model_phases()
-    ids = torch.zeros((batch, tokens), dtype=torch.long)
-    state = []
-    for kshape, vshape, dtype in phases._kv_shapes(model, config, batch, context + tokens):
-        state += [torch.zeros(kshape, dtype=dtype), torch.zeros(vshape, dtype=dtype)]
-
-    def make_cache(s):
-        return phases.Cache(layers=[phases.SlotLayer(s[2 * i], s[2 * i + 1], context)
-                                    for i in range(len(s) // 2)])
-
-    def call(m, x, cache):
-        pos = torch.arange(context, context + tokens).unsqueeze(0).expand(batch, tokens)
-        return m(input_ids=x, cache=cache, position_ids=pos,
-                 cache_position=torch.arange(context, context + tokens), use_cache=True,
-                 logits_to_keep=tokens).logits
-
-    return phases.Step(model, call, make_cache), [ids] + state
 
 
 # ModelRun fields a capture fills in (the training options, defaulted by
@@ -227,8 +198,6 @@ def serving_section(run, options, result, section: Dict[str, Any], analyze) -> D
 def _speculative(run, options, analyze, devices: Dict[str, Any]) -> Dict[str, Any]:
     """The verify step of the target over K + 1 tokens and the draft's decode step, both at
     --context, and per device the time per generated token for each accepted count."""
-    from .run import ModelRun
-
     k = run.speculate
     verify = _seconds(_phase(run, analyze, options, phase="decode", new_tokens=k + 1))
     draft_run = ModelRun(run.draft, phase="decode", batch=run.batch, seq=run.seq,

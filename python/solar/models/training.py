@@ -28,8 +28,10 @@ Torch-free at import: the CLI and the sweep read the options and the formulas wi
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .. import _core
 from ..errors import user_error
 
 OPTIMIZERS = ("adamw", "adam", "sgd", "none")
@@ -296,8 +298,6 @@ def _core_functions(impl: Optional[str], attentions) -> List[Tuple[Dict[str, Any
     """Where the attention core function is looked up when a layer runs, as (namespace, key):
     sdpa in transformers' attention interface; eager in each modeling module's globals
     (its `eager_attention_forward`, the default the interface falls back to)."""
-    import sys
-
     if not attentions:
         return []
     if impl == "sdpa":
@@ -360,8 +360,6 @@ def dense_peak(arch: str, dtype: str, policy: str) -> Optional[float]:
     """The device's dense peak FLOP/s for matmuls in the compute dtype (tensor cores; fp32:
     TF32 under --policy tf32, else the fastest unit that runs fp32), or None if it publishes
     none."""
-    from .. import _core
-
     d = _core.device(arch)
     if mixed(dtype):
         return d.peak(_core.UnitKind.tensor, getattr(_core.DType, "bf16" if dtype == "bf16"
