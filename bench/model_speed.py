@@ -101,6 +101,11 @@ def main() -> int:
     errors: Dict[Tuple[str, str, str, str], str] = {}
     started = None
     served_count = 0
+    # Every module's bytecode written before the server starts: a .pyc a fresh command
+    # writes later would change the package's files, so the server's key (docs/server.md).
+    subprocess.run([args.python, "-m", "compileall", "-q", os.path.join(ROOT, "python",
+                                                                       "solar")],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     with tempfile.TemporaryDirectory(prefix="solar-model-speed-") as folder:
         served = {k: v for k, v in env.items() if k != "SOLAR_NO_SERVER"}
         served["SOLAR_SERVER_DIR"] = folder
