@@ -318,16 +318,7 @@ def _analyze_model(ns, options, overrides):
                           config={k: parse_literal(v) for k, v in overrides.items()},
                           plan=plan, serving=ns.serving, draft=ns.draft,
                           speculate=ns.speculate)
-    try:
-        return models.analyze_model(run, options)
-    except _core.Error:
-        raise
-    except Exception as e:  # noqa: BLE001 - transformers or torch refused the model
-        if ns.debug:
-            raise
-        text = " ".join(str(e).split())[:300]
-        raise fail(f"{ns.program}: transformers could not build or run the model: "
-                   f"{type(e).__name__}: {text}", "program_error") from None
+    return _run_model(ns, run, options)
 
 
 def _inverse_model(ns, options, overrides):
@@ -335,6 +326,12 @@ def _inverse_model(ns, options, overrides):
     policy's control step) with --set config fields, built and captured as `solar analyze`
     does (docs/inverse-roofline.md, "Models")."""
     run = models.ModelRun(ns.program, config={k: parse_literal(v) for k, v in overrides.items()})
+    return _run_model(ns, run, options)
+
+
+def _run_model(ns, run, options):
+    """The model run analyzed; what transformers or torch raise is the program's error (one
+    line, the model named), a traceback only under --debug."""
     try:
         return models.analyze_model(run, options)
     except _core.Error:

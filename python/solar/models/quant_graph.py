@@ -63,3 +63,15 @@ class GraphEditor:
                 operands=[{"subscript": list(s)} for s in subs], output=list(out_sub),
                 combine=combine, reduce=reduce)
         return out
+
+    def scaled(self, out: str, acc: str, scales, out_sub, ext: Dict[str, int], origin) -> None:
+        """out[...] = acc[...] times each (scale, its subscript): a quantized contraction's
+        epilogue, a multiply per output element and scale."""
+        combine = "$0"
+        for i in range(len(scales)):
+            combine = f"mul({combine},${i + 1})"
+        self.op(origin, kind="einsum", inputs=[acc] + [s for s, _ in scales], outputs=[out],
+                indices=[{"name": i, "extent": ext[i]} for i in out_sub],
+                operands=[{"subscript": list(out_sub)}] + [{"subscript": list(sub)}
+                                                           for _, sub in scales],
+                output=list(out_sub), combine=combine, reduce="none")

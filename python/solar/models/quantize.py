@@ -239,7 +239,7 @@ def _linear(gr: GraphEditor, op, pos: int, scheme: Scheme, weight_done, act_done
               outputs=[factor], vector_flops=0, special_ops=0, bytes=read,
               assumption="the tensor core's block-scaled MMA reads both operands' block "
                          "scales and applies them inside the MMA: no vector work")
-        _epilogue(gr, out, acc, [(factor, [])], op["output"], ext, origin)
+        gr.scaled(out, acc, [(factor, [])], op["output"], ext, origin)
         return
     kind = scheme.weight_group[0]
     if kind == "channel":
@@ -248,7 +248,7 @@ def _linear(gr: GraphEditor, op, pos: int, scheme: Scheme, weight_done, act_done
         a_sub = [] if scheme.act_group == ("tensor",) else rows
         if a_sub:
             xs = gr.view(xs, [idx[i] for i in rows], origin)
-        _epilogue(gr, out, acc, [(xs, a_sub), (w["scale"], [n])], op["output"], ext, origin)
+        gr.scaled(out, acc, [(xs, a_sub), (w["scale"], [n])], op["output"], ext, origin)
         return
     # 128 x 128 weight blocks, 1 x 128 activation groups: each 128-long slice of the sum is
     # scaled by its two scales and accumulated (DeepGEMM's promotion on the CUDA cores): a
@@ -286,18 +286,6 @@ def _linear(gr: GraphEditor, op, pos: int, scheme: Scheme, weight_done, act_done
     gr.op(origin, kind="move", move="slice", inputs=[flat], outputs=[cut],
           attrs={"starts": [0, 0], "ends": [m, idx[n]], "steps": [1, 1]})
     gr.op(origin, kind="move", move="view", inputs=[cut], outputs=[out])
-
-
-def _epilogue(gr: GraphEditor, out: str, acc: str, scales, out_sub, ext, origin) -> None:
-    """out[...] = acc[...] times each scale (a multiply per output element and scale)."""
-    combine = "$0"
-    for i in range(len(scales)):
-        combine = f"mul({combine},${i + 1})"
-    gr.op(origin, kind="einsum", inputs=[acc] + [s for s, _ in scales], outputs=[out],
-          indices=[{"name": i, "extent": ext[i]} for i in out_sub],
-          operands=[{"subscript": list(out_sub)}] + [{"subscript": list(sub)}
-                                                     for _, sub in scales],
-          output=list(out_sub), combine=combine, reduce="none")
 
 
 def _dequantized(gr: GraphEditor, w, scheme: Scheme, k_dim: int, wshape, origin, done) -> str:

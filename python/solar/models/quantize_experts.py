@@ -153,11 +153,11 @@ def expert_linear(gr: GraphEditor, op, scheme: Scheme, groups: Groups, done) -> 
               bytes=sum(nbytes(gr.tensors[r]["shape"], gr.tensors[r]["dtype"]) for r in read)
               + 4, assumption="the tensor core's block-scaled MMA reads both operands' "
                               "block scales and applies them inside the MMA: no vector work")
-        _scale_out(gr, out, acc, [(factor, [])], osub, ext, origin)
+        gr.scaled(out, acc, [(factor, [])], osub, ext, origin)
         return True
     kind = scheme.weight_group[0]
     if kind == "channel":
-        _scale_out(gr, out, acc, [(xs, xs_sub), (s["scale"], [wsub[0], n])], osub, ext, origin)
+        gr.scaled(out, acc, [(xs, xs_sub), (s["scale"], [wsub[0], n])], osub, ext, origin)
         return True
     # 128 x 128 expert blocks, 1 x 128 activation groups: each 128-long slice of the sum
     # scaled by its two scales and accumulated
@@ -206,17 +206,6 @@ def _dequantized_experts(gr: GraphEditor, gathered: str, s: Dict[str, str], sche
                      f"reach dequantized once ({ops} op(s) per element), as a grouped kernel "
                      "does per expert it loads")
     return out
-
-
-def _scale_out(gr: GraphEditor, out: str, acc: str, scales, osub, ext, origin) -> None:
-    combine = "$0"
-    for i in range(len(scales)):
-        combine = f"mul({combine},${i + 1})"
-    gr.op(origin, kind="einsum", inputs=[acc] + [s for s, _ in scales], outputs=[out],
-          indices=[{"name": i, "extent": ext[i]} for i in osub],
-          operands=[{"subscript": list(osub)}] + [{"subscript": list(sub)}
-                                                  for _, sub in scales],
-          output=list(osub), combine=combine, reduce="none")
 
 
 def _quantized_operand(gr: GraphEditor, x: str, xsub, k: str, idx, scheme: Scheme,
