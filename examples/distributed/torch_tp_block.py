@@ -3,8 +3,10 @@
 up projection column-parallel (each rank holds HEADS/N heads and H/N hidden columns), the
 attention output and the MLP's down projection row-parallel; each row-parallel layer's
 partial sums are all-reduced (DTensor emits `_c10d_functional.all_reduce`). The norms run
-replicated. Per rank: the projections' 4 * S * D * D / N MACs, attention's
-2 * S * S * D / N, the MLP's 2 * S * D * H / N; two all-reduces of S x D x 4 bytes.
+replicated; attention is causal. Per rank: the projections' 4 * S * D * D / N MACs,
+attention's 2 * (HEADS / N) * (D / HEADS) * S * (S + 1) / 2 (the live causal pairs), the
+MLP's 2 * S * D * H / N; two all-reduces of S x D x 4 bytes. jax_tp_block.py is the same
+block written with shard_map.
 
     solar analyze examples/distributed/torch_tp_block.py
     solar validate examples/distributed/torch_tp_block.py --set DEVICES=2

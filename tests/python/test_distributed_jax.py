@@ -88,7 +88,8 @@ def test_ring_attention_passes_each_kv_block_n_minus_1_times():
     assert rep["totals"]["macs"] == n * 2 * (s // n) * (s // n) * dh
 
 
-@pytest.mark.parametrize("name, devices", [("jax_tp_mlp.py", 2), ("jax_fsdp_step.py", 2),
+@pytest.mark.parametrize("name, devices", [("jax_tp_mlp.py", 2), ("jax_tp_block.py", 2),
+                                           ("jax_fsdp_step.py", 2),
                                            ("jax_ring_attention.py", 2),
                                            ("jax_ring_attention.py", 4)])
 def test_examples_validate_across_host_devices(name, devices):
@@ -592,4 +593,5 @@ def test_sharding_constraints_and_explicit_resharding(tmp_path, src, comm):
 
 def test_every_jax_distributed_example_is_tested_here():
     assert sorted(p.name for p in DIST.glob("jax_*.py")) == [
-        "jax_fsdp_step.py", "jax_jit_dp_tp.py", "jax_ring_attention.py", "jax_tp_mlp.py"]
+        "jax_fsdp_step.py", "jax_jit_dp_tp.py", "jax_ring_attention.py", "jax_tp_block.py",
+        "jax_tp_mlp.py"]

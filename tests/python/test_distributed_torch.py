@@ -133,71 +133,84 @@ def test_a_rank_that_fails_in_the_gloo_run_is_the_commands_error(tmp_path):
 
 
 @pytest.mark.parametrize("devices", [4, 2])
-def test_torch_jax_and_plan_tp_mlps_agree(tmp_path, devices):
-    # "Agree": the same MLP (x @ w1, relu, @ w2 at jax_tp_mlp.py's B, D, H) written with
-    # DTensor (ColwiseParallel, RowwiseParallel), with JAX's shard_map, and sharded by the
-    # parallel plan engine's tensor-parallel pass: equal per-rank MACs, equal collective
-    # kinds and bytes.
+def test_torch_jax_and_plan_tp_blocks_agree(tmp_path, devices):
+    # "Agree": the transformer block of torch_tp_block.py (DTensor: q, k, v, up
+    # ColwiseParallel, o, down RowwiseParallel), the same block written with JAX's shard_map
+    # (jax_tp_block.py), and the block captured whole on one rank and sharded by the parallel
+    # plan engine's tensor-parallel pass (q, k, v, up column-parallel, o, down row-parallel):
+    # equal per-rank MACs, equal collective kinds and bytes.
     pytest.importorskip("jax")
     import json
 
     from solar.models.shard import WeightRule, shard_graph
 
-    c = _constants("jax_tp_mlp.py")
-    b, d, h = c["B"], c["D"], c["H"]
-    prog = tmp_path / "torch_tp_mlp.py"
-    prog.write_text(textwrap.dedent(f"""
+    c = _constants("torch_tp_block.py")
+    s, d, heads, h = c["S"], c["D"], c["HEADS"], c["H"]
+    assert _constants("jax_tp_block.py") == c  # the same block (DEVICES included)
+    whole = tmp_path / "block.py"
+    whole.write_text(textwrap.dedent(f"""
         import torch
-        from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
-                                                       parallelize_module)
+        import torch.nn.functional as F
 
-        DEVICES = 4
-        B, D, H = {b}, {d}, {h}
-        mesh = init_device_mesh("cpu", (DEVICES,), mesh_dim_names=("tp",))
+        S, D, HEADS, H = {s}, {d}, {heads}, {h}
 
-        class MLP(torch.nn.Module):
+        class Block(torch.nn.Module):
             def __init__(self):
                 super().__init__()
+                self.norm1, self.norm2 = torch.nn.LayerNorm(D), torch.nn.LayerNorm(D)
+                self.q = torch.nn.Linear(D, D, bias=False)
+                self.k = torch.nn.Linear(D, D, bias=False)
+                self.v = torch.nn.Linear(D, D, bias=False)
+                self.o = torch.nn.Linear(D, D, bias=False)
                 self.up = torch.nn.Linear(D, H, bias=False)
                 self.down = torch.nn.Linear(H, D, bias=False)
 
             def forward(self, x):
-                return self.down(torch.relu(self.up(x)))
+                h = self.norm1(x)
+                q, k, v = (p(h).view(S, HEADS, D // HEADS).transpose(0, 1)
+                           for p in (self.q, self.k, self.v))
+                a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                x = x + self.o(a.transpose(0, 1).reshape(S, D))
+                return x + self.down(torch.relu(self.up(self.norm2(x))))
 
         class Model(torch.nn.Module):
             def __init__(self):
                 super().__init__()
-                self.mlp = parallelize_module(MLP(), mesh, {{"up": ColwiseParallel(),
-                                                            "down": RowwiseParallel()}})
+                self.block = Block()
 
             def forward(self, x):
-                return self.mlp(x)
+                return self.block(x)
 
         def get_inputs():
-            return [torch.randn(B, D)]
+            return [torch.randn(S, D)]
     """))
-    torch_rep = _analyze(prog, devices=devices)
-    jax_rep = _analyze(DIST / "jax_tp_mlp.py", devices=devices)
-    graph = json.loads(solar.parse_graph(f"""graph mlp
-x = f32[{b},{d}] input
-w1 = f32[{d},{h}] weight
-w2 = f32[{h},{d}] weight
-a = f32[{b},{h}] einsum "mk,kn->mn" (x, w1)
-r = f32[{b},{h}] einsum [m={b},n={h}] none relu($0) (a[m,n]) -> [m,n]
-y = f32[{b},{d}]{{output}} einsum "mk,kn->mn" (r, w2)
-""").to_json())
-    plan = shard_graph(graph, devices, 0, {"w1": WeightRule("column", 1),
-                                           "w2": WeightRule("row", 0)})
+    torch_rep = _analyze(DIST / "torch_tp_block.py", devices=devices)
+    jax_rep = _analyze(DIST / "jax_tp_block.py", devices=devices)
+    captured = analyze_file(str(whole), ProgramOptions(archs=["H100_SXM"], cache_aware=False))
+    _check_complete(captured.report)
+    # torch.nn.Linear's weight is [out, in]: column-parallel splits dim 0 (q, k, v: whole
+    # heads, as D / HEADS divides D / N), row-parallel dim 1.
+    rules = {f"block.{n}.weight": WeightRule("column", 0) for n in ("q", "k", "v", "up")}
+    rules.update({f"block.{n}.weight": WeightRule("row", 1) for n in ("o", "down")})
+    plan = shard_graph(json.loads(captured.graph.to_json()), devices, 0, rules)
+    assert plan.replicated_ops == []
+    shapes = {t["name"]: t["shape"] for t in plan.graph["tensors"]}
+    assert shapes["block.q.weight"] == [d // devices, d]  # HEADS / N heads of D / HEADS
     plan_rep = solar.analyze(solar.parse_graph_json(json.dumps(plan.graph)), ["H100_SXM"])
+    assert plan_rep.coverage["unanalyzed"] == 0
     for rep in (torch_rep, jax_rep):
         _check_complete(rep)
+    projections = 4 * s * d * d // devices  # q, k, v column-parallel, o row-parallel
+    # Q K^T and P V over the causal triangle (S (S + 1) / 2 live pairs), HEADS / N heads.
+    attention = 2 * (heads // devices) * (d // heads) * (s * (s + 1) // 2)
+    mlp = 2 * s * d * h // devices  # up column-parallel, down row-parallel
     macs = {int(torch_rep["totals"]["macs"]), int(jax_rep["totals"]["macs"]),
             int(plan_rep.totals.macs)}
-    assert macs == {2 * b * d * h // devices}
+    assert macs == {projections + attention + mlp}
     comm = [torch_rep["totals"]["comm_bytes_by_kind"], jax_rep["totals"]["comm_bytes_by_kind"],
             {k: int(v) for k, v in plan_rep.totals.comm_bytes_by_kind.items()}]
-    assert comm == [{"all_reduce": b * d * F32}] * 3
+    # The row-parallel o and down complete their partial sums: two all-reduces of S x D.
+    assert comm == [{"all_reduce": 2 * s * d * F32}] * 3
 
 
 def test_on_a_system_ranks_fill_the_scale_up_domains_in_order(tmp_path):
