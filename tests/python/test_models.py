@@ -107,6 +107,14 @@ def test_every_registry_model_analyzes_completely(name, phase):
         assert device["fused_seconds"] > 0 and device["tokens_per_second"] > 0
 
 
+def test_a_real_tensor_capture_the_cpu_cannot_run_at_bf16_is_refused_with_the_way_out():
+    # Reformer reads tensor values (captured on real tensors) and upcasts activations beside
+    # bf16 layer-norm weights, which CPU kernels refuse: a clear refusal, not a traceback.
+    with pytest.raises(Exception, match="analyze it at --dtype f32") as e:
+        run("reformer-enwik8", "prefill", dtype="bf16")
+    assert e.value.kind == "unsupported"  # exit 7
+
+
 @pytest.mark.parametrize("name,why", [("bert-base-uncased", "no decode phase"),
                                       ("vit-base-patch16-224", "no decode phase"),
                                       ("reformer-enwik8", "not modelled")])

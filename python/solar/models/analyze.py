@@ -172,7 +172,17 @@ def capture_model(run: ModelRun, options: ProgramOptions):
             raise user_error(f"{spec.name} reads tensor values ({type(e).__name__}: {e}), so "
                              f"it needs real weights, and {size / 1e9:.1f} GB of them exceed "
                              f"{REAL_WEIGHTS_LIMIT / 1e9:.0f} GB", "unsupported") from None
-        model, trace = captured(real=True)
+        try:
+            model, trace = captured(real=True)
+        except RuntimeError as e:
+            if "mixed dtype (CPU)" not in str(e):
+                raise
+            # The model upcasts activations to f32 beside 16-bit weights, which only CUDA
+            # kernels accept; counted at f32 the step would not be the one asked for.
+            raise user_error(f"{spec.name} reads tensor values, so it runs on real tensors, "
+                             f"and this machine's CPU kernels cannot run it at --dtype "
+                             f"{run.dtype} ({' '.join(str(e).split())[:120]}); analyze it at "
+                             "--dtype f32", "unsupported") from None
     return spec, config, model, trace
 
 
