@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from conftest import run_solar  # noqa: E402
 from solar import _core, models  # noqa: E402
 from solar.programs import ProgramOptions  # noqa: E402
 
@@ -242,9 +242,7 @@ def test_serving_text_shows_the_figures_and_the_speculative_table(draft_config):
 
 
 def solar(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
-    return subprocess.run([sys.executable, "-m", "solar", *args], capture_output=True,
-                          text=True, env=env, timeout=300)
+    return run_solar(*args)
 
 
 @pytest.mark.parametrize("args, code, words", [

@@ -4,20 +4,16 @@ table and as one JSON document, read from the registry files without importing t
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
+from conftest import run_solar
 from solar import models
 from solar.models import listing
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 
 def solar(*args):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-    return subprocess.run([sys.executable, "-m", "solar", *args], capture_output=True,
-                          text=True, env=env, timeout=120)
+    return run_solar(*args)
 
 
 def test_the_table_has_a_row_per_registry_model_with_its_hub_id_and_source():
@@ -65,8 +61,8 @@ def test_published_counts_are_written_as_their_source_gives_them():
 def test_listing_imports_neither_torch_nor_transformers():
     code = ("import sys; from solar.models import listing; listing.rows(); "
             "print('torch' in sys.modules or 'transformers' in sys.modules)")
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
     assert out.stdout.strip() == "False", out.stderr
 
 

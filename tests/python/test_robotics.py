@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from conftest import run_solar  # noqa: E402
 from solar import models  # noqa: E402
 from solar.models.build import build_model, config_of, parameter_count  # noqa: E402
 from solar.programs import ProgramOptions  # noqa: E402
@@ -209,38 +210,23 @@ def test_solar_inverse_accepts_a_model(tmp_path):
     """`solar inverse hf:NAME` builds and captures the model as `solar analyze` does (here
     the policy at 2 layers, 2 steps): its work is the control step's."""
     import json
-    import os
-    import subprocess
-    import sys
 
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, PYTHONPATH=os.path.join(root, "python"))
     sets = [a for k, v in SMALL.items() for a in ("--set", f"{k}={v}")]
-    r = subprocess.run([sys.executable, "-m", "solar", "inverse", "hf:" + NAME, "--rate-hz",
-                        "500", "--arch", "Jetson_Thor", "--json", "-", *sets],
-                       capture_output=True, text=True, env=env, timeout=600)
+    r = run_solar("inverse", "hf:" + NAME, "--rate-hz", "500", "--arch", "Jetson_Thor",
+                  "--json", "-", *sets)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     cfg = config_of(models.lookup(NAME), SMALL)
     assert doc["min_compute"]["tensor"]["work"] == 2 * expected_macs(cfg, 1, 48)
     assert doc["target_seconds"] == pytest.approx(1 / 500)
-    bad = subprocess.run([sys.executable, "-m", "solar", "inverse", "hf:" + NAME, "--rate-hz",
-                          "50", "--set", "num_steps=0"], capture_output=True, text=True,
-                         env=env, timeout=600)
+    bad = run_solar("inverse", "hf:" + NAME, "--rate-hz", "50", "--set", "num_steps=0")
     assert bad.returncode == 2 and "num_steps: must be an integer >= 1" in bad.stderr
 
 
 def test_the_text_report_prints_the_control_rate():
-    import os
-    import subprocess
-    import sys
-
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, PYTHONPATH=os.path.join(root, "python"))
     sets = [a for k, v in SMALL.items() for a in ("--set", f"{k}={v}")]
-    r = subprocess.run([sys.executable, "-m", "solar", "analyze", "hf:" + NAME, "--arch",
-                        "H100_SXM", "--top", "0", "--depth", "1", *sets],
-                       capture_output=True, text=True, env=env, timeout=600)
+    r = run_solar("analyze", "hf:" + NAME, "--arch", "H100_SXM", "--top", "0", "--depth", "1",
+                  *sets)
     assert r.returncode == 0, r.stderr
     assert "control step: 3 images (768 tokens) + 48 prompt tokens" in r.stdout
     line = next(x for x in r.stdout.splitlines() if "per control step" in x)
