@@ -75,3 +75,15 @@ class GraphEditor:
                 operands=[{"subscript": list(out_sub)}] + [{"subscript": list(sub)}
                                                            for _, sub in scales],
                 output=list(out_sub), combine=combine, reduce="none")
+
+
+def static_quantized(gr: GraphEditor, groups: Groups, x: str, dtype: str, origin):
+    """(x at `dtype`, its scale): a static per-tensor scale calibrated offline, one multiply
+    per element."""
+    shape = list(gr.tensors[x]["shape"])
+    names = [f"a{i}" for i in range(len(shape))]
+    xs = gr.tensor(f"{x}.input_scale", [], "f32", "weight")
+    groups.act_scale_bytes += 4
+    xq = gr.einsum(f"{x}.quantized", [x, xs], [names, []], names, dict(zip(names, shape)),
+                   "mul($0,$1)", dtype, origin=origin)
+    return xq, xs

@@ -29,7 +29,7 @@ from ..analysis import ProgramAnalysis, analyze_graph, lower_trace
 from ..errors import user_error
 from .quant_formats import (KV_DTYPES, RECURRENT, SCHEMES, Scheme, check_names, fmt, nbytes,
                             numel, split_extent)
-from .quant_graph import GraphEditor, Groups
+from .quant_graph import GraphEditor, Groups, static_quantized
 from .quant_report import Applied
 from .quantize_config import scheme_of_config
 from .quantize_experts import expert_linear, expert_weight, gather_experts
@@ -337,12 +337,7 @@ def _quantize_root(gr: GraphEditor, root: str, scheme: Scheme, k: int, groups: G
     shape = list(gr.tensors[root]["shape"])
     names = [f"a{i}" for i in range(len(shape))]
     if scheme.act_group == ("tensor",):
-        # a static scale calibrated offline: one multiply per element
-        xs = gr.tensor(f"{root}.input_scale", [], "f32", "weight")
-        groups.act_scale_bytes += 4
-        xq = gr.einsum(f"{root}.quantized", [root, xs], [names, []], names,
-                       dict(zip(names, shape)), "mul($0,$1)", scheme.act, origin=origin)
-        return xq, xs
+        return static_quantized(gr, groups, root, scheme.act, origin)
     # dynamic: a scale per group of G elements of a token from their absolute maximum (an
     # abs and a max per element), then a divide per element
     size = scheme.act_group[1] or k

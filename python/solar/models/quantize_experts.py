@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from .quant_formats import Scheme, nbytes, numel, split_extent
-from .quant_graph import GraphEditor, Groups
+from .quant_graph import GraphEditor, Groups, static_quantized
 
 
 def expert_weight(t: Dict[str, Any], uses: List[Dict[str, Any]], users) -> bool:
@@ -217,11 +217,7 @@ def _quantized_operand(gr: GraphEditor, x: str, xsub, k: str, idx, scheme: Schem
     shape = list(gr.tensors[x]["shape"])
     names = [f"a{i}" for i in range(len(shape))]
     if scheme.act_group == ("tensor",):
-        xs = gr.tensor(f"{x}.input_scale", [], "f32", "weight")
-        groups.act_scale_bytes += 4
-        xq = gr.einsum(f"{x}.quantized", [x, xs], [names, []], names,
-                       dict(zip(names, shape)), "mul($0,$1)", scheme.act, origin=origin)
-        return xq, xs, []
+        return (*static_quantized(gr, groups, x, scheme.act, origin), [])
     kd = xsub.index(k)
     size = scheme.act_group[1] or shape[kd]
     g = split_extent(shape[kd], size, f"the activation {x}")
