@@ -264,13 +264,7 @@ class _Trace:
     def _record_version(self, t: torch.Tensor, op: str, args: Dict[str, Any]) -> int:
         """Appends a recorded (not executed) op that makes the next version of `t`."""
         tid = self.new_tensor(t, "intermediate")
-        entry: Dict[str, Any] = {"op": op, "args": args, "outputs": [tid]}
-        file, line = source_location()
-        if file:
-            entry["file"] = file
-            entry["line"] = line
-        self.tag_module(entry)
-        self.ops.append(entry)
+        self.append_op({"op": op, "args": args, "outputs": [tid]})
         if self.record is not None and self.record.values_mode == "all":
             self.record.keep(tid, t)
         return tid
@@ -278,6 +272,17 @@ class _Trace:
     def tag_module(self, entry: Dict[str, Any]) -> None:
         if self.module_stack and self.module_stack[-1]:
             entry["module"] = self.module_stack[-1]
+
+    def append_op(self, entry: Dict[str, Any], located: bool = True) -> None:
+        """Records `entry` with the module it runs in and, when `located`, the program's line
+        that issued it."""
+        if located:
+            file, line = source_location()
+            if file:
+                entry["file"] = file
+                entry["line"] = line
+        self.tag_module(entry)
+        self.ops.append(entry)
 
     def _refresh(self, x: torch.Tensor, sid: int) -> int:
         """Brings object x up to date with the writes through other views of its storage."""
@@ -449,14 +454,8 @@ class _Recorder(TorchDispatchMode):
             if record.values_mode == "all" or (random and record.keeps_values):
                 for tid, t in produced:
                     record.keep(tid, t)
-        entry: Dict[str, Any] = {"op": _op_name(func), "args": named, "outputs": ids}
-        if self.source_lines:
-            file, line = source_location()
-            if file:
-                entry["file"] = file
-                entry["line"] = line
-        self.trace.tag_module(entry)
-        self.trace.ops.append(entry)
+        self.trace.append_op({"op": _op_name(func), "args": named, "outputs": ids},
+                             located=self.source_lines)
         return out
 
 

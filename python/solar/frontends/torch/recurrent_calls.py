@@ -11,7 +11,6 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils._python_dispatch import _disable_current_modes
 
-from .source_location import source_location
 
 # `trace` below: capture._Trace, the trace being recorded (encode, new_tensor, ops).
 
@@ -96,13 +95,7 @@ def _rnn_wrapper(name: str, original: Callable, trace: Any) -> Callable:
         if record is not None and record.values_mode == "all":
             for tid, t in zip(ids, outs):
                 record.keep(tid, t)
-        entry: Dict[str, Any] = {"op": _RNN_FUNCTIONS[name], "args": encoded, "outputs": ids}
-        file, line = source_location()
-        if file:
-            entry["file"] = file
-            entry["line"] = line
-        trace.tag_module(entry)
-        trace.ops.append(entry)
+        trace.append_op({"op": _RNN_FUNCTIONS[name], "args": encoded, "outputs": ids})
         return tuple(outs)
 
     return call
