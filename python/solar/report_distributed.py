@@ -31,7 +31,7 @@ def _collective_lines(op: Dict[str, Any]) -> List[str]:
     where = f"  line {origin['line']}" if origin.get("line") else ""
     over = f" over {op['group']}" if op.get("group") else ""
     lines = [f"    {op.get('label') or op.get('name')}: {op.get('collective')}{over} "
-             f"({op.get('group_size', '?')} ranks), {_si(op.get('comm_bytes', 0), 'B')} per "
+             f"({op['group_size']} ranks), {_si(float(op['comm_bytes']), 'B')} per "
              f"rank{where}"]
     for device, terms in sorted((op.get("links") or {}).items()):
         for t in terms:
