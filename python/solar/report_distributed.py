@@ -8,22 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-_PREFIXES = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
-_TIME = [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"), (1e-12, "ps")]
-
-
-def _si(x: float, unit: str) -> str:
-    for scale, p in _PREFIXES:
-        if abs(x) >= scale:
-            return f"{x / scale:.4g} {p}{unit}"
-    return f"{x:.4g} {unit}"
-
-
-def _time(s: float) -> str:
-    for scale, u in _TIME:
-        if abs(s) >= scale:
-            return f"{s / scale:.4g} {u}"
-    return f"{s:.4g} s"
+from .html.fmt import seconds, si
 
 
 def _collective_lines(op: Dict[str, Any]) -> List[str]:
@@ -31,14 +16,14 @@ def _collective_lines(op: Dict[str, Any]) -> List[str]:
     where = f"  line {origin['line']}" if origin.get("line") else ""
     over = f" over {op['group']}" if op.get("group") else ""
     lines = [f"    {op.get('label') or op.get('name')}: {op.get('collective')}{over} "
-             f"({op['group_size']} ranks), {_si(float(op['comm_bytes']), 'B')} per "
+             f"({op['group_size']} ranks), {si(op['comm_bytes'], 'B')} per "
              f"rank{where}"]
     for device, terms in sorted((op.get("links") or {}).items()):
         for t in terms:
             algo = f" {t['algorithm']}" if t.get("algorithm") else ""
-            lines.append(f"      {device} {t['link']:<9} {_si(t['bytes'], 'B')} per device per "
-                         f"direction at {_si(t['bandwidth'], 'B/s')}{algo}: "
-                         f"{_time(t['seconds'])}")
+            lines.append(f"      {device} {t['link']:<9} {si(t['bytes'], 'B')} per device per "
+                         f"direction at {si(t['bandwidth'], 'B/s')}{algo}: "
+                         f"{seconds(t['seconds'])}")
     return lines
 
 
@@ -72,6 +57,6 @@ def distributed_block(section: Optional[Dict[str, Any]], report: Dict[str, Any])
         lines.append("  XLA's partitioned HLO (this backend's choice):")
         for c in hlo:
             red = f" {c['reduction']}" if c.get("reduction") else ""
-            lines.append(f"    {c['kind']}{red} {c['dtype']}{c['shape']}: {_si(c['bytes'], 'B')} "
+            lines.append(f"    {c['kind']}{red} {c['dtype']}{c['shape']}: {si(c['bytes'], 'B')} "
                          f"over {c['group_size']} ranks ({c['op_name']}, line {c['line']})")
     return "\n".join(lines)

@@ -33,6 +33,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import _core
 from ..errors import user_error
+from ..html.fmt import si
 
 OPTIMIZERS = ("adamw", "adam", "sgd", "none")
 DEFAULT_OPTIMIZER = "adamw"
@@ -412,20 +413,13 @@ def section(run, report, params: int, options) -> Dict[str, Any]:
     return out
 
 
-def _si(n: float, unit: str) -> str:
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if n >= scale:
-            return f"{n / scale:.4g} {prefix}{unit}"
-    return f"{n:.0f} {unit}"
-
-
 def text(t: Dict[str, Any]) -> List[str]:
     """The training block's lines in the text report."""
     lines = [f"  training step: optimizer {t['optimizer']} ({t['precision']}), recompute "
-             f"{t['recompute']}; the update reads {_si(t['optimizer_bytes_read'], 'B')} and "
-             f"writes {_si(t['optimizer_bytes_written'], 'B')}; model "
-             f"{_si(t['model_flops'], 'FLOP')}, hardware (with recomputation) "
-             f"{_si(t['hardware_flops'], 'FLOP')}"
+             f"{t['recompute']}; the update reads {si(t['optimizer_bytes_read'], 'B')} and "
+             f"writes {si(t['optimizer_bytes_written'], 'B')}; model "
+             f"{si(t['model_flops'], 'FLOP')}, hardware (with recomputation) "
+             f"{si(t['hardware_flops'], 'FLOP')}"
              + (" (one rank's graph)" if t.get("flops_of") == "rank" else "")]
     for arch, d in t["devices"].items():
         if d["mfu"] is None:
