@@ -15,7 +15,6 @@ the caller captures the whole model as before.
 from __future__ import annotations
 
 import contextlib
-import copy
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -301,13 +300,13 @@ def expand(trace: Dict[str, Any], layers_path: str, tmpl: Sequence[int], k: int,
         raise NotSound("layer inputs are not in layer order")
     for t in range(n_src):
         e = tensors[t]
-        add(t, copy.deepcopy(e), ("p", e.get("storage")))
+        add(t, dict(e), ("p", e.get("storage")))
         if t == after:
             for i in range(k, n):
                 for s in own[tmpl[i]]:
                     if tensors[s]["role"] != "input":
                         continue
-                    add(("r", i, s), copy.deepcopy(tensors[s]),
+                    add(("r", i, s), dict(tensors[s]),
                         ("r", i, tensors[s].get("storage")))
 
     def own_storage(i: int, j: int, t: int) -> Any:
@@ -330,7 +329,7 @@ def expand(trace: Dict[str, Any], layers_path: str, tmpl: Sequence[int], k: int,
 
     # Prologue and prefix layers as recorded.
     for t in range(n_src, hi[k - 1] + 1):
-        add(t, copy.deepcopy(tensors[t]), ("p", tensors[t].get("storage")))
+        add(t, dict(tensors[t]), ("p", tensors[t].get("storage")))
     ident = lambda t: key_of[t]  # noqa: E731
     for x in range(0, last[k - 1] + 1):
         new_ops.append(copy_op(ops[x], ident))
@@ -338,7 +337,7 @@ def expand(trace: Dict[str, Any], layers_path: str, tmpl: Sequence[int], k: int,
     for i in range(k, n):
         j = tmpl[i]
         for t in range(lo[j], hi[j] + 1):
-            e = copy.deepcopy(tensors[t])
+            e = dict(tensors[t])
             add(("r", i, t), e, own_storage(i, j, t))
 
         def f(t: int, _i=i, _j=j) -> int:
@@ -349,7 +348,7 @@ def expand(trace: Dict[str, Any], layers_path: str, tmpl: Sequence[int], k: int,
     # Epilogue: the last prefix layer's results are now the last layer's.
     jn = tmpl[n - 1]
     for t in range(hi[k - 1] + 1, len(tensors)):
-        add(t, copy.deepcopy(tensors[t]), ("p", tensors[t].get("storage")))
+        add(t, dict(tensors[t]), ("p", tensors[t].get("storage")))
 
     def g(t: int) -> int:
         o = owner(t)

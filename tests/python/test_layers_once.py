@@ -1,0 +1,80 @@
+"""Layers captured once (SOLAR_LAYERS_ONCE=1, python/solar/models/layers_once.py,
+docs/layers-once.md): the trace rebuilt from a prefix of the layers is the full capture,
+tensor for tensor and op for op, so every level's totals, the module rows, op counts and
+coverage are the unrolled model's; compared here for a Llama, a Gemma-2 whose local and
+global layers alternate, and a DeepSeek-V3 whose leading dense layers share a class with
+its MoE layers."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from solar import models  # noqa: E402
+from solar.models import layers_once  # noqa: E402
+from solar.programs import ProgramOptions  # noqa: E402
+
+SMALL = {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1000}
+CASES = [
+    # (model, config overrides, the prefix captured: every layer structure twice)
+    ("llama-3.2-1b", {**SMALL, "num_hidden_layers": 4}, 2),
+    # local, global, local, global captured; layers 4 (local) and 5 (global) replicated
+    ("gemma-2-9b", {**SMALL, "num_hidden_layers": 6, "sliding_window": 16}, 4),
+    # dense, dense, MoE, MoE captured; layers 4 and 5 (MoE) replicated
+    ("deepseek-v3", {"num_hidden_layers": 6, "first_k_dense_replace": 2}, 4),
+]
+
+
+def _analyze(monkeypatch, name, config, phase, once):
+    monkeypatch.setenv(layers_once.ENV, "1" if once else "0")
+    run = models.ModelRun(f"hf:{name}", phase=phase, batch=2, seq=16, context=32,
+                          config=dict(config))
+    return models.analyze_model(run, ProgramOptions(crosscheck=False))
+
+
+@pytest.mark.parametrize("phase", ["prefill", "decode"])
+@pytest.mark.parametrize("name,config,prefix", CASES)
+def test_grouped_trace_and_report_are_the_unrolled_ones(monkeypatch, name, config, prefix,
+                                                        phase):
+    expanded = []
+    real_expand = layers_once.expand
+
+    def spy(trace, path, tmpl, k, modules=None):
+        expanded.append((k, list(tmpl)))
+        return real_expand(trace, path, tmpl, k, modules)
+
+    monkeypatch.setattr(layers_once, "expand", spy)
+    unrolled = _analyze(monkeypatch, name, config, phase, once=False)
+    assert expanded == []  # off by default
+    grouped = _analyze(monkeypatch, name, config, phase, once=True)
+    assert [k for k, _ in expanded] == [prefix]  # replicated, not captured whole
+    assert grouped.trace == unrolled.trace  # same tensors, storages, ops, module paths
+    assert grouped.warnings == unrolled.warnings
+    # Every level (unfused, framework, fused, cache-aware), module rows, counts, coverage.
+    assert grouped.report.to_dict() == unrolled.report.to_dict()
+
+
+@pytest.mark.parametrize("sigs,prefix,templates", [
+    ("aaaa", 2, [0, 1, 1, 1]),
+    ("abababa", 4, [0, 1, 2, 3, 2, 3, 2]),  # Gemma-2: local/global alternate
+    ("dddmmmm", 5, [0, 1, 2, 3, 4, 4, 4]),  # DeepSeek-V3: 3 dense, then MoE
+    ("aab", None, None),  # b occurs once: nothing to compare it with
+    ("aa", None, None),  # the prefix would be the whole model
+])
+def test_prefix_holds_every_layer_structure_twice(sigs, prefix, templates):
+    assert layers_once.prefix_length(list(sigs)) == prefix
+    if prefix is not None:
+        assert layers_once.templates(list(sigs), prefix) == templates
+
+
+def test_a_trace_whose_layers_interleave_is_refused():
+    trace = {"tensors": [{"id": 0, "role": "input", "shape": [1], "dtype": "f32",
+                          "storage": 0}],
+             "ops": [{"op": "aten::neg.default", "args": {"self": {"tensor": 0}},
+                      "outputs": [None], "module": m}
+                     for m in ("model.layers.1", "model.layers.0")]}
+    with pytest.raises(layers_once.NotSound, match="out of order"):
+        layers_once.expand(trace, "model.layers", [0, 1, 1], 2)
