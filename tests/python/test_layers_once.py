@@ -42,9 +42,9 @@ def test_grouped_trace_and_report_are_the_unrolled_ones(monkeypatch, name, confi
     expanded = []
     real_expand = layers_once.expand
 
-    def spy(trace, path, tmpl, k, modules=None):
+    def spy(trace, path, tmpl, k, *rest):
         expanded.append((k, list(tmpl)))
-        return real_expand(trace, path, tmpl, k, modules)
+        return real_expand(trace, path, tmpl, k, *rest)
 
     monkeypatch.setattr(layers_once, "expand", spy)
     unrolled = _analyze(monkeypatch, name, config, phase, once=False)
@@ -78,3 +78,32 @@ def test_a_trace_whose_layers_interleave_is_refused():
                      for m in ("model.layers.1", "model.layers.0")]}
     with pytest.raises(layers_once.NotSound, match="out of order"):
         layers_once.expand(trace, "model.layers", [0, 1, 1], 2)
+
+
+def _two_layers(scale_of_layer_1):
+    """A prologue op (-x), then two layers of one op each (h * scale), each reading the
+    result before it."""
+    t = [{"id": i, "role": "input" if i == 0 else "intermediate", "shape": [4], "dtype": "f32",
+          "storage": i} for i in range(4)]
+    ops = [{"op": "aten::neg.default", "args": {"self": {"tensor": 0}}, "outputs": [1]},
+           {"op": "aten::mul.Tensor", "args": {"self": {"tensor": 1}, "other": 0.5},
+            "outputs": [2], "module": "model.layers.0"},
+           {"op": "aten::mul.Tensor", "args": {"self": {"tensor": 2},
+                                              "other": scale_of_layer_1},
+            "outputs": [3], "module": "model.layers.1"}]
+    return {"tensors": t, "ops": ops}
+
+
+def test_a_layer_whose_ops_depend_on_its_index_is_not_replicated():
+    # GPT-2's scale_attn_by_inverse_layer_idx: a constant that changes with the layer
+    with pytest.raises(layers_once.NotSound, match="layers 0 and 1 differ"):
+        layers_once.expand(_two_layers(0.25), "model.layers", [0, 1, 1], 2, None, {1: 0})
+
+
+def test_replicated_layers_chain_their_results():
+    full = layers_once.expand(_two_layers(0.5), "model.layers", [0, 1, 1, 1], 2, None, {1: 0})
+    ops = full["ops"]
+    assert [op.get("module") for op in ops] == [None] + [f"model.layers.{i}" for i in range(4)]
+    assert [op["args"]["self"]["tensor"] for op in ops] == [0, 1, 2, 3, 4]
+    assert [op["outputs"] for op in ops] == [[1], [2], [3], [4], [5]]
+    assert [t["storage"] for t in full["tensors"]] == [0, 1, 2, 3, 4, 5]

@@ -186,7 +186,8 @@ def capture_model(run: ModelRun, options: ProgramOptions):
         modules = {name: type(m).__name__ for name, m in step.named_modules()}
         try:
             return layers_once.expand(prefix, "model." + found[0],
-                                      layers_once.templates(sigs, k), k, modules)
+                                      layers_once.templates(sigs, k), k, modules,
+                                      layers_once.twins(sigs, k))
         except layers_once.NotSound as e:
             progress.stage(f"layers captured once: not sound here ({e}); capturing every layer")
             return None

@@ -108,6 +108,17 @@ def templates(sigs: Sequence[Any], k: int) -> List[int]:
     return list(range(k)) + [last[sigs[i]] for i in range(k, len(sigs))]
 
 
+def twins(sigs: Sequence[Any], k: int) -> Dict[int, int]:
+    """Per template layer (the last prefix layer of its structure), the prefix layer of the
+    same structure before it: the two whose recorded ops must agree before any layer is
+    replicated."""
+    tmpl = templates(sigs, k)
+    out = {}
+    for j in sorted(set(tmpl[k:])):
+        out[j] = max(x for x in range(j) if sigs[x] == sigs[j])
+    return out
+
+
 @contextlib.contextmanager
 def prefix_layers(model, config, k: int):
     """While open, the model runs its first k decoder layers only (transformers' decoders
@@ -162,12 +173,57 @@ def _remap(v: Any, f) -> Any:
     return v
 
 
+_META = ("shape", "dtype", "strides", "storage_offset", "role")
+
+
+def _check_twins(tensors, ops, first, last, lo, prefix: str, a: int, b: int) -> None:
+    """Raises NotSound unless layer b's ops are layer a's with every tensor renamed: the
+    same op names, module paths (up to the layer index), source lines and plain arguments;
+    a tensor each creates at the same place in its own ids; a tensor from elsewhere with
+    the same metadata."""
+    if last[a] - first[a] != last[b] - first[b]:
+        raise NotSound(f"layers {a} and {b} record different op counts")
+
+    def same(u: Any, v: Any) -> bool:
+        if isinstance(u, dict) and isinstance(v, dict):
+            if "tensor" in u and len(u) == 1:
+                if not ("tensor" in v and len(v) == 1):
+                    return False
+                x, y = u["tensor"], v["tensor"]
+                if x is None or y is None:
+                    return x is y
+                in_a, in_b = x >= lo[a], y >= lo[b]
+                if in_a != in_b:
+                    return False
+                if in_a and x - lo[a] != y - lo[b]:
+                    return False
+                return all(tensors[x].get(f) == tensors[y].get(f) for f in _META)
+            return u.keys() == v.keys() and all(same(u[key], v[key]) for key in u)
+        if isinstance(u, list) and isinstance(v, list):
+            return len(u) == len(v) and all(same(x, y) for x, y in zip(u, v))
+        return type(u) is type(v) and u == v
+
+    for x, y in zip(range(first[a], last[a] + 1), range(first[b], last[b] + 1)):
+        p, q = ops[x], ops[y]
+        if (p["op"] != q["op"] or p.get("file") != q.get("file") or p.get("line") != q.get("line")
+                or _rename(p.get("module", ""), prefix, b, a) != q.get("module", "")
+                or not same(p["args"], q["args"])
+                or not same([{"tensor": o} for o in p["outputs"]],
+                            [{"tensor": o} for o in q["outputs"]])):
+            raise NotSound(f"layers {a} and {b} differ at their op {x - first[a]} "
+                           f"({p['op']} / {q['op']})")
+
+
 def expand(trace: Dict[str, Any], layers_path: str, tmpl: Sequence[int], k: int,
-           modules: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+           modules: Optional[Dict[str, str]] = None,
+           pairs: Optional[Dict[int, int]] = None) -> Dict[str, Any]:
     """The OpTrace of all len(tmpl) layers from `trace`, a capture of the first k (every
     layer's parameters recorded, the first k layers' cache buffers as inputs). Layer i >= k
     repeats the ops of layer tmpl[i] < k. `layers_path` is the layer list's module path in
-    the trace ("model.model.layers"); `modules` the full model's module types."""
+    the trace ("model.model.layers"); `modules` the full model's module types; `pairs`
+    {template: an earlier prefix layer of the same structure}, whose recorded ops must be
+    the template's, renamed (checked: a layer whose ops depend on its index in a way its
+    modules do not show differs from its twin, and nothing is replicated)."""
     n = len(tmpl)
     prefix = layers_path + "."
     tensors, ops = trace["tensors"], trace["ops"]
@@ -243,6 +299,9 @@ def expand(trace: Dict[str, Any], layers_path: str, tmpl: Sequence[int], k: int,
             if lay < k:
                 own[lay].append(t)
 
+    for j, twin in (pairs or {}).items():
+        _check_twins(tensors, ops, first, last, lo, prefix, twin, j)
+
     key_of: Dict[Any, int] = {}  # virtual key -> new id
     entries: List[Dict[str, Any]] = []
     skey: List[Any] = []  # per new entry, its storage key
@@ -292,9 +351,8 @@ def expand(trace: Dict[str, Any], layers_path: str, tmpl: Sequence[int], k: int,
     # Sources: inputs (the replicas' own inputs after the last prefix layer's), then
     # parameters and buffers as recorded (every layer's).
     inputs = [t for t in range(n_src) if tensors[t]["role"] == "input"]
+    # (None: no layer owns an input, as with a step without a cache: nothing to insert)
     after = max((t for t in inputs if t in src_layer), default=None)
-    if after is None:
-        raise NotSound("no layer owns an input")
     layer_inputs = [t for t in inputs if t in src_layer]
     if [src_layer[t] for t in layer_inputs] != sorted(src_layer[t] for t in layer_inputs):
         raise NotSound("layer inputs are not in layer order")
