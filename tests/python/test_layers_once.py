@@ -107,3 +107,15 @@ def test_replicated_layers_chain_their_results():
     assert [op["args"]["self"]["tensor"] for op in ops] == [0, 1, 2, 3, 4]
     assert [op["outputs"] for op in ops] == [[1], [2], [3], [4], [5]]
     assert [t["storage"] for t in full["tensors"]] == [0, 1, 2, 3, 4, 5]
+
+
+def test_sweep_workers_warm_each_model_once_only_when_layers_once(monkeypatch):
+    from solar.sweep import run
+
+    tasks = [{"kind": "model", "path": "hf:llama-3.1-8b", "model_kwargs": {"batch": b}}
+             for b in (1, 8)] + [{"kind": "program", "path": "mlp.py"}]
+    monkeypatch.setenv(layers_once.ENV, "0")
+    assert run.model_warm_ups(tasks) is True  # transformers imported, as before
+    monkeypatch.setenv(layers_once.ENV, "1")
+    assert run.model_warm_ups(tasks) == [("hf:llama-3.1-8b", {"batch": 1})]
+    assert run.model_warm_ups(tasks[2:]) is False
