@@ -119,3 +119,22 @@ def test_sweep_workers_warm_each_model_once_only_when_layers_once(monkeypatch):
     monkeypatch.setenv(layers_once.ENV, "1")
     assert run.model_warm_ups(tasks) == [("hf:llama-3.1-8b", {"batch": 1})]
     assert run.model_warm_ups(tasks[2:]) is False
+
+
+def test_a_model_built_for_one_point_serves_the_next(monkeypatch):
+    # A sweep worker's next point (another batch and context) reuses the fake model.
+    name, config, _ = CASES[1]  # Gemma-2: windows make the cache shapes depend on context
+
+    def decode(batch, context, once):  # one call site: ops record the caller's line
+        monkeypatch.setenv(layers_once.ENV, "1" if once else "0")
+        run = models.ModelRun(f"hf:{name}", phase="decode", batch=batch, context=context,
+                              config=dict(config))
+        return models.analyze_model(run, ProgramOptions(crosscheck=False))
+
+    first = decode(2, 32, once=True)
+    model = layers_once._BUILT["model"]  # noqa: SLF001
+    again = decode(3, 8, once=True)
+    assert layers_once._BUILT["model"] is model  # noqa: SLF001
+    unrolled = decode(3, 8, once=False)
+    assert again.trace == unrolled.trace != first.trace
+    assert again.report.to_dict() == unrolled.report.to_dict()

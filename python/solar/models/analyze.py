@@ -154,12 +154,18 @@ def capture_model(run: ModelRun, options: ProgramOptions):
         dataclasses.replace(run, batch=run.batch // run.plan.microbatches)
 
     def captured(real: bool):
-        mode = None if real else FakeTensorMode(allow_non_fake_inputs=True)
-        model = build_model(spec, config, run.dtype, mode, real=real)
         if not real and layers_once.enabled() and layers_once.applies(spec, run, options):
+            # The fake model of the last (model, config, dtype) this process built: a sweep's
+            # points differ in batch and context, which the model does not depend on.
+            mode, model = layers_once.built_model(
+                (spec.name, repr(spec.config), repr(sorted(run.config.items())), run.dtype),
+                lambda m: build_model(spec, config, run.dtype, m),
+                lambda: FakeTensorMode(allow_non_fake_inputs=True))
             trace = _captured_once(model, mode)
             if trace is not None:
                 return model, trace
+        mode = None if real else FakeTensorMode(allow_non_fake_inputs=True)
+        model = build_model(spec, config, run.dtype, mode, real=real)
         with implementation_patches(config), mla.patches(config, run.phase, run.mla_cache), \
                 quiet_transformers():
             with mode or contextlib.nullcontext(), torch_logging_silenced():

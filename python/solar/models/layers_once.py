@@ -438,6 +438,20 @@ def expand(trace: Dict[str, Any], layers_path: str, tmpl: Sequence[int], k: int,
     return doc
 
 
+_BUILT: Dict[str, Any] = {}
+
+
+def built_model(key: Any, build, new_mode):
+    """(fake mode, model) for `key`, built by build(mode) under new_mode() unless the last
+    call had the same key (a sweep worker's points: the same model at other batch and
+    context sizes). The model is left as built: a capture runs it without changing it."""
+    if _BUILT.get("key") != key:
+        _BUILT.clear()
+        mode = new_mode()
+        _BUILT.update(key=key, mode=mode, model=build(mode))
+    return _BUILT["mode"], _BUILT["model"]
+
+
 def applies(spec, run, options) -> bool:
     """The runs a prefix capture is tested for: an inference step of a causal LM (prefill or
     one decode token), without a parallel plan, a quantization scheme or a training step."""
