@@ -19,7 +19,7 @@ from solar.programs import ProgramOptions  # noqa: E402
 SMALL = {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4,
          "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1000}
 CASES = [
-    # (model, config overrides, the prefix captured: every layer structure twice)
+    # (model, config overrides, the prefix captured: every repeated layer structure twice)
     ("llama-3.2-1b", {**SMALL, "num_hidden_layers": 4}, 2),
     # local, global, local, global captured; layers 4 (local) and 5 (global) replicated
     ("gemma-2-9b", {**SMALL, "num_hidden_layers": 6, "sliding_window": 16}, 4),
@@ -61,10 +61,11 @@ def test_grouped_trace_and_report_are_the_unrolled_ones(monkeypatch, name, confi
     ("aaaa", 2, [0, 1, 1, 1]),
     ("abababa", 4, [0, 1, 2, 3, 2, 3, 2]),  # Gemma-2: local/global alternate
     ("dddmmmm", 5, [0, 1, 2, 3, 4, 4, 4]),  # DeepSeek-V3: 3 dense, then MoE
-    ("aab", None, None),  # b occurs once: nothing to compare it with
+    ("dmmmm", 3, [0, 1, 2, 2, 2]),  # DeepSeek-V2-Lite: one dense layer, captured as is
+    ("aab", None, None),  # the prefix would be the whole model
     ("aa", None, None),  # the prefix would be the whole model
 ])
-def test_prefix_holds_every_layer_structure_twice(sigs, prefix, templates):
+def test_prefix_holds_every_repeated_layer_structure_twice(sigs, prefix, templates):
     assert layers_once.prefix_length(list(sigs)) == prefix
     if prefix is not None:
         assert layers_once.templates(list(sigs), prefix) == templates
@@ -138,3 +139,37 @@ def test_a_model_built_for_one_point_serves_the_next(monkeypatch):
     unrolled = decode(3, 8, once=False)
     assert again.trace == unrolled.trace != first.trace
     assert again.report.to_dict() == unrolled.report.to_dict()
+
+
+# Every registry decoder at 5 layers: those whose layers are replicated (the prefix), and
+# those layers_once leaves to the full capture (other layer lists: transformer.h,
+# model.decoder.layers, backbone.layers), whose trace must not change either.
+REGISTRY = [
+    ("deepseek-v2-lite", 3), ("deepseek-v3", 4), ("gemma-2-9b", 4), ("llama-3.1-8b", 2),
+    ("mistral-7b", 2), ("mixtral-8x7b", 2), ("qwen2.5-7b", 2),
+    ("bigbird-roberta-base", None), ("electra-small-discriminator", None),
+    ("mamba-130m", None), ("opt-1.3b", None),
+]
+
+
+@pytest.mark.parametrize("phase", ["prefill", "decode"])
+@pytest.mark.parametrize("name,prefix", REGISTRY)
+def test_registry_decoders_at_five_layers(monkeypatch, name, prefix, phase):
+    config = {"num_hidden_layers": 5}
+    if name.startswith("deepseek"):
+        config["first_k_dense_replace"] = 2 if name == "deepseek-v3" else 1
+    expanded = []
+    real_expand = layers_once.expand
+    monkeypatch.setattr(layers_once, "expand",
+                        lambda *a: expanded.append(a[3]) or real_expand(*a))
+
+    def analyze(once):  # one call site: ops record the caller's line
+        monkeypatch.setenv(layers_once.ENV, "1" if once else "0")
+        run = models.ModelRun(f"hf:{name}", phase=phase, batch=1, seq=16, context=32,
+                              config=dict(config))
+        return models.analyze_model(run, ProgramOptions(crosscheck=False, cache_aware=False))
+
+    unrolled, grouped = analyze(False), analyze(True)
+    assert expanded == ([prefix] if prefix else [])
+    assert grouped.trace == unrolled.trace
+    assert grouped.report.to_dict() == unrolled.report.to_dict()

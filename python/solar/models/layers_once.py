@@ -88,14 +88,17 @@ def layer_signatures(model, config) -> Optional[List[Tuple[Any, ...]]]:
 
 
 def prefix_length(sigs: Sequence[Any]) -> Optional[int]:
-    """The shortest prefix in which every distinct layer signature occurs twice (so each
-    template layer is preceded by a layer, and a second occurrence can be compared with the
-    first), or None when no prefix shorter than the model exists."""
-    need = set(sigs)
+    """The shortest prefix in which every layer signature the model repeats occurs twice
+    (so each template layer is preceded by a layer, and a second occurrence can be compared
+    with the first) and every other one once (DeepSeek-V2-Lite's single dense layer), or
+    None when no prefix shorter than the model exists."""
+    need: Dict[Any, int] = {}
+    for s in sigs:
+        need[s] = min(2, need.get(s, 0) + 1)
     counts: Dict[Any, int] = {}
     for k, s in enumerate(sigs, 1):
         counts[s] = counts.get(s, 0) + 1
-        if all(counts.get(x, 0) >= 2 for x in need):
+        if all(counts.get(x, 0) >= n for x, n in need.items()):
             return k if k < len(sigs) else None
     return None
 
