@@ -28,10 +28,10 @@ CASES = [
 ]
 
 
-def _analyze(monkeypatch, name, config, phase, once):
+def _analyze(monkeypatch, name, config, phase, once, **kw):
     monkeypatch.setenv(layers_once.ENV, "1" if once else "0")
     run = models.ModelRun(f"hf:{name}", phase=phase, batch=2, seq=16, context=32,
-                          config=dict(config))
+                          config=dict(config), **kw)
     return models.analyze_model(run, ProgramOptions(crosscheck=False))
 
 
@@ -54,6 +54,16 @@ def test_grouped_trace_and_report_are_the_unrolled_ones(monkeypatch, name, confi
     assert grouped.trace == unrolled.trace  # same tensors, storages, ops, module paths
     assert grouped.warnings == unrolled.warnings
     # Every level (unfused, framework, fused, cache-aware), module rows, counts, coverage.
+    assert grouped.report.to_dict() == unrolled.report.to_dict()
+
+
+@pytest.mark.parametrize("quant,kv_dtype", [("fp8", None), ("w4a16", "fp8"), (None, "fp8")])
+def test_quantized_steps_are_the_unrolled_ones(monkeypatch, quant, kv_dtype):
+    # A scheme rewrites the captured trace: the rebuilt one gives the same rewrite.
+    name, config, _ = CASES[0]
+    grouped, unrolled = (_analyze(monkeypatch, name, config, "decode", once, quant=quant,
+                                  kv_dtype=kv_dtype) for once in (True, False))
+    assert grouped.trace == unrolled.trace
     assert grouped.report.to_dict() == unrolled.report.to_dict()
 
 

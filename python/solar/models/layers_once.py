@@ -457,8 +457,8 @@ def built_model(key: Any, build, new_mode):
 
 def applies(spec, run, options) -> bool:
     """The runs a prefix capture is tested for: an inference step of a causal LM (prefill or
-    one decode token), without a parallel plan, a quantization scheme or a training step."""
+    one decode token, quantized or not: a scheme rewrites the captured trace), without a
+    parallel plan, a speculative verify step or a training step."""
     plan = run.plan
     return (spec.task == "causal-lm" and not options.train and run.new_tokens == 1
-            and (plan is None or plan.is_plain()) and run.quant is None
-            and run.kv_dtype is None)
+            and (plan is None or plan.is_plain()))
