@@ -67,6 +67,23 @@ def test_quantized_steps_are_the_unrolled_ones(monkeypatch, quant, kv_dtype):
     assert grouped.report.to_dict() == unrolled.report.to_dict()
 
 
+def test_a_parallel_plan_shards_the_unrolled_trace(monkeypatch):
+    # tp 4 x pp 2 on a DGX H100, 2 microbatches: each stage's rank graph from the same trace
+    from solar.models import parallel
+
+    def analyze(once):
+        monkeypatch.setenv(layers_once.ENV, "1" if once else "0")
+        run = models.ModelRun("hf:llama-3.1-8b", phase="decode", batch=4, context=64,
+                              config={"num_hidden_layers": 4},
+                              plan=parallel.Plan(tp=4, pp=2, microbatches=2))
+        return models.analyze_model(run, ProgramOptions(
+            crosscheck=False, cache_aware=False, archs=(), system="DGX_H100"))
+
+    grouped, unrolled = analyze(True), analyze(False)
+    assert grouped.trace == unrolled.trace
+    assert grouped.report.to_dict() == unrolled.report.to_dict()
+
+
 @pytest.mark.parametrize("sigs,prefix,templates", [
     ("aaaa", 2, [0, 1, 1, 1]),
     ("abababa", 4, [0, 1, 2, 3, 2, 3, 2]),  # Gemma-2: local/global alternate

@@ -457,8 +457,6 @@ def built_model(key: Any, build, new_mode):
 
 def applies(spec, run, options) -> bool:
     """The runs a prefix capture is tested for: an inference step of a causal LM (prefill or
-    one decode token, quantized or not: a scheme rewrites the captured trace), without a
-    parallel plan, a speculative verify step or a training step."""
-    plan = run.plan
-    return (spec.task == "causal-lm" and not options.train and run.new_tokens == 1
-            and (plan is None or plan.is_plain()))
+    one decode token; quantized or not, under a parallel plan or not: a scheme and a plan
+    rewrite the captured trace), not a speculative verify step or a training step."""
+    return spec.task == "causal-lm" and not options.train and run.new_tokens == 1
