@@ -164,8 +164,9 @@ def capture_model(run: ModelRun, options: ProgramOptions):
             trace = _captured_once(model, mode)
             if trace is not None:
                 return model, trace
-        mode = None if real else FakeTensorMode(allow_non_fake_inputs=True)
-        model = build_model(spec, config, run.dtype, mode, real=real)
+        else:
+            mode = None if real else FakeTensorMode(allow_non_fake_inputs=True)
+            model = build_model(spec, config, run.dtype, mode, real=real)
         with implementation_patches(config), mla.patches(config, run.phase, run.mla_cache), \
                 quiet_transformers():
             with mode or contextlib.nullcontext(), torch_logging_silenced():
