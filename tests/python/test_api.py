@@ -309,3 +309,18 @@ def test_bad_options(kw):
 def test_version_matches_pyproject():
     text = (ROOT / "pyproject.toml").read_text()
     assert re.search(r'^version = "([^"]+)"', text, re.M).group(1) == solar.__version__
+
+
+def test_report_fields_other_than_ops_are_read_without_parsing_the_op_rows():
+    report = solar.analyze(solar.parse_graph(GEMM_TEXT), ["H100_SXM"])
+    whole = json.loads(report.to_json())
+    report.attach_section("note", {"bytes": "12"})
+    assert report._parsed is None  # noqa: SLF001 - what the test is about
+    for key in whole:
+        if key != "ops":
+            assert report.get(key) == whole[key] and report[key] == whole[key]
+    assert report.devices["H100_SXM"].fused.seconds > 0
+    assert report.note.bytes == 12  # an attached section's counts as ints, as before
+    assert report._parsed is None  # noqa: SLF001
+    assert len(report.ops) == len(whole["ops"])  # the rows, parsed on first use
+    assert report.get("note") == {"bytes": 12}

@@ -26,6 +26,8 @@ from .run import NO_DECODE, ModelRun
 from .section import model_section
 from . import training
 from . import policy
+from . import layers_once
+from .. import progress
 
 
 def _step(spec: ModelSpec, model, config, run: ModelRun, train: bool):
@@ -152,8 +154,19 @@ def capture_model(run: ModelRun, options: ProgramOptions):
         dataclasses.replace(run, batch=run.batch // run.plan.microbatches)
 
     def captured(real: bool):
-        mode = None if real else FakeTensorMode(allow_non_fake_inputs=True)
-        model = build_model(spec, config, run.dtype, mode, real=real)
+        if not real and layers_once.enabled() and layers_once.applies(spec, run, options):
+            # The fake model of the last (model, config, dtype) this process built: a sweep's
+            # points differ in batch and context, which the model does not depend on.
+            mode, model = layers_once.built_model(
+                (spec.name, repr(spec.config), repr(sorted(run.config.items())), run.dtype),
+                lambda m: build_model(spec, config, run.dtype, m),
+                lambda: FakeTensorMode(allow_non_fake_inputs=True))
+            trace = _captured_once(model, mode)
+            if trace is not None:
+                return model, trace
+        else:
+            mode = None if real else FakeTensorMode(allow_non_fake_inputs=True)
+            model = build_model(spec, config, run.dtype, mode, real=real)
         with implementation_patches(config), mla.patches(config, run.phase, run.mla_cache), \
                 quiet_transformers():
             with mode or contextlib.nullcontext(), torch_logging_silenced():
@@ -161,6 +174,30 @@ def capture_model(run: ModelRun, options: ProgramOptions):
             trace = capture(step, *inputs, name=f"{spec.name} {run.phase}", source=spec.source,
                             train=options.train, fake=not real, _fake_mode=mode)
         return model, trace
+
+    def _captured_once(model, mode):
+        """The whole model's trace from a capture of a prefix of its layers (layers_once),
+        or None where its layers do not repeat or the prefix trace is not as expected."""
+        found = layers_once.decoder_layers(model, config)
+        sigs = layers_once.layer_signatures(model, config)
+        k = layers_once.prefix_length(sigs) if sigs else None
+        if found is None or k is None:
+            return None
+        with implementation_patches(config), mla.patches(config, run.phase, run.mla_cache), \
+                quiet_transformers(), layers_once.prefix_layers(model, config, k):
+            with mode, torch_logging_silenced():
+                step, inputs = _step(spec, model, config, step_run, options.train)
+            prefix = capture(step, *inputs, name=f"{spec.name} {run.phase}",
+                             source=spec.source, train=options.train, fake=True,
+                             _fake_mode=mode)
+        modules = {name: type(m).__name__ for name, m in step.named_modules()}
+        try:
+            return layers_once.expand(prefix, "model." + found[0],
+                                      layers_once.templates(sigs, k), k, modules,
+                                      layers_once.twins(sigs, k))
+        except layers_once.NotSound as e:
+            progress.stage(f"layers captured once: not sound here ({e}); capturing every layer")
+            return None
 
     try:
         model, trace = captured(real=False)

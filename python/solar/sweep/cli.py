@@ -248,7 +248,7 @@ def run_sweep(spec: spec_mod.Spec, quiet: bool = False, checkpoint_s: float = 30
                 raise spec_mod.user_error(f"no Dask worker joined the scheduler at "
                                           f"{spec.address or 'the local cluster'}: {e}",
                                           "io") from None
-            run.warm(client, models=any(t["kind"] == "model" for t in tasks))
+            run.warm(client, models=run.model_warm_ups(tasks))
             _write_spec(folder, spec)  # only once the cluster is there; before any point
             summary["cluster_seconds"] = round(time.monotonic() - t0, 3)
             t1 = time.monotonic()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import gc
 import hashlib
 import io
 import logging
@@ -28,6 +29,7 @@ import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from .. import _core, models, programs
+from .. import models as models_mod
 from ..analysis import ProgramOptions
 from ..atomic_write import atomic_file
 from ..errors import failing_line, user_error
@@ -62,10 +64,12 @@ def _torch_one_thread():
     return torch
 
 
-def warm_worker(models: bool = False) -> str:
+def warm_worker(models: Any = False) -> str:
     """Imports torch and the frontend and captures a one-layer model once per worker
     (client.run), before the first point (solar suite's warm-up): the one-time costs of the
-    first capture are not the first point's time. models: import transformers too."""
+    first capture are not the first point's time. models: import transformers too; a list
+    of model tasks' (ref, model_kwargs): each analyzed once with 2 layers, so that its
+    model type's modules and its first capture are paid before the first point."""
     torch = _torch_one_thread()
     if torch is not None:
         with contextlib.redirect_stdout(io.StringIO()):
@@ -73,6 +77,19 @@ def warm_worker(models: bool = False) -> str:
     if models:
         with contextlib.suppress(Exception):
             import transformers  # noqa: F401
+    for ref, kwargs in (models if isinstance(models, list) else []):
+        config = {**kwargs.get("config", {}), "num_hidden_layers": 2}
+        with contextlib.suppress(Exception), warnings.catch_warnings(), \
+                contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            models_mod.analyze_model(models_mod.ModelRun(ref, **{**kwargs, "config": config}),
+                                     ProgramOptions(crosscheck=False, cache_aware=False))
+    if isinstance(models, list):
+        # What the imports and the warm-up left (torch, transformers: millions of objects)
+        # lives as long as the worker: out of the collector's full passes, which otherwise
+        # walk it every few points (0.2-0.3 s each, measured on an 8B decode point).
+        gc.collect()
+        gc.freeze()
     return _worker_address()
 
 
@@ -248,11 +265,26 @@ def wait_for_workers(client, timeout: float = 60.0) -> int:
     return _slots(client)
 
 
-def warm(client, models: bool = False) -> None:
+def warm(client, models: Any = False) -> None:
     """warm_worker on every worker now (in parallel); a worker that cannot is left to fail
     its points with the reason."""
     with contextlib.suppress(Exception):
         client.run(warm_worker, models)
+
+
+def model_warm_ups(tasks: Sequence[Dict[str, Any]]) -> Any:
+    """What warm_worker warms for these tasks: with SOLAR_LAYERS_ONCE=1 (docs/layers-once.md)
+    each model's first task, at 2 layers; else whether any task is a model (transformers
+    imported)."""
+    if not any(t["kind"] == "model" for t in tasks):
+        return False
+    if os.environ.get("SOLAR_LAYERS_ONCE", "") != "1":
+        return True
+    firsts: Dict[str, Any] = {}
+    for t in tasks:
+        if t["kind"] == "model" and t["path"].startswith("hf:"):
+            firsts.setdefault(t["path"], (t["path"], dict(t["model_kwargs"])))
+    return list(firsts.values()) or True
 
 
 def log_silently() -> None:
