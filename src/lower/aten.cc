@@ -24,7 +24,7 @@ const detail::Table& table() {
         {"aten_shape.cc", register_shape_ops},         {"aten_pad.cc", register_pad_ops},
         {"aten_index.cc", register_index_ops},         {"aten_random.cc", register_random_ops},
         {"aten_loss.cc", register_loss_ops},           {"aten_rnn.cc", register_rnn_ops},
-        {"aten_optimizer.cc", register_optimizer_ops},
+        {"aten_scan.cc", register_scan_ops},           {"aten_optimizer.cc", register_optimizer_ops},
         {"aten_collective.cc", register_c10d_ops}};
     TableBuilder b("aten");
     for (const auto& [file, hook] : kFamilies) b.add(file, hook);

@@ -89,6 +89,7 @@ void register_index_ops(const Register& reg);      // aten_index.cc (with embedd
 void register_random_ops(const Register& reg);     // aten_random.cc (with dropout)
 void register_loss_ops(const Register& reg);       // aten_loss.cc
 void register_rnn_ops(const Register& reg);        // aten_rnn.cc (LSTM/GRU/RNN as repeat ops)
+void register_scan_ops(const Register& reg);       // aten_scan.cc (Mamba's selective scan)
 // aten_collective.cc: torch.distributed's collectives under the fake process group.
 void register_c10d_ops(const Register& reg);
 // aten_math.cc: rounding, remainders, bitwise ops, inverse trigonometry, interpolation

@@ -1,4 +1,4 @@
-"""Layers captured once (SOLAR_LAYERS_ONCE=1, python/solar/models/layers_once.py,
+"""Layers captured once (the default; SOLAR_LAYERS_ONCE=0 turns it off; python/solar/models/layers_once.py,
 docs/layers-once.md): the trace rebuilt from a prefix of the layers is the full capture,
 tensor for tensor and op for op, so every level's totals, the module rows, op counts and
 coverage are the unrolled model's; compared here for a Llama, a Gemma-2 whose local and
@@ -48,7 +48,7 @@ def test_grouped_trace_and_report_are_the_unrolled_ones(monkeypatch, name, confi
 
     monkeypatch.setattr(layers_once, "expand", spy)
     unrolled = _analyze(monkeypatch, name, config, phase, once=False)
-    assert expanded == []  # off by default
+    assert expanded == []  # SOLAR_LAYERS_ONCE=0: every layer captured
     grouped = _analyze(monkeypatch, name, config, phase, once=True)
     assert [k for k, _ in expanded] == [prefix]  # replicated, not captured whole
     assert grouped.trace == unrolled.trace  # same tensors, storages, ops, module paths
@@ -144,7 +144,7 @@ def test_sweep_workers_warm_each_model_once_only_when_layers_once(monkeypatch):
              for b in (1, 8)] + [{"kind": "program", "path": "mlp.py"}]
     monkeypatch.setenv(layers_once.ENV, "0")
     assert run.model_warm_ups(tasks) is True  # transformers imported, as before
-    monkeypatch.setenv(layers_once.ENV, "1")
+    monkeypatch.delenv(layers_once.ENV)  # the default
     assert run.model_warm_ups(tasks) == [("hf:llama-3.1-8b", {"batch": 1})]
     assert run.model_warm_ups(tasks[2:]) is False
 

@@ -1,5 +1,5 @@
-"""Layers captured once (opt-in, SOLAR_LAYERS_ONCE=1; docs/layers-once.md): a decoder whose
-layers repeat is captured over a prefix of its layers, and the OpTrace of the whole model is
+"""Layers captured once (the default; SOLAR_LAYERS_ONCE=0 turns it off; docs/layers-once.md):
+a decoder whose layers repeat is captured over a prefix of its layers, and the OpTrace of the whole model is
 rebuilt from it by replicating, for every later layer, the recorded ops of the last prefix
 layer with the same structure, its tensors renamed (the layer's parameters, its cache
 buffers, its intermediates).
@@ -26,7 +26,8 @@ class NotSound(Exception):
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV, "") == "1"
+    """On unless SOLAR_LAYERS_ONCE=0: the way back to capturing every layer, for comparison."""
+    return os.environ.get(ENV, "") != "0"
 
 
 def decoder_layers(model, config) -> Optional[Tuple[str, Any]]:

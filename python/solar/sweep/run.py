@@ -32,6 +32,7 @@ from .. import _core, models, programs
 from .. import models as models_mod
 from ..analysis import ProgramOptions
 from ..atomic_write import atomic_file
+from ..models import layers_once
 from ..errors import failing_line, user_error
 from ..program_source import OverrideError, ProgramFormatError
 from ..program_worker import reset_torch_state, warm_up
@@ -273,12 +274,12 @@ def warm(client, models: Any = False) -> None:
 
 
 def model_warm_ups(tasks: Sequence[Dict[str, Any]]) -> Any:
-    """What warm_worker warms for these tasks: with SOLAR_LAYERS_ONCE=1 (docs/layers-once.md)
+    """What warm_worker warms for these tasks: with layers captured once (docs/layers-once.md)
     each model's first task, at 2 layers; else whether any task is a model (transformers
     imported)."""
     if not any(t["kind"] == "model" for t in tasks):
         return False
-    if os.environ.get("SOLAR_LAYERS_ONCE", "") != "1":
+    if not layers_once.enabled():
         return True
     firsts: Dict[str, Any] = {}
     for t in tasks:

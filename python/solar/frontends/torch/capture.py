@@ -40,6 +40,7 @@ from .buffer_band import ConstructionRecord, band_of
 from .lazy_torch import dispatch_without_dynamo, fake_mode
 from .quiet import torch_logging_silenced
 from .recurrent_calls import recurrent_ops_recorded
+from .selective_scan import selective_scans_recorded
 from .source_location import source_location
 
 OPTRACE_SCHEMA = "solar.optrace.v1"
@@ -499,7 +500,8 @@ def capture(
     record: a CaptureRecord to fill (tensor values on real tensors, FlopCounterMode's counts).
 
     unroll: nn.LSTM/GRU/RNN recorded one aten op per time step (torch's CPU kernel) instead
-    of one op per layer call (see recurrent_calls.py)."""
+    of one op per layer call (see recurrent_calls.py), and transformers' Mamba scan one op
+    per token instead of one per call (selective_scan.py)."""
     if optimizer is not None and optimizer not in _OPTIMIZERS:
         raise ValueError(f"optimizer {optimizer!r}: expected one of {', '.join(_OPTIMIZERS)}")
     if optimizer is not None and not train:
@@ -636,7 +638,8 @@ def capture(
             mkldnn_off = torch.backends.mkldnn.flags(enabled=False)
             mkldnn_off.__enter__()
         try:
-            with torch_logging_silenced(), recurrent_ops_recorded(trace, not unroll):
+            with torch_logging_silenced(), recurrent_ops_recorded(trace, not unroll), \
+                    selective_scans_recorded(trace, not unroll):
                 # (torch_logging_silenced: a failing meta kernel logs ~180 lines)
                 if mode is not None:
                     with mode:
