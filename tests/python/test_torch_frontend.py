@@ -405,6 +405,33 @@ def test_a_constructor_reading_values_is_built_real_and_captured_fake(tmp_path, 
     assert any(o["op"] == "aten::mul.Tensor" for o in fake["ops"])
 
 
+@pytest.mark.parametrize("convert,dtype", [(".to(torch.bfloat16)", "bfloat16"),
+                                           (".half()", "float16")])
+def test_a_constructor_converting_its_modules_builds_on_fake_tensors(tmp_path, convert, dtype):
+    from solar.frontends.torch import capture_program
+
+    # torch swaps each fake parameter for its converted copy, which fails on parameters the
+    # fake mode holds a weak reference to; the build converts them in place instead.
+    prog = tmp_path / "convert.py"
+    prog.write_text(
+        "import torch\n"
+        "class Model(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        f"        self.fc = torch.nn.Linear(64, 32){convert}\n"
+        "    def forward(self, x):\n"
+        "        return self.fc(x)\n"
+        "def get_inputs():\n"
+        f"    return [torch.randn(8, 64, dtype=torch.{dtype})]\n"
+        "def get_init_inputs():\n"
+        "    return []\n"
+    )
+    trace = capture_program(str(prog))
+    params = [t for t in trace["tensors"] if t["role"] == "parameter"]
+    assert sorted(t["shape"] for t in params) == [[32], [32, 64]]
+    assert {t["dtype"] for t in params} == {dtype}
+
+
 def test_tril_and_arange():
     r = analyze(lambda x: (x.tril(), x.triu(1), torch.arange(x.shape[0]) + 1), torch.randn(5, 5))
     assert complete(r)

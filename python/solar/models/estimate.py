@@ -17,11 +17,12 @@ the bound against their captures):
   forward once more (+ 1); the optimizer's update records about 10 ops per parameter tensor,
   at most 14 tensors a layer (DeepSeek-V3's MLA + MoE layer: 150 ops):
   UPDATE_OPS_PER_LAYER = 200;
-- Mamba's selective scan runs token by token in a prefill (no fused kernel on a CPU):
-  about 14 ops per token per layer: SCAN_OPS_PER_TOKEN = 16;
+- Mamba's selective scan runs token by token in a training step (a prefill records it as
+  one op, frontends/torch/selective_scan.py; autograd needs the per-token form): about 14
+  ops per token per layer: SCAN_OPS_PER_TOKEN = 16;
 - a recorded op costs about 0.5 ms to capture, lower and analyze on one core of the build
   machine, and about 26 KB of memory at the peak: Mamba-130M's 1024-token prefill
-  (estimated 398,116 ops) took 203 s and 10.2 GB; Llama-3.1-405B's decode step (126
+  recorded token by token (estimated 398,116 ops) took 203 s and 10.2 GB; Llama-3.1-405B's decode step (126
   layers, estimated 25,300) 10.9 s and 0.7 GB.
 """
 
@@ -42,9 +43,8 @@ SECONDS_PER_OP = 5e-4
 SECONDS_FIXED = 3.0  # importing torch and transformers, building the config
 
 # The limits (docs/models.md, "Work estimate"). Every registry model's prefill and decode
-# step at the default sizes stays under them: the largest, Mamba-130M's 1024-token prefill
-# (24 layers scanning token by token), is estimated at 398 k ops; Llama-3.1-405B's decode
-# step at 25 k and its training step at 76 k.
+# step at the default sizes stays under them: Llama-3.1-405B's decode step is estimated at
+# 25 k ops and its training step at 76 k.
 LIMIT_TRACE_OPS = 500_000  # about 4 minutes and 13 GB
 LIMIT_PARAMETERS = 10 ** 14  # 50x the largest published models (~2 x 10^12)
 LIMIT_ACTIVATION = 2 ** 53  # elements of one tensor; 8 bytes each stay below 2^63 bytes
@@ -54,7 +54,7 @@ LIMIT_ACTIVATION = 2 ** 53  # elements of one tensor; 8 bytes each stay below 2^
 _LAYERS = re.compile(r"(num_|n_)?(hidden_|encoder_|decoder_|attn_)?layers?")
 _MLP = re.compile(r"intermediate_size|n_inner|d_ff|ffn_dim|encoder_ffn_dim|decoder_ffn_dim")
 _EXPERTS = re.compile(r"num_local_experts|n_routed_experts|num_experts")
-SCAN_MODEL_TYPES = ("mamba",)  # transformers' Mamba: a Python loop over tokens on a CPU
+SCAN_MODEL_TYPES = ("mamba",)  # transformers' Mamba: a loop over tokens in a training step
 
 
 def _count(value: Any) -> Optional[int]:
@@ -84,7 +84,7 @@ def ops_per_layer(model_type: str, phase: str, seq: int, train: bool,
                   recompute: str = "none", optimizer: str = "adamw") -> int:
     """Recorded ops per layer; a training step's default update is AdamW (a model's)."""
     per = OPS_PER_LAYER
-    if model_type in SCAN_MODEL_TYPES and (phase == "prefill" or train):
+    if model_type in SCAN_MODEL_TYPES and train:
         per += SCAN_OPS_PER_TOKEN * seq
     if not train:
         return per

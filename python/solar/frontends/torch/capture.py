@@ -29,6 +29,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
     DynamicOutputShapeException,
+    FakeTensor,
     FakeTensorMode,
 )
 
@@ -854,6 +855,31 @@ def build_program(mod: types.ModuleType, path: str, init: List[Any]) -> Any:
     return mod.forward
 
 
+@contextlib.contextmanager
+def _conversions_in_place():
+    """`module.to(dtype)`, `.half()`, `.bfloat16()` in a constructor, on fake parameters:
+    torch swaps a fake parameter for its converted copy (torch.utils.swap_tensors), which
+    fails on any parameter the fake mode holds a weak reference to (every parameter made
+    under it). Where the swap fails, the parameter takes the copy's data in place instead,
+    as torch converts real parameters (`param.data = converted`)."""
+    swap = torch.utils.swap_tensors
+
+    def swap_or_set(t1, t2):
+        try:
+            return swap(t1, t2)
+        except RuntimeError:
+            if not (isinstance(t1, FakeTensor) and isinstance(t2, FakeTensor)):
+                raise
+            with torch.no_grad():
+                t1.data = t2.data
+
+    torch.utils.swap_tensors = swap_or_set
+    try:
+        yield
+    finally:
+        torch.utils.swap_tensors = swap
+
+
 def _build_fake_or_real(mod: types.ModuleType, path: str, init: List[Any],
                         mode: FakeTensorMode) -> Any:
     """The program built under the fake mode, or on real tensors when its constructor reads
@@ -861,7 +887,7 @@ def _build_fake_or_real(mod: types.ModuleType, path: str, init: List[Any],
     only its parameters hold data, and the capture still runs on fake tensors."""
     record = ConstructionRecord()
     try:
-        with mode, fake_shortcuts.FakeShortcuts(), record.mode():
+        with mode, fake_shortcuts.FakeShortcuts(), record.mode(), _conversions_in_place():
             model = build_program(mod, path, init)
     except (DataDependentOutputException, DynamicOutputShapeException):
         return build_program(mod, path, init)
