@@ -42,9 +42,10 @@ def test_grouped_trace_and_report_are_the_unrolled_ones(monkeypatch, name, confi
     expanded = []
     real_expand = layers_once.expand
 
-    def spy(trace, path, tmpl, k, *rest):
+    def spy(trace, path, tmpl, k, *rest):  # the expansions that succeed
+        full = real_expand(trace, path, tmpl, k, *rest)
         expanded.append((k, list(tmpl)))
-        return real_expand(trace, path, tmpl, k, *rest)
+        return full
 
     monkeypatch.setattr(layers_once, "expand", spy)
     unrolled = _analyze(monkeypatch, name, config, phase, once=False)
@@ -187,8 +188,13 @@ def test_registry_decoders_at_five_layers(monkeypatch, name, prefix, phase):
         config["first_k_dense_replace"] = 2 if name == "deepseek-v3" else 1
     expanded = []
     real_expand = layers_once.expand
-    monkeypatch.setattr(layers_once, "expand",
-                        lambda *a: expanded.append(a[3]) or real_expand(*a))
+
+    def spy(*a):  # records the expansions that succeed (a NotSound falls back silently)
+        full = real_expand(*a)
+        expanded.append(a[3])
+        return full
+
+    monkeypatch.setattr(layers_once, "expand", spy)
 
     def analyze(once):  # one call site: ops record the caller's line
         monkeypatch.setenv(layers_once.ENV, "1" if once else "0")
@@ -200,3 +206,37 @@ def test_registry_decoders_at_five_layers(monkeypatch, name, prefix, phase):
     assert expanded == ([prefix] if prefix else [])
     assert grouped.trace == unrolled.trace
     assert grouped.report.to_dict() == unrolled.report.to_dict()
+
+
+@pytest.mark.parametrize("steps", [4, 6])
+def test_a_policy_captures_three_integration_steps(monkeypatch, steps):
+    # pi0's control step: integration steps 0-2 captured, step 2 (checked against step 1)
+    # replicated for the rest; trace and report equal the capture of every step.
+    config = {"num_hidden_layers": 2, "vision_num_hidden_layers": 2, "num_steps": steps}
+    expanded = []
+    real_expand = layers_once.expand
+
+    def spy(*a):  # records the expansions that succeed (a NotSound falls back silently)
+        full = real_expand(*a)
+        expanded.append(a[2])
+        return full
+
+    monkeypatch.setattr(layers_once, "expand", spy)
+
+    def analyze(once):  # one call site: ops record the caller's line
+        monkeypatch.setenv(layers_once.ENV, "1" if once else "0")
+        run = models.ModelRun("hf:pi0-paligemma-3b", config=dict(config))
+        return models.analyze_model(run, ProgramOptions(crosscheck=False))
+
+    unrolled, grouped = analyze(False), analyze(True)
+    assert expanded == [[0, 1, 2] + [2] * (steps - 3)]
+    assert grouped.trace == unrolled.trace
+    assert grouped.report.to_dict() == unrolled.report.to_dict()
+
+
+def test_policy_steps_are_found_by_their_time_embedding():
+    ops = [{"op": "a"}, {"op": "t", "module": "flow_time"}, {"op": "t", "module": "flow_time"},
+           {"op": "x", "module": "model.action_expert.layers.0"}, {"op": "add"},
+           {"op": "t", "module": "flow_time"}, {"op": "add"}]
+    assert layers_once.flow_steps({"ops": ops}, 2) == [None, 0, 0, 0, 0, 1, 1]
+    assert layers_once.flow_steps({"ops": ops}, 3) is None

@@ -167,32 +167,44 @@ def capture_model(run: ModelRun, options: ProgramOptions):
         else:
             mode = None if real else FakeTensorMode(allow_non_fake_inputs=True)
             model = build_model(spec, config, run.dtype, mode, real=real)
+        return model, _capture(model, mode, real)[1]
+
+    def _capture(model, mode, real: bool = False, prefix_layers=contextlib.nullcontext(),
+                 steps: Optional[int] = None):
         with implementation_patches(config), mla.patches(config, run.phase, run.mla_cache), \
-                quiet_transformers():
+                quiet_transformers(), prefix_layers:
             with mode or contextlib.nullcontext(), torch_logging_silenced():
                 step, inputs = _step(spec, model, config, step_run, options.train)
+            if steps is not None:
+                step.steps_run = steps
             trace = capture(step, *inputs, name=f"{spec.name} {run.phase}", source=spec.source,
                             train=options.train, fake=not real, _fake_mode=mode)
-        return model, trace
+        return step, trace
 
     def _captured_once(model, mode):
-        """The whole model's trace from a capture of a prefix of its layers (layers_once),
-        or None where its layers do not repeat or the prefix trace is not as expected."""
-        found = layers_once.decoder_layers(model, config)
-        sigs = layers_once.layer_signatures(model, config)
-        k = layers_once.prefix_length(sigs) if sigs else None
-        if found is None or k is None:
-            return None
-        with implementation_patches(config), mla.patches(config, run.phase, run.mla_cache), \
-                quiet_transformers(), layers_once.prefix_layers(model, config, k):
-            with mode, torch_logging_silenced():
-                step, inputs = _step(spec, model, config, step_run, options.train)
-            prefix = capture(step, *inputs, name=f"{spec.name} {run.phase}",
-                             source=spec.source, train=options.train, fake=True,
-                             _fake_mode=mode)
-        modules = {name: type(m).__name__ for name, m in step.named_modules()}
+        """The whole model's trace from a capture of a prefix of its layers, or of a policy's
+        first integration steps (layers_once), or None where nothing repeats or the shorter
+        trace is not as expected."""
         try:
-            return layers_once.expand(prefix, "model." + found[0],
+            if spec.task == policy.TASK:
+                n, k = config.num_steps, layers_once.STEPS_CAPTURED
+                if n <= k:
+                    return None
+                _, short = _capture(model, mode, steps=k)
+                labels = layers_once.flow_steps(short, k)
+                if labels is None:
+                    raise layers_once.NotSound("the integration steps are not where expected")
+                return layers_once.expand(short, None, list(range(k)) + [k - 1] * (n - k), k,
+                                          None, {k - 1: k - 2}, labels)
+            found = layers_once.decoder_layers(model, config)
+            sigs = layers_once.layer_signatures(model, config)
+            k = layers_once.prefix_length(sigs) if sigs else None
+            if found is None or k is None:
+                return None
+            step, short = _capture(model, mode,
+                                   prefix_layers=layers_once.prefix_layers(model, config, k))
+            modules = {name: type(m).__name__ for name, m in step.named_modules()}
+            return layers_once.expand(short, "model." + found[0],
                                       layers_once.templates(sigs, k), k, modules,
                                       layers_once.twins(sigs, k))
         except layers_once.NotSound as e:

@@ -140,15 +140,18 @@ def prefix_layers(model, config, k: int):
             c.num_hidden_layers = saved[i]
 
 
-def _layer_of(path: str, prefix: str) -> Optional[int]:
-    if not path.startswith(prefix):
+def _layer_of(path: str, prefix: Optional[str]) -> Optional[int]:
+    if prefix is None or not path.startswith(prefix):
         return None
     head = path[len(prefix):].split(".", 1)[0]
     return int(head) if head.isdigit() else None
 
 
-def _rename(path: str, prefix: str, i: int, j: int) -> str:
-    """path of layer j's part -> the same part of layer i."""
+def _rename(path: str, prefix: Optional[str], i: int, j: int) -> str:
+    """path of layer j's part -> the same part of layer i (unchanged for stretches that are
+    not layers: flow_steps)."""
+    if prefix is None:
+        return path
     old = f"{prefix}{j}"
     if path == old or path.startswith(old + "."):
         return f"{prefix}{i}" + path[len(old):]
@@ -180,7 +183,7 @@ def _remap(v: Any, f) -> Any:
 _META = ("shape", "dtype", "strides", "storage_offset", "role")
 
 
-def _check_twins(tensors, ops, first, last, lo, prefix: str, a: int, b: int) -> None:
+def _check_twins(tensors, ops, first, last, lo, prefix: Optional[str], a: int, b: int) -> None:
     """Raises NotSound unless layer b's ops are layer a's with every tensor renamed: the
     same op names, module paths (up to the layer index), source lines and plain arguments;
     a tensor each creates at the same place in its own ids; a tensor from elsewhere with
@@ -218,20 +221,26 @@ def _check_twins(tensors, ops, first, last, lo, prefix: str, a: int, b: int) -> 
                            f"({p['op']} / {q['op']})")
 
 
-def expand(trace: Dict[str, Any], layers_path: str, tmpl: Sequence[int], k: int,
+def expand(trace: Dict[str, Any], layers_path: Optional[str], tmpl: Sequence[int], k: int,
            modules: Optional[Dict[str, str]] = None,
-           pairs: Optional[Dict[int, int]] = None) -> Dict[str, Any]:
+           pairs: Optional[Dict[int, int]] = None,
+           labels: Optional[Sequence[Optional[int]]] = None) -> Dict[str, Any]:
     """The OpTrace of all len(tmpl) layers from `trace`, a capture of the first k (every
     layer's parameters recorded, the first k layers' cache buffers as inputs). Layer i >= k
     repeats the ops of layer tmpl[i] < k. `layers_path` is the layer list's module path in
     the trace ("model.model.layers"); `modules` the full model's module types; `pairs`
     {template: an earlier prefix layer of the same structure}, whose recorded ops must be
     the template's, renamed (checked: a layer whose ops depend on its index in a way its
-    modules do not show differs from its twin, and nothing is replicated)."""
+    modules do not show differs from its twin, and nothing is replicated).
+
+    `labels` (with layers_path None): per op, the stretch it belongs to, for stretches that
+    are not layers of a module list (a policy's integration steps, flow_steps): they share
+    their modules and parameters, so nothing is renamed."""
     n = len(tmpl)
-    prefix = layers_path + "."
+    prefix = None if labels is not None else layers_path + "."
     tensors, ops = trace["tensors"], trace["ops"]
-    op_layer = [_layer_of(op.get("module", ""), prefix) for op in ops]
+    op_layer = list(labels) if labels is not None else \
+        [_layer_of(op.get("module", ""), prefix) for op in ops]
     # Ops: prologue, layer 0, ..., layer k-1, epilogue, each contiguous.
     first: Dict[int, int] = {}
     last: Dict[int, int] = {}
@@ -302,6 +311,16 @@ def expand(trace: Dict[str, Any], layers_path: str, tmpl: Sequence[int], k: int,
             src_layer[t] = lay
             if lay < k:
                 own[lay].append(t)
+
+    # Stretches that are not layers (a policy's steps) may make the program's result: the
+    # last captured step's actions are an output of the last step only, so the template's
+    # are compared and replicated as intermediates, and the last replica's are the output.
+    returned = [t for t in range(lo[k - 1], hi[k - 1] + 1)
+                if labels is not None and tensors[t]["role"] == "output"]
+    if returned:
+        tensors = list(tensors)
+        for t in returned:
+            tensors[t] = {**tensors[t], "role": "intermediate"}
 
     for j, twin in (pairs or {}).items():
         _check_twins(tensors, ops, first, last, lo, prefix, twin, j)
@@ -406,7 +425,9 @@ def expand(trace: Dict[str, Any], layers_path: str, tmpl: Sequence[int], k: int,
             return key_of[ref(_i, _j, t)]
 
         for x in range(first[j], last[j] + 1):
-            new_ops.append(copy_op(ops[x], f, _rename(ops[x].get("module", ""), prefix, i, j)))
+            module = ops[x].get("module")  # (a step's own ops run in no module)
+            new_ops.append(copy_op(ops[x], f, None if module is None else
+                                   _rename(module, prefix, i, j)))
     # Epilogue: the last prefix layer's results are now the last layer's.
     jn = tmpl[n - 1]
     for t in range(hi[k - 1] + 1, len(tensors)):
@@ -429,6 +450,8 @@ def expand(trace: Dict[str, Any], layers_path: str, tmpl: Sequence[int], k: int,
 
     for x in range(last[k - 1] + 1, len(ops)):
         new_ops.append(copy_op(ops[x], g))
+    for t in returned:
+        entries[key_of[("r", n - 1, t)]]["role"] = "output"
     # Storages numbered by first appearance, as the capture numbers them.
     numbers: Dict[Any, int] = {}
     for e, key in zip(entries, skey):
@@ -456,8 +479,32 @@ def built_model(key: Any, build, new_mode):
     return _BUILT["mode"], _BUILT["model"]
 
 
+FLOW_TIME = "flow_time"  # phases.PolicyStep's time embedding: each step's first ops
+# A policy's integration steps captured: the last is replicated, the two before it are the
+# template's predecessor (whose results it reads) and its twin's.
+STEPS_CAPTURED = 3
+
+
+def flow_steps(trace: Dict[str, Any], steps: int) -> Optional[List[Optional[int]]]:
+    """Per op of a policy step's capture (phases.PolicyStep), the integration step it belongs
+    to (None before the first): step s runs from its first time-embedding op to the op
+    before step s+1's, the last to the end of the trace. None unless `steps` steps are found."""
+    labels: List[Optional[int]] = []
+    step, inside = -1, False
+    for op in trace["ops"]:
+        at = op.get("module", "") == FLOW_TIME
+        if at and not inside:
+            step += 1
+        inside = at
+        labels.append(step if step >= 0 else None)
+    return labels if step + 1 == steps else None
+
+
 def applies(spec, run, options) -> bool:
     """The runs a prefix capture is tested for: an inference step of a causal LM (prefill or
     one decode token; quantized or not, under a parallel plan or not: a scheme and a plan
-    rewrite the captured trace), not a speculative verify step or a training step."""
-    return spec.task == "causal-lm" and not options.train and run.new_tokens == 1
+    rewrite the captured trace), not a speculative verify step or a training step; a
+    policy's control step (its integration steps)."""
+    if options.train:
+        return False
+    return (spec.task == "causal-lm" and run.new_tokens == 1) or spec.task == "vla"  # a policy

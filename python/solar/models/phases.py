@@ -333,14 +333,29 @@ class _PrefixSlots(SlotLayer):
         return self.start + query_length, 0
 
 
+class FlowTime(torch.nn.Module):
+    """pi0's sine-cosine embedding of the flow time t [B, 1] over `periods` (openpi's
+    posemb_sincos), in the activations' dtype. A module of its own so that each integration
+    step's ops start at it (layers_once.flow_steps finds the steps by it)."""
+
+    def forward(self, t, periods, dtype):
+        angle = t * (2 * torch.pi) / periods
+        return torch.cat([torch.sin(angle), torch.cos(angle)], dim=-1).to(dtype)
+
+
 class PolicyStep(torch.nn.Module):
     """One control step of a vision-language-action policy (solar.models.policy): forward(
     pixels [B x images, 3, H, W], prompt ids [B, L], robot state [B, action_dim], noise
-    [B, horizon, action_dim]) -> the action chunk [B, horizon, action_dim]."""
+    [B, horizon, action_dim]) -> the action chunk [B, horizon, action_dim].
+
+    `steps_run`: the integration steps to run, when a capture runs fewer than the config's
+    (layers_once replicates the rest); the step size stays 1 / config.num_steps."""
 
     def __init__(self, model, config):
         super().__init__()
         self.model, self.config = model, config
+        self.flow_time = FlowTime()
+        self.steps_run: Optional[int] = None
         self.train(model.training)
 
     def _cache(self, buffers, start: int) -> Cache:
@@ -366,22 +381,23 @@ class PolicyStep(torch.nn.Module):
         m.action_expert(inputs_embeds=state, cache=self._cache(buffers, prefix), use_cache=True,
                         position_ids=torch.tensor([[prefix]]))
         width = m.action_in_proj.out_features
-        # pi0's sine-cosine embedding of the flow time: width/2 periods, geometric from
-        # 4e-3 to 4 (openpi's posemb_sincos)
+        # width/2 periods, geometric from 4e-3 to 4 (openpi's posemb_sincos)
         periods = 4e-3 * (4.0 / 4e-3) ** torch.linspace(0.0, 1.0, width // 2)
         positions = torch.arange(prefix + 1, prefix + 1 + horizon).unsqueeze(0)
         x = noise
         dt = -1.0 / cfg.num_steps
-        for i in range(cfg.num_steps):  # Euler steps from t = 1 (noise) to t = 0
-            t = torch.full((batch, 1), 1.0 + i * dt, dtype=torch.float32)
-            angle = t * (2 * torch.pi) / periods
-            time = torch.cat([torch.sin(angle), torch.cos(angle)], dim=-1).to(noise.dtype)
+        # Euler steps from t = 1 (noise) to t = 0; t is a tensor stepped by dt, as openpi's
+        # loop carries it, so that every step records the same ops.
+        t = torch.ones((batch, 1), dtype=torch.float32)
+        for _ in range(self.steps_run or cfg.num_steps):
+            time = self.flow_time(t, periods, noise.dtype)
             actions = m.action_in_proj(x)
             mixed = torch.cat([actions, time.unsqueeze(1).expand(batch, horizon, width)], dim=-1)
             mixed = m.action_time_mlp_out(torch.nn.functional.silu(m.action_time_mlp_in(mixed)))
             out = m.action_expert(inputs_embeds=mixed, cache=self._cache(buffers, prefix + 1),
                                   use_cache=True, position_ids=positions).last_hidden_state
             x = x + dt * m.action_out_proj(out)
+            t = t + dt
         return x
 
 
