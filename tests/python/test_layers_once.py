@@ -28,6 +28,22 @@ CASES = [
 ]
 
 
+@pytest.fixture
+def expansions(monkeypatch):
+    """The templates (per layer or step, the one it repeats) of the expansions that succeed:
+    a NotSound falls back to the full capture silently, whose trace equals itself."""
+    done = []
+    real_expand = layers_once.expand
+
+    def spy(*args):
+        full = real_expand(*args)
+        done.append(list(args[2]))
+        return full
+
+    monkeypatch.setattr(layers_once, "expand", spy)
+    return done
+
+
 def _analyze(monkeypatch, name, config, phase, once, **kw):
     monkeypatch.setenv(layers_once.ENV, "1" if once else "0")
     run = models.ModelRun(f"hf:{name}", phase=phase, batch=2, seq=16, context=32,
@@ -37,21 +53,14 @@ def _analyze(monkeypatch, name, config, phase, once, **kw):
 
 @pytest.mark.parametrize("phase", ["prefill", "decode"])
 @pytest.mark.parametrize("name,config,prefix", CASES)
-def test_grouped_trace_and_report_are_the_unrolled_ones(monkeypatch, name, config, prefix,
-                                                        phase):
-    expanded = []
-    real_expand = layers_once.expand
-
-    def spy(trace, path, tmpl, k, *rest):  # the expansions that succeed
-        full = real_expand(trace, path, tmpl, k, *rest)
-        expanded.append((k, list(tmpl)))
-        return full
-
-    monkeypatch.setattr(layers_once, "expand", spy)
+def test_grouped_trace_and_report_are_the_unrolled_ones(monkeypatch, expansions, name, config,
+                                                        prefix, phase):
     unrolled = _analyze(monkeypatch, name, config, phase, once=False)
-    assert expanded == []  # SOLAR_LAYERS_ONCE=0: every layer captured
+    assert expansions == []  # SOLAR_LAYERS_ONCE=0: every layer captured
     grouped = _analyze(monkeypatch, name, config, phase, once=True)
-    assert [k for k, _ in expanded] == [prefix]  # replicated, not captured whole
+    # replicated from the prefix, not captured whole
+    assert len(expansions) == 1 and expansions[0][:prefix] == list(range(prefix))
+    assert max(expansions[0]) == prefix - 1
     assert grouped.trace == unrolled.trace  # same tensors, storages, ops, module paths
     assert grouped.warnings == unrolled.warnings
     # Every level (unfused, framework, fused, cache-aware), module rows, counts, coverage.
@@ -59,16 +68,17 @@ def test_grouped_trace_and_report_are_the_unrolled_ones(monkeypatch, name, confi
 
 
 @pytest.mark.parametrize("quant,kv_dtype", [("fp8", None), ("w4a16", "fp8"), (None, "fp8")])
-def test_quantized_steps_are_the_unrolled_ones(monkeypatch, quant, kv_dtype):
+def test_quantized_steps_are_the_unrolled_ones(monkeypatch, expansions, quant, kv_dtype):
     # A scheme rewrites the captured trace: the rebuilt one gives the same rewrite.
     name, config, _ = CASES[0]
     grouped, unrolled = (_analyze(monkeypatch, name, config, "decode", once, quant=quant,
                                   kv_dtype=kv_dtype) for once in (True, False))
+    assert len(expansions) == 1
     assert grouped.trace == unrolled.trace
     assert grouped.report.to_dict() == unrolled.report.to_dict()
 
 
-def test_a_parallel_plan_shards_the_unrolled_trace(monkeypatch):
+def test_a_parallel_plan_shards_the_unrolled_trace(monkeypatch, expansions):
     # tp 4 x pp 2 on a DGX H100, 2 microbatches: each stage's rank graph from the same trace
     from solar.models import parallel
 
@@ -81,6 +91,7 @@ def test_a_parallel_plan_shards_the_unrolled_trace(monkeypatch):
             crosscheck=False, cache_aware=False, archs=(), system="DGX_H100"))
 
     grouped, unrolled = analyze(True), analyze(False)
+    assert len(expansions) == 1
     assert grouped.trace == unrolled.trace
     assert grouped.report.to_dict() == unrolled.report.to_dict()
 
@@ -150,7 +161,7 @@ def test_sweep_workers_warm_each_model_once_only_when_layers_once(monkeypatch):
     assert run.model_warm_ups(tasks[2:]) is False
 
 
-def test_a_model_built_for_one_point_serves_the_next(monkeypatch):
+def test_a_model_built_for_one_point_serves_the_next(monkeypatch, expansions):
     # A sweep worker's next point (another batch and context) reuses the fake model.
     name, config, _ = CASES[1]  # Gemma-2: windows make the cache shapes depend on context
 
@@ -165,6 +176,7 @@ def test_a_model_built_for_one_point_serves_the_next(monkeypatch):
     again = decode(3, 8, once=True)
     assert layers_once._BUILT["model"] is model  # noqa: SLF001
     unrolled = decode(3, 8, once=False)
+    assert len(expansions) == 2
     assert again.trace == unrolled.trace != first.trace
     assert again.report.to_dict() == unrolled.report.to_dict()
 
@@ -182,19 +194,10 @@ REGISTRY = [
 
 @pytest.mark.parametrize("phase", ["prefill", "decode"])
 @pytest.mark.parametrize("name,prefix", REGISTRY)
-def test_registry_decoders_at_five_layers(monkeypatch, name, prefix, phase):
+def test_registry_decoders_at_five_layers(monkeypatch, expansions, name, prefix, phase):
     config = {"num_hidden_layers": 5}
     if name.startswith("deepseek"):
         config["first_k_dense_replace"] = 2 if name == "deepseek-v3" else 1
-    expanded = []
-    real_expand = layers_once.expand
-
-    def spy(*a):  # records the expansions that succeed (a NotSound falls back silently)
-        full = real_expand(*a)
-        expanded.append(a[3])
-        return full
-
-    monkeypatch.setattr(layers_once, "expand", spy)
 
     def analyze(once):  # one call site: ops record the caller's line
         monkeypatch.setenv(layers_once.ENV, "1" if once else "0")
@@ -203,25 +206,16 @@ def test_registry_decoders_at_five_layers(monkeypatch, name, prefix, phase):
         return models.analyze_model(run, ProgramOptions(crosscheck=False, cache_aware=False))
 
     unrolled, grouped = analyze(False), analyze(True)
-    assert expanded == ([prefix] if prefix else [])
+    assert [max(t) + 1 for t in expansions] == ([prefix] if prefix else [])
     assert grouped.trace == unrolled.trace
     assert grouped.report.to_dict() == unrolled.report.to_dict()
 
 
 @pytest.mark.parametrize("steps", [4, 6])
-def test_a_policy_captures_three_integration_steps(monkeypatch, steps):
+def test_a_policy_captures_three_integration_steps(monkeypatch, expansions, steps):
     # pi0's control step: integration steps 0-2 captured, step 2 (checked against step 1)
     # replicated for the rest; trace and report equal the capture of every step.
     config = {"num_hidden_layers": 2, "vision_num_hidden_layers": 2, "num_steps": steps}
-    expanded = []
-    real_expand = layers_once.expand
-
-    def spy(*a):  # records the expansions that succeed (a NotSound falls back silently)
-        full = real_expand(*a)
-        expanded.append(a[2])
-        return full
-
-    monkeypatch.setattr(layers_once, "expand", spy)
 
     def analyze(once):  # one call site: ops record the caller's line
         monkeypatch.setenv(layers_once.ENV, "1" if once else "0")
@@ -229,7 +223,7 @@ def test_a_policy_captures_three_integration_steps(monkeypatch, steps):
         return models.analyze_model(run, ProgramOptions(crosscheck=False))
 
     unrolled, grouped = analyze(False), analyze(True)
-    assert expanded == [[0, 1, 2] + [2] * (steps - 3)]
+    assert expansions == [[0, 1, 2] + [2] * (steps - 3)]
     assert grouped.trace == unrolled.trace
     assert grouped.report.to_dict() == unrolled.report.to_dict()
 
