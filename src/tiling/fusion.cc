@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include "fmt/format.h"
 #include "fusion_impl.h"
@@ -217,6 +218,7 @@ void GraphTrafficModel::Impl::build(const ir::Graph& g, const cost::GraphCost& c
     units.push_back(std::move(u));
   }
   order_units(g);
+  if (o.memo_segments && o.fuse) build_signatures(g);
   std::vector<bool> output_root(nt, false);
   for (const ir::Tensor& t : g.tensors())
     if (t.role == ir::Role::Output) {
@@ -362,6 +364,16 @@ std::vector<GraphTraffic> GraphTrafficModel::Impl::attainable(
   std::vector<Wide> best((n + 1) * nc, kInfinite);
   std::vector<int> from((n + 1) * nc, -1);
   for (std::size_t k = 0; k < nc; ++k) best[k] = 0;
+  // Segments priced once per structure (fusion_memo.cc): per segment key, each capacity's
+  // traffic and the budget it was priced under. A traffic below its budget is exact; one at
+  // or above it says only that the segment cannot beat that budget, which answers any
+  // smaller budget the same way (the search keeps a segment only when it beats its budget).
+  struct Priced {
+    std::vector<Wide> traffic, budget;
+    std::vector<char> known;
+  };
+  std::unordered_map<std::vector<std::uint64_t>, Priced, detail::KeyHash> priced;
+  const bool memo = options.fuse && options.memo_segments;
   std::unique_lock<std::mutex> lock(mu);
   for (int j = 1; j <= n; ++j) {
     Wide* bj = &best[j * nc];
@@ -369,16 +381,36 @@ std::vector<GraphTraffic> GraphTrafficModel::Impl::attainable(
     for (int i = j - 1; i >= std::max(0, j - max_len); --i) {
       const Wide* bi = &best[i * nc];
       const detail::SegmentPlan* pl = nullptr;  // planned when a capacity needs it
+      Priced* same = nullptr;                   // its structure's prices, when first needed
       for (std::size_t k = 0; k < nc; ++k) {
         if (bi[k] == kInfinite) continue;
         // A single op may still gain from keeping a source it reads twice, or a dead output,
         // on chip (a "fused" segment of one).
         Wide seg = (j - i == 1) ? alone(i, s[k]) : kInfinite;
         if (options.fuse && (bj[k] == kInfinite || bj[k] > bi[k])) {
-          if (!pl) pl = &plan(i, j);
-          seg = std::min(seg, fused(*pl, i, j, s[k], false, std::nullopt,
-                                    bj[k] == kInfinite ? kInfinite : bj[k] - bi[k])
-                                  .traffic);
+          const Wide budget = bj[k] == kInfinite ? kInfinite : bj[k] - bi[k];
+          if (memo && !same) {
+            same = &priced[segment_key(i, j)];
+            if (same->known.empty()) {
+              same->traffic.assign(nc, kInfinite);
+              same->budget.assign(nc, 0);
+              same->known.assign(nc, 0);
+            }
+          }
+          Wide f;
+          if (same && same->known[k] &&
+              (same->traffic[k] < same->budget[k] || budget <= same->budget[k])) {
+            f = same->traffic[k];
+          } else {
+            if (!pl) pl = &plan(i, j);
+            f = fused(*pl, i, j, s[k], false, std::nullopt, budget).traffic;
+            if (same) {
+              same->known[k] = 1;
+              same->traffic[k] = f;
+              same->budget[k] = budget;
+            }
+          }
+          seg = std::min(seg, f);
         }
         const Wide v = detail::add_sat(bi[k], seg);
         if (v < bj[k]) {

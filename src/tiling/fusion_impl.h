@@ -137,6 +137,18 @@ struct SegmentPlan {
   std::vector<Tiled> tiled;
 };
 
+// Hash of a value list (fusion_memo.cc: signatures and segment keys).
+struct KeyHash {
+  std::size_t operator()(const std::vector<std::uint64_t>& v) const {
+    std::uint64_t h = 0x9E3779B97F4A7C15ull ^ v.size();
+    for (std::uint64_t x : v) {
+      h ^= x + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+      h *= 0xBF58476D1CE4E5B9ull;
+    }
+    return static_cast<std::size_t>(h ^ (h >> 31));
+  }
+};
+
 struct SegmentValue {
   Wide traffic = kInfinite;
   Wide buffer = 0;
@@ -203,6 +215,15 @@ struct GraphTrafficModel::Impl {
   static constexpr std::size_t kAttainedOps = std::size_t{1} << 22;  // ops x results kept
   mutable std::mutex attained_mu;
   mutable std::map<detail::Wide, GraphTraffic> attained;
+
+  // Segments priced once per structure (GraphCurveOptions::memo_segments): interned
+  // signatures of every tensor (its metadata and the views it hangs from) and every unit
+  // (its fields and its tensors' signatures); segment_key renames the tensors of a segment
+  // by first appearance and adds which produced tensors are used outside it.
+  std::vector<std::uint32_t> tensor_sig;  // by tensor id
+  std::vector<std::uint32_t> unit_sig;    // by unit
+  void build_signatures(const ir::Graph& g);
+  std::vector<std::uint64_t> segment_key(int a, int b) const;
 
   void build(const ir::Graph& g, const cost::GraphCost& c, const GraphCurveOptions& o);
   // Puts the units computed from parameters alone first, then sets unit_of_op and users.

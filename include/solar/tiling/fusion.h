@@ -81,6 +81,11 @@ struct GraphCurveOptions {
   // (a loss summed over rows; an MLP's hidden units). false: FFMT/FFMR row tiling only
   // (Orojenesis' tiled fusion).
   bool key_tiling = true;
+  // The segmentation search prices a segment once per structure: segments whose units,
+  // tensors and uses are the same up to renaming (the same place in two repeated layers)
+  // share their traffic at each capacity (docs/cache-aware.md, "Repeated layers"). false:
+  // every segment priced on its own (the same results; for tests).
+  bool memo_segments = true;
 };
 
 // Precomputes every einsum's ski-slope (and its tiled-fusion tables) once, then answers

@@ -976,5 +976,89 @@ TEST(FusionProperties, SegmentationSearchMatchesBruteForce) {
   }
 }
 
+// A model whose layers repeat: `layers` blocks of a normalization (a row reduction and a
+// scale), a matmul, an activation, a transpose that copies or a flat view read at strides,
+// a second matmul and a residual add, each with weights of its own, at random sizes and
+// dtypes; a layer's residual is now and then its normalized input instead of its input. With `outputs`, a layer's intermediates are graph outputs now and then, or read
+// again after the last layer, so that some layers differ from the others in what is needed
+// outside them.
+std::string layered_graph(std::mt19937& rng, int layers, bool outputs) {
+  auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const char* types[] = {"f32", "bf16"};
+  const int r = uni(2, 24), c = uni(1, 6) * 2, f = uni(1, 8) * 2;
+  const std::string t = types[uni(0, 1)];
+  const bool flat = uni(0, 1) == 1;
+  std::string text = fmt::format("x = {}[{},{}] input\n", t, r, c);
+  std::string prev = "x";
+  for (int l = 0; l < layers; ++l) {
+    auto mark = [&](bool last) {
+      return last ? std::string("{output}") : (outputs && uni(0, 5) == 0 ? "{output}" : "");
+    };
+    const std::string p = fmt::format("l{}_", l);
+    text += fmt::format("{0}wa = {1}[{2},{3}] weight\n{0}wb = {1}[{3},{2}] weight\n", p, t, c, f);
+    text += fmt::format("{0}n = {1}[{2}] einsum [r,c] sum mul($0,$0) ({3}[r,c]) -> [r]\n", p, t,
+                        r, prev);
+    text += fmt::format("{0}h = {1}[{2},{3}]{4} einsum [r,c] none mul($0,$1) ({5}[r,c], {0}n[r]) "
+                        "-> [r,c]\n", p, t, r, c, mark(false), prev);
+    text += fmt::format("{0}a = {1}[{2},{3}] einsum \"rc,cf->rf\" ({0}h, {0}wa)\n", p, t, r, f);
+    text += fmt::format("{0}g = {1}[{2},{3}]{4} einsum [r,f] none exp($0) ({0}a[r,f]) -> [r,f]\n",
+                        p, t, r, f, mark(false));
+    if (flat) {  // a transpose and back, as torch lowers permuted views
+      text += fmt::format("{0}gf = {1}[{2}] move view ({0}g)\n", p, t, r * f);
+      text += fmt::format("{0}gt = {1}[{2},{3}] einsum [a={2},b={3}] none $0 ({0}gf[b*{2}+a]) -> "
+                          "[a,b]\n", p, t, f, r);
+    } else {
+      text += fmt::format("{0}gt = {1}[{2},{3}] move permute {{perm=[1,0]}} ({0}g)\n", p, t, f, r);
+    }
+    text += fmt::format("{0}b = {1}[{2},{3}] einsum \"fr,fc->rc\" ({0}gt, {0}wb)\n", p, t, r, c);
+    const bool last = l + 1 == layers;
+    // The residual: the layer's input, or now and then its normalized input (the same
+    // shapes and ops, other tensors: layers alike but for what reads what).
+    const std::string skip = uni(0, 3) == 0 ? p + "h" : prev;
+    text += fmt::format("{0}o = {1}[{2},{3}]{4} einsum [r,c] none add($0,$1) ({5}[r,c], {0}b[r,c]) "
+                        "-> [r,c]\n", p, t, r, c, mark(last), skip);
+    prev = p + "o";
+  }
+  for (int l = 0; l < layers && outputs; ++l)
+    if (uni(0, 2) == 0)  // an activation read again at the end (a probe, an auxiliary loss)
+      text += fmt::format("l{0}_probe = {1}[{2}]{{output}} einsum [r,f] sum $0 (l{0}_g[r,f]) -> "
+                          "[r]\n", l, t, r);
+  return text;
+}
+
+// Segments priced once per structure (memo_segments) give what pricing each segment on its
+// own gives: traffic, per-op shares, groups and details at every capacity, on models whose
+// layers repeat (some of them with outputs of their own) and on random graphs.
+TEST(FusionProperties, SegmentsPricedOncePerStructureMatchEachPricedAlone) {
+  std::mt19937 rng(2026);
+  const std::vector<Count> caps = capacities();
+  for (int iter = 0; iter < 60; ++iter) {
+    const std::string text = iter < 40 ? layered_graph(rng, 2 + iter % 5, iter % 2 == 1)
+                                       : random_graph(rng, iter % 4 == 0);
+    SCOPED_TRACE(text);
+    Analyzed a(text);
+    GraphCurveOptions memo, alone;
+    memo.max_segment_ops = alone.max_segment_ops = 2 + iter % 7;
+    alone.memo_segments = false;
+    const std::vector<GraphTraffic> x = GraphTrafficModel(a.g, a.c, memo)
+                                            .at(caps, TrafficMode::Attainable);
+    const std::vector<GraphTraffic> y = GraphTrafficModel(a.g, a.c, alone)
+                                            .at(caps, TrafficMode::Attainable);
+    ASSERT_EQ(x.size(), y.size());
+    for (std::size_t k = 0; k < caps.size(); ++k) {
+      EXPECT_EQ(x[k].traffic_bytes, y[k].traffic_bytes) << "at " << caps[k].str();
+      EXPECT_EQ(x[k].op_traffic_bytes, y[k].op_traffic_bytes);
+      EXPECT_EQ(x[k].detail, y[k].detail);
+      ASSERT_EQ(x[k].groups.size(), y[k].groups.size());
+      for (std::size_t i = 0; i < x[k].groups.size(); ++i) {
+        EXPECT_EQ(x[k].groups[i].ops, y[k].groups[i].ops);
+        EXPECT_EQ(x[k].groups[i].kind, y[k].groups[i].kind);
+        EXPECT_EQ(x[k].groups[i].traffic_bytes, y[k].groups[i].traffic_bytes);
+        EXPECT_EQ(x[k].groups[i].detail, y[k].groups[i].detail);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace solar::tiling
