@@ -94,9 +94,7 @@ CASES = [(e["name"], p) for e in models.entries() for p in _phases(e)]
 
 @pytest.mark.parametrize("name,phase", CASES, ids=[f"{n}-{p}" for n, p in CASES])
 def test_every_registry_model_analyzes_completely(name, phase):
-    # Reformer reads a value (.item()): it runs on real weights, where PyTorch's CPU kernels
-    # need its own f32
-    result = run(name, phase, **({"dtype": "f32"} if name == "reformer-enwik8" else {}))
+    result = run(name, phase)  # at the default bf16, Reformer too (build.reformer_positions)
     report = result.report
     assert result.warnings == [], result.warnings
     assert report.coverage.unanalyzed == 0 and report.coverage.complete
@@ -107,12 +105,50 @@ def test_every_registry_model_analyzes_completely(name, phase):
         assert device["fused_seconds"] > 0 and device["tokens_per_second"] > 0
 
 
-def test_a_real_tensor_capture_the_cpu_cannot_run_at_bf16_is_refused_with_the_way_out():
-    # Reformer reads tensor values (captured on real tensors) and upcasts activations beside
-    # bf16 layer-norm weights, which CPU kernels refuse: a clear refusal, not a traceback.
+def _reformer_positions_unknown(monkeypatch):
+    """Reformer as it reads its largest position from a tensor, without the answer Solar
+    gives it (build.reformer_positions): captured on real, randomly initialized weights."""
+    import contextlib
+
+    from solar.models import build
+
+    monkeypatch.setattr(build, "reformer_positions", contextlib.nullcontext)
+
+
+def test_a_real_tensor_capture_the_cpu_cannot_run_at_bf16_is_refused_with_the_way_out(
+        monkeypatch):
+    # A model that reads tensor values is captured on real tensors; Reformer's activations
+    # upcast beside bf16 layer-norm weights, which CPU kernels refuse: a clear refusal, not a
+    # traceback.
+    _reformer_positions_unknown(monkeypatch)
     with pytest.raises(Exception, match="analyze it at --dtype f32") as e:
         run("reformer-enwik8", "prefill", dtype="bf16")
     assert e.value.kind == "unsupported"  # exit 7
+
+
+def test_reformer_on_fake_tensors_is_its_capture_on_real_ones(monkeypatch):
+    # The one value Reformer reads (its largest position, n - 1 in a prefill) given to it,
+    # the model runs on fake tensors at any dtype; at f32 it records the ops of the capture
+    # on real weights, which computes that value, but two things that capture adds:
+    # transformers' check for padding without a mask, which fake tensors skip (it reads
+    # values), and the LM head's matmul as expand + bmm where the fake run folds it into one
+    # mm (torch picks by the real strides). The counts that do not depend on those agree.
+    fake = run("reformer-enwik8", "prefill", dtype="f32", seq=512)
+    _reformer_positions_unknown(monkeypatch)
+    real = run("reformer-enwik8", "prefill", dtype="f32", seq=512)
+    padding_check = ["aten::lift_fresh.default", "aten::index.Tensor", "aten::eq.Scalar",
+                     "aten::any.default"]
+    ops_fake = [op["op"] for op in fake.trace["ops"]]
+    ops_real = [op["op"] for op in real.trace["ops"]]
+    at = ops_real.index(padding_check[0])
+    assert ops_real[at:at + 4] == padding_check
+    del ops_real[at:at + 4]
+    head = ops_fake.index("aten::mm.default", len(ops_fake) - 8)  # the LM head's matmul
+    assert ops_fake[:head - 1] == ops_real[:head - 1]
+    assert "aten::max.default" in ops_fake  # the reduction the value comes from, recorded
+    a, b = fake.report.to_dict()["totals"], real.report.to_dict()["totals"]
+    for key in ("macs", "flops", "special_ops", "bytes_fused"):
+        assert a[key] == b[key], key
 
 
 @pytest.mark.parametrize("name,why", [("bert-base-uncased", "no decode phase"),

@@ -139,10 +139,13 @@ class _CosSin(tuple):
 
 
 def implementation_patches(config):
-    """Solar's IR has no complex dtype: while a DeepSeek-V2 model runs, its
-    rotary embedding returns (cos, sin) instead of e^(i*theta) and applies it with
-    real_rotary_emb (a patch of transformers' module, undone on exit)."""
+    """Patches of transformers' modules while a model runs, undone on exit:
+    - Solar's IR has no complex dtype: a DeepSeek-V2 model's rotary embedding returns
+      (cos, sin) instead of e^(i*theta) and is applied with real_rotary_emb;
+    - Reformer reads one value from a tensor (reformer_positions)."""
     stack = contextlib.ExitStack()
+    if config.model_type == "reformer":
+        stack.enter_context(reformer_positions())
     if config.model_type != "deepseek_v2":
         return stack
     import torch
@@ -160,6 +163,48 @@ def implementation_patches(config):
         setattr(owner, name, value)
         stack.callback(setattr, owner, name, original)
     return stack
+
+
+@contextlib.contextmanager
+def reformer_positions():
+    """Reformer's axial position encodings cut their table to the columns the largest
+    position needs, which they read from the positions' values (`position_ids.max().item()`),
+    something fake tensors do not have: the model then ran on real tensors, which CPU kernels
+    refuse at bf16 (layer norm over f32 activations with bf16 weights). The only step that
+    reaches that code is a prefill (training takes another branch; a decode is refused,
+    run.NO_DECODE), whose positions the model makes as 0 .. n-1: while it runs,
+    `position_ids.max()` of that module runs (the reduction is recorded, as the model runs
+    it) and is answered with n - 1 (a number whose `item()` is the value: a tensor would be
+    made fake again by the mode); everything else runs as transformers writes it."""
+    import torch
+    from transformers.models.reformer import modeling_reformer as reformer
+
+    owner = reformer.AxialPositionEmbeddings
+    original = owner.forward
+    tensor_max = torch.Tensor.max
+
+    class Known(int):
+        def item(self) -> int:
+            return int(self)
+
+    def forward(self, position_ids):
+        def known_max(t, *args, **kwargs):
+            if t is not position_ids or args or kwargs:
+                return tensor_max(t, *args, **kwargs)
+            tensor_max(t)
+            return Known(position_ids.shape[-1] - 1)
+
+        torch.Tensor.max = known_max
+        try:
+            return original(self, position_ids)
+        finally:
+            torch.Tensor.max = tensor_max
+
+    owner.forward = forward
+    try:
+        yield
+    finally:
+        owner.forward = original
 
 
 def parameter_count(model) -> int:
