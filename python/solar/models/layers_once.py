@@ -18,6 +18,8 @@ import contextlib
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .cache_forms import sliding_windows
+
 ENV = "SOLAR_LAYERS_ONCE"
 
 
@@ -76,8 +78,6 @@ def layer_signatures(model, config) -> Optional[List[Tuple[Any, ...]]]:
     found = decoder_layers(model, config)
     if found is None:
         return None
-    from .cache_forms import sliding_windows
-
     windows = sliding_windows(config)
     types = getattr(config, "layer_types", None) or []
     sigs = []
