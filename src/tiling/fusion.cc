@@ -374,6 +374,7 @@ std::vector<GraphTraffic> GraphTrafficModel::Impl::attainable(
   };
   std::unordered_map<std::vector<std::uint64_t>, Priced, detail::KeyHash> priced;
   const bool memo = options.fuse && options.memo_segments;
+  constexpr std::size_t kMaxPriced = std::size_t{1} << 18;
   std::unique_lock<std::mutex> lock(mu);
   for (int j = 1; j <= n; ++j) {
     Wide* bj = &best[j * nc];
@@ -382,6 +383,7 @@ std::vector<GraphTraffic> GraphTrafficModel::Impl::attainable(
       const Wide* bi = &best[i * nc];
       const detail::SegmentPlan* pl = nullptr;  // planned when a capacity needs it
       Priced* same = nullptr;                   // its structure's prices, when first needed
+      bool keyed = false;
       for (std::size_t k = 0; k < nc; ++k) {
         if (bi[k] == kInfinite) continue;
         // A single op may still gain from keeping a source it reads twice, or a dead output,
@@ -389,13 +391,19 @@ std::vector<GraphTraffic> GraphTrafficModel::Impl::attainable(
         Wide seg = (j - i == 1) ? alone(i, s[k]) : kInfinite;
         if (options.fuse && (bj[k] == kInfinite || bj[k] > bi[k])) {
           const Wide budget = bj[k] == kInfinite ? kInfinite : bj[k] - bi[k];
-          if (memo && !same) {
-            same = &priced[segment_key(i, j)];
-            if (same->known.empty()) {
-              same->traffic.assign(nc, kInfinite);
-              same->budget.assign(nc, 0);
-              same->known.assign(nc, 0);
+          if (memo && !keyed) {
+            keyed = true;
+            std::vector<std::uint64_t> key = segment_key(i, j);
+            auto it = priced.find(key);
+            // Bounded memory on graphs without repeats (each key is a few hundred bytes):
+            // past the cap, a new structure is priced without being kept.
+            if (it == priced.end() && priced.size() < kMaxPriced) {
+              it = priced.emplace(std::move(key), Priced{}).first;
+              it->second.traffic.assign(nc, kInfinite);
+              it->second.budget.assign(nc, 0);
+              it->second.known.assign(nc, 0);
             }
+            if (it != priced.end()) same = &it->second;
           }
           Wide f;
           if (same && same->known[k] &&
