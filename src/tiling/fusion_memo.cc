@@ -9,11 +9,9 @@
 // that with the tensors renamed by first appearance, so two segments with equal keys have
 // equal plans up to renaming and equal traffic at every capacity.
 #include <bit>
-#include <cstring>
 #include <unordered_map>
 
 #include "fusion_impl.h"
-#include "solar/util/errors.h"
 
 namespace solar::tiling {
 
