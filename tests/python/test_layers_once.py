@@ -1,9 +1,10 @@
-"""Layers captured once (the default; SOLAR_LAYERS_ONCE=0 turns it off; python/solar/models/layers_once.py,
-docs/layers-once.md): the trace rebuilt from a prefix of the layers is the full capture,
-tensor for tensor and op for op, so every level's totals, the module rows, op counts and
-coverage are the unrolled model's; compared here for a Llama, a Gemma-2 whose local and
-global layers alternate, and a DeepSeek-V3 whose leading dense layers share a class with
-its MoE layers."""
+"""Layers captured once (the default; SOLAR_LAYERS_ONCE=0 turns it off;
+python/solar/models/layers_once.py, docs/layers-once.md): the trace rebuilt from a prefix of
+the layers is the full capture, tensor for tensor and op for op, so every level's totals, the
+module rows, op counts and coverage are the unrolled model's; compared here for a Llama, a
+Gemma-2 whose local and global layers alternate, a DeepSeek-V3 whose leading dense layers
+share a class with its MoE layers, every registry decoder at 5 layers and pi0's integration
+steps."""
 
 from __future__ import annotations
 

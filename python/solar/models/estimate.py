@@ -22,8 +22,8 @@ the bound against their captures):
   ops per token per layer: SCAN_OPS_PER_TOKEN = 16;
 - a recorded op costs about 0.5 ms to capture, lower and analyze on one core of the build
   machine, and about 26 KB of memory at the peak: Mamba-130M's 1024-token prefill
-  recorded token by token (estimated 398,116 ops) took 203 s and 10.2 GB; Llama-3.1-405B's decode step (126
-  layers, estimated 25,300) 10.9 s and 0.7 GB.
+  recorded token by token (estimated 398,116 ops) took 203 s and 10.2 GB; Llama-3.1-405B's
+  decode step (126 layers, estimated 25,300) 10.9 s and 0.7 GB.
 """
 
 from __future__ import annotations

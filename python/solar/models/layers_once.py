@@ -1,8 +1,8 @@
 """Layers captured once (the default; SOLAR_LAYERS_ONCE=0 turns it off; docs/layers-once.md):
-a decoder whose layers repeat is captured over a prefix of its layers, and the OpTrace of the whole model is
-rebuilt from it by replicating, for every later layer, the recorded ops of the last prefix
-layer with the same structure, its tensors renamed (the layer's parameters, its cache
-buffers, its intermediates).
+a decoder whose layers repeat is captured over a prefix of its layers, and the OpTrace of
+the whole model is rebuilt from it by replicating, for every later layer, the recorded ops
+of the last prefix layer with the same structure, its tensors renamed (the layer's
+parameters, its cache buffers, its intermediates).
 
 The rebuilt trace is meant to be the full capture itself, tensor for tensor and op for op
 (the same ids, storages, names, module paths), so every level of the analysis, the module

@@ -979,8 +979,9 @@ TEST(FusionProperties, SegmentationSearchMatchesBruteForce) {
 // A model whose layers repeat: `layers` blocks of a normalization (a row reduction and a
 // scale), a matmul, an activation, a transpose that copies or a flat view read at strides,
 // a second matmul and a residual add, each with weights of its own, at random sizes and
-// dtypes; a layer's residual is now and then its normalized input instead of its input. With `outputs`, a layer's intermediates are graph outputs now and then, or read
-// again after the last layer, so that some layers differ from the others in what is needed
+// dtypes; a layer's residual is now and then its normalized input instead of its input.
+// With `outputs`, a layer's intermediates are graph outputs now and then, or read again
+// after the last layer, so that some layers differ from the others in what is needed
 // outside them.
 std::string layered_graph(std::mt19937& rng, int layers, bool outputs) {
   auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
