@@ -365,12 +365,12 @@ std::vector<GraphTraffic> GraphTrafficModel::Impl::attainable(
   std::vector<int> from((n + 1) * nc, -1);
   for (std::size_t k = 0; k < nc; ++k) best[k] = 0;
   // Segments priced once per structure (fusion_memo.cc): per segment key, each capacity's
-  // traffic and the budget it was priced under. A traffic below its budget is exact; one at
-  // or above it says only that the segment cannot beat that budget, which answers any
-  // smaller budget the same way (the search keeps a segment only when it beats its budget).
+  // traffic and the budget it was priced under (0: not priced; a budget the search asks is
+  // at least 1). A traffic below its budget is exact; one at or above it says only that the
+  // segment cannot beat that budget, which answers any smaller budget the same way (the
+  // search keeps a segment only when it beats its budget).
   struct Priced {
     std::vector<Wide> traffic, budget;
-    std::vector<char> known;
   };
   std::unordered_map<std::vector<std::uint64_t>, Priced, detail::KeyHash> priced;
   const bool memo = options.fuse && options.memo_segments;
@@ -401,19 +401,17 @@ std::vector<GraphTraffic> GraphTrafficModel::Impl::attainable(
               it = priced.emplace(std::move(key), Priced{}).first;
               it->second.traffic.assign(nc, kInfinite);
               it->second.budget.assign(nc, 0);
-              it->second.known.assign(nc, 0);
             }
             if (it != priced.end()) same = &it->second;
           }
           Wide f;
-          if (same && same->known[k] &&
+          if (same && same->budget[k] != 0 &&
               (same->traffic[k] < same->budget[k] || budget <= same->budget[k])) {
             f = same->traffic[k];
           } else {
             if (!pl) pl = &plan(i, j);
             f = fused(*pl, i, j, s[k], false, std::nullopt, budget).traffic;
             if (same) {
-              same->known[k] = 1;
               same->traffic[k] = f;
               same->budget[k] = budget;
             }

@@ -18,6 +18,7 @@ import contextlib
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from . import policy
 from .cache_forms import sliding_windows
 
 ENV = "SOLAR_LAYERS_ONCE"
@@ -315,8 +316,8 @@ def expand(trace: Dict[str, Any], layers_path: Optional[str], tmpl: Sequence[int
     # Stretches that are not layers (a policy's steps) may make the program's result: the
     # last captured step's actions are an output of the last step only, so the template's
     # are compared and replicated as intermediates, and the last replica's are the output.
-    returned = [t for t in range(lo[k - 1], hi[k - 1] + 1)
-                if labels is not None and tensors[t]["role"] == "output"]
+    returned = [] if labels is None else \
+        [t for t in range(lo[k - 1], hi[k - 1] + 1) if tensors[t]["role"] == "output"]
     if returned:
         tensors = list(tensors)
         for t in returned:
@@ -507,4 +508,4 @@ def applies(spec, run, options) -> bool:
     policy's control step (its integration steps)."""
     if options.train:
         return False
-    return (spec.task == "causal-lm" and run.new_tokens == 1) or spec.task == "vla"  # a policy
+    return (spec.task == "causal-lm" and run.new_tokens == 1) or spec.task == policy.TASK

@@ -265,11 +265,18 @@ class _Trace:
 
     def _record_version(self, t: torch.Tensor, op: str, args: Dict[str, Any]) -> int:
         """Appends a recorded (not executed) op that makes the next version of `t`."""
-        tid = self.new_tensor(t, "intermediate")
-        self.append_op({"op": op, "args": args, "outputs": [tid]})
+        return self.append_made(op, args, [t])[0]
+
+    def append_made(self, op: str, args: Dict[str, Any], outs: List[torch.Tensor]) -> List[int]:
+        """Records op `op` (its arguments encoded) whose results `outs` Solar made itself, not
+        a dispatched op (a version write, a recurrent layer, a selective scan): each a new
+        intermediate, its value kept when the record keeps every value. Their ids."""
+        ids = [self.new_tensor(o, "intermediate") for o in outs]
         if self.record is not None and self.record.values_mode == "all":
-            self.record.keep(tid, t)
-        return tid
+            for tid, t in zip(ids, outs):
+                self.record.keep(tid, t)
+        self.append_op({"op": op, "args": args, "outputs": ids})
+        return ids
 
     def tag_module(self, entry: Dict[str, Any]) -> None:
         if self.module_stack and self.module_stack[-1]:

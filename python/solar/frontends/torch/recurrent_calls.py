@@ -12,7 +12,7 @@ from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils._python_dispatch import _disable_current_modes
 
 
-# `trace` below: capture._Trace, the trace being recorded (encode, new_tensor, ops).
+# `trace` below: capture._Trace, the trace being recorded (encode, append_made).
 
 
 # Recurrent layers (docs/torch-frontend.md, "Recurrent layers"). nn.LSTM/GRU/RNN.forward call
@@ -90,12 +90,7 @@ def _rnn_wrapper(name: str, original: Callable, trace: Any) -> Callable:
             with _disable_current_modes():
                 res = original(*args)
             outs = list(res)
-        ids = [trace.new_tensor(o, "intermediate") for o in outs]
-        record = trace.record
-        if record is not None and record.values_mode == "all":
-            for tid, t in zip(ids, outs):
-                record.keep(tid, t)
-        trace.append_op({"op": _RNN_FUNCTIONS[name], "args": encoded, "outputs": ids})
+        trace.append_made(_RNN_FUNCTIONS[name], encoded, outs)
         return tuple(outs)
 
     return call

@@ -55,12 +55,7 @@ def _record(trace: Any, decay, inputs, readout, state, out_dtype) -> List[torch.
     else:
         with _disable_current_modes():
             outs = _loop(decay, inputs, readout, state, out_dtype)
-    ids = [trace.new_tensor(o, "intermediate") for o in outs]
-    record = trace.record
-    if record is not None and record.values_mode == "all":
-        for tid, t in zip(ids, outs):
-            record.keep(tid, t)
-    trace.append_op({"op": OP, "args": encoded, "outputs": ids})
+    trace.append_made(OP, encoded, outs)
     return outs
 
 
